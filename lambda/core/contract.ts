@@ -1,0 +1,86 @@
+/**
+ * The one contract shared by the runtime (`lambda/`) and the CDK constructs (`lib/`):
+ * inbox table attribute names and environment variable names. Changing a value here
+ * changes both sides at once, so the table's TTL attribute and the code that writes it
+ * cannot drift.
+ *
+ * This file must stay dependency-free: `lib/` imports it, and nothing else from `lambda/`.
+ */
+
+/** Attribute names of an inbox record (one DynamoDB item per scoped dedup key). */
+export const INBOX_ATTRIBUTES = Object.freeze({
+  /** Partition key (String): the scoped dedup key, `<consumer>#<dedup key>` (see `scopeKey`). */
+  pk: 'pk',
+  /** `COMPLETED` or `IN_PROGRESS`. */
+  status: 'status',
+  /** SHA-256 (hex) of the canonical payload. */
+  fingerprint: 'fingerprint',
+  /** DynamoDB TTL attribute, epoch seconds (Number). */
+  expiresAt: 'expiresAt',
+  /** Two-phase only: the lease end, epoch milliseconds (Number). */
+  leaseExpiresAt: 'leaseExpiresAt',
+  /** Two-phase only: the random owner token that fences complete and release. */
+  owner: 'owner',
+  /** Two-phase only: the stored result of a completed effect (optional, size-capped). */
+  result: 'result',
+  /** The consumer name (unscoped), kept for operators and queries. */
+  consumer: 'consumer',
+  /** Epoch milliseconds of the commit (set once, never rewritten by a duplicate). */
+  committedAt: 'committedAt',
+});
+
+/** Attribute that entity-as-marker mode adds to the user's business item. */
+export const ENTITY_FINGERPRINT_ATTRIBUTE = 'eoFingerprint';
+
+/** Values of the `status` attribute. */
+export const INBOX_STATUS = Object.freeze({
+  completed: 'COMPLETED',
+  inProgress: 'IN_PROGRESS',
+});
+
+/** Environment variable names that the construct sets and the deployable handlers read. */
+export const ENV = Object.freeze({
+  /** Name of the inbox table. */
+  inboxTable: 'EO_INBOX_TABLE',
+  /** Consumer name that scopes every dedup key. */
+  consumer: 'EO_CONSUMER',
+  /** Record TTL in seconds (derived by the construct from the queue settings). */
+  ttlSeconds: 'EO_TTL_SECONDS',
+  /** `redrive` or `direct`. */
+  deadLetterMode: 'EO_DEAD_LETTER_MODE',
+  /** URL of the dead-letter queue (used only in `direct` mode). */
+  deadLetterQueueUrl: 'EO_DEAD_LETTER_QUEUE_URL',
+  /** Lease for two-phase claims, milliseconds. */
+  leaseMillis: 'EO_LEASE_MILLIS',
+  /** CloudWatch metric namespace for the Embedded Metric Format lines. */
+  metricNamespace: 'EO_METRIC_NAMESPACE',
+  /** `info` (default), `debug`, `warn`, `error` or `silent`. */
+  logLevel: 'EO_LOG_LEVEL',
+});
+
+/** Metric names, one per outcome, emitted in Embedded Metric Format and used by alarms. */
+export const METRICS = Object.freeze({
+  processed: 'Processed',
+  duplicate: 'Duplicate',
+  inFlight: 'InFlight',
+  mismatch: 'Mismatch',
+  stale: 'Stale',
+  retry: 'Retry',
+  permanent: 'Permanent',
+  takeover: 'Takeover',
+});
+
+/** Default metric namespace. */
+export const DEFAULT_METRIC_NAMESPACE = 'EffectivelyOnce';
+
+/** Dimension name carrying the consumer on every metric. */
+export const METRIC_DIMENSION_CONSUMER = 'Consumer';
+
+/** Message attributes set on a message that is dead-lettered directly (`deadLetter: 'direct'`). */
+export const DEAD_LETTER_ATTRIBUTES = Object.freeze({
+  reason: 'eo-reason',
+  code: 'eo-code',
+  consumer: 'eo-consumer',
+  dedupKey: 'eo-dedup-key',
+  sourceMessageId: 'eo-source-message-id',
+});
