@@ -1,0 +1,81 @@
+/**
+ * Errors are for failures; expected outcomes (duplicate, mismatch, in progress) are values.
+ *
+ * Every error carries a literal `code` and is recognised by it, never by `instanceof`
+ * (a package bundled twice breaks `instanceof`, minifiers rename classes). The code
+ * determines the disposition: retry later, permanent (dead letter with the reason), or
+ * configuration (fail fast at cold start).
+ */
+
+/** How the batch treats a failure. */
+export type Disposition = 'retry' | 'permanent' | 'configuration';
+
+/** Every error code the toolkit raises, with its disposition. */
+export const ERROR_CODES = Object.freeze({
+  // retry later: reported as a batch item failure, the queue redelivers
+  THROTTLED: 'retry',
+  SERVICE_UNAVAILABLE: 'retry',
+  TRANSACTION_CONFLICT: 'retry',
+  NETWORK: 'retry',
+  IN_FLIGHT: 'retry',
+  DEADLINE: 'retry',
+  GROUP_BLOCKED: 'retry',
+  HANDLER_FAILED: 'retry',
+  // permanent: dead-lettered with the reason, never silently dropped
+  MALFORMED_BODY: 'permanent',
+  MISSING_KEY: 'permanent',
+  INVALID_KEY: 'permanent',
+  PAYLOAD_MISMATCH: 'permanent',
+  ITEM_TOO_LARGE: 'permanent',
+  TOO_MANY_WRITES: 'permanent',
+  TRANSACTION_TOO_LARGE: 'permanent',
+  VALIDATION: 'permanent',
+  BUSINESS_CONDITION_FAILED: 'permanent',
+  PERMANENT: 'permanent',
+  STUCK_IN_PROGRESS: 'permanent',
+  // configuration: thrown at cold start, the function fails to initialise
+  INVALID_OPTIONS: 'configuration',
+  MISSING_RESOURCE: 'configuration',
+  ACCESS_DENIED: 'configuration',
+} as const satisfies Record<string, Disposition>);
+
+/** A toolkit error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Base class of every error the toolkit throws. Recognise it with `isEffectivelyOnceError`. */
+export class EffectivelyOnceError extends Error {
+  override readonly name = 'EffectivelyOnceError';
+  readonly code: ErrorCode;
+  readonly disposition: Disposition;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.disposition = ERROR_CODES[code];
+  }
+}
+
+/**
+ * Thrown by a user's handler to say "this message can never succeed": the message is
+ * dead-lettered with `reason` instead of being retried.
+ *
+ * @example
+ * if (!order.items.length) throw new PermanentError('order has no items');
+ */
+export class PermanentError extends EffectivelyOnceError {
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super('PERMANENT', reason, options);
+  }
+}
+
+/** True for any error raised by the toolkit (or a `PermanentError`), by its `code`. */
+export function isEffectivelyOnceError(error: unknown): error is EffectivelyOnceError {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
+}
+
+/** The disposition of any thrown value: toolkit errors by code; anything else is retried. */
+export function dispositionOf(error: unknown): Disposition {
+  return isEffectivelyOnceError(error) ? ERROR_CODES[error.code] : 'retry';
+}

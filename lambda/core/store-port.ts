@@ -1,0 +1,122 @@
+/**
+ * The port between the transport-free core and the DynamoDB adapter (`lambda/store/`).
+ *
+ * The core decides *what* an outcome means (duplicate, mismatch, in progress); the store
+ * only reports *what the database said*: the write happened, or an existing live record
+ * stopped it (returned in the same round trip where DynamoDB allows), or a business
+ * condition failed. The store never compares fingerprints and never reads a clock: the
+ * caller passes `now`.
+ *
+ * Failures are thrown as `EffectivelyOnceError`s (see `errors.ts`) whose `code` carries the
+ * disposition; the store is the only place that inspects AWS error names.
+ */
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+
+/** Status of an inbox record. */
+export type InboxStatus = 'COMPLETED' | 'IN_PROGRESS';
+
+/** One inbox record: one DynamoDB item per scoped dedup key (attribute names in `contract.ts`). */
+export interface InboxRecord {
+  /** The scoped dedup key (`scopeKey(consumer, dedupKey[, effect])`). */
+  readonly pk: string;
+  readonly status: InboxStatus;
+  /** SHA-256 hex of the canonical payload. */
+  readonly fingerprint: string;
+  /** TTL, epoch seconds. Reads treat a record with `expiresAt <= now` as absent. */
+  readonly expiresAt: number;
+  /** Consumer name, unscoped. */
+  readonly consumer: string;
+  /** Epoch milliseconds when the record was first written. */
+  readonly committedAt?: number;
+  /** Two-phase: lease end, epoch milliseconds. Always set on `IN_PROGRESS` records. */
+  readonly leaseExpiresAt?: number;
+  /** Two-phase: owner token that fences complete, release and lease extension. */
+  readonly owner?: string;
+  /** Two-phase: stored result of a completed effect. */
+  readonly result?: unknown;
+}
+
+/**
+ * One business write inside the atomic commit, in `@aws-sdk/lib-dynamodb` document shape:
+ * exactly one of `Put`, `Update`, `Delete`, `ConditionCheck`.
+ */
+export type TransactWriteAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The business item that is its own marker (entity-as-marker mode). */
+export interface EntityWrite {
+  readonly tableName: string;
+  /** Name of the table's partition key attribute; the put is conditional on its absence. */
+  readonly keyAttribute: string;
+  /** The whole item, including its key. The store adds the fingerprint attribute. */
+  readonly item: Record<string, unknown>;
+}
+
+/** What the database said to a conditional insert. */
+export type InsertResult =
+  | { readonly kind: 'inserted' }
+  /** A live record already holds the key (expired records never stop an insert). */
+  | { readonly kind: 'existing'; readonly record: InboxRecord };
+
+/** What the database said to an atomic commit (marker at index 0 + business writes). */
+export type CommitResult =
+  | { readonly kind: 'committed' }
+  | { readonly kind: 'existing'; readonly record: InboxRecord }
+  /** A business write's own condition failed (for example a stock check); nothing was applied. */
+  | { readonly kind: 'condition-failed'; readonly index: number; readonly message?: string };
+
+/** What the database said to a fenced update (complete, release, extend) in two-phase mode. */
+export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
+
+/** The inbox store: one DynamoDB request per call unless stated otherwise. */
+export interface InboxStore {
+  /**
+   * Marker only: insert `record` unless a live record holds its key
+   * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`). One request; the existing
+   * record comes back from the failed condition (`ALL_OLD`), with a consistent read only
+   * as a fallback.
+   */
+  insert(record: InboxRecord, nowMillis: number): Promise<InsertResult>;
+
+  /**
+   * Atomic (inbox): one `TransactWriteItems` with the marker put at index 0 and `writes`
+   * after it. At most 99 writes and 4 MB in total (checked by the caller before the call).
+   */
+  commit(
+    record: InboxRecord,
+    writes: readonly TransactWriteAction[],
+    nowMillis: number,
+  ): Promise<CommitResult>;
+
+  /**
+   * Entity as marker: one conditional put of the business item carrying `fingerprint`.
+   * The `existing` record is synthesised from the stored item (status `COMPLETED`).
+   */
+  insertEntity(entity: EntityWrite, fingerprint: string, nowMillis: number): Promise<InsertResult>;
+
+  /**
+   * Deletes the record at `pk` only if it still carries `guard` (the fingerprint of a
+   * marker-only claim, or the owner token of a two-phase claim). Never throws when the
+   * record is already gone or owned by someone else.
+   */
+  release(
+    pk: string,
+    guard: { readonly fingerprint: string } | { readonly owner: string },
+  ): Promise<FencedResult>;
+
+  /**
+   * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and `leaseExpiresAt`)
+   * when the key is absent, expired, or `IN_PROGRESS` with a lease that ended before
+   * `nowMillis` (a takeover). Returns the existing record otherwise.
+   */
+  claimLease(record: InboxRecord, nowMillis: number): Promise<InsertResult & { readonly takeover?: boolean }>;
+
+  /** Two-phase: mark completed with an optional result, only while `owner` still holds the claim. */
+  complete(
+    pk: string,
+    owner: string,
+    update: { readonly expiresAt: number; readonly result?: unknown },
+  ): Promise<FencedResult>;
+
+  /** Two-phase: move the lease end to `leaseExpiresAt`, only while `owner` still holds the claim. */
+  extendLease(pk: string, owner: string, leaseExpiresAt: number): Promise<FencedResult>;
+}
