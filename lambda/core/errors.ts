@@ -21,6 +21,12 @@ export const ERROR_CODES = Object.freeze({
   DEADLINE: 'retry',
   GROUP_BLOCKED: 'retry',
   HANDLER_FAILED: 'retry',
+  /** The store returned a record whose `expiresAt` has passed: treated as absent, retried. */
+  EXPIRED_RECORD: 'retry',
+  /** Sending to the dead-letter queue failed (`deadLetter: 'direct'`): nothing is lost, retried. */
+  DEAD_LETTER_FAILED: 'retry',
+  /** A non-toolkit error outside the user's handler (for example from an injected store). */
+  UNEXPECTED: 'retry',
   // permanent: dead-lettered with the reason, never silently dropped
   MALFORMED_BODY: 'permanent',
   MISSING_KEY: 'permanent',
@@ -37,6 +43,8 @@ export const ERROR_CODES = Object.freeze({
   INVALID_OPTIONS: 'configuration',
   MISSING_RESOURCE: 'configuration',
   ACCESS_DENIED: 'configuration',
+  /** The Lambda event is not an SQS event (no `Records` list). */
+  INVALID_EVENT: 'configuration',
 } as const satisfies Record<string, Disposition>);
 
 /** A toolkit error code. */
@@ -44,7 +52,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** Base class of every error the toolkit throws. Recognise it with `isEffectivelyOnceError`. */
 export class EffectivelyOnceError extends Error {
-  override readonly name = 'EffectivelyOnceError';
+  override readonly name: string = 'EffectivelyOnceError';
   readonly code: ErrorCode;
   readonly disposition: Disposition;
 
@@ -63,6 +71,8 @@ export class EffectivelyOnceError extends Error {
  * if (!order.items.length) throw new PermanentError('order has no items');
  */
 export class PermanentError extends EffectivelyOnceError {
+  override readonly name = 'PermanentError';
+
   constructor(reason: string, options?: { cause?: unknown }) {
     super('PERMANENT', reason, options);
   }

@@ -1,0 +1,249 @@
+/**
+ * The engine behind every entry point: SQS batch → prepared messages → scheduled processing →
+ * dead letters → one log line per non-trivial outcome → one metrics line → the partial batch
+ * response.
+ */
+import type { DeadLetterMessage } from './dead-letter';
+import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
+import { sha256Hex } from './fingerprint';
+import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
+import { type Prepared, prepareMessage } from './message';
+import { createEmfMetricsSink, createOutcomeCounts, type OutcomeCounts } from './metrics';
+import { type BatchProcessorOptions, type ModeOptions, resolveOptions } from './options';
+import type { Outcome, OutcomeKind } from './outcome';
+import { processMessage } from './process-message';
+import { runWithDependencies } from './scheduler';
+import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord } from './sqs-event';
+
+const COUNTER: Readonly<Record<OutcomeKind, keyof OutcomeCounts>> = {
+  processed: 'processed',
+  duplicate: 'duplicate',
+  'in-flight': 'inFlight',
+  mismatch: 'mismatch',
+  retry: 'retry',
+  permanent: 'permanent',
+};
+
+const LOG: Readonly<Record<OutcomeKind, Pick<LogEntry, 'level' | 'message'>>> = {
+  processed: { level: 'debug', message: 'Message processed' },
+  duplicate: { level: 'info', message: 'Duplicate message acknowledged' },
+  'in-flight': { level: 'warn', message: 'Dedup key in flight in another delivery; retrying later' },
+  mismatch: { level: 'error', message: 'Dedup key reused with a different payload' },
+  retry: { level: 'warn', message: 'Message failed; retrying later' },
+  permanent: { level: 'error', message: 'Message failed permanently' },
+};
+
+/** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
+type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
+
+/**
+ * Creates the batch processor: a complete Lambda SQS handler over an injected store and clock.
+ * Options are validated once, here; a bad option throws `INVALID_OPTIONS` at cold start.
+ *
+ * Within a batch, records of one FIFO message group run in order and, once one is reported as
+ * a failure, the later ones are reported as failures without running (`GROUP_BLOCKED`). Records
+ * sharing a scoped key run one after the other, in batch order, each through the store, so the
+ * effect runs once and the later record is a duplicate (or a mismatch) by the store's answer.
+ *
+ * @example
+ * const processBatch = createBatchProcessor({
+ *   consumer: 'billing',
+ *   dedupKey: fromBody('invoiceId'),
+ *   mode: 'marker',
+ *   handle: async (message) => sendInvoice(message.body),
+ *   store,
+ *   clock: Date.now,
+ * });
+ * const response = await processBatch(event, context);
+ */
+export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOptions<TBody>): SqsHandler {
+  const config = resolveOptions(options);
+  const { clock, consumer } = config;
+  const logger = config.logger ?? createJsonLogger();
+  const metrics =
+    config.metrics === false
+      ? undefined
+      : (config.metrics ?? createEmfMetricsSink({ namespace: config.metricNamespace }));
+  const mode = { mode: config.mode, handle: config.handle } as ModeOptions<TBody>;
+
+  const log = (entry: LogEntry): void => {
+    if (!isLevelEnabled(entry.level, config.logLevel)) return;
+    try {
+      logger.log(entry);
+    } catch {
+      // A failing logger must not change what happens to messages.
+    }
+  };
+
+  const keyFields = (scopedKey: string | undefined): Record<string, string> => {
+    if (scopedKey === undefined) return {};
+    return config.logKeys === 'hash' ? { scopedKeyHash: sha256Hex(scopedKey) } : { scopedKey };
+  };
+
+  const deadLetter = async (
+    record: SqsRecord,
+    prepared: Prepared<TBody>,
+    outcome: Outcome & { kind: 'mismatch' | 'permanent' },
+  ): Promise<DeadLetterResult> => {
+    if (config.deadLetter === 'redrive' || config.deadLetterSender === undefined) return 'redrive';
+    const dedupKey = prepared.ok ? prepared.message.dedupKey : prepared.dedupKey;
+    const groupId = record.attributes?.MessageGroupId;
+    const message: DeadLetterMessage = {
+      body: record.body,
+      reason: outcome.reason,
+      code: outcome.code,
+      consumer,
+      sourceMessageId: record.messageId,
+      attributes: record.messageAttributes ?? {},
+      ...(dedupKey === undefined ? {} : { dedupKey }),
+      ...(groupId === undefined ? {} : { groupId }),
+    };
+    await config.deadLetterSender.send(message);
+    return 'sent';
+  };
+
+  return async (event: SqsEvent, context?: LambdaContext): Promise<SqsBatchResponse> => {
+    if (typeof event !== 'object' || event === null || !Array.isArray(event.Records)) {
+      throw new EffectivelyOnceError('INVALID_EVENT', 'Expected an SQS event with a `Records` list');
+    }
+    const records = event.Records;
+    const remaining = context?.getRemainingTimeInMillis?.();
+    const deadline =
+      typeof remaining === 'number'
+        ? clock() + remaining - config.deadlineMarginMillis
+        : Number.POSITIVE_INFINITY;
+    const prepared = records.map((record) =>
+      prepareMessage(record, {
+        consumer,
+        dedupKey: config.dedupKey,
+        parse: config.parse,
+        fingerprint: config.fingerprint,
+        correlationId: config.correlationId,
+      }),
+    );
+
+    const lastOfGroup = new Map<string, number>();
+    const lastOfKey = new Map<string, number>();
+    const groupPrevious: (number | undefined)[] = [];
+    const dependencies = records.map((record, index) => {
+      const list: number[] = [];
+      const group = record.attributes?.MessageGroupId;
+      if (group !== undefined) {
+        const previous = lastOfGroup.get(group);
+        groupPrevious[index] = previous;
+        if (previous !== undefined) list.push(previous);
+        lastOfGroup.set(group, index);
+      }
+      const current = prepared[index]!;
+      if (current.ok) {
+        // The second record with a key waits for the first, so the store answers it as a duplicate.
+        const previous = lastOfKey.get(current.message.scopedKey);
+        if (previous !== undefined && previous !== groupPrevious[index]) list.push(previous);
+        lastOfKey.set(current.message.scopedKey, index);
+      }
+      return list;
+    });
+
+    const acknowledged = records.map(() => false);
+    const counts = createOutcomeCounts();
+
+    const settle = async (index: number): Promise<void> => {
+      const record = records[index]!;
+      const current = prepared[index]!;
+      const scopedKey = current.ok ? current.message.scopedKey : current.scopedKey;
+      const correlationId = current.ok ? current.message.correlationId : current.correlationId;
+      const fields = { consumer, ...keyFields(scopedKey), messageId: record.messageId, correlationId };
+
+      const previous = groupPrevious[index];
+      const now = clock();
+      let outcome: Outcome;
+      if (previous !== undefined && !acknowledged[previous]) {
+        outcome = {
+          kind: 'retry',
+          code: 'GROUP_BLOCKED',
+          reason: 'An earlier message of the same message group failed in this batch',
+        };
+      } else if (now >= deadline) {
+        outcome = { kind: 'retry', code: 'DEADLINE', reason: 'Not started: too close to the Lambda timeout' };
+      } else if (!current.ok) {
+        const { error } = current;
+        outcome = {
+          kind: error.disposition === 'permanent' ? 'permanent' : 'retry',
+          code: error.code,
+          reason: error.message,
+          errorName: error.name,
+          error,
+        };
+      } else {
+        outcome = await processMessage(current.message, current.fingerprint, now, {
+          store: config.store,
+          consumer,
+          ttlSeconds: config.ttlSeconds,
+          mode,
+          onReleaseFailed: (error) =>
+            log({
+              level: 'error',
+              message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',
+              ...fields,
+              outcome: 'retry',
+              code: isEffectivelyOnceError(error) ? error.code : 'UNEXPECTED',
+              errorName: (error as Error | undefined)?.name,
+            }),
+        });
+      }
+
+      let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate';
+      let deadLetterResult: DeadLetterResult | undefined;
+      let deadLetterError: unknown;
+      if (outcome.kind === 'mismatch' || outcome.kind === 'permanent') {
+        try {
+          deadLetterResult = await deadLetter(record, current, outcome);
+        } catch (error) {
+          deadLetterResult = 'send-failed';
+          deadLetterError = error;
+        }
+        ack = deadLetterResult === 'sent';
+      }
+      acknowledged[index] = ack;
+      counts[COUNTER[outcome.kind]] += 1;
+
+      const entry: Record<string, unknown> = { ...LOG[outcome.kind], ...fields, outcome: outcome.kind };
+      if (outcome.kind !== 'processed' && outcome.kind !== 'duplicate' && outcome.kind !== 'in-flight') {
+        entry.code = outcome.code;
+        if (outcome.errorName !== undefined) entry.errorName = outcome.errorName;
+        entry.reason = outcome.reason;
+      } else if (outcome.kind === 'in-flight') {
+        entry.code = 'IN_FLIGHT';
+      }
+      if (deadLetterResult !== undefined) entry.deadLetter = deadLetterResult;
+      if (deadLetterError !== undefined) {
+        entry.deadLetterCode = isEffectivelyOnceError(deadLetterError)
+          ? deadLetterError.code
+          : 'DEAD_LETTER_FAILED';
+        entry.deadLetterErrorName = (deadLetterError as Error | undefined)?.name;
+      }
+      log(entry as unknown as LogEntry);
+    };
+
+    await runWithDependencies(dependencies, config.concurrency, settle);
+
+    if (metrics !== undefined) {
+      try {
+        metrics.publish(counts, { consumer, timestampMillis: clock() });
+      } catch (error) {
+        log({
+          level: 'error',
+          message: 'Publishing metrics failed',
+          consumer,
+          errorName: (error as Error)?.name,
+        });
+      }
+    }
+
+    const failed = new Set<string>();
+    records.forEach((record, index) => {
+      if (!acknowledged[index]) failed.add(record.messageId);
+    });
+    return { batchItemFailures: [...failed].map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * The dead-letter port: how a permanent failure reaches the dead-letter queue when
+ * `deadLetter: 'direct'`. The SQS adapter lives in `lambda/sqs/dead-letter-sender.ts`; the
+ * message attribute names it sets are `DEAD_LETTER_ATTRIBUTES` in `contract.ts`.
+ */
+import type { ErrorCode } from './errors';
+import type { SqsMessageAttribute } from './sqs-event';
+
+/** How a permanent failure leaves the queue. */
+export type DeadLetterMode = 'redrive' | 'direct';
+
+/** One message to dead-letter, with the reason it can never succeed. */
+export interface DeadLetterMessage {
+  /** The original body, unchanged, so the message can be redriven after a fix. */
+  readonly body: string;
+  readonly reason: string;
+  readonly code: ErrorCode;
+  readonly consumer: string;
+  /** The dedup key, when the message got as far as having one. */
+  readonly dedupKey?: string;
+  readonly sourceMessageId: string;
+  /** The original message attributes. */
+  readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
+  /** The FIFO message group, when the source queue is FIFO. */
+  readonly groupId?: string;
+}
+
+/** Sends one message to the dead-letter queue; a rejection means it was not sent. */
+export interface DeadLetterSender {
+  send(message: DeadLetterMessage): Promise<void>;
+}

@@ -1,0 +1,204 @@
+/**
+ * Dedup keys: where the key of a message comes from (key sources), how a key source's value
+ * becomes a key string, and how a key is scoped by consumer (and effect) into the inbox
+ * record's partition key.
+ *
+ * Keys come from the producer or the business, never from transport ids that change on a
+ * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
+ */
+import { EffectivelyOnceError } from './errors';
+import { sha256Hex } from './fingerprint';
+import type { SqsRecord } from './sqs-event';
+
+/** One part of a dedup key. */
+export type KeyPart = string | number | bigint;
+
+/**
+ * What a key source returns: a key, a list of parts (a composite natural key, each part
+ * required), or nothing (`undefined`, `null`, `''`: a permanent `MISSING_KEY` error).
+ */
+export type KeyValue = KeyPart | readonly (KeyPart | null | undefined)[] | null | undefined;
+
+/** Picks the dedup key of a message from its record and its parsed body. */
+export type KeySource<TBody = unknown> = (record: SqsRecord, body: TBody) => KeyValue;
+
+/** Consumer and effect names: no `#` or `/`, so a scoped key has exactly one reading. */
+export const NAME_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;
+
+/**
+ * A scoped key longer than this (UTF-8 bytes) is stored as `<scope>#sha256:<hex>`. Half of
+ * DynamoDB's 2048-byte partition key limit, leaving room for any scope.
+ */
+export const SCOPED_KEY_HASH_THRESHOLD_BYTES = 1024;
+
+/** Prefix of a hashed dedup key inside a scoped key. */
+export const HASHED_KEY_PREFIX = 'sha256:';
+
+/** True when `name` can scope keys (a consumer or effect name). */
+export function isValidName(name: unknown): name is string {
+  return typeof name === 'string' && NAME_PATTERN.test(name);
+}
+
+/**
+ * The inbox record's partition key for `dedupKey`: `<consumer>#<dedupKey>`, or
+ * `<consumer>/<effect>#<dedupKey>` for a named effect. A key whose scoped form would exceed
+ * {@link SCOPED_KEY_HASH_THRESHOLD_BYTES}, or that itself starts with `sha256:`, is replaced by
+ * `sha256:<hex of the key>` so every scoped key fits DynamoDB and no literal key can collide
+ * with a hashed one.
+ *
+ * @example
+ * scopeKey('billing', 'order-1:PAID');            // 'billing#order-1:PAID'
+ * scopeKey('billing', 'order-1', 'send-invoice'); // 'billing/send-invoice#order-1'
+ */
+export function scopeKey(consumer: string, dedupKey: string, effect?: string): string {
+  assertName('consumer', consumer);
+  if (effect !== undefined) assertName('effect', effect);
+  if (dedupKey === '') throw new EffectivelyOnceError('MISSING_KEY', 'The dedup key is empty');
+  const scope = effect === undefined ? `${consumer}#` : `${consumer}/${effect}#`;
+  const scoped = scope + dedupKey;
+  if (
+    dedupKey.startsWith(HASHED_KEY_PREFIX) ||
+    Buffer.byteLength(scoped, 'utf8') > SCOPED_KEY_HASH_THRESHOLD_BYTES
+  ) {
+    return `${scope}${HASHED_KEY_PREFIX}${sha256Hex(dedupKey)}`;
+  }
+  return scoped;
+}
+
+function assertName(field: string, name: unknown): void {
+  if (!isValidName(name)) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`${field}\` to match ${NAME_PATTERN}, got \`${String(name)}\``,
+    );
+  }
+}
+
+/**
+ * Turns a key source's value into the dedup key. Parts of a composite key are joined with
+ * `:` after escaping `%` and `:` in each part, so `['a:b', 'c']` and `['a', 'b:c']` differ.
+ * Throws `MISSING_KEY` for a missing or empty key (or part), `INVALID_KEY` for anything that is
+ * not a string, finite number or bigint. Messages never quote the value (it may be body data).
+ */
+export function toDedupKey(value: KeyValue): string {
+  if (Array.isArray(value)) {
+    if (value.length === 0) throw missingKey();
+    return value.map((part, index) => escapePart(toPart(part, index))).join(':');
+  }
+  return toPart(value as KeyPart | null | undefined);
+}
+
+function toPart(value: unknown, index?: number): string {
+  const label = index === undefined ? 'The dedup key' : `Part ${index} of the dedup key`;
+  if (value === undefined || value === null || value === '') throw missingKey(label);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  const kind = typeof value === 'number' ? String(value) : typeof value;
+  throw new EffectivelyOnceError(
+    'INVALID_KEY',
+    `${label} must be a string, a finite number or a bigint, got ${kind}`,
+  );
+}
+
+function escapePart(part: string): string {
+  return part.replaceAll('%', '%25').replaceAll(':', '%3A');
+}
+
+function missingKey(label = 'The dedup key'): EffectivelyOnceError {
+  return new EffectivelyOnceError('MISSING_KEY', `${label} is missing or empty`);
+}
+
+/** The string (or base64 binary) value of a message attribute, if present. */
+export function attributeValue(record: SqsRecord, name: string): string | undefined {
+  const attribute = record.messageAttributes?.[name];
+  return attribute?.stringValue ?? attribute?.binaryValue;
+}
+
+/**
+ * The key is the value of the message attribute `name` (its string value, or the base64 of
+ * a binary value).
+ *
+ * @example
+ * fromAttribute('idempotency-key')
+ */
+export function fromAttribute(name: string): KeySource {
+  return (record) => attributeValue(record, name);
+}
+
+/**
+ * The key is a field of the parsed body: a dotted path (`'order.id'`), a list of path
+ * segments (for names containing dots), or a typed function. A function may return a list of
+ * parts for a composite natural key; every part is required.
+ *
+ * @example
+ * fromBody('eventId')
+ * fromBody((order: OrderEvent) => [order.orderId, order.status]) // natural key
+ */
+export function fromBody<TBody>(pick: (body: TBody) => KeyValue): KeySource<TBody>;
+export function fromBody(path: string | readonly string[]): KeySource;
+export function fromBody<TBody>(
+  pathOrPick: string | readonly string[] | ((body: TBody) => KeyValue),
+): KeySource<TBody> {
+  if (typeof pathOrPick === 'function') return (_record, body) => pathOrPick(body);
+  const segments = typeof pathOrPick === 'string' ? pathOrPick.split('.') : [...pathOrPick];
+  return (_record, body) => {
+    let value: unknown = body;
+    for (const segment of segments) {
+      if (typeof value !== 'object' || value === null || !Object.hasOwn(value, segment)) return undefined;
+      value = (value as Record<string, unknown>)[segment];
+    }
+    return value as KeyValue;
+  };
+}
+
+/**
+ * The key is CloudEvents `source` + `id` (the pair CloudEvents defines as unique), joined as a
+ * composite key. Binary mode is recognised first: message attributes `ce-source` and `ce-id`,
+ * or `ce_source` and `ce_id` (both spellings are valid SQS attribute names; a message uses
+ * one of them). Otherwise structured mode: a JSON body with `specversion`, `source` and `id`.
+ *
+ * @example
+ * fromCloudEvent() // key 'https%3A//example.com/orders:evt-1'
+ */
+export function fromCloudEvent(): KeySource {
+  return (record, body) => {
+    for (const separator of ['-', '_']) {
+      const id = attributeValue(record, `ce${separator}id`);
+      if (id !== undefined) return [attributeValue(record, `ce${separator}source`), id];
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+    const event = body as Record<string, unknown>;
+    if (typeof event.specversion !== 'string') return undefined;
+    return [event.source as KeyPart | undefined, event.id as KeyPart | undefined];
+  };
+}
+
+/**
+ * The key is the FIFO `MessageDeduplicationId` (the producer's id, or the body's SHA-256 with
+ * content-based deduplication). Broker deduplication only covers five minutes; this key lets
+ * the consumer cover the rest.
+ */
+export function fromDeduplicationId(): KeySource {
+  return (record) => record.attributes?.MessageDeduplicationId;
+}
+
+/**
+ * The key is the SQS `messageId`. Only catches redeliveries of the same SQS message: a
+ * producer that resends gets a new `messageId`, so resends are **not** deduplicated. Prefer a
+ * producer or business key; choose this only when redeliveries are all you need to absorb.
+ */
+export function fromMessageId(): KeySource {
+  return (record) => record.messageId;
+}
+
+/**
+ * The key is any function of the record and the parsed body (typed helper; a plain function
+ * works too).
+ *
+ * @example
+ * fromRecord((record) => record.attributes.SenderId && record.messageAttributes.requestId?.stringValue)
+ */
+export function fromRecord<TBody = unknown>(pick: KeySource<TBody>): KeySource<TBody> {
+  return pick;
+}

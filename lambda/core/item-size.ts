@@ -1,0 +1,127 @@
+/**
+ * Up-front checks of DynamoDB's request limits, so an oversize commit fails as a clear
+ * permanent error before the round trip instead of as an opaque `ValidationException`.
+ *
+ * Sizes follow DynamoDB's documented sizing rules (attribute name bytes + value bytes; lists
+ * and maps cost 3 bytes plus 1 byte per element; numbers 1 byte per two digits plus 1) and
+ * round up wherever the rules are approximate.
+ */
+import { ENTITY_FINGERPRINT_ATTRIBUTE } from './contract';
+import { EffectivelyOnceError } from './errors';
+import type { EntityWrite, InboxRecord, TransactWriteAction } from './store-port';
+
+/** Actions in one `TransactWriteItems`. */
+export const MAX_TRANSACTION_ACTIONS = 100;
+/** Business writes that fit next to the marker at index 0. */
+export const MAX_BUSINESS_WRITES = MAX_TRANSACTION_ACTIONS - 1;
+/** DynamoDB item size limit, bytes. */
+export const MAX_ITEM_BYTES = 400 * 1024;
+/** `TransactWriteItems` aggregate size limit, bytes. */
+export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
+
+/** Estimated stored size of one attribute value in bytes (conservative). */
+export function estimateValueSize(value: unknown): number {
+  if (value === undefined) return 0;
+  if (value === null || typeof value === 'boolean') return 1;
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (typeof value === 'number' || typeof value === 'bigint') {
+    const digits = String(value).replace(/[^0-9]/g, '').length;
+    return Math.min(21, Math.ceil(digits / 2) + 1);
+  }
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value.byteLength;
+  if (value instanceof Set) {
+    let size = 0;
+    for (const element of value) size += estimateValueSize(element);
+    return size;
+  }
+  if (Array.isArray(value)) {
+    let size = 3;
+    for (const element of value) size += 1 + estimateValueSize(element);
+    return size;
+  }
+  if (typeof value === 'object') return 3 + estimateItemSize(value as Record<string, unknown>, 1);
+  return 0;
+}
+
+/**
+ * Estimated stored size of an item in bytes: attribute names plus values.
+ *
+ * @param perAttribute extra bytes per attribute (1 inside a map, 0 at the top level)
+ */
+export function estimateItemSize(item: Readonly<Record<string, unknown>>, perAttribute = 0): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (value === undefined) continue;
+    size += perAttribute + Buffer.byteLength(name, 'utf8') + estimateValueSize(value);
+  }
+  return size;
+}
+
+/**
+ * Estimated size a write contributes to a transaction: a put's whole item; for an update,
+ * delete or condition check the key plus the expression attribute values (the resulting item
+ * of an update is unknown before the write).
+ */
+export function estimateWriteSize(write: TransactWriteAction): number {
+  const body = (write.Put ?? write.Update ?? write.Delete ?? write.ConditionCheck ?? {}) as {
+    Item?: Record<string, unknown>;
+    Key?: Record<string, unknown>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  };
+  return (
+    estimateItemSize(body.Item ?? {}) +
+    estimateItemSize(body.Key ?? {}) +
+    estimateItemSize(body.ExpressionAttributeValues ?? {})
+  );
+}
+
+function describe(write: TransactWriteAction, index: number): string {
+  const [kind, body] = Object.entries(write).find(([, value]) => value !== undefined) ?? ['unknown', {}];
+  const table = (body as { TableName?: string }).TableName;
+  return `Write ${index} (${kind}${table === undefined ? '' : ` on \`${table}\``})`;
+}
+
+/**
+ * Throws a permanent error unless `writes` fit one transaction next to `record`:
+ * `TOO_MANY_WRITES` above {@link MAX_BUSINESS_WRITES}, `ITEM_TOO_LARGE` for a write above
+ * {@link MAX_ITEM_BYTES}, `TRANSACTION_TOO_LARGE` above {@link MAX_TRANSACTION_BYTES} in total.
+ */
+export function assertCommitWithinLimits(record: InboxRecord, writes: readonly TransactWriteAction[]): void {
+  if (writes.length > MAX_BUSINESS_WRITES) {
+    throw new EffectivelyOnceError(
+      'TOO_MANY_WRITES',
+      `A commit holds at most ${MAX_BUSINESS_WRITES} business writes next to the marker, got ${writes.length}`,
+    );
+  }
+  let total = estimateItemSize(record as unknown as Record<string, unknown>);
+  writes.forEach((write, index) => {
+    const size = estimateWriteSize(write);
+    if (size > MAX_ITEM_BYTES) {
+      throw new EffectivelyOnceError(
+        'ITEM_TOO_LARGE',
+        `${describe(write, index)} is about ${size} bytes; DynamoDB items are limited to ${MAX_ITEM_BYTES} bytes`,
+      );
+    }
+    total += size;
+  });
+  if (total > MAX_TRANSACTION_BYTES) {
+    throw new EffectivelyOnceError(
+      'TRANSACTION_TOO_LARGE',
+      `The commit is about ${total} bytes; a transaction is limited to ${MAX_TRANSACTION_BYTES} bytes`,
+    );
+  }
+}
+
+/** Throws `ITEM_TOO_LARGE` unless the entity item, with its fingerprint attribute, fits one item. */
+export function assertEntityWithinLimits(entity: EntityWrite, fingerprint: string): void {
+  const size =
+    estimateItemSize(entity.item) +
+    Buffer.byteLength(ENTITY_FINGERPRINT_ATTRIBUTE, 'utf8') +
+    Buffer.byteLength(fingerprint, 'utf8');
+  if (size > MAX_ITEM_BYTES) {
+    throw new EffectivelyOnceError(
+      'ITEM_TOO_LARGE',
+      `The entity item for \`${entity.tableName}\` is about ${size} bytes; DynamoDB items are limited to ${MAX_ITEM_BYTES} bytes`,
+    );
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Structured logs: one JSON line per non-trivial outcome. Lines carry the consumer, the scoped
+ * key (or its hash), the message id, the correlation id, the outcome and the error code and
+ * class, and never any part of the body.
+ */
+
+/** Log levels, lowest first; `silent` turns logging off. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** One structured log line. */
+export interface LogEntry {
+  readonly level: Exclude<LogLevel, 'silent'>;
+  readonly message: string;
+  readonly [field: string]: unknown;
+}
+
+/** Where log lines go. Inject one to route lines elsewhere (the core filters by level first). */
+export interface Logger {
+  log(entry: LogEntry): void;
+}
+
+/** Writes one line of text (without its newline). */
+export type LineWriter = (line: string) => void;
+
+const LEVEL_RANK: Readonly<Record<LogLevel, number>> = {
+  debug: 10,
+  info: 20,
+  warn: 30,
+  error: 40,
+  silent: 99,
+};
+
+/** True when an entry at `level` passes a logger configured at `threshold`. */
+export function isLevelEnabled(level: Exclude<LogLevel, 'silent'>, threshold: LogLevel): boolean {
+  return LEVEL_RANK[level] >= LEVEL_RANK[threshold];
+}
+
+/** True when `value` names a log level. */
+export function isLogLevel(value: unknown): value is LogLevel {
+  return typeof value === 'string' && Object.hasOwn(LEVEL_RANK, value);
+}
+
+/**
+ * Writes to standard output directly: Lambda's patched `console` prefixes every line with a
+ * timestamp and request id, which breaks JSON (and Embedded Metric Format) parsing.
+ */
+export const writeStdoutLine: LineWriter = (line) => {
+  process.stdout.write(`${line}\n`);
+};
+
+/**
+ * A logger writing each entry as one JSON line.
+ *
+ * @example
+ * const lines: string[] = [];
+ * const logger = createJsonLogger((line) => lines.push(line));
+ */
+export function createJsonLogger(write: LineWriter = writeStdoutLine): Logger {
+  return { log: (entry) => write(JSON.stringify(entry)) };
+}

@@ -1,0 +1,154 @@
+/**
+ * The typed message a user's handler receives, and its preparation from an SQS record:
+ * parse the body, pick and scope the dedup key, fingerprint the payload. Preparation depends
+ * only on the message, so every failure here is permanent.
+ */
+import { type KeySource, scopeKey, toDedupKey } from './dedup-key';
+import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
+import { fingerprintOf } from './fingerprint';
+import type { SqsMessageAttribute, SqsRecord } from './sqs-event';
+
+/** One message, typed: what a user's handler receives. */
+export interface Message<TBody = unknown> {
+  /** The parsed body (see the `parse` option). */
+  readonly body: TBody;
+  /** The body exactly as delivered. */
+  readonly rawBody: string;
+  /** The dedup key picked by the `dedupKey` option. */
+  readonly dedupKey: string;
+  /** The inbox record's partition key: `<consumer>#<dedupKey>` (hashed when long). */
+  readonly scopedKey: string;
+  /** The SQS message id (changes when a producer resends). */
+  readonly messageId: string;
+  /** The message attributes as delivered. */
+  readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
+  /** The FIFO message group, `undefined` on standard queues. */
+  readonly groupId: string | undefined;
+  /** The correlation id carried into every log line (see the `correlationId` option). */
+  readonly correlationId: string;
+  /** The raw SQS record, for system attributes such as `ApproximateReceiveCount`. */
+  readonly record: SqsRecord;
+}
+
+/** How the body is parsed: JSON, left as text, or a typed function (which may validate). */
+export type BodyParser<TBody> = 'json' | 'text' | ((rawBody: string) => TBody);
+
+/** Picks the part of a message that is fingerprinted, for example to drop volatile fields. */
+export type FingerprintPicker<TBody> = (message: Message<TBody>) => unknown;
+
+/** Picks the correlation id of a record. */
+export type CorrelationIdPicker = (record: SqsRecord) => string | undefined;
+
+/** What preparation needs from the resolved options. */
+export interface PrepareConfig<TBody> {
+  readonly consumer: string;
+  readonly dedupKey: KeySource<TBody>;
+  readonly parse: BodyParser<TBody>;
+  readonly fingerprint: FingerprintPicker<TBody> | undefined;
+  readonly correlationId: CorrelationIdPicker | undefined;
+}
+
+/** A prepared message, or the permanent error that stops it, with what is known for logs. */
+export type Prepared<TBody> =
+  | { readonly ok: true; readonly message: Message<TBody>; readonly fingerprint: string }
+  | {
+      readonly ok: false;
+      readonly error: EffectivelyOnceError;
+      readonly correlationId: string;
+      readonly dedupKey?: string;
+      readonly scopedKey?: string;
+    };
+
+/**
+ * The default correlation id: message attribute `correlation-id`, else `correlationId`, else
+ * the message id.
+ */
+export function defaultCorrelationId(record: SqsRecord): string {
+  const attributes = record.messageAttributes ?? {};
+  return (
+    attributes['correlation-id']?.stringValue ?? attributes.correlationId?.stringValue ?? record.messageId
+  );
+}
+
+const NOT_JSON = Symbol('not-json');
+
+function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+function permanent(stage: 'MALFORMED_BODY' | 'MISSING_KEY', message: string, cause: unknown) {
+  // An error the user's function raised on purpose keeps its own code.
+  if (isEffectivelyOnceError(cause)) return cause;
+  const detail = (cause as { message?: unknown } | undefined)?.message;
+  return new EffectivelyOnceError(stage, typeof detail === 'string' ? `${message}: ${detail}` : message, {
+    cause,
+  });
+}
+
+/**
+ * Parses, keys and fingerprints one record. The default fingerprint is the canonical JSON of
+ * the body when it is JSON, else of the raw body string. Never throws.
+ */
+export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<TBody>): Prepared<TBody> {
+  let correlationId = record.messageId;
+  let dedupKey: string | undefined;
+  let scopedKey: string | undefined;
+  try {
+    correlationId = config.correlationId?.(record) || defaultCorrelationId(record);
+    const rawBody = record.body;
+    let json: unknown = NOT_JSON;
+    let body: TBody;
+    if (config.parse === 'json') {
+      json = tryParseJson(rawBody);
+      // The SyntaxError quotes the body, so it is not kept as the cause.
+      if (json === NOT_JSON) throw new EffectivelyOnceError('MALFORMED_BODY', 'The body is not valid JSON');
+      body = json as TBody;
+    } else if (config.parse === 'text') {
+      body = rawBody as TBody;
+    } else {
+      try {
+        body = config.parse(rawBody);
+      } catch (error) {
+        throw permanent('MALFORMED_BODY', 'The body was rejected by the `parse` option', error);
+      }
+    }
+    try {
+      dedupKey = toDedupKey(config.dedupKey(record, body));
+    } catch (error) {
+      throw permanent('MISSING_KEY', 'The `dedupKey` option failed to pick a key', error);
+    }
+    scopedKey = scopeKey(config.consumer, dedupKey);
+    const message: Message<TBody> = {
+      body,
+      rawBody,
+      dedupKey,
+      scopedKey,
+      messageId: record.messageId,
+      attributes: record.messageAttributes ?? {},
+      groupId: record.attributes?.MessageGroupId,
+      correlationId,
+      record,
+    };
+    let picked: unknown;
+    if (config.fingerprint) {
+      try {
+        picked = config.fingerprint(message);
+      } catch (error) {
+        throw permanent('MALFORMED_BODY', 'The `fingerprint` option failed', error);
+      }
+    } else {
+      if (json === NOT_JSON) json = tryParseJson(rawBody);
+      picked = json === NOT_JSON ? rawBody : json;
+    }
+    return { ok: true, message, fingerprint: fingerprintOf(picked) };
+  } catch (error) {
+    const failure = isEffectivelyOnceError(error)
+      ? error
+      : new EffectivelyOnceError('MALFORMED_BODY', 'The message could not be prepared', { cause: error });
+    return { ok: false, error: failure, correlationId, dedupKey, scopedKey };
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Metrics: one count per outcome, published once per invocation. The default sink writes one
+ * CloudWatch Embedded Metric Format line, so no API call is made.
+ */
+import { DEFAULT_METRIC_NAMESPACE, METRIC_DIMENSION_CONSUMER, METRICS } from './contract';
+import { type LineWriter, writeStdoutLine } from './logger';
+
+/** Messages per outcome in one invocation; each message is counted exactly once. */
+export interface OutcomeCounts {
+  processed: number;
+  duplicate: number;
+  inFlight: number;
+  mismatch: number;
+  retry: number;
+  permanent: number;
+}
+
+/** Creates all-zero counts. */
+export function createOutcomeCounts(): OutcomeCounts {
+  return { processed: 0, duplicate: 0, inFlight: 0, mismatch: 0, retry: 0, permanent: 0 };
+}
+
+/** Where the counts of one invocation go. */
+export interface MetricsSink {
+  publish(
+    counts: Readonly<OutcomeCounts>,
+    context: { readonly consumer: string; readonly timestampMillis: number },
+  ): void;
+}
+
+/** Options of {@link createEmfMetricsSink}. */
+export interface EmfMetricsSinkOptions {
+  /** @default 'EffectivelyOnce' (`DEFAULT_METRIC_NAMESPACE`) */
+  readonly namespace?: string;
+  /** @default writes to standard output */
+  readonly write?: LineWriter;
+}
+
+/**
+ * A sink writing one Embedded Metric Format line per invocation: every outcome count (zeros
+ * included, so alarms see data), dimension `Consumer`, unit `Count`.
+ *
+ * @example
+ * const metrics = createEmfMetricsSink({ namespace: 'Orders' });
+ */
+export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): MetricsSink {
+  const namespace = options.namespace ?? DEFAULT_METRIC_NAMESPACE;
+  const write = options.write ?? writeStdoutLine;
+  const names = Object.keys(createOutcomeCounts()) as (keyof OutcomeCounts)[];
+  const definitions = names.map((name) => ({ Name: METRICS[name], Unit: 'Count' }));
+  return {
+    publish(counts, { consumer, timestampMillis }) {
+      const line: Record<string, unknown> = {
+        _aws: {
+          Timestamp: timestampMillis,
+          CloudWatchMetrics: [
+            { Namespace: namespace, Dimensions: [[METRIC_DIMENSION_CONSUMER]], Metrics: definitions },
+          ],
+        },
+        [METRIC_DIMENSION_CONSUMER]: consumer,
+      };
+      for (const name of names) line[METRICS[name]] = counts[name];
+      write(JSON.stringify(line));
+    },
+  };
+}

@@ -1,0 +1,266 @@
+/**
+ * The options of the batch processor, validated once at cold start and frozen. A bad option
+ * is a configuration error: the function fails to initialise instead of mishandling messages.
+ */
+import { DEFAULT_METRIC_NAMESPACE } from './contract';
+import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
+import { isValidName, type KeySource, NAME_PATTERN } from './dedup-key';
+import { EffectivelyOnceError } from './errors';
+import { isLogLevel, type Logger, type LogLevel } from './logger';
+import type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './message';
+import type { MetricsSink } from './metrics';
+import type { EntityWrite, InboxStore } from './store-port';
+import type { UnitOfWork } from './unit-of-work';
+
+/** Epoch milliseconds now. Injected so the core never reads the system clock itself. */
+export type Clock = () => number;
+
+/**
+ * Marker only: the marker is stored first, then `handle` runs; if `handle` throws, the marker
+ * is released so a retry can run. A crash after the marker and before `handle` finishes means
+ * the effect happened at most once: use atomic mode (or two-phase) where that matters.
+ */
+export interface MarkerModeOptions<TBody> {
+  readonly mode: 'marker';
+  /** Performs the effect. Its return value is ignored. */
+  readonly handle: (message: Message<TBody>) => unknown;
+}
+
+/**
+ * Atomic (inbox): `handle` describes business writes on a unit of work; they are committed in
+ * one transaction with the marker at index 0. `handle` runs before the commit, also for a
+ * message that turns out to be a duplicate, so it must only describe writes, never perform
+ * side effects. With no writes, the marker alone is stored (one conditional put).
+ */
+export interface AtomicModeOptions<TBody> {
+  readonly mode: 'atomic';
+  /** Describes the writes on `unitOfWork`. Its return value is ignored. */
+  readonly handle: (message: Message<TBody>, unitOfWork: UnitOfWork) => unknown;
+}
+
+/**
+ * Entity as marker: `handle` returns the one business item that is the whole effect; it is put
+ * on the condition that its key is absent, carrying the fingerprint. Like atomic mode,
+ * `handle` runs before the write and must be free of side effects. The entity never expires
+ * as a marker.
+ */
+export interface EntityModeOptions<TBody> {
+  readonly mode: 'entity';
+  /** Returns the business item, its table and its partition key attribute. */
+  readonly handle: (message: Message<TBody>) => EntityWrite | Promise<EntityWrite>;
+}
+
+/** The mode and the user's handler for it. */
+export type ModeOptions<TBody> =
+  | MarkerModeOptions<TBody>
+  | AtomicModeOptions<TBody>
+  | EntityModeOptions<TBody>;
+
+/** Options shared by every entry point. */
+export interface CommonOptions<TBody> {
+  /** Consumer name scoping every dedup key; matches `/^[A-Za-z0-9._:-]{1,100}$/`. */
+  readonly consumer: string;
+  /** Where the dedup key comes from: `fromBody`, `fromAttribute`, `fromCloudEvent`, ... */
+  readonly dedupKey: KeySource<TBody>;
+  /**
+   * How the body is parsed. A body that fails to parse (or that the function rejects by
+   * throwing) is a permanent `MALFORMED_BODY` error.
+   * @default 'json'
+   */
+  readonly parse?: BodyParser<TBody>;
+  /**
+   * Picks the fingerprinted part of the message, for example to ignore volatile fields; the
+   * result is hashed in canonical JSON form.
+   * @default the body as canonical JSON when it is JSON, else the raw body
+   */
+  readonly fingerprint?: FingerprintPicker<TBody>;
+  /**
+   * Picks the correlation id of a record.
+   * @default message attribute `correlation-id`, else `correlationId`, else the message id
+   */
+  readonly correlationId?: CorrelationIdPicker;
+  /**
+   * Inbox record lifetime (`expiresAt = now + ttlSeconds`). Cover the longest redelivery path:
+   * at least 3x the producer's retry horizon and the dead-letter queue retention.
+   * @default 1296000 (15 days: the 14-day maximum SQS retention plus a day)
+   */
+  readonly ttlSeconds?: number;
+  /**
+   * Records processed at the same time. FIFO message groups always run in order.
+   * @default 10
+   */
+  readonly concurrency?: number;
+  /**
+   * Records that have not started this long before the Lambda timeout are reported as batch
+   * item failures (`DEADLINE`) instead of being started.
+   * @default 2000
+   */
+  readonly deadlineMarginMillis?: number;
+  /**
+   * `redrive`: a permanent failure is reported as a batch item failure until the queue's
+   * `maxReceiveCount` moves it to the dead-letter queue; the reason is then only in the logs.
+   * `direct`: it is sent to the dead-letter queue at once with its reason (`deadLetterSender`)
+   * and acknowledged; if the send fails it is reported as a batch item failure.
+   * @default 'redrive'
+   */
+  readonly deadLetter?: DeadLetterMode;
+  /** Required when `deadLetter` is `direct`. */
+  readonly deadLetterSender?: DeadLetterSender;
+  /**
+   * Lowest level logged; `silent` logs nothing.
+   * @default 'info'
+   */
+  readonly logLevel?: LogLevel;
+  /**
+   * `hash` logs `scopedKeyHash` (SHA-256 of the scoped key) instead of `scopedKey`.
+   * @default 'plain'
+   */
+  readonly logKeys?: 'plain' | 'hash';
+  /** @default JSON lines on standard output */
+  readonly logger?: Logger;
+  /**
+   * Where the counts of each invocation go; `false` publishes nothing.
+   * @default one Embedded Metric Format line on standard output
+   */
+  readonly metrics?: MetricsSink | false;
+  /**
+   * Namespace of the default Embedded Metric Format sink.
+   * @default 'EffectivelyOnce'
+   */
+  readonly metricNamespace?: string;
+}
+
+/** Everything the processor needs from its caller: options plus the store and the clock. */
+export type BatchProcessorOptions<TBody> = CommonOptions<TBody> &
+  ModeOptions<TBody> & {
+    readonly store: InboxStore;
+    readonly clock: Clock;
+  };
+
+/** The options after validation, defaults applied, frozen. */
+export type ResolvedOptions<TBody> = Readonly<
+  Required<
+    Omit<
+      CommonOptions<TBody>,
+      'fingerprint' | 'correlationId' | 'deadLetterSender' | 'logger' | 'metrics' | 'metricNamespace'
+    >
+  > & {
+    readonly fingerprint: FingerprintPicker<TBody> | undefined;
+    readonly correlationId: CorrelationIdPicker | undefined;
+    readonly deadLetterSender: DeadLetterSender | undefined;
+    readonly logger: Logger | undefined;
+    readonly metrics: MetricsSink | false | undefined;
+    readonly metricNamespace: string;
+    readonly store: InboxStore;
+    readonly clock: Clock;
+  } & ModeOptions<TBody>
+>;
+
+/** Default inbox record lifetime: 15 days. */
+export const DEFAULT_TTL_SECONDS = 15 * 24 * 60 * 60;
+/** Default number of records processed at the same time. */
+export const DEFAULT_CONCURRENCY = 10;
+/** Default safety margin before the Lambda timeout. */
+export const DEFAULT_DEADLINE_MARGIN_MILLIS = 2000;
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
+}
+
+function invalid(field: string, expected: string, value: unknown): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'INVALID_OPTIONS',
+    `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
+  );
+}
+
+function integer(field: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw invalid(field, min > 0 ? 'a positive integer' : 'a non-negative integer', value);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T))
+    throw invalid(field, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, value);
+  return value as T;
+}
+
+function optionalFunction(field: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') throw invalid(field, 'a function', value);
+}
+
+function port(field: string, value: unknown, methods: readonly string[]): void {
+  const ok =
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  if (!ok) throw invalid(field, `an object with ${methods.map((m) => `\`${m}\``).join(', ')}`, value);
+}
+
+/**
+ * Validates `options`, applies defaults and freezes the result. Throws `INVALID_OPTIONS` with a
+ * message naming the option, what was expected and what was given.
+ */
+export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): ResolvedOptions<TBody> {
+  if (typeof options !== 'object' || options === null) throw invalid('options', 'an object', options);
+  if (!isValidName(options.consumer))
+    throw invalid('consumer', `a name matching ${NAME_PATTERN}`, options.consumer);
+  if (typeof options.dedupKey !== 'function') {
+    throw invalid('dedupKey', 'a key source such as `fromBody(...)`', options.dedupKey);
+  }
+  const modes = ['marker', 'atomic', 'entity'] as const;
+  if (!modes.includes(options.mode))
+    throw invalid('mode', "one of 'marker', 'atomic', 'entity'", options.mode);
+  if (typeof options.handle !== 'function') throw invalid('handle', 'a function', options.handle);
+  const parse = options.parse ?? 'json';
+  if (parse !== 'json' && parse !== 'text' && typeof parse !== 'function') {
+    throw invalid('parse', "'json', 'text' or a function", parse);
+  }
+  optionalFunction('fingerprint', options.fingerprint);
+  optionalFunction('correlationId', options.correlationId);
+  const deadLetter = oneOf('deadLetter', options.deadLetter, ['redrive', 'direct'], 'redrive');
+  if (deadLetter === 'direct') port('deadLetterSender', options.deadLetterSender, ['send']);
+  const logLevel = options.logLevel ?? 'info';
+  if (!isLogLevel(logLevel))
+    throw invalid('logLevel', "one of 'debug', 'info', 'warn', 'error', 'silent'", logLevel);
+  if (options.logger !== undefined) port('logger', options.logger, ['log']);
+  if (options.metrics !== undefined && options.metrics !== false)
+    port('metrics', options.metrics, ['publish']);
+  const metricNamespace = options.metricNamespace ?? DEFAULT_METRIC_NAMESPACE;
+  if (typeof metricNamespace !== 'string' || metricNamespace === '' || metricNamespace.length > 255) {
+    throw invalid('metricNamespace', 'a non-empty string of at most 255 characters', metricNamespace);
+  }
+  port('store', options.store, ['insert', 'commit', 'insertEntity', 'release']);
+  if (typeof options.clock !== 'function')
+    throw invalid('clock', 'a function returning epoch milliseconds', options.clock);
+
+  return Object.freeze({
+    ...options,
+    parse,
+    fingerprint: options.fingerprint,
+    correlationId: options.correlationId,
+    ttlSeconds: integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1),
+    concurrency: integer('concurrency', options.concurrency, DEFAULT_CONCURRENCY, 1),
+    deadlineMarginMillis: integer(
+      'deadlineMarginMillis',
+      options.deadlineMarginMillis,
+      DEFAULT_DEADLINE_MARGIN_MILLIS,
+      0,
+    ),
+    deadLetter,
+    deadLetterSender: options.deadLetterSender,
+    logLevel,
+    logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
+    logger: options.logger,
+    metrics: options.metrics,
+    metricNamespace,
+  }) as ResolvedOptions<TBody>;
+}

@@ -1,0 +1,134 @@
+/**
+ * One prepared message through its mode: build the inbox record, claim or commit, run the
+ * user's handler, and turn what the store said into an outcome. The database is the only
+ * arbiter: every write is conditional, nothing checks before it sets.
+ */
+import { INBOX_STATUS } from './contract';
+import { EffectivelyOnceError } from './errors';
+import { assertCommitWithinLimits, assertEntityWithinLimits } from './item-size';
+import type { Message } from './message';
+import type { ModeOptions } from './options';
+import { type Outcome, outcomeOfError, outcomeOfExisting } from './outcome';
+import type { EntityWrite, InboxRecord, InboxStore, InsertResult } from './store-port';
+import { createUnitOfWork } from './unit-of-work';
+
+/** What processing one message needs. */
+export interface ProcessMessageDeps<TBody> {
+  readonly store: InboxStore;
+  readonly consumer: string;
+  readonly ttlSeconds: number;
+  readonly mode: ModeOptions<TBody>;
+  /** Called when releasing a marker after a failed handler fails itself. */
+  readonly onReleaseFailed: (error: unknown) => void;
+}
+
+/** The inbox record of a completed message: `expiresAt = floor(now / 1000) + ttlSeconds`. */
+export function createInboxRecord(
+  scopedKey: string,
+  fingerprint: string,
+  consumer: string,
+  nowMillis: number,
+  ttlSeconds: number,
+): InboxRecord {
+  return {
+    pk: scopedKey,
+    status: INBOX_STATUS.completed,
+    fingerprint,
+    expiresAt: Math.floor(nowMillis / 1000) + ttlSeconds,
+    consumer,
+    committedAt: nowMillis,
+  };
+}
+
+function outcomeOfInsert(result: InsertResult, fingerprint: string, nowMillis: number): Outcome {
+  return result.kind === 'inserted'
+    ? { kind: 'processed' }
+    : outcomeOfExisting(result.record, fingerprint, nowMillis);
+}
+
+function assertEntity(entity: unknown): asserts entity is EntityWrite {
+  const candidate = entity as Partial<EntityWrite> | null | undefined;
+  const item = candidate?.item;
+  const key = candidate?.keyAttribute;
+  const valid =
+    typeof candidate?.tableName === 'string' &&
+    candidate.tableName !== '' &&
+    typeof key === 'string' &&
+    typeof item === 'object' &&
+    item !== null &&
+    ['string', 'number', 'bigint'].includes(typeof item[key]) &&
+    item[key] !== '';
+  if (!valid) {
+    throw new EffectivelyOnceError(
+      'VALIDATION',
+      'The entity-mode handler must return { tableName, keyAttribute, item } with the key attribute set in the item',
+    );
+  }
+}
+
+/**
+ * Processes one prepared message at `nowMillis` and returns its outcome. Never throws: a failure
+ * of the store or of the user's handler becomes a `retry` or `permanent` outcome.
+ */
+export async function processMessage<TBody>(
+  message: Message<TBody>,
+  fingerprint: string,
+  nowMillis: number,
+  deps: ProcessMessageDeps<TBody>,
+): Promise<Outcome> {
+  const { store, mode } = deps;
+  const record = createInboxRecord(message.scopedKey, fingerprint, deps.consumer, nowMillis, deps.ttlSeconds);
+  let stage: 'store' | 'handler' = 'handler';
+  try {
+    switch (mode.mode) {
+      case 'marker': {
+        stage = 'store';
+        const result = await store.insert(record, nowMillis);
+        if (result.kind !== 'inserted') return outcomeOfInsert(result, fingerprint, nowMillis);
+        try {
+          stage = 'handler';
+          await mode.handle(message);
+          return { kind: 'processed' };
+        } catch (error) {
+          // Without the marker a retry runs the effect again; with it, the retry would be acked.
+          await store.release(record.pk, { fingerprint }).catch(deps.onReleaseFailed);
+          throw error;
+        }
+      }
+      case 'atomic': {
+        const unitOfWork = createUnitOfWork();
+        await mode.handle(message, unitOfWork);
+        const writes = unitOfWork.writes;
+        assertCommitWithinLimits(record, writes);
+        stage = 'store';
+        if (writes.length === 0)
+          return outcomeOfInsert(await store.insert(record, nowMillis), fingerprint, nowMillis);
+        const result = await store.commit(record, writes, nowMillis);
+        if (result.kind === 'condition-failed') {
+          const detail = result.message ? `: ${result.message}` : '';
+          return {
+            kind: 'permanent',
+            code: 'BUSINESS_CONDITION_FAILED',
+            reason: `The condition of business write ${result.index} failed${detail}`,
+          };
+        }
+        return result.kind === 'committed'
+          ? { kind: 'processed' }
+          : outcomeOfExisting(result.record, fingerprint, nowMillis);
+      }
+      case 'entity': {
+        const entity = await mode.handle(message);
+        assertEntity(entity);
+        assertEntityWithinLimits(entity, fingerprint);
+        stage = 'store';
+        return outcomeOfInsert(
+          await store.insertEntity(entity, fingerprint, nowMillis),
+          fingerprint,
+          nowMillis,
+        );
+      }
+    }
+  } catch (error) {
+    return outcomeOfError(error, stage === 'handler' ? 'HANDLER_FAILED' : 'UNEXPECTED');
+  }
+}

@@ -1,0 +1,568 @@
+/**
+ * An in-memory `InboxStore` for unit tests, faithful to the port's semantics and checked by the
+ * shared contract suite (`store-contract.ts`):
+ *
+ * - conditional insert: a live record (present, `expiresAt > now`) stops it and is returned;
+ * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
+ *   conditions evaluated, a failed one reported by its index in the writes;
+ * - entity insert, release guards, two-phase claim / complete / extend with owner fencing.
+ *
+ * Business writes understand a small subset of DynamoDB expressions (conditions with
+ * `attribute_exists`, `attribute_not_exists`, comparisons, `AND`/`OR`/`NOT`, parentheses;
+ * updates with `SET a = v`, `a + v`, `a - v`, `if_not_exists(a, v)` and `REMOVE`) on top-level
+ * attributes; anything else throws, so a test never passes on an expression the fake ignored.
+ * Stored values are deep copies, as a database would keep them.
+ *
+ * Faults are injected per method (`failNext`), every call is recorded (`calls`), and `gate`
+ * holds a method until the test opens it, to order concurrent calls.
+ */
+import {
+  INBOX_ATTRIBUTES as A,
+  ENTITY_FINGERPRINT_ATTRIBUTE,
+  INBOX_STATUS,
+} from '../../lambda/core/contract';
+import { EffectivelyOnceError } from '../../lambda/core/errors';
+import type {
+  CommitResult,
+  FencedResult,
+  InboxRecord,
+  InboxStore,
+  InsertResult,
+  TransactWriteAction,
+} from '../../lambda/core/store-port';
+
+type Item = Record<string, unknown>;
+type Method = keyof InboxStore;
+
+/** One recorded call: the method and a deep copy of its arguments. */
+export interface StoreCall {
+  readonly method: Method;
+  readonly args: readonly unknown[];
+}
+
+/** Options of {@link createMemoryStore}. */
+export interface MemoryStoreOptions {
+  /** @default 'inbox' */
+  readonly inboxTable?: string;
+  /** Key attributes per business table. @default ['pk'] for every table */
+  readonly keys?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The fake: an `InboxStore` plus test controls. */
+export interface MemoryStore extends InboxStore {
+  /** Every call, in order. */
+  readonly calls: StoreCall[];
+  /** Reads an item by its partition key (tables keyed by `pk` alone); `undefined` when absent. */
+  read(tableName: string, pk: string): Item | undefined;
+  /** Reads an item by its full key. */
+  get(tableName: string, key: Item): Item | undefined;
+  /** Every item of a table, in insertion order. */
+  items(tableName: string): Item[];
+  /** Writes an item directly (test setup). */
+  seed(tableName: string, item: Item): void;
+  /** Makes the next call of `method` throw `error` (queued: one error per call). */
+  failNext(method: Method, error: unknown): void;
+  /** Holds calls of `method` until the returned function is called. */
+  gate(method: Method): () => void;
+}
+
+const clone = <T>(value: T): T => structuredClone(value);
+
+/** Creates an empty in-memory store. */
+export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  const inboxTable = options.inboxTable ?? 'inbox';
+  const tables = new Map<string, Map<string, Item>>();
+  const faults = new Map<Method, unknown[]>();
+  const gates = new Map<Method, Promise<void>>();
+  const calls: StoreCall[] = [];
+
+  const keyAttributes = (table: string): readonly string[] =>
+    table === inboxTable ? [A.pk] : (options.keys?.[table] ?? ['pk']);
+  const table = (name: string): Map<string, Item> => {
+    let found = tables.get(name);
+    if (!found) {
+      found = new Map();
+      tables.set(name, found);
+    }
+    return found;
+  };
+  const keyOf = (name: string, item: Item, attributes = keyAttributes(name)): string => {
+    const values = attributes.map((attribute) => {
+      const value = item[attribute];
+      if (value === undefined) {
+        throw new EffectivelyOnceError(
+          'VALIDATION',
+          `The key attribute \`${attribute}\` of \`${name}\` is missing`,
+        );
+      }
+      return value;
+    });
+    return JSON.stringify(values);
+  };
+
+  async function enter(method: Method, args: unknown[]): Promise<void> {
+    calls.push({ method, args: clone(args) });
+    const gate = gates.get(method);
+    if (gate) await gate;
+    // A real store answers asynchronously; so does the fake, so interleavings stay realistic.
+    await Promise.resolve();
+    const queued = faults.get(method);
+    if (queued && queued.length > 0) throw queued.shift();
+  }
+
+  const seconds = (millis: number) => Math.floor(millis / 1000);
+  const isLive = (item: Item | undefined, nowSeconds: number): item is Item =>
+    item !== undefined &&
+    !(typeof item[A.expiresAt] === 'number' && (item[A.expiresAt] as number) <= nowSeconds);
+
+  const store: MemoryStore = {
+    calls,
+
+    async insert(record, nowMillis): Promise<InsertResult> {
+      await enter('insert', [record, nowMillis]);
+      const inbox = table(inboxTable);
+      const existing = inbox.get(keyOf(inboxTable, record as unknown as Item));
+      if (isLive(existing, seconds(nowMillis))) return { kind: 'existing', record: toRecord(existing) };
+      inbox.set(keyOf(inboxTable, record as unknown as Item), toItem(record));
+      return { kind: 'inserted' };
+    },
+
+    async commit(record, writes, nowMillis): Promise<CommitResult> {
+      await enter('commit', [record, writes, nowMillis]);
+      if (writes.length + 1 > 100) {
+        throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
+      }
+      const staged = new Map<string, Map<string, Item | undefined>>();
+      const stage = (name: string, key: string, item: Item | undefined): void => {
+        let pending = staged.get(name);
+        if (!pending) {
+          pending = new Map();
+          staged.set(name, pending);
+        }
+        if (pending.has(key)) {
+          throw new EffectivelyOnceError(
+            'VALIDATION',
+            'Transaction request cannot include multiple operations on one item',
+          );
+        }
+        pending.set(key, item);
+      };
+
+      const markerKey = keyOf(inboxTable, record as unknown as Item);
+      const existing = table(inboxTable).get(markerKey);
+      if (isLive(existing, seconds(nowMillis))) return { kind: 'existing', record: toRecord(existing) };
+      stage(inboxTable, markerKey, toItem(record));
+
+      for (const [index, write] of writes.entries()) {
+        const { name, key, apply, condition } = describeWrite(write);
+        const itemKey = keyOf(name, key);
+        // Every condition sees the table as it was before the transaction.
+        const current = table(name).get(itemKey);
+        if (
+          condition &&
+          !evaluateCondition(condition.expression, current, condition.names, condition.values)
+        ) {
+          return { kind: 'condition-failed', index };
+        }
+        stage(name, itemKey, apply(current));
+      }
+      for (const [name, pending] of staged) {
+        for (const [key, item] of pending) {
+          if (item === undefined) table(name).delete(key);
+          else table(name).set(key, clone(item));
+        }
+      }
+      return { kind: 'committed' };
+    },
+
+    async insertEntity(entity, fingerprint, nowMillis): Promise<InsertResult> {
+      await enter('insertEntity', [entity, fingerprint, nowMillis]);
+      const items = table(entity.tableName);
+      const key = keyOf(
+        entity.tableName,
+        entity.item,
+        options.keys?.[entity.tableName] ?? [entity.keyAttribute],
+      );
+      const existing = items.get(key);
+      if (isLive(existing, seconds(nowMillis))) {
+        const stored = existing[ENTITY_FINGERPRINT_ATTRIBUTE];
+        const expiresAt = existing[A.expiresAt];
+        return {
+          kind: 'existing',
+          record: {
+            pk: String(existing[entity.keyAttribute]),
+            status: 'COMPLETED',
+            fingerprint: typeof stored === 'string' ? stored : '',
+            expiresAt: typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER,
+            consumer: '',
+          },
+        };
+      }
+      items.set(key, clone({ ...entity.item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint }));
+      return { kind: 'inserted' };
+    },
+
+    async release(pk, guard): Promise<FencedResult> {
+      await enter('release', [pk, guard]);
+      const inbox = table(inboxTable);
+      const key = keyOf(inboxTable, { [A.pk]: pk });
+      const item = inbox.get(key);
+      const holds =
+        item !== undefined &&
+        ('owner' in guard
+          ? item[A.owner] === guard.owner && item[A.status] === INBOX_STATUS.inProgress
+          : item[A.fingerprint] === guard.fingerprint);
+      if (!holds) return { kind: 'lost-ownership' };
+      inbox.delete(key);
+      return { kind: 'ok' };
+    },
+
+    async claimLease(record, nowMillis) {
+      await enter('claimLease', [record, nowMillis]);
+      const inbox = table(inboxTable);
+      const key = keyOf(inboxTable, record as unknown as Item);
+      const existing = inbox.get(key);
+      const nowSeconds = seconds(nowMillis);
+      const leaseEnded =
+        existing?.[A.status] === INBOX_STATUS.inProgress &&
+        (existing[A.leaseExpiresAt] as number) < nowMillis;
+      if (isLive(existing, nowSeconds) && !leaseEnded)
+        return { kind: 'existing', record: toRecord(existing) };
+      inbox.set(key, toItem(record));
+      return { kind: 'inserted', takeover: isLive(existing, nowSeconds) && leaseEnded };
+    },
+
+    async complete(pk, owner, update): Promise<FencedResult> {
+      await enter('complete', [pk, owner, update]);
+      const item = ownedItem(pk, owner);
+      if (!item) return { kind: 'lost-ownership' };
+      item[A.status] = INBOX_STATUS.completed;
+      item[A.expiresAt] = update.expiresAt;
+      if (update.result !== undefined) item[A.result] = clone(update.result);
+      delete item[A.leaseExpiresAt];
+      return { kind: 'ok' };
+    },
+
+    async extendLease(pk, owner, leaseExpiresAt): Promise<FencedResult> {
+      await enter('extendLease', [pk, owner, leaseExpiresAt]);
+      const item = ownedItem(pk, owner);
+      if (!item) return { kind: 'lost-ownership' };
+      item[A.leaseExpiresAt] = leaseExpiresAt;
+      return { kind: 'ok' };
+    },
+
+    read: (tableName, pk) => store.get(tableName, { [keyAttributes(tableName)[0]!]: pk }),
+    get(tableName, key) {
+      const item = table(tableName).get(keyOf(tableName, key));
+      return item === undefined ? undefined : clone(item);
+    },
+    items: (tableName) => [...table(tableName).values()].map(clone),
+    seed(tableName, item) {
+      table(tableName).set(keyOf(tableName, item), clone(item));
+    },
+    failNext(method, error) {
+      const queued = faults.get(method) ?? [];
+      queued.push(error);
+      faults.set(method, queued);
+    },
+    gate(method) {
+      let open!: () => void;
+      gates.set(
+        method,
+        new Promise<void>((resolve) => {
+          open = resolve;
+        }),
+      );
+      return () => {
+        gates.delete(method);
+        open();
+      };
+    },
+  };
+
+  function ownedItem(pk: string, owner: string): Item | undefined {
+    const item = table(inboxTable).get(keyOf(inboxTable, { [A.pk]: pk }));
+    return item?.[A.owner] === owner && item[A.status] === INBOX_STATUS.inProgress ? item : undefined;
+  }
+
+  return store;
+}
+
+function toItem(record: InboxRecord): Item {
+  const item: Item = {};
+  for (const [name, value] of Object.entries(record)) if (value !== undefined) item[name] = clone(value);
+  return item;
+}
+
+function toRecord(item: Item): InboxRecord {
+  return clone(item) as unknown as InboxRecord;
+}
+
+interface DescribedWrite {
+  readonly name: string;
+  readonly key: Item;
+  readonly apply: (current: Item | undefined) => Item | undefined;
+  readonly condition?: {
+    readonly expression: string;
+    readonly names: Readonly<Record<string, string>> | undefined;
+    readonly values: Readonly<Record<string, unknown>> | undefined;
+  };
+}
+
+function describeWrite(write: TransactWriteAction): DescribedWrite {
+  const expressionOf = (body: {
+    ConditionExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  }) =>
+    body.ConditionExpression === undefined
+      ? undefined
+      : {
+          expression: body.ConditionExpression,
+          names: body.ExpressionAttributeNames,
+          values: body.ExpressionAttributeValues,
+        };
+  if (write.Put) {
+    const { TableName, Item } = write.Put;
+    return {
+      name: TableName!,
+      key: Item as Item,
+      apply: () => clone(Item as Item),
+      condition: expressionOf(write.Put),
+    };
+  }
+  if (write.Update) {
+    const { TableName, Key, UpdateExpression, ExpressionAttributeNames, ExpressionAttributeValues } =
+      write.Update;
+    return {
+      name: TableName!,
+      key: Key as Item,
+      apply: (current) =>
+        applyUpdate(
+          UpdateExpression!,
+          { ...clone(Key as Item), ...clone(current ?? {}) },
+          ExpressionAttributeNames,
+          {
+            ...ExpressionAttributeValues,
+          },
+        ),
+      condition: expressionOf(write.Update),
+    };
+  }
+  if (write.Delete) {
+    return {
+      name: write.Delete.TableName!,
+      key: write.Delete.Key as Item,
+      apply: () => undefined,
+      condition: expressionOf(write.Delete),
+    };
+  }
+  if (write.ConditionCheck) {
+    return {
+      name: write.ConditionCheck.TableName!,
+      key: write.ConditionCheck.Key as Item,
+      apply: (current) => current,
+      condition: expressionOf(write.ConditionCheck),
+    };
+  }
+  throw new EffectivelyOnceError('VALIDATION', 'A write must be one of Put, Update, Delete, ConditionCheck');
+}
+
+// ---- a small DynamoDB expression evaluator (top-level attributes only) -------------------
+
+type Token = { readonly kind: 'word' | 'name' | 'value' | 'op' | 'punct'; readonly text: string };
+
+function tokenize(expression: string): Token[] {
+  const tokens: Token[] = [];
+  const pattern =
+    /\s*(?:(#[A-Za-z0-9_]+)|(:[A-Za-z0-9_]+)|([A-Za-z_][A-Za-z0-9_]*)|(<>|<=|>=|=|<|>|\+|-)|([(),]))/y;
+  let index = 0;
+  while (index < expression.length) {
+    if (/^\s*$/.test(expression.slice(index))) break;
+    pattern.lastIndex = index;
+    const match = pattern.exec(expression);
+    if (!match) throw new Error(`memory store: cannot read expression \`${expression}\` at ${index}`);
+    index = pattern.lastIndex;
+    if (match[1]) tokens.push({ kind: 'name', text: match[1] });
+    else if (match[2]) tokens.push({ kind: 'value', text: match[2] });
+    else if (match[3]) tokens.push({ kind: 'word', text: match[3] });
+    else if (match[4]) tokens.push({ kind: 'op', text: match[4] });
+    else tokens.push({ kind: 'punct', text: match[5]! });
+  }
+  return tokens;
+}
+
+interface Scope {
+  readonly item: Item | undefined;
+  readonly names: Readonly<Record<string, string>> | undefined;
+  readonly values: Readonly<Record<string, unknown>> | undefined;
+}
+
+function createParser(expression: string, scope: Scope) {
+  const tokens = tokenize(expression);
+  let position = 0;
+  const peek = () => tokens[position];
+  const isWord = (word: string) => peek()?.kind === 'word' && peek()!.text.toUpperCase() === word;
+  const next = () => {
+    const token = tokens[position++];
+    if (!token) throw new Error(`memory store: unexpected end of \`${expression}\``);
+    return token;
+  };
+  const expect = (text: string) => {
+    const token = next();
+    if (token.text !== text) throw new Error(`memory store: expected \`${text}\` in \`${expression}\``);
+  };
+  const path = (): string => {
+    const token = next();
+    if (token.kind === 'name') {
+      const name = scope.names?.[token.text];
+      if (name === undefined) throw new Error(`memory store: undefined name ${token.text}`);
+      return name;
+    }
+    if (token.kind === 'word') return token.text;
+    throw new Error(`memory store: expected an attribute in \`${expression}\``);
+  };
+  const operand = (): unknown => {
+    if (peek()?.kind === 'value') {
+      const token = next();
+      if (!scope.values || !Object.hasOwn(scope.values, token.text)) {
+        throw new Error(`memory store: undefined value ${token.text}`);
+      }
+      return scope.values[token.text];
+    }
+    return scope.item?.[path()];
+  };
+  return { tokens, peek, isWord, next, expect, path, operand, done: () => position >= tokens.length };
+}
+
+function compare(left: unknown, operator: string, right: unknown): boolean {
+  if (operator === '=') return left !== undefined && JSON.stringify(left) === JSON.stringify(right);
+  if (operator === '<>') return JSON.stringify(left) !== JSON.stringify(right);
+  if (typeof left !== typeof right || (typeof left !== 'number' && typeof left !== 'string')) return false;
+  const [a, b] = [left as number | string, right as number | string];
+  switch (operator) {
+    case '<':
+      return a < b;
+    case '<=':
+      return a <= b;
+    case '>':
+      return a > b;
+    default:
+      return a >= b;
+  }
+}
+
+/** Evaluates a condition expression against `item` (`undefined` when the item is absent). */
+export function evaluateCondition(
+  expression: string,
+  item: Item | undefined,
+  names: Readonly<Record<string, string>> | undefined,
+  values: Readonly<Record<string, unknown>> | undefined,
+): boolean {
+  const parser = createParser(expression, { item, names, values });
+  const primary = (): boolean => {
+    if (parser.peek()?.text === '(') {
+      parser.next();
+      const result = or();
+      parser.expect(')');
+      return result;
+    }
+    const token = parser.peek();
+    if (token?.kind === 'word' && /^attribute_(not_)?exists$/.test(token.text)) {
+      parser.next();
+      parser.expect('(');
+      const attribute = parser.path();
+      parser.expect(')');
+      const exists = item !== undefined && item[attribute] !== undefined;
+      return token.text === 'attribute_exists' ? exists : !exists;
+    }
+    const left = parser.operand();
+    const operator = parser.next();
+    if (operator.kind !== 'op' || operator.text === '+' || operator.text === '-') {
+      throw new Error(`memory store: unsupported condition \`${expression}\``);
+    }
+    return compare(left, operator.text, parser.operand());
+  };
+  const not = (): boolean => {
+    if (parser.isWord('NOT')) {
+      parser.next();
+      return !not();
+    }
+    return primary();
+  };
+  const and = (): boolean => {
+    let result = not();
+    while (parser.isWord('AND')) {
+      parser.next();
+      result = not() && result;
+    }
+    return result;
+  };
+  const or = (): boolean => {
+    let result = and();
+    while (parser.isWord('OR')) {
+      parser.next();
+      result = and() || result;
+    }
+    return result;
+  };
+  const result = or();
+  if (!parser.done()) throw new Error(`memory store: unsupported condition \`${expression}\``);
+  return result;
+}
+
+/** Applies `SET` and `REMOVE` clauses to a copy of `item`. */
+export function applyUpdate(
+  expression: string,
+  item: Item,
+  names: Readonly<Record<string, string>> | undefined,
+  values: Readonly<Record<string, unknown>> | undefined,
+): Item {
+  const before = clone(item);
+  const parser = createParser(expression, { item: before, names, values });
+  const updated = clone(item);
+  const term = (): unknown => {
+    const token = parser.peek();
+    if (token?.kind === 'word' && token.text === 'if_not_exists') {
+      parser.next();
+      parser.expect('(');
+      const attribute = parser.path();
+      parser.expect(',');
+      const fallback = parser.operand();
+      parser.expect(')');
+      return before[attribute] ?? fallback;
+    }
+    return parser.operand();
+  };
+  while (!parser.done()) {
+    const clause = parser.next();
+    const keyword = clause.text.toUpperCase();
+    if (clause.kind !== 'word' || (keyword !== 'SET' && keyword !== 'REMOVE')) {
+      throw new Error(`memory store: unsupported update \`${expression}\``);
+    }
+    do {
+      if (parser.peek()?.text === ',') parser.next();
+      const attribute = parser.path();
+      if (keyword === 'REMOVE') {
+        delete updated[attribute];
+        continue;
+      }
+      parser.expect('=');
+      let value = term();
+      const operator = parser.peek();
+      if (operator?.text === '+' || operator?.text === '-') {
+        parser.next();
+        const right = term();
+        if (typeof value !== 'number' || typeof right !== 'number') {
+          throw new EffectivelyOnceError(
+            'VALIDATION',
+            'An operand in the update expression has an incorrect data type',
+          );
+        }
+        value = operator.text === '+' ? value + right : value - right;
+      }
+      updated[attribute] = clone(value);
+    } while (parser.peek()?.text === ',');
+  }
+  return updated;
+}
