@@ -1,0 +1,437 @@
+/**
+ * The `InboxStore` contract: one suite that runs against every implementation of the port
+ * (the DynamoDB store on the local emulator, the in-memory fake used by unit tests), so the
+ * fake cannot drift from what the database really does.
+ *
+ * Business writes in this suite use a small, fixed subset of DynamoDB expressions, so a
+ * fake only needs to understand these:
+ *
+ * - `Put` without a condition;
+ * - `Put` with `ConditionExpression: 'attribute_not_exists(pk)'`;
+ * - `ConditionCheck` with `Key: { pk }` and `ConditionExpression: 'attribute_exists(pk)'`.
+ *
+ * Business tables have the partition key `pk` (String). Every test uses fresh keys, so one
+ * fixture serves the whole suite. The clock is injected: `now` is fixed when the suite is
+ * defined and tests move it explicitly.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
+import type { InboxRecord, InboxStore, TransactWriteAction } from '../../lambda/core/store-port';
+
+/** What a contract run needs from an implementation. */
+export interface InboxStoreFixture {
+  /** The store under test. */
+  readonly store: InboxStore;
+  /** A business table (partition key `pk`, String) that commits and entity inserts write to. */
+  readonly businessTable: string;
+  /** Reads a business item by `pk`, strongly consistent; `undefined` when absent. */
+  readItem(tableName: string, pk: string): Promise<Record<string, unknown> | undefined>;
+  /** Releases what the fixture created; called once after the suite. */
+  dispose?(): Promise<void>;
+}
+
+/**
+ * Defines the contract suite for one `InboxStore` implementation.
+ *
+ * @param name - the implementation, shown in test names.
+ * @param factory - builds the fixture once, before the suite.
+ * @example
+ * describeInboxStoreContract('in-memory fake', () => {
+ *   const fake = createMemoryStore();
+ *   return { store: fake, businessTable: 'business', readItem: (table, pk) => fake.read(table, pk) };
+ * });
+ */
+export function describeInboxStoreContract(
+  name: string,
+  factory: () => InboxStoreFixture | Promise<InboxStoreFixture>,
+): void {
+  describe(`InboxStore contract: ${name}`, () => {
+    let fixture: InboxStoreFixture;
+    let store: InboxStore;
+    let business: string;
+    const read = (pk: string) => fixture.readItem(business, pk);
+
+    const now = Date.now();
+    const nowSeconds = Math.floor(now / 1000);
+    const hour = 3600;
+
+    const key = (label: string) => `contract#${label}#${randomUUID()}`;
+    const marker = (pk: string, overrides: Partial<InboxRecord> = {}): InboxRecord => ({
+      pk,
+      status: 'COMPLETED',
+      fingerprint: 'fp-1',
+      expiresAt: nowSeconds + hour,
+      consumer: 'orders',
+      committedAt: now,
+      ...overrides,
+    });
+    const claim = (pk: string, owner: string, leaseExpiresAt: number, overrides: Partial<InboxRecord> = {}) =>
+      marker(pk, { status: 'IN_PROGRESS', owner, leaseExpiresAt, ...overrides });
+    const put = (pk: string, item: Record<string, unknown> = {}): TransactWriteAction => ({
+      Put: { TableName: business, Item: { pk, ...item } },
+    });
+    const putIfAbsent = (pk: string, item: Record<string, unknown> = {}): TransactWriteAction => ({
+      Put: { TableName: business, Item: { pk, ...item }, ConditionExpression: 'attribute_not_exists(pk)' },
+    });
+    const requireExists = (pk: string): TransactWriteAction => ({
+      ConditionCheck: { TableName: business, Key: { pk }, ConditionExpression: 'attribute_exists(pk)' },
+    });
+
+    beforeAll(async () => {
+      fixture = await factory();
+      store = fixture.store;
+      business = fixture.businessTable;
+    });
+
+    afterAll(async () => {
+      await fixture?.dispose?.();
+    });
+
+    describe('insert', () => {
+      it('inserts a new record, then returns exactly that record for a duplicate insert', async () => {
+        const pk = key('insert');
+        const first = marker(pk, { result: { invoice: 'inv-1', lines: [1, 'two', { three: true }] } });
+
+        expect(await store.insert(first, now)).toEqual({ kind: 'inserted' });
+        const duplicate = await store.insert(
+          marker(pk, { fingerprint: 'fp-2', expiresAt: nowSeconds + 2 * hour }),
+          now + 1,
+        );
+
+        expect(duplicate).toEqual({ kind: 'existing', record: first });
+      });
+
+      it('treats a record whose expiresAt has been reached as absent', async () => {
+        const pk = key('expired');
+        await store.insert(marker(pk, { expiresAt: nowSeconds }), now - hour * 1000);
+        const fresh = marker(pk, { fingerprint: 'fp-2' });
+
+        expect(await store.insert(fresh, now)).toEqual({ kind: 'inserted' });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-3' }), now)).toEqual({
+          kind: 'existing',
+          record: fresh,
+        });
+      });
+
+      it('keeps a record that expires one second after now', async () => {
+        const pk = key('live');
+        const live = marker(pk, { expiresAt: nowSeconds + 1 });
+        await store.insert(live, now);
+
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({
+          kind: 'existing',
+          record: live,
+        });
+      });
+    });
+
+    describe('commit', () => {
+      it('applies the marker and every business write together', async () => {
+        const pk = key('commit');
+        const [invoice, stock] = [key('invoice'), key('stock')];
+        const record = marker(pk);
+
+        const result = await store.commit(
+          record,
+          [put(invoice, { total: 42, lines: ['a', 'b'] }), putIfAbsent(stock, { reserved: 1 })],
+          now,
+        );
+
+        expect(result).toEqual({ kind: 'committed' });
+        expect(await read(invoice)).toEqual({ pk: invoice, total: 42, lines: ['a', 'b'] });
+        expect(await read(stock)).toEqual({ pk: stock, reserved: 1 });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({
+          kind: 'existing',
+          record,
+        });
+      });
+
+      it('returns the existing record for a second commit and applies none of its writes', async () => {
+        const pk = key('commit-twice');
+        const [invoice, other] = [key('invoice'), key('other')];
+        const first = marker(pk);
+        await store.commit(first, [put(invoice, { version: 1 })], now);
+
+        const second = await store.commit(
+          marker(pk, { fingerprint: 'fp-2', committedAt: now + 5 }),
+          [put(invoice, { version: 2 }), put(other, { version: 2 })],
+          now + 5,
+        );
+
+        expect(second).toEqual({ kind: 'existing', record: first });
+        expect(await read(invoice)).toEqual({ pk: invoice, version: 1 });
+        expect(await read(other)).toBeUndefined();
+      });
+
+      it('commits over an expired marker', async () => {
+        const pk = key('commit-expired');
+        const invoice = key('invoice');
+        await store.insert(marker(pk, { expiresAt: nowSeconds - 1 }), now - hour * 1000);
+
+        expect(await store.commit(marker(pk, { fingerprint: 'fp-2' }), [put(invoice)], now)).toEqual({
+          kind: 'committed',
+        });
+        expect(await read(invoice)).toEqual({ pk: invoice });
+      });
+
+      it('reports a failed business condition by its index in the writes and applies nothing, not even the marker', async () => {
+        const pk = key('condition');
+        const [invoice, missing, audit] = [key('invoice'), key('missing'), key('audit')];
+        const record = marker(pk);
+
+        const result = await store.commit(record, [put(invoice), requireExists(missing), put(audit)], now);
+
+        expect(result).toMatchObject({ kind: 'condition-failed', index: 1 });
+        expect(await read(invoice)).toBeUndefined();
+        expect(await read(audit)).toBeUndefined();
+        expect(await store.insert(record, now)).toEqual({ kind: 'inserted' });
+      });
+
+      it('reports a failed condition on the first business write as index 0', async () => {
+        const taken = key('taken');
+        await store.commit(marker(key('seed')), [put(taken, { owner: 'first' })], now);
+        const pk = key('condition-first');
+
+        const result = await store.commit(marker(pk), [putIfAbsent(taken, { owner: 'second' })], now);
+
+        expect(result).toMatchObject({ kind: 'condition-failed', index: 0 });
+        expect(await read(taken)).toEqual({ pk: taken, owner: 'first' });
+        expect(await store.insert(marker(pk), now)).toEqual({ kind: 'inserted' });
+      });
+    });
+
+    describe('release', () => {
+      it('deletes the record when the fingerprint guard matches', async () => {
+        const pk = key('release');
+        await store.insert(marker(pk), now);
+
+        expect(await store.release(pk, { fingerprint: 'fp-1' })).toEqual({ kind: 'ok' });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({ kind: 'inserted' });
+      });
+
+      it('returns lost-ownership and keeps the record when the guard does not match', async () => {
+        const pk = key('release-wrong');
+        const record = marker(pk);
+        await store.insert(record, now);
+
+        expect(await store.release(pk, { fingerprint: 'fp-other' })).toEqual({ kind: 'lost-ownership' });
+        expect(await store.release(pk, { owner: 'nobody' })).toEqual({ kind: 'lost-ownership' });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({
+          kind: 'existing',
+          record,
+        });
+      });
+
+      it('returns lost-ownership for a record that does not exist', async () => {
+        expect(await store.release(key('absent'), { fingerprint: 'fp-1' })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.release(key('absent'), { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
+      });
+
+      it('deletes an in-progress claim when the owner guard matches', async () => {
+        const pk = key('release-owner');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'ok' });
+        const again = await store.claimLease(claim(pk, 'owner-b', now + 30_000), now);
+        expect(again.kind).toBe('inserted');
+        expect(again.takeover ?? false).toBe(false);
+      });
+    });
+
+    describe('two-phase', () => {
+      it('claims a new key without a takeover, and returns the live claim to a second claimer', async () => {
+        const pk = key('claim');
+        const held = claim(pk, 'owner-a', now + 30_000);
+
+        const first = await store.claimLease(held, now);
+        const second = await store.claimLease(claim(pk, 'owner-b', now + 40_000), now + 10_000);
+
+        expect(first.kind).toBe('inserted');
+        expect(first.takeover ?? false).toBe(false);
+        expect(second).toEqual({ kind: 'existing', record: held });
+      });
+
+      it('takes over a claim whose lease has ended and fences the previous owner out', async () => {
+        const pk = key('takeover');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        const later = now + 30_001;
+
+        const takeover = await store.claimLease(claim(pk, 'owner-b', later + 30_000), later);
+
+        expect(takeover).toEqual({ kind: 'inserted', takeover: true });
+        expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.extendLease(pk, 'owner-a', later + 60_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
+        expect(await store.claimLease(claim(pk, 'owner-c', later + 30_000), later + 1)).toMatchObject({
+          kind: 'existing',
+          record: { owner: 'owner-b', leaseExpiresAt: later + 30_000 },
+        });
+      });
+
+      it('does not take over a lease that ends exactly now', async () => {
+        const pk = key('lease-boundary');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        const result = await store.claimLease(claim(pk, 'owner-b', now + 60_000), now + 30_000);
+
+        expect(result).toMatchObject({ kind: 'existing', record: { owner: 'owner-a' } });
+      });
+
+      it('claims over an expired record without reporting a takeover', async () => {
+        const pk = key('claim-expired');
+        await store.claimLease(
+          claim(pk, 'owner-a', now - 10_000, { expiresAt: nowSeconds - 1 }),
+          now - 20_000,
+        );
+
+        const result = await store.claimLease(claim(pk, 'owner-b', now + 30_000), now);
+
+        expect(result.kind).toBe('inserted');
+        expect(result.takeover ?? false).toBe(false);
+      });
+
+      it('completes a claim with its result, after which the key is never claimed again', async () => {
+        const pk = key('complete');
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
+
+        const completed = await store.complete(pk, 'owner-a', {
+          expiresAt: nowSeconds + 2 * hour,
+          result: { paymentId: 'pay-1', amount: 1250 },
+        });
+        const afterLease = await store.claimLease(claim(pk, 'owner-b', now + 90_000), now + 60_000);
+
+        expect(completed).toEqual({ kind: 'ok' });
+        if (afterLease.kind !== 'existing')
+          throw new Error(`expected the completed record, got ${afterLease.kind}`);
+        // Whether the owner token stays on a completed record is up to the implementation.
+        const { owner: _owner, ...record } = afterLease.record;
+        const { owner: _heldOwner, leaseExpiresAt: _lease, ...unchanged } = held;
+        expect(record).toEqual({
+          ...unchanged,
+          status: 'COMPLETED',
+          expiresAt: nowSeconds + 2 * hour,
+          result: { paymentId: 'pay-1', amount: 1250 },
+        });
+      });
+
+      it('completes without a result', async () => {
+        const pk = key('complete-empty');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({ kind: 'ok' });
+        const after = await store.insert(marker(pk), now);
+        expect(after).toMatchObject({ kind: 'existing', record: { status: 'COMPLETED' } });
+        expect(after.kind === 'existing' && after.record.result).toBeUndefined();
+      });
+
+      it('refuses to complete twice, or to release a completed record by its owner', async () => {
+        const pk = key('complete-twice');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour, result: 'first' });
+
+        expect(
+          await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour, result: 'second' }),
+        ).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.extendLease(pk, 'owner-a', now + 60_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
+        expect(await store.insert(marker(pk), now)).toMatchObject({
+          kind: 'existing',
+          record: { status: 'COMPLETED', result: 'first' },
+        });
+      });
+
+      it('extends the lease of its owner so that no one takes it over at the old lease end', async () => {
+        const pk = key('extend');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        expect(await store.extendLease(pk, 'owner-a', now + 90_000)).toEqual({ kind: 'ok' });
+        expect(await store.claimLease(claim(pk, 'owner-b', now + 120_000), now + 60_000)).toMatchObject({
+          kind: 'existing',
+          record: { owner: 'owner-a', leaseExpiresAt: now + 90_000 },
+        });
+      });
+
+      it('returns lost-ownership when a stranger completes or extends a claim', async () => {
+        const pk = key('stranger');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        expect(await store.complete(pk, 'owner-x', { expiresAt: nowSeconds + hour })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.extendLease(pk, 'owner-x', now + 90_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.complete(key('absent'), 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
+          kind: 'lost-ownership',
+        });
+      });
+    });
+
+    describe('insertEntity', () => {
+      it('writes the business item with its fingerprint, then reports a duplicate without changing it', async () => {
+        const pk = key('entity');
+        const entity = { tableName: business, keyAttribute: 'pk', item: { pk, total: 42, currency: 'EUR' } };
+
+        const first = await store.insertEntity(entity, 'fp-1', now);
+        const duplicate = await store.insertEntity(
+          { ...entity, item: { pk, total: 99, currency: 'USD' } },
+          'fp-2',
+          now + 1,
+        );
+
+        expect(first).toEqual({ kind: 'inserted' });
+        expect(duplicate).toMatchObject({
+          kind: 'existing',
+          record: { pk, status: 'COMPLETED', fingerprint: 'fp-1', expiresAt: Number.MAX_SAFE_INTEGER },
+        });
+        expect(await read(pk)).toEqual({
+          pk,
+          total: 42,
+          currency: 'EUR',
+          [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1',
+        });
+      });
+
+      it('reports an item written without a fingerprint with an empty fingerprint', async () => {
+        const pk = key('entity-foreign');
+        await store.commit(marker(key('seed')), [put(pk, { total: 1 })], now);
+
+        const result = await store.insertEntity(
+          { tableName: business, keyAttribute: 'pk', item: { pk } },
+          'fp-1',
+          now,
+        );
+
+        expect(result).toMatchObject({
+          kind: 'existing',
+          record: { pk, status: 'COMPLETED', fingerprint: '' },
+        });
+      });
+
+      it('takes the expiry of an entity from its numeric expiresAt, and writes over it once reached', async () => {
+        const pk = key('entity-ttl');
+        const entity = (expiresAt: number, total: number) => ({
+          tableName: business,
+          keyAttribute: 'pk',
+          item: { pk, total, expiresAt },
+        });
+        await store.insertEntity(entity(nowSeconds + 10, 1), 'fp-1', now);
+
+        expect(await store.insertEntity(entity(nowSeconds + hour, 2), 'fp-2', now)).toMatchObject({
+          kind: 'existing',
+          record: { pk, fingerprint: 'fp-1', expiresAt: nowSeconds + 10 },
+        });
+        expect(await store.insertEntity(entity(nowSeconds + hour, 3), 'fp-3', now + 10_000)).toEqual({
+          kind: 'inserted',
+        });
+        expect(await read(pk)).toMatchObject({ total: 3, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-3' });
+      });
+    });
+  });
+}
