@@ -83,10 +83,10 @@ function tryParseJson(text: string): unknown {
 function permanent(stage: 'MALFORMED_BODY' | 'MISSING_KEY', message: string, cause: unknown) {
   // An error the user's function raised on purpose keeps its own code.
   if (isEffectivelyOnceError(cause)) return cause;
-  const detail = (cause as { message?: unknown } | undefined)?.message;
-  return new EffectivelyOnceError(stage, typeof detail === 'string' ? `${message}: ${detail}` : message, {
-    cause,
-  });
+  const { name, message: detail } = (cause ?? {}) as { name?: unknown; message?: unknown };
+  // A SyntaxError from JSON.parse quotes the body, and bodies never reach the logs.
+  const shown = typeof detail === 'string' && name !== 'SyntaxError' ? `${message}: ${detail}` : message;
+  return new EffectivelyOnceError(stage, shown, { cause });
 }
 
 /**

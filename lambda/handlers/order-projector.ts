@@ -1,0 +1,120 @@
+/**
+ * Example handler: an order projector in atomic (inbox) mode, consuming a FIFO queue of order
+ * events (message group = order id) and keeping an Orders table up to date.
+ *
+ * - **Dedup key: the natural key `orderId` + `status`.** An order enters each status once, so
+ *   the pair identifies the logical event however often the producer resends it, even with a
+ *   fresh event id. (A domain where an order can re-enter a status, say PAID after a refund,
+ *   should key on a producer-supplied `eventId` instead: `fromBody('eventId')`.)
+ * - **Writes, committed with the marker in one transaction:** the order item
+ *   (`pk = ORDER#<orderId>`, `sk = ORDER`) updated to the new status and amount, and one
+ *   status transition item (`sk = STATUS#<status>`). Orders table: partition key `pk` (String),
+ *   sort key `sk` (String).
+ * - **Idempotent on replay:** every written value comes from the message (no receive
+ *   timestamps, no counters), so replaying the log after the inbox records expired rewrites
+ *   the same values.
+ *
+ * Environment: `ORDERS_TABLE`, plus the toolkit's `EO_*` variables (see `ENV`).
+ */
+
+import { fromBody } from '../core/dedup-key';
+import { PermanentError } from '../core/errors';
+import type { Message } from '../core/message';
+import type { UnitOfWork } from '../core/unit-of-work';
+import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
+import { createHandlerClients, readToolkitEnvironment, requireEnv, toolkitOptions } from './handler-env';
+
+/** One order event, as the producer sends it. */
+export interface OrderEvent {
+  readonly orderId: string;
+  readonly status: string;
+  /** Order total in minor units (for example cents). */
+  readonly amount: number;
+  readonly currency?: string;
+  /** When the status changed, ISO 8601, set by the producer. */
+  readonly occurredAt?: string;
+  /** Producer's event id (kept for tracing; not the dedup key). */
+  readonly eventId?: string;
+}
+
+const isText = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+
+/** Parses and validates an order event; an invalid one is a permanent `MALFORMED_BODY` error. */
+export function parseOrderEvent(rawBody: string): OrderEvent {
+  let event: Partial<OrderEvent> | null;
+  try {
+    event = JSON.parse(rawBody);
+  } catch {
+    // JSON.parse quotes the body in its message, and bodies never reach the logs.
+    throw new Error('An order event must be JSON');
+  }
+  if (typeof event !== 'object' || event === null) throw new Error('An order event must be a JSON object');
+  if (!isText(event.orderId)) throw new Error('`orderId` must be a non-empty string');
+  if (!isText(event.status)) throw new Error('`status` must be a non-empty string');
+  if (typeof event.amount !== 'number' || !Number.isFinite(event.amount))
+    throw new Error('`amount` must be a number');
+  return event as OrderEvent;
+}
+
+/** Describes the writes of one order event on the unit of work. */
+export function projectOrder(
+  ordersTable: string,
+  message: Message<OrderEvent>,
+  unitOfWork: UnitOfWork,
+): void {
+  const { orderId, status, amount, currency, occurredAt } = message.body;
+  if (amount < 0) throw new PermanentError('An order amount cannot be negative');
+  const pk = `ORDER#${orderId}`;
+  unitOfWork.update({
+    TableName: ordersTable,
+    Key: { pk, sk: 'ORDER' },
+    UpdateExpression:
+      'SET orderId = :orderId, #status = :status, amount = :amount, currency = :currency, statusAt = :at',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':orderId': orderId,
+      ':status': status,
+      ':amount': amount,
+      ':currency': currency ?? null,
+      ':at': occurredAt ?? null,
+    },
+  });
+  unitOfWork.put({
+    TableName: ordersTable,
+    Item: {
+      pk,
+      sk: `STATUS#${status}`,
+      orderId,
+      status,
+      amount,
+      currency,
+      occurredAt,
+      dedupKey: message.dedupKey,
+    },
+  });
+}
+
+/** The order projector's mode options for `ordersTable` (everything but the toolkit settings). */
+export function orderProjectorOptions(ordersTable: string): Pick<
+  SqsHandlerOptions<OrderEvent>,
+  'parse' | 'dedupKey'
+> & {
+  readonly mode: 'atomic';
+  readonly handle: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => void;
+} {
+  return {
+    parse: parseOrderEvent,
+    dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
+    mode: 'atomic',
+    handle: (message, unitOfWork) => projectOrder(ordersTable, message, unitOfWork),
+  };
+}
+
+const environment = readToolkitEnvironment();
+const clients = createHandlerClients(environment);
+
+/** The Lambda handler (bundled by entry path; SDK clients are created once per cold start). */
+export const handler = createSqsHandler<OrderEvent>({
+  ...toolkitOptions(environment, clients),
+  ...orderProjectorOptions(requireEnv('ORDERS_TABLE')),
+});

@@ -1,0 +1,91 @@
+/**
+ * effectively-once: idempotent SQS → Lambda → DynamoDB consumers. The package root; every
+ * public name is listed here explicitly.
+ */
+
+export { createBatchProcessor } from './core/batch-processor';
+export {
+  DEAD_LETTER_ATTRIBUTES,
+  DEFAULT_METRIC_NAMESPACE,
+  ENTITY_FINGERPRINT_ATTRIBUTE,
+  ENV,
+  INBOX_ATTRIBUTES,
+  INBOX_STATUS,
+  METRIC_DIMENSION_CONSUMER,
+  METRICS,
+} from './core/contract';
+export type { DeadLetterMessage, DeadLetterMode, DeadLetterSender } from './core/dead-letter';
+export {
+  fromAttribute,
+  fromBody,
+  fromCloudEvent,
+  fromDeduplicationId,
+  fromMessageId,
+  fromRecord,
+  isValidName,
+  type KeyPart,
+  type KeySource,
+  type KeyValue,
+  SCOPED_KEY_HASH_THRESHOLD_BYTES,
+  scopeKey,
+  toDedupKey,
+} from './core/dedup-key';
+export {
+  type Disposition,
+  dispositionOf,
+  EffectivelyOnceError,
+  ERROR_CODES,
+  type ErrorCode,
+  isEffectivelyOnceError,
+  PermanentError,
+} from './core/errors';
+export { canonicalJson, fingerprintOf, sha256Hex } from './core/fingerprint';
+export {
+  estimateItemSize,
+  MAX_BUSINESS_WRITES,
+  MAX_ITEM_BYTES,
+  MAX_TRANSACTION_BYTES,
+} from './core/item-size';
+export { createJsonLogger, type LogEntry, type Logger, type LogLevel } from './core/logger';
+export type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './core/message';
+export { createEmfMetricsSink, type MetricsSink, type OutcomeCounts } from './core/metrics';
+export type {
+  AtomicModeOptions,
+  BatchProcessorOptions,
+  Clock,
+  CommonOptions,
+  EntityModeOptions,
+  MarkerModeOptions,
+  ModeOptions,
+} from './core/options';
+export type { Outcome, OutcomeKind } from './core/outcome';
+export type {
+  LambdaContext,
+  SqsBatchItemFailure,
+  SqsBatchResponse,
+  SqsEvent,
+  SqsHandler,
+  SqsMessageAttribute,
+  SqsRecord,
+} from './core/sqs-event';
+export type {
+  CommitResult,
+  EntityWrite,
+  FencedResult,
+  InboxRecord,
+  InboxStatus,
+  InboxStore,
+  InsertResult,
+  TransactWriteAction,
+} from './core/store-port';
+export type {
+  ConditionCheckWrite,
+  DeleteWrite,
+  PutWrite,
+  UnitOfWork,
+  UpdateWrite,
+} from './core/unit-of-work';
+export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
+export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
+export { createSqsHandler, type SqsHandlerOptions, type SqsHandlerStoreOptions } from './sqs-handler';
+export { createDynamoDbStore, type DynamoDbStoreOptions } from './store/dynamodb-store';

@@ -1,0 +1,110 @@
+/**
+ * The SQS adapter of the dead-letter port (`deadLetter: 'direct'`): one `SendMessage` per
+ * dead-lettered message, the original body unchanged and the reason in message attributes.
+ */
+import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { DEAD_LETTER_ATTRIBUTES } from '../core/contract';
+import type { DeadLetterMessage, DeadLetterSender } from '../core/dead-letter';
+import { EffectivelyOnceError } from '../core/errors';
+
+/** Options of {@link createSqsDeadLetterSender}. */
+export interface SqsDeadLetterSenderOptions {
+  /** The SQS client, created once at module scope. */
+  readonly client: SQSClient;
+  /** URL of the dead-letter queue; a URL ending in `.fifo` is sent to as a FIFO queue. */
+  readonly queueUrl: string;
+}
+
+/** SQS accepts at most this many message attributes per message. */
+const MAX_ATTRIBUTES = 10;
+/** Longest reason kept in the `eo-reason` attribute; the full reason is in the log line. */
+const MAX_REASON_LENGTH = 1024;
+/** Characters SQS rejects in attribute values (outside XML 1.0's allowed set). */
+const INVALID_CHARACTERS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+
+function text(value: string, max = Number.POSITIVE_INFINITY): MessageAttributeValue {
+  const clean = value.replace(INVALID_CHARACTERS, '?');
+  return { DataType: 'String', StringValue: clean.length > max ? `${clean.slice(0, max - 1)}…` : clean };
+}
+
+/**
+ * The attributes of the dead-lettered message, at most ten: `eo-reason` and `eo-code` always;
+ * then the original attributes (needed to process the message again after a redrive; earlier
+ * `eo-*` values are replaced); then `eo-consumer`, `eo-source-message-id` and `eo-dedup-key`
+ * while there is room.
+ */
+export function toDeadLetterAttributes(message: DeadLetterMessage): Record<string, MessageAttributeValue> {
+  const attributes: Record<string, MessageAttributeValue> = {
+    [DEAD_LETTER_ATTRIBUTES.reason]: text(message.reason, MAX_REASON_LENGTH),
+    [DEAD_LETTER_ATTRIBUTES.code]: text(message.code),
+  };
+  const ours = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
+  const add = (name: string, value: MessageAttributeValue): void => {
+    if (Object.keys(attributes).length < MAX_ATTRIBUTES) attributes[name] = value;
+  };
+  for (const [name, original] of Object.entries(message.attributes)) {
+    if (ours.has(name)) continue;
+    if (original.stringValue !== undefined) {
+      add(name, { DataType: original.dataType, StringValue: original.stringValue });
+    } else if (original.binaryValue !== undefined) {
+      add(name, { DataType: original.dataType, BinaryValue: Buffer.from(original.binaryValue, 'base64') });
+    }
+  }
+  add(DEAD_LETTER_ATTRIBUTES.consumer, text(message.consumer));
+  add(DEAD_LETTER_ATTRIBUTES.sourceMessageId, text(message.sourceMessageId));
+  if (message.dedupKey !== undefined)
+    add(DEAD_LETTER_ATTRIBUTES.dedupKey, text(message.dedupKey, MAX_REASON_LENGTH));
+  return attributes;
+}
+
+/**
+ * Creates the SQS dead-letter sender. For a FIFO dead-letter queue the message keeps its group
+ * (or the consumer name when it has none) and its deduplication id is the source message id,
+ * so sending the same message again within five minutes (a retry after a lost acknowledgement)
+ * adds no second copy. A failed send throws `DEAD_LETTER_FAILED` (retried: nothing is lost).
+ *
+ * @example
+ * const deadLetterSender = createSqsDeadLetterSender({
+ *   client: new SQSClient({}),
+ *   queueUrl: process.env.EO_DEAD_LETTER_QUEUE_URL!,
+ * });
+ */
+export function createSqsDeadLetterSender(options: SqsDeadLetterSenderOptions): DeadLetterSender {
+  const { client, queueUrl } = options ?? ({} as SqsDeadLetterSenderOptions);
+  if (typeof client?.send !== 'function') {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`client\` to be an SQSClient, got \`${typeof client}\``,
+    );
+  }
+  if (typeof queueUrl !== 'string' || !/^https?:\/\//.test(queueUrl)) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`queueUrl\` to be a queue URL, got \`${String(queueUrl)}\``,
+    );
+  }
+  const fifo = queueUrl.endsWith('.fifo');
+  return {
+    async send(message) {
+      try {
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl: queueUrl,
+            MessageBody: message.body,
+            MessageAttributes: toDeadLetterAttributes(message),
+            ...(fifo
+              ? {
+                  MessageGroupId: message.groupId ?? message.consumer,
+                  MessageDeduplicationId: message.sourceMessageId,
+                }
+              : {}),
+          }),
+        );
+      } catch (error) {
+        throw new EffectivelyOnceError('DEAD_LETTER_FAILED', 'Sending to the dead-letter queue failed', {
+          cause: error,
+        });
+      }
+    },
+  };
+}
