@@ -1,0 +1,475 @@
+/**
+ * Deploys CDK apps to a local AWS emulator (MiniStack, LocalStack) and repairs what the
+ * emulator's CloudFormation silently drops.
+ *
+ * - {@link deployLocal}: bootstraps the emulator once, runs `cdk deploy` with the CLI's output in a
+ *   log file, returns the stack outputs, then runs {@link applyLocalFixups}.
+ * - {@link applyLocalFixups}: compares deployed resources with the synthesized templates and
+ *   re-applies dropped properties (DynamoDB TTL and point-in-time recovery, SQS redrive policies)
+ *   through the service APIs, reporting what it checked and fixed.
+ * - {@link destroyLocal}: deletes a stack by name and waits (the CDK's `cdk destroy` passes the
+ *   stack ARN, which some emulator versions ignore).
+ *
+ * Used by `npm run deploy:local` and by the main job.
+ */
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { applyStackFixups, type LocalFixupResult } from './local-deploy/apply-fixups';
+import { type CdkLocalTarget, runCdk } from './local-deploy/cdk-cli';
+import {
+  type AssemblyStack,
+  readAssemblyStacks,
+  readTemplate,
+  selectStacks,
+} from './local-deploy/cloud-assembly';
+import {
+  type CloudFormationError,
+  type CloudFormationTarget,
+  deleteStack,
+  describeStack,
+  type StackSummary,
+} from './local-deploy/cloudformation';
+import { LocalDeployError } from './local-deploy/errors';
+
+export type { LocalFixupResult, LocalFixupStatus } from './local-deploy/apply-fixups';
+export type { AssemblyStack } from './local-deploy/cloud-assembly';
+export { deletionOrder, readAssemblyStacks, selectStacks } from './local-deploy/cloud-assembly';
+export { LocalDeployError, type LocalDeployErrorCode } from './local-deploy/errors';
+export type { LocalFixupCheck, LocalFixupKind, LocalFixupPlan } from './local-deploy/fixup-plan';
+export { planLocalFixups } from './local-deploy/fixup-plan';
+
+/** Account id local emulators use for the dummy `test` credentials. */
+export const LOCAL_ACCOUNT = '000000000000';
+
+/** Cloud assembly directory of the local stage, kept apart from `cdk.out` (git-ignored like every `cdk.out.*` directory). */
+export const LOCAL_ASSEMBLY_DIR = 'cdk.out.local';
+
+/** Where a local endpoint is and whom to present as. */
+export interface LocalDeployTarget {
+  /** Base URL of the emulator, for example `http://127.0.0.1:41234`. */
+  readonly endpoint: string;
+  /** @default 'us-east-1' */
+  readonly region?: string;
+  /** @default '000000000000' ({@link LOCAL_ACCOUNT}) */
+  readonly account?: string;
+  /** @default `{ accessKeyId: 'test', secretAccessKey: 'test' }` */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /**
+   * Progress and fix-up messages, one line each. Failures are thrown, not logged.
+   * @default no output
+   */
+  readonly log?: (message: string) => void;
+}
+
+/** Options for {@link deployLocal}. */
+export interface DeployLocalOptions extends LocalDeployTarget {
+  /**
+   * Directory holding `cdk.json`; relative paths below are resolved against it.
+   * @default process.cwd()
+   */
+  readonly cwd?: string;
+  /**
+   * The CDK app command, for example `npx tsx bin/app.ts`.
+   * @default the `app` of `cdk.json`
+   */
+  readonly app?: string;
+  /**
+   * Stacks to deploy, as `cdk deploy` selects them (display names, `*` wildcards).
+   * @default all stacks (`--all`)
+   */
+  readonly stacks?: readonly string[];
+  /**
+   * Context values passed as `--context key=value`.
+   * @default none
+   */
+  readonly context?: Readonly<Record<string, string>>;
+  /**
+   * Cloud assembly directory.
+   * @default 'cdk.out.local' ({@link LOCAL_ASSEMBLY_DIR})
+   */
+  readonly outputDir?: string;
+  /**
+   * Where `cdk deploy --outputs-file` writes the stack outputs.
+   * @default '.local/cdk-outputs.json'
+   */
+  readonly outputsFile?: string;
+  /**
+   * Log file receiving the CDK CLI's output (appended).
+   * @default '.local/logs/cdk-local.log'
+   */
+  readonly logFile?: string;
+  /**
+   * Whether to run {@link applyLocalFixups} after the deploy.
+   * @default true
+   */
+  readonly fixups?: boolean;
+}
+
+/** What {@link deployLocal} did. */
+export interface DeployLocalResult {
+  /** Stack outputs by stack name, then output key: `outputs.MyStack.QueueUrl`. */
+  readonly outputs: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** The selected stacks of the cloud assembly (templates in `outputDir`). */
+  readonly stacks: readonly AssemblyStack[];
+  /** One result per checked property (empty when `fixups` is `false`). */
+  readonly fixups: readonly LocalFixupResult[];
+  /** `true` when this call bootstrapped the emulator (the first deploy after a start or reset). */
+  readonly bootstrapped: boolean;
+  readonly timings: {
+    readonly bootstrapMillis: number;
+    readonly deployMillis: number;
+    readonly fixupMillis: number;
+  };
+  /** The CDK CLI log. */
+  readonly logFile: string;
+}
+
+/**
+ * Deploys a CDK app to a local emulator: bootstraps it if `CDKToolkit` is missing, runs
+ * `cdk deploy --require-approval never` with the CLI's output in `logFile`, reads the outputs,
+ * then checks and fixes dropped properties ({@link applyLocalFixups}). Logs one line per step and
+ * one per fix.
+ *
+ * @throws LocalDeployError `ENDPOINT_UNREACHABLE`, `CDK_COMMAND_FAILED` (with the log's tail),
+ * `OUTPUTS_UNREADABLE`, or `FIXUP_FAILED` when a check or fix raised an error.
+ *
+ * @example
+ * const { outputs } = await deployLocal({ endpoint: aws.endpoint, log: console.log });
+ * const queueUrl = outputs.EffectivelyOnceExample.QueueUrl;
+ */
+export async function deployLocal(options: DeployLocalOptions): Promise<DeployLocalResult> {
+  const target = resolveTarget(options);
+  const log = options.log ?? (() => {});
+  const cwd = resolve(options.cwd ?? process.cwd());
+  const outputDir = resolve(cwd, options.outputDir ?? LOCAL_ASSEMBLY_DIR);
+  const outputsFile = resolve(cwd, options.outputsFile ?? join('.local', 'cdk-outputs.json'));
+  const logFile = resolve(cwd, options.logFile ?? join('.local', 'logs', 'cdk-local.log'));
+  const stackPatterns = options.stacks ?? [];
+
+  const bootstrapped = !(await isBootstrapped(target));
+  let bootstrapMillis = 0;
+  if (bootstrapped) {
+    log(`Bootstrapping aws://${target.account}/${target.region} at ${target.endpoint} (log: ${logFile})`);
+    bootstrapMillis = await bootstrap(target, cwd, logFile);
+    log(`Bootstrapped in ${seconds(bootstrapMillis)}`);
+  }
+
+  const what = stackPatterns.length > 0 ? stackPatterns.join(' ') : 'all stacks';
+  log(`Deploying ${what} to ${target.endpoint} (log: ${logFile})`);
+  mkdirSync(dirname(outputsFile), { recursive: true });
+  rmSync(outputsFile, { force: true });
+  const deployMillis = await runCdk({
+    cwd,
+    logFile,
+    target,
+    args: [
+      'deploy',
+      ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
+      ...(options.app ? ['--app', options.app] : []),
+      ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
+      '--output',
+      outputDir,
+      '--outputs-file',
+      outputsFile,
+      '--require-approval',
+      'never',
+      '--progress',
+      'events',
+      '--no-notices',
+    ],
+  });
+  const outputs = readOutputs(outputsFile);
+  const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
+  const deployed = stacks.filter((stack) => stack.stackName in outputs).map((stack) => stack.stackName);
+  log(`Deployed ${deployed.join(', ') || what} in ${seconds(deployMillis)}`);
+
+  let fixups: LocalFixupResult[] = [];
+  let fixupMillis = 0;
+  if (options.fixups ?? true) {
+    const started = Date.now();
+    fixups = await fixupStacks(target, stacks, log);
+    fixupMillis = Date.now() - started;
+  }
+  return {
+    outputs,
+    stacks,
+    fixups,
+    bootstrapped,
+    timings: { bootstrapMillis, deployMillis, fixupMillis },
+    logFile,
+  };
+}
+
+/** Options for {@link applyLocalFixups}. */
+export interface ApplyLocalFixupsOptions extends LocalDeployTarget {
+  /**
+   * The cloud assembly the stacks were deployed from (relative to the current directory).
+   * @default 'cdk.out.local' ({@link LOCAL_ASSEMBLY_DIR})
+   */
+  readonly assemblyDir?: string;
+  /**
+   * Stacks to check, by display name, artifact id or stack name (`*` wildcards).
+   * @default every stack of the assembly that is deployed
+   */
+  readonly stacks?: readonly string[];
+}
+
+/**
+ * Checks each deployed stack of a cloud assembly against its synthesized template, and re-applies
+ * through the service APIs what the emulator's CloudFormation dropped: SQS `RedrivePolicy` and
+ * `ContentBasedDeduplication`, DynamoDB `TimeToLiveSpecification` and
+ * `PointInTimeRecoverySpecification` (tables and global tables). Reports FIFO queues deployed as
+ * standard queues as `unfixable`. Only what is missing is changed; every fix is logged.
+ *
+ * @throws LocalDeployError `FIXUP_FAILED` when a check or fix raised an error (other results are
+ * in its message).
+ *
+ * @example
+ * const results = await applyLocalFixups({ endpoint, log: console.log });
+ * // [{ status: 'fixed', message: 'App/InboxTable: TTL on `expiresAt` was off (...); enabled it (UpdateTimeToLive)', ... }]
+ */
+export async function applyLocalFixups(options: ApplyLocalFixupsOptions): Promise<LocalFixupResult[]> {
+  const target = resolveTarget(options);
+  const stacks = selectStacks(
+    readAssemblyStacks(resolve(options.assemblyDir ?? LOCAL_ASSEMBLY_DIR)),
+    options.stacks ?? [],
+  );
+  return fixupStacks(target, stacks, options.log ?? (() => {}));
+}
+
+/** Options for {@link destroyLocal}. */
+export interface DestroyLocalOptions extends LocalDeployTarget {
+  /** The deployed stack's name (not its ARN, not the CDK display path). */
+  readonly stackName: string;
+  /**
+   * When deletion fails or times out, reset the whole emulator (`POST /_ministack/reset`) instead
+   * of throwing. Only for an emulator this process started: a reset wipes everything on it.
+   * @default false
+   */
+  readonly resetIfStuck?: boolean;
+  /** @default 60000 */
+  readonly timeoutMillis?: number;
+}
+
+/** How {@link destroyLocal} got rid of a stack. */
+export type DestroyLocalOutcome = 'deleted' | 'absent' | 'reset';
+
+/**
+ * Deletes a stack by name with `DeleteStack` and waits until it is gone.
+ *
+ * @throws LocalDeployError `DESTROY_FAILED` when deletion fails or times out and `resetIfStuck`
+ * is not set (or the reset fails too).
+ *
+ * @example
+ * await destroyLocal({ endpoint, stackName: 'EffectivelyOnceExample', resetIfStuck: aws.started });
+ */
+export async function destroyLocal(options: DestroyLocalOptions): Promise<DestroyLocalOutcome> {
+  const target = resolveTarget(options);
+  const log = options.log ?? (() => {});
+  const { stackName } = options;
+  const timeoutMillis = options.timeoutMillis ?? 60_000;
+  if (!(await describeReachably(target, stackName))) {
+    log(`Stack ${stackName} does not exist at ${target.endpoint}; nothing to delete`);
+    return 'absent';
+  }
+
+  let problem: string;
+  try {
+    const started = Date.now();
+    await deleteStack(target, stackName);
+    problem = await waitForDeletion(target, stackName, started + timeoutMillis);
+    if (problem === '') {
+      log(`Deleted stack ${stackName} in ${seconds(Date.now() - started)}`);
+      return 'deleted';
+    }
+  } catch (error) {
+    problem = (error as Error).message;
+  }
+
+  if (!options.resetIfStuck) {
+    throw new LocalDeployError('DESTROY_FAILED', `Could not delete stack ${stackName}: ${problem}`);
+  }
+  log(`Could not delete stack ${stackName} (${problem}); resetting the emulator at ${target.endpoint}`);
+  await resetLocalEmulator(target.endpoint);
+  return 'reset';
+}
+
+/**
+ * Wipes every resource of a MiniStack emulator (`POST /_ministack/reset`), the CDK bootstrap
+ * stack included. Only for an emulator this process started.
+ *
+ * @throws LocalDeployError `DESTROY_FAILED` when the endpoint refuses (LocalStack has no such route).
+ */
+export async function resetLocalEmulator(endpoint: string): Promise<void> {
+  let status: number;
+  try {
+    const response = await fetch(`${endpoint.replace(/\/+$/, '')}/_ministack/reset`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(30_000),
+    });
+    await response.arrayBuffer();
+    status = response.status;
+  } catch (error) {
+    throw new LocalDeployError('DESTROY_FAILED', `Could not reset ${endpoint}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (status !== 200) {
+    throw new LocalDeployError(
+      'DESTROY_FAILED',
+      `Could not reset ${endpoint}: HTTP ${status} (not MiniStack?)`,
+    );
+  }
+}
+
+type ResolvedTarget = CdkLocalTarget & CloudFormationTarget;
+
+function resolveTarget(options: LocalDeployTarget): ResolvedTarget {
+  let url: URL;
+  try {
+    url = new URL(options.endpoint);
+  } catch {
+    throw new LocalDeployError(
+      'ENDPOINT_UNREACHABLE',
+      `Expected \`endpoint\` to be an http(s) URL, got \`${options.endpoint}\``,
+    );
+  }
+  return {
+    endpoint: url.toString().replace(/\/+$/, ''),
+    region: options.region ?? 'us-east-1',
+    account: options.account ?? LOCAL_ACCOUNT,
+    credentials: options.credentials ?? { accessKeyId: 'test', secretAccessKey: 'test' },
+  };
+}
+
+/** `true` when the `CDKToolkit` stack is usable; also proves the endpoint answers CloudFormation. */
+async function isBootstrapped(target: ResolvedTarget): Promise<boolean> {
+  const toolkit = await describeReachably(target, 'CDKToolkit');
+  return toolkit !== undefined && /^(CREATE|UPDATE)_COMPLETE$/.test(toolkit.status);
+}
+
+/** {@link describeStack}, turning a connection failure into a clear `ENDPOINT_UNREACHABLE`. */
+async function describeReachably(
+  target: ResolvedTarget,
+  stackName: string,
+): Promise<StackSummary | undefined> {
+  try {
+    return await describeStack(target, stackName);
+  } catch (error) {
+    if ((error as Partial<CloudFormationError>).name === 'CloudFormationError') throw error;
+    const cause = (error as { cause?: { code?: string } }).cause;
+    throw new LocalDeployError(
+      'ENDPOINT_UNREACHABLE',
+      `The local AWS endpoint ${target.endpoint} does not answer ` +
+        `(${cause?.code ?? (error as Error).message}). Is the emulator running?`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Bootstraps from an empty directory: with an explicit environment and no `cdk.json`, the CLI
+ * skips synthesizing (and bundling) the app, which saves seconds.
+ */
+async function bootstrap(target: ResolvedTarget, cwd: string, logFile: string): Promise<number> {
+  const emptyDir = await mkdtemp(join(tmpdir(), 'cdk-bootstrap-'));
+  try {
+    const qualifier = bootstrapQualifier(cwd);
+    return await runCdk({
+      cwd: emptyDir,
+      logFile,
+      target,
+      args: [
+        'bootstrap',
+        `aws://${target.account}/${target.region}`,
+        ...(qualifier ? ['--qualifier', qualifier] : []),
+        '--progress',
+        'events',
+        '--no-notices',
+      ],
+    });
+  } finally {
+    rmSync(emptyDir, { recursive: true, force: true });
+  }
+}
+
+/** A custom bootstrap qualifier set in `cdk.json`'s context, which the stacks' synthesizer expects. */
+function bootstrapQualifier(cwd: string): string | undefined {
+  try {
+    const config = JSON.parse(readFileSync(join(cwd, 'cdk.json'), 'utf8')) as {
+      context?: Record<string, unknown>;
+    };
+    const qualifier = config.context?.['@aws-cdk/core:bootstrapQualifier'];
+    return typeof qualifier === 'string' ? qualifier : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readOutputs(outputsFile: string): Record<string, Record<string, string>> {
+  try {
+    return JSON.parse(readFileSync(outputsFile, 'utf8')) as Record<string, Record<string, string>>;
+  } catch (error) {
+    throw new LocalDeployError(
+      'OUTPUTS_UNREADABLE',
+      `cdk deploy succeeded but its outputs file ${outputsFile} is unreadable: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+async function fixupStacks(
+  target: ResolvedTarget,
+  stacks: readonly AssemblyStack[],
+  log: (message: string) => void,
+): Promise<LocalFixupResult[]> {
+  const results: LocalFixupResult[] = [];
+  for (const stack of stacks) {
+    results.push(
+      ...(await applyStackFixups({ ...target, stackName: stack.stackName, template: readTemplate(stack) })),
+    );
+  }
+  for (const result of results) {
+    if (result.status === 'fixed') log(`Local fix-up: ${result.message}`);
+    else if (result.status !== 'ok') log(`Local fix-up ${result.status}: ${result.message}`);
+  }
+  log(summarise(results));
+
+  const failed = results.filter((result) => result.status === 'failed');
+  if (failed.length > 0) {
+    throw new LocalDeployError(
+      'FIXUP_FAILED',
+      `Local fix-ups failed:\n${failed.map((result) => `  ${result.stackName} ${result.message}`).join('\n')}`,
+    );
+  }
+  return results;
+}
+
+function summarise(results: readonly LocalFixupResult[]): string {
+  const counts = new Map<string, number>();
+  for (const result of results) counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
+  const parts = [
+    `${counts.get('fixed') ?? 0} fixed`,
+    `${counts.get('ok') ?? 0} already in place`,
+    ...(['unfixable', 'skipped', 'failed'] as const)
+      .filter((status) => counts.has(status))
+      .map((status) => `${counts.get(status)} ${status}`),
+  ];
+  return `Checked ${results.length} properties the emulator's CloudFormation may drop: ${parts.join(', ')}`;
+}
+
+async function waitForDeletion(target: ResolvedTarget, stackName: string, deadline: number): Promise<string> {
+  for (;;) {
+    const stack = await describeStack(target, stackName);
+    if (!stack || stack.status === 'DELETE_COMPLETE') return '';
+    if (stack.status === 'DELETE_FAILED') return 'DELETE_FAILED';
+    if (Date.now() > deadline) return `still ${stack.status} after the timeout`;
+    await new Promise((done) => setTimeout(done, 250));
+  }
+}
+
+function seconds(millis: number): string {
+  return `${(millis / 1000).toFixed(1)} s`;
+}
