@@ -32,14 +32,15 @@ export function entryId(entry: LogEntry): string {
  * 256 KiB per call. FIFO queues get `MessageGroupId` from `groupId` and
  * `MessageDeduplicationId` from `deduplicationId`.
  *
- * @throws {ReplayError} `INVALID_LOG` when a FIFO queue would refuse an entry: no `groupId`,
- *   or no `deduplicationId` on a queue without content-based deduplication.
+ * @throws {ReplayError} `INVALID_LOG` when the queue would refuse an entry: on a FIFO queue no
+ *   `groupId`, or no `deduplicationId` without content-based deduplication; on a standard
+ *   queue a `deduplicationId`.
  */
 export function planBatches(
   entries: readonly LogEntry[],
   queue: QueueKind,
 ): SendMessageBatchRequestEntry[][] {
-  if (queue.fifo) assertFifoReady(entries, queue);
+  assertFitsQueue(entries, queue);
 
   const batches: SendMessageBatchRequestEntry[][] = [];
   let batch: SendMessageBatchRequestEntry[] = [];
@@ -73,7 +74,7 @@ function toRequestEntry(entry: LogEntry): SendMessageBatchRequestEntry {
     Id: entryId(entry),
     MessageBody: entry.body,
     ...(names.length > 0 ? { MessageAttributes: attributes } : {}),
-    // Passed through on any queue: FIFO queues need them, and standard (fair) queues accept a group id.
+    // FIFO queues need the group id; standard queues accept one too (fair queues).
     ...(entry.groupId === undefined ? {} : { MessageGroupId: entry.groupId }),
     ...(entry.deduplicationId === undefined ? {} : { MessageDeduplicationId: entry.deduplicationId }),
   };
@@ -89,10 +90,15 @@ function payloadBytes(entry: LogEntry): number {
   return bytes;
 }
 
-function assertFifoReady(entries: readonly LogEntry[], queue: QueueKind): void {
+function assertFitsQueue(entries: readonly LogEntry[], queue: QueueKind): void {
   const problems: string[] = [];
   for (const entry of entries) {
-    if (entry.groupId === undefined) {
+    if (!queue.fifo) {
+      // AWS refuses a deduplication id on a standard queue (some emulators accept it): say so up front.
+      if (entry.deduplicationId !== undefined) {
+        problems.push(`line ${entry.line}: \`deduplicationId\` applies to FIFO queues only`);
+      }
+    } else if (entry.groupId === undefined) {
       problems.push(`line ${entry.line}: a FIFO queue needs \`groupId\``);
     } else if (entry.deduplicationId === undefined && !queue.contentBasedDeduplication) {
       problems.push(
@@ -103,8 +109,9 @@ function assertFifoReady(entries: readonly LogEntry[], queue: QueueKind): void {
   if (problems.length === 0) return;
   const shown = problems.slice(0, 10);
   if (problems.length > shown.length) shown.push(`... and ${problems.length - shown.length} more`);
+  const kind = queue.fifo ? 'FIFO' : 'standard';
   throw new ReplayError(
     'INVALID_LOG',
-    `The message log does not fit the FIFO queue:\n  ${shown.join('\n  ')}`,
+    `The message log does not fit the ${kind} queue:\n  ${shown.join('\n  ')}`,
   );
 }

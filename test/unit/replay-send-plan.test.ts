@@ -103,6 +103,19 @@ describe('planBatches', () => {
     );
   });
 
+  it('names the lines with a deduplication id, which a standard queue refuses, and passes group ids through', () => {
+    const log = entries(2, (line) =>
+      line === 1 ? { groupId: 'g' } : { groupId: 'g', deduplicationId: 'd' },
+    );
+
+    expect(() => planBatches(log, standard)).toThrow(
+      'The message log does not fit the standard queue:\n  line 2: `deduplicationId` applies to FIFO queues only',
+    );
+    expect(planBatches(log.slice(0, 1), standard)).toEqual([
+      [{ Id: 'line-1', MessageBody: 'm1', MessageGroupId: 'g' }],
+    ]);
+  });
+
   it('accepts FIFO entries without deduplication ids when the queue deduplicates by content', () => {
     const [batch] = planBatches(
       entries(1, () => ({ groupId: 'g' })),
