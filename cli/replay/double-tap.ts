@@ -36,7 +36,8 @@ export interface DoubleTapOptions {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
   /**
-   * Longest wait for the queue to drain, per replay, in seconds.
+   * Longest wait for the queue to drain, per replay, in seconds. A custom `drain` hook
+   * bounds its own wait.
    * @default 120
    */
   readonly timeoutSeconds?: number;
@@ -209,21 +210,16 @@ function resolveOptions(options: DoubleTapOptions): Settings {
     stablePolls: options.stablePolls ?? 5,
     dedupWindowSeconds: options.dedupWindowSeconds ?? 300,
   };
-  const checks: Array<[keyof Settings, boolean]> = [
-    ['timeoutSeconds', settings.timeoutSeconds > 0],
-    ['pollIntervalMillis', settings.pollIntervalMillis >= 0],
-    ['stablePolls', Number.isInteger(settings.stablePolls) && settings.stablePolls >= 1],
-    ['dedupWindowSeconds', settings.dedupWindowSeconds >= 0],
+  const rules: Array<[keyof Settings, string, (value: number) => boolean]> = [
+    ['timeoutSeconds', 'a positive number', (value) => value > 0],
+    ['pollIntervalMillis', 'a number of at least 0', (value) => value >= 0],
+    ['stablePolls', 'a positive integer', (value) => Number.isInteger(value) && value >= 1],
+    ['dedupWindowSeconds', 'a number of at least 0', (value) => value >= 0],
   ];
-  for (const [name, isValid] of checks) {
-    if (!isValid || !Number.isFinite(settings[name])) {
-      const expected =
-        name === 'stablePolls'
-          ? 'a positive integer'
-          : name === 'timeoutSeconds'
-            ? 'a positive number'
-            : 'a number of at least 0';
-      throw new ReplayError('USAGE', `Expected \`${name}\` to be ${expected}, got \`${settings[name]}\``);
+  for (const [name, expected, isValid] of rules) {
+    const value = settings[name];
+    if (!Number.isFinite(value) || !isValid(value)) {
+      throw new ReplayError('USAGE', `Expected \`${name}\` to be ${expected}, got \`${value}\``);
     }
   }
   return Object.freeze(settings);

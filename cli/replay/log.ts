@@ -70,7 +70,7 @@ export function parseLog(text: string): LogEntry[] {
     if (typeof result === 'string') problems.push(`line ${line}: ${result}`);
     else entries.push(result);
   });
-  return finish(entries, problems, 'The message log');
+  return finish(entries, problems);
 }
 
 /**
@@ -87,17 +87,17 @@ export function toLogEntries(messages: readonly LogMessage[]): LogEntry[] {
     if (typeof result === 'string') problems.push(`line ${index + 1}: ${result}`);
     else entries.push(result);
   });
-  return finish(entries, problems, 'The message log');
+  return finish(entries, problems);
 }
 
-function finish(entries: LogEntry[], problems: string[], what: string): LogEntry[] {
+function finish(entries: LogEntry[], problems: string[]): LogEntry[] {
   if (problems.length > 0) {
     const shown = problems.slice(0, MAX_REPORTED_PROBLEMS);
     const more = problems.length - shown.length;
     const lines = more > 0 ? [...shown, `... and ${more} more`] : shown;
-    throw new ReplayError('INVALID_LOG', `${what} is invalid:\n  ${lines.join('\n  ')}`);
+    throw new ReplayError('INVALID_LOG', `The message log is invalid:\n  ${lines.join('\n  ')}`);
   }
-  if (entries.length === 0) throw new ReplayError('INVALID_LOG', `${what} has no messages.`);
+  if (entries.length === 0) throw new ReplayError('INVALID_LOG', 'The message log has no messages.');
   return entries;
 }
 

@@ -13,7 +13,7 @@ import {
   DeleteTableCommand,
   DynamoDBClient,
   PutItemCommand,
-  TransactionCanceledException,
+  type TransactionCanceledException,
   TransactWriteItemsCommand,
   UpdateItemCommand,
   waitUntilTableExists,
@@ -523,9 +523,10 @@ function idempotentHandler(orders: string, inbox: string): Handler {
         }),
       );
     } catch (error) {
+      // Recognised by name, not instanceof, as the house style asks of error handling.
+      const { name, CancellationReasons: reasons } = error as TransactionCanceledException;
       const isDuplicate =
-        error instanceof TransactionCanceledException &&
-        error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed';
+        name === 'TransactionCanceledException' && reasons?.[0]?.Code === 'ConditionalCheckFailed';
       if (!isDuplicate) throw error;
     }
   };
