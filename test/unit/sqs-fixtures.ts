@@ -1,0 +1,116 @@
+/**
+ * Builders shared by the unit tests: SQS records and events, a fixed clock, a Lambda context
+ * and capturing log and metrics sinks.
+ */
+import fc from 'fast-check';
+import type { LogEntry, Logger } from '../../lambda/core/logger';
+import type { MetricsSink, OutcomeCounts } from '../../lambda/core/metrics';
+import type { SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+
+/** Epoch milliseconds every test starts at (2026-01-01T00:00:00Z). */
+export const T0 = Date.UTC(2026, 0, 1);
+
+/** A record with a JSON body; `attributes` are message attributes (string values). */
+export function sqsRecord(
+  messageId: string,
+  body: unknown,
+  options: {
+    readonly attributes?: Readonly<Record<string, string>>;
+    readonly groupId?: string;
+    readonly deduplicationId?: string;
+    readonly rawBody?: string;
+  } = {},
+): SqsRecord {
+  const messageAttributes: Record<string, SqsMessageAttribute> = {};
+  for (const [name, value] of Object.entries(options.attributes ?? {})) {
+    messageAttributes[name] = { stringValue: value, dataType: 'String' };
+  }
+  return {
+    messageId,
+    receiptHandle: `rh-${messageId}`,
+    body: options.rawBody ?? JSON.stringify(body),
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(T0),
+      ...(options.groupId === undefined ? {} : { MessageGroupId: options.groupId }),
+      ...(options.deduplicationId === undefined ? {} : { MessageDeduplicationId: options.deduplicationId }),
+    },
+    messageAttributes,
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:orders',
+    awsRegion: 'us-east-1',
+  };
+}
+
+/** An SQS event of `records`. */
+export function sqsEvent(...records: SqsRecord[]): SqsEvent {
+  return { Records: records };
+}
+
+/** A clock the test moves by hand. */
+export interface ManualClock {
+  (): number;
+  advance(millis: number): void;
+  set(millis: number): void;
+}
+
+/** A clock fixed at `start` until moved. */
+export function manualClock(start = T0): ManualClock {
+  let now = start;
+  const clock = (() => now) as ManualClock;
+  clock.advance = (millis) => {
+    now += millis;
+  };
+  clock.set = (millis) => {
+    now = millis;
+  };
+  return clock;
+}
+
+/** A logger that keeps its entries. */
+export function captureLogger(): Logger & { readonly entries: LogEntry[] } {
+  const entries: LogEntry[] = [];
+  return { entries, log: (entry) => entries.push(entry) };
+}
+
+/** A metrics sink that keeps what was published. */
+export function captureMetrics(): MetricsSink & {
+  readonly published: { counts: OutcomeCounts; consumer: string }[];
+} {
+  const published: { counts: OutcomeCounts; consumer: string }[] = [];
+  return {
+    published,
+    publish: (counts, { consumer }) => published.push({ counts: { ...counts }, consumer }),
+  };
+}
+
+/** Counts with every outcome zero except `counts`. */
+export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
+  return { processed: 0, duplicate: 0, inFlight: 0, mismatch: 0, retry: 0, permanent: 0, ...partial };
+}
+
+/** A promise with its resolver, to hold a handler until the test lets it go. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
+/** Runs a property; on failure the error names the seed and path, so the run can be replayed. */
+export function check<Ts extends unknown[]>(
+  property: fc.IProperty<Ts> | fc.IAsyncProperty<Ts>,
+  parameters: fc.Parameters<Ts> = {},
+): Promise<void> | void {
+  return fc.assert(property as fc.IAsyncProperty<Ts>, {
+    ...parameters,
+    reporter: (details) => {
+      if (details.failed) {
+        throw new Error(
+          `Property failed; replay with { seed: ${details.seed}, path: '${details.counterexamplePath}' }\n${fc.defaultReportMessage(details)}`,
+        );
+      }
+    },
+  });
+}
