@@ -59,7 +59,7 @@ export interface MemoryStore extends InboxStore {
   /** Every item of a table, in insertion order. */
   items(tableName: string): Item[];
   /** Writes an item directly (test setup). */
-  seed(tableName: string, item: Item): void;
+  seed(tableName: string, item: object): void;
   /** Makes the next call of `method` throw `error` (queued: one error per call). */
   failNext(method: Method, error: unknown): void;
   /** Holds calls of `method` until the returned function is called. */
@@ -258,7 +258,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     items: (tableName) => [...table(tableName).values()].map(clone),
     seed(tableName, item) {
-      table(tableName).set(keyOf(tableName, item), clone(item));
+      table(tableName).set(keyOf(tableName, item as Item), clone(item as Item));
     },
     failNext(method, error) {
       const queued = faults.get(method) ?? [];

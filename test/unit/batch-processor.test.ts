@@ -8,6 +8,7 @@ import type { Message } from '../../lambda/core/message';
 import { createEmfMetricsSink } from '../../lambda/core/metrics';
 import type { BatchProcessorOptions, ModeOptions } from '../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
+import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
@@ -26,8 +27,10 @@ interface OrderEvent {
   readonly sentAt?: string;
 }
 
-type SetupOptions = Partial<Omit<BatchProcessorOptions<OrderEvent>, 'mode' | 'handle'>> &
-  Partial<ModeOptions<OrderEvent>>;
+type SetupOptions = Partial<Omit<BatchProcessorOptions<OrderEvent>, 'mode' | 'handle'>> & {
+  readonly mode?: ModeOptions<OrderEvent>['mode'];
+  readonly handle?: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => unknown;
+};
 
 function setup(options: SetupOptions = {}) {
   const store = createMemoryStore();
