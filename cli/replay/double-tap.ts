@@ -96,6 +96,8 @@ const DEDUP_WINDOW_MARGIN_MILLIS = 1000;
  *   messages (`SEND_FAILED`) or a queue that does not drain in time (`DRAIN_TIMEOUT`).
  *
  * @example
+ * import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+ * import { SQSClient } from '@aws-sdk/client-sqs';
  * import { doubleTap, formatDifferences } from 'effectively-once/replay';
  *
  * it('changes nothing when the whole order log is replayed a second time', async () => {
@@ -123,8 +125,9 @@ export async function doubleTap(options: DoubleTapOptions): Promise<DoubleTapRes
   const queue = await describeQueue(sqs, queueUrl);
   const batches = planBatches(entries, queue);
   const tables: Array<{ table: string; keyAttributes: string[] }> = [];
-  for (const table of options.tables)
+  for (const table of options.tables) {
     tables.push({ table, keyAttributes: await describeKeyAttributes(dynamodb, table) });
+  }
 
   const replay = async (pass: Pass): Promise<{ lastSentAt: number; snapshot: TableSnapshot[] }> => {
     let sent = 0;
@@ -167,7 +170,7 @@ export async function doubleTap(options: DoubleTapOptions): Promise<DoubleTapRes
   };
 
   const first = await replay(1);
-  if (queue.fifo) {
+  if (queue.fifo && settings.dedupWindowSeconds > 0) {
     await waitUntil(
       first.lastSentAt + settings.dedupWindowSeconds * 1000 + DEDUP_WINDOW_MARGIN_MILLIS,
       progress,
