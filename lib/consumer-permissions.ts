@@ -1,0 +1,118 @@
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+
+/**
+ * How a consumer records that it has processed a message (see the modes table in the README).
+ *
+ * - `marker`: one conditional put of an inbox record; the effect is naturally idempotent or
+ *   recorded elsewhere.
+ * - `atomic`: the inbox record and the business writes commit in one `TransactWriteItems`.
+ * - `entity`: one business item is the whole effect and is its own marker (one conditional
+ *   put on a business table; the inbox table is not used).
+ * - `two-phase`: claim with a lease, perform an effect outside DynamoDB, then complete.
+ */
+export type ConsumerMode = 'marker' | 'atomic' | 'entity' | 'two-phase';
+
+/** Every consumer mode, in documentation order. */
+export const CONSUMER_MODES: readonly ConsumerMode[] = Object.freeze([
+  'marker',
+  'atomic',
+  'entity',
+  'two-phase',
+]);
+
+/**
+ * The DynamoDB actions each mode's runtime calls on the inbox table, and nothing else.
+ *
+ * `TransactWriteItems` has no IAM action of its own: DynamoDB authorises each item of the
+ * transaction with the action it performs (`PutItem`, `UpdateItem`, `DeleteItem`,
+ * `ConditionCheckItem`) on that item's table.
+ *
+ * | mode        | inbox table actions                                                  |
+ * |-------------|----------------------------------------------------------------------|
+ * | `marker`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:DeleteItem`        |
+ * | `atomic`    | the `marker` actions + `dynamodb:ConditionCheckItem`                 |
+ * | `entity`    | none (the business item is the marker)                               |
+ * | `two-phase` | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:DeleteItem` |
+ */
+export const INBOX_TABLE_ACTIONS: Readonly<Record<ConsumerMode, readonly string[]>> = Object.freeze({
+  marker: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'],
+  atomic: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+  entity: [],
+  'two-phase': ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+});
+
+/** What a consumer may do with a business table's items. */
+export type BusinessTableAccess = 'read' | 'write' | 'conditionCheck';
+
+/**
+ * The DynamoDB actions granted on a business table for each access, always on the table's
+ * ARN only (reads and writes by key need no index ARN).
+ *
+ * | access           | actions                                                        |
+ * |------------------|----------------------------------------------------------------|
+ * | `read`           | `dynamodb:GetItem`                                             |
+ * | `write`          | `dynamodb:PutItem`, `dynamodb:UpdateItem`, `dynamodb:DeleteItem` |
+ * | `conditionCheck` | `dynamodb:ConditionCheckItem`                                  |
+ */
+export const BUSINESS_TABLE_ACTIONS: Readonly<Record<BusinessTableAccess, readonly string[]>> = Object.freeze(
+  {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+    conditionCheck: ['dynamodb:ConditionCheckItem'],
+  },
+);
+
+/**
+ * Access granted on a business table when `BusinessTable.access` is not set: `read` and
+ * `write` in every mode, plus `conditionCheck` in `atomic` mode (a transaction's business
+ * items may be condition checks).
+ */
+export function defaultBusinessTableAccess(mode: ConsumerMode): readonly BusinessTableAccess[] {
+  return mode === 'atomic' ? ['read', 'write', 'conditionCheck'] : ['read', 'write'];
+}
+
+/** KMS actions DynamoDB needs from the caller to read items of a table under a customer-managed key. */
+export const TABLE_KEY_READ_ACTIONS: readonly string[] = Object.freeze(['kms:Decrypt', 'kms:DescribeKey']);
+
+/** KMS actions DynamoDB needs from the caller to write items of a table under a customer-managed key. */
+export const TABLE_KEY_WRITE_ACTIONS: readonly string[] = Object.freeze([
+  'kms:Decrypt',
+  'kms:DescribeKey',
+  'kms:Encrypt',
+  'kms:GenerateDataKey',
+]);
+
+/** KMS actions SQS needs from a producer sending to a queue under a customer-managed key. */
+export const QUEUE_KEY_SEND_ACTIONS: readonly string[] = Object.freeze([
+  'kms:GenerateDataKey',
+  'kms:Decrypt',
+]);
+
+/**
+ * Grants exactly `actions` on the items of `table` (the table ARN, no index ARNs), plus the
+ * KMS actions its customer-managed key needs, if it has one.
+ */
+export function grantItemActions(
+  grantee: iam.IGrantable,
+  table: dynamodb.ITable,
+  actions: readonly string[],
+): void {
+  if (actions.length === 0) return;
+  iam.Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+  if (table.encryptionKey) {
+    const reads = actions.every((action) => action === 'dynamodb:GetItem');
+    table.encryptionKey.grant(grantee, ...(reads ? TABLE_KEY_READ_ACTIONS : TABLE_KEY_WRITE_ACTIONS));
+  }
+}
+
+/** The distinct actions for a list of accesses, in a stable order. */
+export function actionsForAccess(access: readonly BusinessTableAccess[]): string[] {
+  const actions = new Set<string>();
+  for (const name of ['read', 'write', 'conditionCheck'] as const) {
+    if (access.includes(name)) {
+      for (const action of BUSINESS_TABLE_ACTIONS[name]) actions.add(action);
+    }
+  }
+  return [...actions];
+}
