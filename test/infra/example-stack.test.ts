@@ -1,0 +1,142 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { ENV, INBOX_ATTRIBUTES } from '../../lambda/core/contract';
+import { EXAMPLE_CONSUMER_NAMES, ExampleStack } from '../../lib/example-stack';
+import { allow, FIXTURE_EXAMPLE_HANDLERS, logicalId, nagFindings, newApp, permissionsOf } from './support';
+
+const REAL_HANDLERS = path.join(__dirname, '..', '..', 'lambda', 'handlers');
+const realHandlersExist = ['order-projector.ts', 'audit-recorder.ts'].every((file) =>
+  fs.existsSync(path.join(REAL_HANDLERS, file)),
+);
+
+function synthExample(local: boolean, handlersDir = FIXTURE_EXAMPLE_HANDLERS) {
+  const app = newApp();
+  const stack = new ExampleStack(app, 'EffectivelyOnceExample', { local, handlersDir });
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+describe('ExampleStack', () => {
+  const { app, stack, template } = synthExample(false);
+
+  it('shares one inbox table and keys the Orders and Audit tables as the handlers write them', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+    const tables = template.findResources('AWS::DynamoDB::Table');
+    expect(tables[logicalId(stack.inbox.table)]?.Properties.KeySchema).toEqual([
+      { AttributeName: INBOX_ATTRIBUTES.pk, KeyType: 'HASH' },
+    ]);
+    expect(tables[logicalId(stack.ordersTable)]?.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    expect(tables[logicalId(stack.auditTable)]?.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+    ]);
+    for (const table of Object.values(tables)) {
+      expect(table.DeletionPolicy).toBe('Retain');
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    }
+  });
+
+  it('projects FIFO order events in atomic mode into the Orders table', () => {
+    const { orderProjector } = stack;
+    expect(orderProjector.mode).toBe('atomic');
+    expect(orderProjector.queue.fifo).toBe(true);
+    expect(orderProjector.deadLetterQueue?.fifo).toBe(true);
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(orderProjector.handler)];
+    expect(fn?.Properties.Environment.Variables).toMatchObject({
+      ORDERS_TABLE: { Ref: logicalId(stack.ordersTable) },
+      [ENV.inboxTable]: { Ref: logicalId(stack.inbox.table) },
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.orderProjector,
+    });
+    const permissions = permissionsOf(template, orderProjector.role!);
+    expect(permissions).toEqual(
+      expect.arrayContaining([
+        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:PutItem'], stack.inbox.table),
+        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'], stack.ordersTable),
+      ]),
+    );
+    expect(permissions.some((line) => line.includes(logicalId(stack.auditTable)))).toBe(false);
+  });
+
+  it('records audit events from a standard queue in entity mode into the Audit table only', () => {
+    const { auditRecorder } = stack;
+    expect(auditRecorder.mode).toBe('entity');
+    expect(auditRecorder.queue.fifo).toBe(false);
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(auditRecorder.handler)];
+    expect(fn?.Properties.Environment.Variables).toMatchObject({
+      AUDIT_TABLE: { Ref: logicalId(stack.auditTable) },
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.auditRecorder,
+    });
+    // The handlers read EO_INBOX_TABLE in every mode; entity mode grants nothing on it.
+    expect(fn?.Properties.Environment.Variables[ENV.inboxTable]).toEqual({
+      Ref: logicalId(stack.inbox.table),
+    });
+    const dynamo = permissionsOf(template, auditRecorder.role!).filter((line) => line.includes('dynamodb:'));
+    expect(dynamo).toEqual(
+      allow(
+        ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        stack.auditTable,
+      ),
+    );
+  });
+
+  it('outputs queue URLs, table names and function names', () => {
+    expect(Object.keys(template.toJSON().Outputs).sort()).toEqual([
+      'AuditEventsDeadLetterQueueUrl',
+      'AuditEventsQueueUrl',
+      'AuditRecorderConsumerName',
+      'AuditRecorderFunctionName',
+      'AuditTableName',
+      'InboxTableName',
+      'OrderEventsDeadLetterQueueUrl',
+      'OrderEventsQueueUrl',
+      'OrderProjectorConsumerName',
+      'OrderProjectorFunctionName',
+      'OrdersTableName',
+    ]);
+    template.hasOutput('OrderEventsQueueUrl', { Value: { Ref: logicalId(stack.orderProjector.queue) } });
+  });
+
+  it('leaves FIFO queue names to CloudFormation outside the local stage', () => {
+    const queues = template.findResources('AWS::SQS::Queue');
+    for (const queue of Object.values(queues)) expect(queue.Properties.QueueName).toBeUndefined();
+  });
+
+  it('has no unacknowledged cdk-nag findings', () => {
+    expect(nagFindings(app)).toEqual([]);
+  });
+});
+
+describe('ExampleStack in the local stage', () => {
+  const { stack, template } = synthExample(true);
+
+  it('names FIFO queues explicitly with the .fifo suffix', () => {
+    const queues = template.findResources('AWS::SQS::Queue');
+    expect(queues[logicalId(stack.orderProjector.queue)]?.Properties).toMatchObject({
+      FifoQueue: true,
+      QueueName: 'EffectivelyOnceExample-order-events.fifo',
+    });
+    expect(queues[logicalId(stack.orderProjector.deadLetterQueue!)]?.Properties).toMatchObject({
+      FifoQueue: true,
+      QueueName: 'EffectivelyOnceExample-order-events-dlq.fifo',
+    });
+  });
+
+  it('destroys tables and log groups with the stack', () => {
+    for (const type of ['AWS::DynamoDB::Table', 'AWS::Logs::LogGroup']) {
+      for (const resource of Object.values(template.findResources(type))) {
+        expect(resource.DeletionPolicy, type).toBe('Delete');
+      }
+    }
+  });
+});
+
+describe.runIf(realHandlersExist)('ExampleStack with the deployable handlers', () => {
+  it('bundles lambda/handlers and passes cdk-nag', () => {
+    const { app, template } = synthExample(false, REAL_HANDLERS);
+    template.resourceCountIs('AWS::Lambda::Function', 2);
+    expect(nagFindings(app)).toEqual([]);
+  });
+});
