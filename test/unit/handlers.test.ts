@@ -1,0 +1,295 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createBatchProcessor } from '../../lambda/core/batch-processor';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
+import type { SqsRecord } from '../../lambda/core/sqs-event';
+import {
+  createHandlerClients,
+  readToolkitEnvironment,
+  requireEnv,
+  toolkitOptions,
+} from '../../lambda/handlers/handler-env';
+import { createMemoryStore } from '../support/memory-store';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
+
+const environment = {
+  EO_INBOX_TABLE: 'inbox',
+  EO_CONSUMER: 'order-projector',
+  EO_TTL_SECONDS: '86400',
+  ORDERS_TABLE: 'Orders',
+  AUDIT_TABLE: 'Audit',
+  AWS_REGION: 'us-east-1',
+};
+
+beforeEach(() => {
+  for (const [name, value] of Object.entries(environment)) vi.stubEnv(name, value);
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+describe('order projector', () => {
+  async function setup() {
+    const { orderProjectorOptions, handler } = await import('../../lambda/handlers/order-projector');
+    const store = createMemoryStore({ keys: { Orders: ['pk', 'sk'] } });
+    const clock = manualClock();
+    const logger = captureLogger();
+    const metrics = captureMetrics();
+    const processBatch = createBatchProcessor({
+      consumer: 'order-projector',
+      ttlSeconds: 86_400,
+      store,
+      clock,
+      logger,
+      metrics,
+      ...orderProjectorOptions('Orders'),
+    });
+    return { handler, store, clock, logger, metrics, processBatch };
+  }
+
+  const log: SqsRecord[] = [
+    sqsRecord(
+      'm-1',
+      {
+        orderId: 'o-1',
+        status: 'CREATED',
+        amount: 1250,
+        currency: 'EUR',
+        occurredAt: '2026-01-01T10:00:00Z',
+      },
+      { groupId: 'o-1' },
+    ),
+    sqsRecord('m-2', { orderId: 'o-2', status: 'CREATED', amount: 300 }, { groupId: 'o-2' }),
+    sqsRecord(
+      'm-3',
+      { orderId: 'o-1', status: 'PAID', amount: 1250, currency: 'EUR', occurredAt: '2026-01-01T10:05:00Z' },
+      { groupId: 'o-1' },
+    ),
+  ];
+
+  it('exports a Lambda handler built from the environment', async () => {
+    const { handler } = await setup();
+    expect(typeof handler).toBe('function');
+  });
+
+  it('projects each order event into the order item and one status transition, committed with the marker', async () => {
+    const { store, processBatch } = await setup();
+
+    expect(await processBatch(sqsEvent(...log))).toEqual({ batchItemFailures: [] });
+    expect(store.get('Orders', { pk: 'ORDER#o-1', sk: 'ORDER' })).toEqual({
+      pk: 'ORDER#o-1',
+      sk: 'ORDER',
+      orderId: 'o-1',
+      status: 'PAID',
+      amount: 1250,
+      currency: 'EUR',
+      statusAt: '2026-01-01T10:05:00Z',
+    });
+    expect(store.get('Orders', { pk: 'ORDER#o-1', sk: 'STATUS#CREATED' })).toEqual({
+      pk: 'ORDER#o-1',
+      sk: 'STATUS#CREATED',
+      orderId: 'o-1',
+      status: 'CREATED',
+      amount: 1250,
+      currency: 'EUR',
+      occurredAt: '2026-01-01T10:00:00Z',
+      dedupKey: 'o-1:CREATED',
+    });
+    expect(store.items('inbox').map((record) => record.pk)).toEqual([
+      'order-projector#o-1:CREATED',
+      'order-projector#o-2:CREATED',
+      'order-projector#o-1:PAID',
+    ]);
+  });
+
+  it('changes nothing when the whole log is replayed, before and after the inbox records expire', async () => {
+    const { store, processBatch, clock, metrics } = await setup();
+    await processBatch(sqsEvent(...log));
+    const orders = store.items('Orders');
+
+    await processBatch(
+      sqsEvent(...log.map((record) => ({ ...record, messageId: `${record.messageId}-resent` }))),
+    );
+    expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 3 }));
+    expect(store.items('Orders')).toEqual(orders);
+
+    clock.advance(86_400_000 + 1000);
+    await processBatch(sqsEvent(...log));
+    expect(metrics.published[2]?.counts).toEqual(counts({ processed: 3 }));
+    expect(store.items('Orders')).toEqual(orders);
+  });
+
+  it('dead-letters an invalid order event with a reason that does not quote the body', async () => {
+    const { processBatch, logger } = await setup();
+
+    const response = await processBatch(
+      sqsEvent(
+        sqsRecord('m-1', undefined, { rawBody: 'card=4111', groupId: 'o-1' }),
+        sqsRecord('m-2', { orderId: 'o-2', status: 'PAID' }, { groupId: 'o-2' }),
+        sqsRecord('m-3', { orderId: 'o-3', status: 'PAID', amount: -1 }, { groupId: 'o-3' }),
+      ),
+    );
+
+    expect(response.batchItemFailures.map((failure) => failure.itemIdentifier)).toEqual([
+      'm-1',
+      'm-2',
+      'm-3',
+    ]);
+    expect(logger.entries.map(({ messageId, code, reason }) => ({ messageId, code, reason }))).toEqual(
+      expect.arrayContaining([
+        {
+          messageId: 'm-1',
+          code: 'MALFORMED_BODY',
+          reason: 'The body was rejected by the `parse` option: An order event must be JSON',
+        },
+        {
+          messageId: 'm-2',
+          code: 'MALFORMED_BODY',
+          reason: 'The body was rejected by the `parse` option: `amount` must be a number',
+        },
+        { messageId: 'm-3', code: 'PERMANENT', reason: 'An order amount cannot be negative' },
+      ]),
+    );
+    expect(JSON.stringify(logger.entries)).not.toContain('4111');
+  });
+});
+
+describe('audit recorder', () => {
+  async function setup() {
+    const { auditRecorderOptions, handler } = await import('../../lambda/handlers/audit-recorder');
+    const store = createMemoryStore();
+    const metrics = captureMetrics();
+    const processBatch = createBatchProcessor({
+      consumer: 'audit-recorder',
+      store,
+      clock: manualClock(),
+      logLevel: 'silent',
+      metrics,
+      ...auditRecorderOptions('Audit'),
+    });
+    return { handler, store, metrics, processBatch };
+  }
+
+  const cloudEvent = (id: string, data: unknown) => ({
+    specversion: '1.0',
+    id,
+    source: 'https://shop.example/orders',
+    type: 'order.viewed',
+    time: '2026-01-01T10:00:00Z',
+    data,
+  });
+
+  it('exports a Lambda handler built from the environment', async () => {
+    const { handler } = await setup();
+    expect(typeof handler).toBe('function');
+  });
+
+  it('writes one audit item per CloudEvent, keyed by source and id, with its fingerprint', async () => {
+    const { store, processBatch } = await setup();
+    const event = cloudEvent('evt-1', { user: 'u-1' });
+
+    expect(await processBatch(sqsEvent(sqsRecord('m-1', event)))).toEqual({ batchItemFailures: [] });
+    expect(store.items('Audit')).toEqual([
+      {
+        pk: 'audit-recorder#https%3A//shop.example/orders:evt-1',
+        eventId: 'evt-1',
+        source: 'https://shop.example/orders',
+        type: 'order.viewed',
+        time: '2026-01-01T10:00:00Z',
+        data: { user: 'u-1' },
+        eoFingerprint: fingerprintOf(event),
+      },
+    ]);
+    expect(store.items('inbox')).toEqual([]);
+  });
+
+  it('acknowledges a redelivered event as a duplicate and reports a reused id with other data as a mismatch', async () => {
+    const { processBatch, metrics } = await setup();
+    await processBatch(sqsEvent(sqsRecord('m-1', cloudEvent('evt-1', { user: 'u-1' }))));
+
+    const response = await processBatch(
+      sqsEvent(
+        sqsRecord('m-2', cloudEvent('evt-1', { user: 'u-1' })),
+        sqsRecord('m-3', cloudEvent('evt-1', { user: 'u-2' })),
+      ),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
+    expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 1, mismatch: 1 }));
+  });
+
+  it('rejects a body that is not a CloudEvent as permanent', async () => {
+    const { processBatch, metrics } = await setup();
+
+    await processBatch(
+      sqsEvent(
+        sqsRecord('m-1', { id: 'evt-1' }),
+        sqsRecord('m-2', undefined, { rawBody: 'nope' }),
+        sqsRecord('m-3', 'a string'),
+      ),
+    );
+    expect(metrics.published[0]?.counts).toEqual(counts({ permanent: 3 }));
+  });
+});
+
+describe('handler environment', () => {
+  it('reads the toolkit settings from the EO_* variables', () => {
+    expect(readToolkitEnvironment()).toEqual({
+      inboxTable: 'inbox',
+      consumer: 'order-projector',
+      ttlSeconds: 86_400,
+      deadLetter: 'redrive',
+      deadLetterQueueUrl: undefined,
+      logLevel: undefined,
+      metricNamespace: undefined,
+    });
+    expect(
+      readToolkitEnvironment({
+        ...environment,
+        EO_TTL_SECONDS: '',
+        EO_DEAD_LETTER_MODE: 'direct',
+        EO_DEAD_LETTER_QUEUE_URL: 'https://sqs.example/1/dlq',
+        EO_LOG_LEVEL: 'debug',
+        EO_METRIC_NAMESPACE: 'Shop',
+      }),
+    ).toEqual({
+      inboxTable: 'inbox',
+      consumer: 'order-projector',
+      ttlSeconds: undefined,
+      deadLetter: 'direct',
+      deadLetterQueueUrl: 'https://sqs.example/1/dlq',
+      logLevel: 'debug',
+      metricNamespace: 'Shop',
+    });
+  });
+
+  it('fails at cold start on a missing or malformed variable, naming it', () => {
+    expect(() => readToolkitEnvironment({ ...environment, EO_CONSUMER: ' ' })).toThrow(
+      'Expected environment variable `EO_CONSUMER` to be set, got ` `',
+    );
+    expect(() => readToolkitEnvironment({ ...environment, EO_TTL_SECONDS: '-5' })).toThrow(
+      'Expected environment variable `EO_TTL_SECONDS` to be a positive integer, got `-5`',
+    );
+    expect(() => readToolkitEnvironment({ ...environment, EO_DEAD_LETTER_MODE: 'direct' })).toThrow(
+      'Expected environment variable `EO_DEAD_LETTER_QUEUE_URL` to be set, got `undefined`',
+    );
+    expect(() => requireEnv('NOT_SET_ANYWHERE')).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
+  });
+
+  it('creates an SQS client and a dead-letter sender only for direct dead letters', () => {
+    const redrive = readToolkitEnvironment();
+    const direct = readToolkitEnvironment({
+      ...environment,
+      EO_DEAD_LETTER_MODE: 'direct',
+      EO_DEAD_LETTER_QUEUE_URL: 'https://sqs.example/1/dlq',
+    });
+
+    expect(createHandlerClients(redrive).sqs).toBeUndefined();
+    expect(toolkitOptions(redrive, createHandlerClients(redrive)).deadLetterSender).toBeUndefined();
+    expect(typeof toolkitOptions(direct, createHandlerClients(direct)).deadLetterSender?.send).toBe(
+      'function',
+    );
+  });
+});

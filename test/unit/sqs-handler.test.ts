@@ -1,0 +1,136 @@
+import middy from '@middy/core';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { fromBody } from '../../lambda/core/dedup-key';
+import { PermanentError } from '../../lambda/core/errors';
+import type { Message } from '../../lambda/core/message';
+import type { SqsEvent } from '../../lambda/core/sqs-event';
+import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
+import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { createMemoryStore } from '../support/memory-store';
+import { sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
+
+interface OrderEvent {
+  readonly id?: string;
+  readonly outcome?: 'ok' | 'throw' | 'permanent';
+}
+
+const options = (overrides: Partial<SqsHandlerOptions<OrderEvent>> = {}): SqsHandlerOptions<OrderEvent> => ({
+  consumer: 'orders',
+  dedupKey: fromBody('id'),
+  mode: 'marker',
+  handle: (message: Message<OrderEvent>) => {
+    if (message.body.outcome === 'throw') throw new Error('transient');
+    if (message.body.outcome === 'permanent') throw new PermanentError('never');
+  },
+  store: createMemoryStore(),
+  clock: () => T0,
+  logLevel: 'silent',
+  metrics: false,
+  ...overrides,
+});
+
+const batch: SqsEvent = sqsEvent(
+  sqsRecord('m-1', { id: 'o-1' }, { groupId: 'g-1' }),
+  sqsRecord('m-2', { id: 'o-2', outcome: 'throw' }, { groupId: 'g-2' }),
+  sqsRecord('m-3', { id: 'o-3' }, { groupId: 'g-2' }),
+  sqsRecord('m-4', { id: 'o-1' }, { groupId: 'g-3' }),
+  sqsRecord('m-5', { outcome: 'ok' }, { groupId: 'g-4' }),
+  sqsRecord('m-6', { id: 'o-6', outcome: 'permanent' }, { groupId: 'g-5' }),
+);
+const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 };
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('createSqsHandler', () => {
+  it('returns a Lambda SQS handler that answers with the partial batch response', async () => {
+    const handler = createSqsHandler(options());
+
+    expect(await handler(batch, context)).toEqual({
+      batchItemFailures: [
+        { itemIdentifier: 'm-2' },
+        { itemIdentifier: 'm-3' },
+        { itemIdentifier: 'm-5' },
+        { itemIdentifier: 'm-6' },
+      ],
+    });
+  });
+
+  it('stamps inbox records with the system clock unless a clock is given', async () => {
+    vi.useFakeTimers({ now: T0 + 5000, toFake: ['Date'] });
+    const store = createMemoryStore();
+    const handler = createSqsHandler(options({ store, clock: undefined }));
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })));
+
+    expect(store.items('inbox')[0]).toMatchObject({
+      committedAt: T0 + 5000,
+      expiresAt: Math.floor(T0 / 1000) + 5 + 1_296_000,
+    });
+  });
+
+  it('builds the DynamoDB store from the document client and table name when no store is given', async () => {
+    const sent: { constructor: { name: string }; input: Record<string, unknown> }[] = [];
+    const client = { send: async (command: (typeof sent)[number]) => void sent.push(command) };
+    const handler = createSqsHandler(
+      options({ store: undefined, client: client as never, tableName: 'inbox' }),
+    );
+
+    expect(await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })))).toEqual({ batchItemFailures: [] });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.constructor.name).toBe('PutCommand');
+    expect(sent[0]?.input).toMatchObject({
+      TableName: 'inbox',
+      Item: { pk: 'orders#o-1', status: 'COMPLETED' },
+    });
+  });
+
+  it('fails at cold start without a store or a client', () => {
+    expect(() => createSqsHandler(options({ store: undefined }))).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`client`') }),
+    );
+    expect(() => createSqsHandler(options({ ttlSeconds: -1 }))).toThrow(
+      'Expected `ttlSeconds` to be a positive integer, got `-1`',
+    );
+  });
+});
+
+describe('createSqsMiddleware', () => {
+  it('gives the same batch response as createSqsHandler for the same batch', async () => {
+    const direct = createSqsHandler(options());
+    const wrapped = middy<SqsEvent>().use(createSqsMiddleware(options()));
+
+    const expected = await direct(batch, context);
+    expect(await wrapped(batch, context as never)).toEqual(expected);
+    expect(expected.batchItemFailures).toHaveLength(4);
+  });
+
+  it('answers early, so the base handler never runs', async () => {
+    const base = vi.fn(async () => ({ batchItemFailures: [{ itemIdentifier: 'wrong' }] }));
+    const wrapped = middy<SqsEvent>().use(createSqsMiddleware(options())).handler(base);
+
+    expect(await wrapped(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context as never)).toEqual({
+      batchItemFailures: [],
+    });
+    expect(base).not.toHaveBeenCalled();
+  });
+
+  it('runs after the middlewares registered before it', async () => {
+    const seen: string[] = [];
+    const wrapped = middy<SqsEvent>()
+      .use({ before: async () => void seen.push('first') })
+      .use(
+        createSqsMiddleware(
+          options({
+            handle: () => {
+              seen.push('handle');
+            },
+          }),
+        ),
+      );
+
+    await wrapped(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context as never);
+    expect(seen).toEqual(['first', 'handle']);
+  });
+});
