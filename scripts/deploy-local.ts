@@ -27,7 +27,7 @@ this command that runs until Ctrl-C.
 
   stack ...         stacks to deploy or destroy (display names, * wildcards); default: all
   --app <command>   CDK app command; default: the "app" of cdk.json
-  -c, --context k=v CDK context value (repeatable)
+  -c, --context k=v CDK context value (repeatable); local=true is always set unless overridden
   --skip-fixups     do not re-apply properties the emulator's CloudFormation dropped
   --serve           no AWS_ENDPOINT_URL: start an emulator, deploy, keep it up until Ctrl-C
   --destroy         delete the stacks (by name, in dependency order) instead of deploying
@@ -86,7 +86,8 @@ async function main(argv: readonly string[]): Promise<number> {
       credentials: aws.credentials,
       cwd: projectRoot(),
       stacks: positionals,
-      context: parseContext(values.context ?? []),
+      // bin/app.ts shapes the example stack for the emulator with `local=true`; `-c local=false` overrides.
+      context: { local: 'true', ...parseContext(values.context ?? []) },
       ...(values.app ? { app: values.app } : {}),
       fixups: !values['skip-fixups'],
       log,

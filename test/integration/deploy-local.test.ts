@@ -46,16 +46,18 @@ describe('deployLocal on the local emulator', () => {
     (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [name] })))
       .Attributes?.[name];
 
+  const deployOptions = {
+    ...target,
+    cwd: root,
+    app: `${join(root, 'node_modules', '.bin', 'tsx')} test/fixtures/deploy-app/app.ts`,
+    context: { deployAppStackName: stackName, deployAppCodeVersion: '1' },
+    outputDir: assemblyDir,
+    outputsFile: join(workDir, 'outputs.json'),
+    logFile: join(root, '.local', 'logs', 'deploy-local-test.log'),
+  };
+
   beforeAll(async () => {
-    deployed = await deployLocal({
-      ...target,
-      cwd: root,
-      app: `${join(root, 'node_modules', '.bin', 'tsx')} test/fixtures/deploy-app/app.ts`,
-      context: { deployAppStackName: stackName },
-      outputDir: assemblyDir,
-      outputsFile: join(workDir, 'outputs.json'),
-      logFile: join(root, '.local', 'logs', 'deploy-local-test.log'),
-    });
+    deployed = await deployLocal(deployOptions);
   }, 240_000);
 
   afterAll(async () => {
@@ -138,16 +140,15 @@ describe('deployLocal on the local emulator', () => {
     expect(await queueAttribute(QueueUrl, 'RedrivePolicy')).toContain('"maxReceiveCount":2');
   });
 
-  it('runs the deployed Lambda on messages from the queue, writing each into the table', async () => {
+  /** Sends one message per key and waits (bounded) until the deployed Lambda has written them all. */
+  const sendAndAwaitWrites = async (keys: readonly string[]) => {
     const { QueueUrl, TableName } = outputs();
-    const keys = ['first', 'second', 'third'].map((name) => `${stackName}-${name}`);
     await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl,
         Entries: keys.map((key, index) => ({ Id: String(index), MessageBody: key })),
       }),
     );
-
     const written = new Map<string, Record<string, unknown>>();
     const deadline = Date.now() + 30_000;
     while (written.size < keys.length && Date.now() < deadline) {
@@ -159,12 +160,30 @@ describe('deployLocal on the local emulator', () => {
       }
       if (written.size < keys.length) await new Promise((done) => setTimeout(done, 200));
     }
-
     expect([...written.keys()].sort()).toEqual([...keys].sort());
-    // MiniStack injects AWS_ENDPOINT_URL into the Lambda; the handler records what it saw.
-    for (const item of written.values())
+    return [...written.values()];
+  };
+
+  it('runs the deployed Lambda on messages from the queue, writing each into the table', async () => {
+    const items = await sendAndAwaitWrites(['first', 'second', 'third'].map((name) => `v1-${name}`));
+    for (const item of items) {
+      expect(item.codeVersion).toEqual({ S: '1' });
+      // MiniStack injects AWS_ENDPOINT_URL into the Lambda, so its unconfigured SDK client reaches the emulator.
       expect(item.endpoint).toEqual({ S: expect.stringMatching(/^http:\/\//) });
+    }
   }, 45_000);
+
+  it('redeploys new handler code, and the fixed properties survive the update', async () => {
+    deployed = await deployLocal({
+      ...deployOptions,
+      context: { ...deployOptions.context, deployAppCodeVersion: '2' },
+    });
+    expect(deployed.bootstrapped).toBe(false);
+    for (const fixup of deployed.fixups) expect(['ok', 'fixed']).toContain(fixup.status);
+
+    const [item] = await sendAndAwaitWrites(['v2-first']);
+    expect(item?.codeVersion).toEqual({ S: '2' });
+  }, 240_000);
 
   it('destroys the stack by name', async () => {
     expect(await destroyLocal({ ...target, stackName })).toBe('deleted');
