@@ -17,7 +17,7 @@ function sources(directory: string): string[] {
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
 /** Module specifiers of runtime imports (type-only imports are erased and allowed). */
 const runtimeImports = (text: string) =>
-  [...text.matchAll(/^import\s+(?!type\s)[^'";]*?from\s+'([^']+)'/gm)].map((match) => match[1]);
+  [...text.matchAll(/^import\s+(?!type\s)[^'";]*?from\s+'([^']+)'/gm)].map((match) => match[1]!);
 /** Source without comments, so TSDoc examples do not count as code. */
 const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
 
