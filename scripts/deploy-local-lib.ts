@@ -109,7 +109,7 @@ export interface DeployLocalOptions extends LocalDeployTarget {
 
 /** What {@link deployLocal} did. */
 export interface DeployLocalResult {
-  /** Stack outputs by stack name, then output key: `outputs.MyStack.QueueUrl`. */
+  /** Outputs of every deployed stack by stack name, then output key (`{}` for a stack without outputs). */
   readonly outputs: Readonly<Record<string, Readonly<Record<string, string>>>>;
   /** The selected stacks of the cloud assembly (templates in `outputDir`). */
   readonly stacks: readonly AssemblyStack[];
@@ -148,11 +148,16 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
   const logFile = resolve(cwd, options.logFile ?? join('.local', 'logs', 'cdk-local.log'));
   const stackPatterns = options.stacks ?? [];
 
-  const bootstrapped = !(await isBootstrapped(target));
+  const needsBootstrap = !(await isBootstrapped(target));
   let bootstrapMillis = 0;
-  if (bootstrapped) {
+  if (needsBootstrap) {
     log(`Bootstrapping aws://${target.account}/${target.region} at ${target.endpoint} (log: ${logFile})`);
-    bootstrapMillis = await bootstrap(target, cwd, logFile);
+    try {
+      bootstrapMillis = await bootstrap(target, cwd, logFile);
+    } catch (error) {
+      // Another process may have bootstrapped the same emulator at the same moment.
+      if (!(await isBootstrapped(target))) throw error;
+    }
     log(`Bootstrapped in ${seconds(bootstrapMillis)}`);
   }
 
@@ -180,10 +185,17 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
       '--no-notices',
     ],
   });
-  const outputs = readOutputs(outputsFile);
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
-  const deployed = stacks.filter((stack) => stack.stackName in outputs).map((stack) => stack.stackName);
-  log(`Deployed ${deployed.join(', ') || what} in ${seconds(deployMillis)}`);
+  // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
+  const outputs: Record<string, Record<string, string>> = {};
+  const written = readOutputs(outputsFile);
+  for (const stack of stacks) {
+    const summary = await describeStack(target, stack.stackName);
+    if (summary && summary.status !== 'DELETE_COMPLETE') {
+      outputs[stack.stackName] = written[stack.stackName] ?? {};
+    }
+  }
+  log(`Deployed ${Object.keys(outputs).join(', ') || what} in ${seconds(deployMillis)}`);
 
   let fixups: LocalFixupResult[] = [];
   let fixupMillis = 0;
@@ -196,7 +208,7 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     outputs,
     stacks,
     fixups,
-    bootstrapped,
+    bootstrapped: needsBootstrap,
     timings: { bootstrapMillis, deployMillis, fixupMillis },
     logFile,
   };
