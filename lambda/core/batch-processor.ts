@@ -4,7 +4,7 @@
  * response.
  */
 import type { DeadLetterMessage } from './dead-letter';
-import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
+import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './errors';
 import { sha256Hex } from './fingerprint';
 import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
 import { type Prepared, prepareMessage } from './message';
@@ -212,6 +212,8 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
         entry.code = outcome.code;
         if (outcome.errorName !== undefined) entry.errorName = outcome.errorName;
         entry.reason = outcome.reason;
+        // A configuration error met at run time (missing table, access denied) needs a human.
+        if (ERROR_CODES[outcome.code] === 'configuration') entry.level = 'error';
       } else if (outcome.kind === 'in-flight') {
         entry.code = 'IN_FLIGHT';
       }

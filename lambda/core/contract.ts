@@ -8,7 +8,7 @@
  */
 
 /** Attribute names of an inbox record (one DynamoDB item per scoped dedup key). */
-export const INBOX_ATTRIBUTES = Object.freeze({
+export const INBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   /** Partition key (String): the scoped dedup key, `<consumer>#<dedup key>` (see `scopeKey`). */
   pk: 'pk',
   /** `COMPLETED` or `IN_PROGRESS`. */
@@ -33,13 +33,13 @@ export const INBOX_ATTRIBUTES = Object.freeze({
 export const ENTITY_FINGERPRINT_ATTRIBUTE = 'eoFingerprint';
 
 /** Values of the `status` attribute. */
-export const INBOX_STATUS = Object.freeze({
+export const INBOX_STATUS = /* @__PURE__ */ Object.freeze({
   completed: 'COMPLETED',
   inProgress: 'IN_PROGRESS',
 });
 
 /** Environment variable names that the construct sets and the deployable handlers read. */
-export const ENV = Object.freeze({
+export const ENV = /* @__PURE__ */ Object.freeze({
   /** Name of the inbox table. */
   inboxTable: 'EO_INBOX_TABLE',
   /** Consumer name that scopes every dedup key. */
@@ -59,7 +59,7 @@ export const ENV = Object.freeze({
 });
 
 /** Metric names, one per outcome, emitted in Embedded Metric Format and used by alarms. */
-export const METRICS = Object.freeze({
+export const METRICS = /* @__PURE__ */ Object.freeze({
   processed: 'Processed',
   duplicate: 'Duplicate',
   inFlight: 'InFlight',
@@ -77,7 +77,7 @@ export const DEFAULT_METRIC_NAMESPACE = 'EffectivelyOnce';
 export const METRIC_DIMENSION_CONSUMER = 'Consumer';
 
 /** Message attributes set on a message that is dead-lettered directly (`deadLetter: 'direct'`). */
-export const DEAD_LETTER_ATTRIBUTES = Object.freeze({
+export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   reason: 'eo-reason',
   code: 'eo-code',
   consumer: 'eo-consumer',

@@ -35,11 +35,6 @@ export function isLevelEnabled(level: Exclude<LogLevel, 'silent'>, threshold: Lo
   return LEVEL_RANK[level] >= LEVEL_RANK[threshold];
 }
 
-/** True when `value` names a log level. */
-export function isLogLevel(value: unknown): value is LogLevel {
-  return typeof value === 'string' && Object.hasOwn(LEVEL_RANK, value);
-}
-
 /**
  * Writes to standard output directly: Lambda's patched `console` prefixes every line with a
  * timestamp and request id, which breaks JSON (and Embedded Metric Format) parsing.

@@ -6,7 +6,7 @@ import { DEFAULT_METRIC_NAMESPACE } from './contract';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
 import { isValidName, type KeySource, NAME_PATTERN } from './dedup-key';
 import { EffectivelyOnceError } from './errors';
-import { isLogLevel, type Logger, type LogLevel } from './logger';
+import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './message';
 import type { MetricsSink } from './metrics';
 import type { EntityWrite, InboxStore } from './store-port';
@@ -17,8 +17,11 @@ export type Clock = () => number;
 
 /**
  * Marker only: the marker is stored first, then `handle` runs; if `handle` throws, the marker
- * is released so a retry can run. A crash after the marker and before `handle` finishes means
- * the effect happened at most once: use atomic mode (or two-phase) where that matters.
+ * is released so a retry can run. This is at-most-once for the effect: a crash after the
+ * marker and before `handle` finishes, or a concurrent delivery of the same key acknowledged
+ * as a duplicate while a first delivery is still running and then fails, leaves the marker
+ * without the effect. Use it for naturally idempotent effects; use atomic mode (or two-phase)
+ * where the effect must happen.
  */
 export interface MarkerModeOptions<TBody> {
   readonly mode: 'marker';
@@ -167,42 +170,42 @@ function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object' && value !== null) return 'an object';
-  return String(value);
+  return typeof value === 'object' && value !== null ? 'an object' : String(value);
 }
 
-function invalid(field: string, expected: string, value: unknown): EffectivelyOnceError {
-  return new EffectivelyOnceError(
-    'INVALID_OPTIONS',
-    `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
-  );
+/** Throws `INVALID_OPTIONS` unless `ok`: "Expected `field` to be expected, got `value`". */
+function expectOption(ok: unknown, field: string, expected: string, value: unknown): void {
+  if (!ok) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
+    );
+  }
 }
+
+const isFunction = (value: unknown): boolean => typeof value === 'function';
 
 function integer(field: string, value: unknown, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw invalid(field, min > 0 ? 'a positive integer' : 'a non-negative integer', value);
-  }
-  return value;
+  expectOption(
+    Number.isSafeInteger(value) && (value as number) >= min,
+    field,
+    min > 0 ? 'a positive integer' : 'a non-negative integer',
+    value,
+  );
+  return value as number;
 }
 
-function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value as T))
-    throw invalid(field, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, value);
-  return value as T;
-}
-
-function optionalFunction(field: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') throw invalid(field, 'a function', value);
+function oneOf<T extends string>(field: string, value: T | undefined, allowed: readonly T[], fallback: T): T {
+  const chosen = value ?? fallback;
+  expectOption(allowed.includes(chosen), field, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, value);
+  return chosen;
 }
 
 function port(field: string, value: unknown, methods: readonly string[]): void {
   const ok =
-    typeof value === 'object' &&
-    value !== null &&
-    methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
-  if (!ok) throw invalid(field, `an object with ${methods.map((m) => `\`${m}\``).join(', ')}`, value);
+    typeof value === 'object' && value !== null && methods.every((m) => isFunction((value as never)[m]));
+  expectOption(ok, field, `an object with ${methods.map((m) => `\`${m}\``).join(', ')}`, value);
 }
 
 /**
@@ -210,37 +213,48 @@ function port(field: string, value: unknown, methods: readonly string[]): void {
  * message naming the option, what was expected and what was given.
  */
 export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): ResolvedOptions<TBody> {
-  if (typeof options !== 'object' || options === null) throw invalid('options', 'an object', options);
-  if (!isValidName(options.consumer))
-    throw invalid('consumer', `a name matching ${NAME_PATTERN}`, options.consumer);
-  if (typeof options.dedupKey !== 'function') {
-    throw invalid('dedupKey', 'a key source such as `fromBody(...)`', options.dedupKey);
+  expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
+  const { parse = 'json', metricNamespace = DEFAULT_METRIC_NAMESPACE, logger, metrics } = options;
+  expectOption(
+    isValidName(options.consumer),
+    'consumer',
+    `a name matching ${NAME_PATTERN}`,
+    options.consumer,
+  );
+  expectOption(
+    isFunction(options.dedupKey),
+    'dedupKey',
+    'a key source such as `fromBody(...)`',
+    options.dedupKey,
+  );
+  oneOf('mode', options.mode, ['marker', 'atomic', 'entity'], undefined as never);
+  expectOption(isFunction(options.handle), 'handle', 'a function', options.handle);
+  expectOption(
+    parse === 'json' || parse === 'text' || isFunction(parse),
+    'parse',
+    "'json', 'text' or a function",
+    parse,
+  );
+  for (const field of ['fingerprint', 'correlationId'] as const) {
+    expectOption(
+      options[field] === undefined || isFunction(options[field]),
+      field,
+      'a function',
+      options[field],
+    );
   }
-  const modes = ['marker', 'atomic', 'entity'] as const;
-  if (!modes.includes(options.mode))
-    throw invalid('mode', "one of 'marker', 'atomic', 'entity'", options.mode);
-  if (typeof options.handle !== 'function') throw invalid('handle', 'a function', options.handle);
-  const parse = options.parse ?? 'json';
-  if (parse !== 'json' && parse !== 'text' && typeof parse !== 'function') {
-    throw invalid('parse', "'json', 'text' or a function", parse);
-  }
-  optionalFunction('fingerprint', options.fingerprint);
-  optionalFunction('correlationId', options.correlationId);
   const deadLetter = oneOf('deadLetter', options.deadLetter, ['redrive', 'direct'], 'redrive');
   if (deadLetter === 'direct') port('deadLetterSender', options.deadLetterSender, ['send']);
-  const logLevel = options.logLevel ?? 'info';
-  if (!isLogLevel(logLevel))
-    throw invalid('logLevel', "one of 'debug', 'info', 'warn', 'error', 'silent'", logLevel);
-  if (options.logger !== undefined) port('logger', options.logger, ['log']);
-  if (options.metrics !== undefined && options.metrics !== false)
-    port('metrics', options.metrics, ['publish']);
-  const metricNamespace = options.metricNamespace ?? DEFAULT_METRIC_NAMESPACE;
-  if (typeof metricNamespace !== 'string' || metricNamespace === '' || metricNamespace.length > 255) {
-    throw invalid('metricNamespace', 'a non-empty string of at most 255 characters', metricNamespace);
-  }
+  if (logger !== undefined) port('logger', logger, ['log']);
+  if (metrics !== undefined && metrics !== false) port('metrics', metrics, ['publish']);
+  expectOption(
+    typeof metricNamespace === 'string' && metricNamespace !== '' && metricNamespace.length <= 255,
+    'metricNamespace',
+    'a non-empty string of at most 255 characters',
+    metricNamespace,
+  );
   port('store', options.store, ['insert', 'commit', 'insertEntity', 'release']);
-  if (typeof options.clock !== 'function')
-    throw invalid('clock', 'a function returning epoch milliseconds', options.clock);
+  expectOption(isFunction(options.clock), 'clock', 'a function returning epoch milliseconds', options.clock);
 
   return Object.freeze({
     ...options,
@@ -257,10 +271,10 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     ),
     deadLetter,
     deadLetterSender: options.deadLetterSender,
-    logLevel,
+    logLevel: oneOf('logLevel', options.logLevel, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
-    logger: options.logger,
-    metrics: options.metrics,
+    logger,
+    metrics,
     metricNamespace,
   }) as ResolvedOptions<TBody>;
 }

@@ -295,10 +295,10 @@ describe('marker mode', () => {
 
     expect(response).toEqual(ids('m-1', 'm-2', 'm-3'));
     expect(handled).toEqual([]);
-    expect(logger.entries.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
-      { outcome: 'retry', code: 'THROTTLED' },
-      { outcome: 'retry', code: 'UNEXPECTED' },
-      { outcome: 'retry', code: 'ACCESS_DENIED' },
+    expect(logger.entries.map(({ level, outcome, code }) => ({ level, outcome, code }))).toEqual([
+      { level: 'warn', outcome: 'retry', code: 'THROTTLED' },
+      { level: 'warn', outcome: 'retry', code: 'UNEXPECTED' },
+      { level: 'error', outcome: 'retry', code: 'ACCESS_DENIED' },
     ]);
   });
 });
