@@ -8,21 +8,12 @@ import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './err
 import { sha256Hex } from './fingerprint';
 import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
 import { type Prepared, prepareMessage } from './message';
-import { createEmfMetricsSink, createOutcomeCounts, type OutcomeCounts } from './metrics';
+import { createEmfMetricsSink, createOutcomeCounts } from './metrics';
 import { type BatchProcessorOptions, type ModeOptions, resolveOptions } from './options';
 import type { Outcome, OutcomeKind } from './outcome';
 import { processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord } from './sqs-event';
-
-const COUNTER: Readonly<Record<OutcomeKind, keyof OutcomeCounts>> = {
-  processed: 'processed',
-  duplicate: 'duplicate',
-  'in-flight': 'inFlight',
-  mismatch: 'mismatch',
-  retry: 'retry',
-  permanent: 'permanent',
-};
 
 const LOG: Readonly<Record<OutcomeKind, Pick<LogEntry, 'level' | 'message'>>> = {
   processed: { level: 'debug', message: 'Message processed' },
@@ -205,7 +196,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
         ack = deadLetterResult === 'sent';
       }
       acknowledged[index] = ack;
-      counts[COUNTER[outcome.kind]] += 1;
+      counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
       const entry: Record<string, unknown> = { ...LOG[outcome.kind], ...fields, outcome: outcome.kind };
       if (outcome.kind !== 'processed' && outcome.kind !== 'duplicate' && outcome.kind !== 'in-flight') {
