@@ -136,6 +136,7 @@ export function fromAttribute(name: string): KeySource {
  * fromBody((order: OrderEvent) => [order.orderId, order.status]) // natural key
  */
 export function fromBody<TBody>(pick: (body: TBody) => KeyValue): KeySource<TBody>;
+/** The key is the body field at a dotted path (`'order.id'`) or a list of path segments. */
 export function fromBody(path: string | readonly string[]): KeySource;
 export function fromBody<TBody>(
   pathOrPick: string | readonly string[] | ((body: TBody) => KeyValue),
@@ -197,7 +198,7 @@ export function fromMessageId(): KeySource {
  * works too).
  *
  * @example
- * fromRecord((record) => record.attributes.SenderId && record.messageAttributes.requestId?.stringValue)
+ * fromRecord((record, body: { id: string }) => [record.messageAttributes.tenant?.stringValue, body.id])
  */
 export function fromRecord<TBody = unknown>(pick: KeySource<TBody>): KeySource<TBody> {
   return pick;
