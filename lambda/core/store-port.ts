@@ -61,7 +61,11 @@ export type InsertResult =
 export type CommitResult =
   | { readonly kind: 'committed' }
   | { readonly kind: 'existing'; readonly record: InboxRecord }
-  /** A business write's own condition failed (for example a stock check); nothing was applied. */
+  /**
+   * A business write's own condition failed (for example a stock check); nothing was applied.
+   * `index` is the write's position in `writes` (0 = the first business write; the marker is
+   * not counted).
+   */
   | { readonly kind: 'condition-failed'; readonly index: number; readonly message?: string };
 
 /** What the database said to a fenced update (complete, release, extend) in two-phase mode. */
@@ -89,7 +93,9 @@ export interface InboxStore {
 
   /**
    * Entity as marker: one conditional put of the business item carrying `fingerprint`.
-   * The `existing` record is synthesised from the stored item (status `COMPLETED`).
+   * The `existing` record is synthesised from the stored item (status `COMPLETED`; fingerprint
+   * `''` when the item carries none; `expiresAt` from a numeric `expiresAt` attribute, else
+   * `Number.MAX_SAFE_INTEGER`).
    */
   insertEntity(entity: EntityWrite, fingerprint: string, nowMillis: number): Promise<InsertResult>;
 
