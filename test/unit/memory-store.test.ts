@@ -56,4 +56,31 @@ describe('memory store expressions', () => {
     expect(store.items('inbox')).toEqual([]);
     expect(store.items('business')).toEqual([]);
   });
+
+  it('holds calls of a gated method until the gate opens, and throws injected faults in order', async () => {
+    const store = createMemoryStore();
+    const record = {
+      pk: 'c#k',
+      status: 'COMPLETED',
+      fingerprint: 'f',
+      expiresAt: 10,
+      consumer: 'c',
+    } as const;
+    const open = store.gate('insert');
+    let settled = false;
+    const pending = store.insert(record, 0).then((result) => {
+      settled = true;
+      return result;
+    });
+
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    open();
+    expect(await pending).toEqual({ kind: 'inserted' });
+
+    store.failNext('release', new Error('first'));
+    await expect(store.release('c#k', { fingerprint: 'f' })).rejects.toThrow('first');
+    expect(await store.release('c#k', { fingerprint: 'f' })).toEqual({ kind: 'ok' });
+    expect(store.calls.map((call) => call.method)).toEqual(['insert', 'release', 'release']);
+  });
 });
