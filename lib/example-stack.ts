@@ -9,8 +9,9 @@ import { InboxTable } from './inbox-table';
 export interface ExampleStackProps extends StackProps {
   /**
    * Shape the stack for the local emulator: FIFO queues get explicit `.fifo` names (the
-   * emulator's CloudFormation drops `FifoQueue` otherwise) and everything that holds data
-   * is destroyed with the stack.
+   * emulator's CloudFormation drops `FifoQueue` otherwise), the duplicate-rate alarms are left
+   * out (the emulator rejects metric-math alarms), and everything that holds data is destroyed
+   * with the stack.
    *
    * @default false
    */
@@ -34,7 +35,8 @@ export const EXAMPLE_CONSUMER_NAMES = Object.freeze({
  * The example app: one inbox table shared by both consumers, an Orders table projected from a
  * FIFO queue in `atomic` mode (inbox record and order items in one transaction), and an Audit
  * table written from a standard queue in `entity` mode (the audit item is its own marker; the
- * inbox table is only named in its environment).
+ * inbox table is only named in its environment). Both send messages that can never succeed
+ * straight to their dead-letter queue with the reason in message attributes (`direct`).
  *
  * The table keys are the ones the deployable handlers write: Orders `pk` + `sk` (the order
  * item `ORDER#<orderId>`/`ORDER` and one `STATUS#<status>` item per transition), Audit `pk`
@@ -60,6 +62,19 @@ export class ExampleStack extends Stack {
     const local = props.local ?? false;
     const removalPolicy = local ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     const handlersDir = props.handlersDir ?? path.join(__dirname, '..', 'lambda', 'handlers');
+    const consumerDefaults = {
+      // The handlers send a message that can never succeed (malformed, missing key, payload
+      // mismatch) to the dead-letter queue themselves, with its reason in message attributes,
+      // and acknowledge it. With redrive it would come back until `maxReceiveCount` (5 receives,
+      // 3 minutes apart), blocking its FIFO message group all that time, and its reason would be
+      // in the logs only. The redrive policy stays, as the backstop for messages that keep
+      // failing for other reasons.
+      deadLetterMode: 'direct',
+      // MiniStack's CloudFormation rejects alarms built on metric math ("Properties.Metrics
+      // (metric math) is not supported") and rolls the whole stack back; the duplicate-rate
+      // alarm is the only such alarm, so only the local stage goes without it.
+      duplicateRateAlarm: !local,
+    } as const;
 
     this.inbox = new InboxTable(this, 'Inbox', { removalPolicy });
     this.ordersTable = businessTable(this, 'Orders', removalPolicy, 'sk');
@@ -77,6 +92,7 @@ export class ExampleStack extends Stack {
       businessTables: [{ table: this.ordersTable }],
       environment: { ORDERS_TABLE: this.ordersTable.tableName },
       removalPolicy,
+      ...consumerDefaults,
     });
 
     this.auditRecorder = new IdempotentConsumer(this, 'AuditRecorder', {
@@ -87,6 +103,7 @@ export class ExampleStack extends Stack {
       businessTables: [{ table: this.auditTable }],
       environment: { AUDIT_TABLE: this.auditTable.tableName },
       removalPolicy,
+      ...consumerDefaults,
     });
 
     const outputs: Record<string, string> = {

@@ -376,10 +376,22 @@ export interface IdempotentConsumerProps {
   readonly ageOfOldestMessageThreshold?: Duration;
 
   /**
+   * Whether to create the duplicate-rate alarm (with `createAlarms`). It is the construct's
+   * only alarm built on metric math (`duplicate / (processed + duplicate)`), and some local
+   * emulators' CloudFormation rejects metric-math alarms (MiniStack: "Properties.Metrics
+   * (metric math) is not supported"), rolling the whole stack back. Turn it off for such a
+   * stage only; the other alarms and the dashboard's duplicate-rate graph stay.
+   *
+   * @default true
+   */
+  readonly duplicateRateAlarm?: boolean;
+
+  /**
    * Share of duplicates, `duplicate / (processed + duplicate)` over five minutes, that raises
    * the duplicate-rate alarm when it holds for three periods in a row (0 < value <= 1).
    * Healthy consumers see few duplicates; a sustained high share means a producer retry
-   * storm or a consumer that commits but fails to acknowledge.
+   * storm or a consumer that commits but fails to acknowledge. Not with
+   * `duplicateRateAlarm: false`.
    *
    * @default 0.25
    */
@@ -518,7 +530,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   public readonly mismatchAlarm?: cloudwatch.Alarm;
   /** Alarm on the age of the oldest message in the queue. */
   public readonly ageOfOldestMessageAlarm?: cloudwatch.Alarm;
-  /** Alarm on a sustained high share of duplicates. */
+  /** Alarm on a sustained high share of duplicates, unless `duplicateRateAlarm: false`. */
   public readonly duplicateRateAlarm?: cloudwatch.Alarm;
   /** Every alarm the construct created. */
   public readonly alarms: readonly cloudwatch.Alarm[];
@@ -646,9 +658,10 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       this.ageOfOldestMessageAlarm = this.createAgeAlarm(
         props.ageOfOldestMessageThreshold ?? DEFAULT_AGE_THRESHOLD,
       );
-      this.duplicateRateAlarm = this.createDuplicateRateAlarm(
-        props.duplicateRateThreshold ?? DEFAULT_DUPLICATE_RATE_THRESHOLD,
-      );
+      this.duplicateRateAlarm =
+        (props.duplicateRateAlarm ?? true)
+          ? this.createDuplicateRateAlarm(props.duplicateRateThreshold ?? DEFAULT_DUPLICATE_RATE_THRESHOLD)
+          : undefined;
       for (const alarm of [
         this.deadLetterQueueAlarm,
         this.mismatchAlarm,
@@ -828,6 +841,9 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       if (!(props.duplicateRateThreshold > 0 && props.duplicateRateThreshold <= 1)) {
         fail(`Expected \`duplicateRateThreshold\` to be in (0, 1], got \`${props.duplicateRateThreshold}\``);
       }
+    }
+    if (props.duplicateRateAlarm === false && props.duplicateRateThreshold !== undefined) {
+      fail('Expected no `duplicateRateThreshold` with `duplicateRateAlarm: false`');
     }
     if (props.environment) {
       const managed = new Set<string>(Object.values(ENV));

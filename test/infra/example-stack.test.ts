@@ -99,6 +99,28 @@ describe('ExampleStack', () => {
     template.hasOutput('OrderEventsQueueUrl', { Value: { Ref: logicalId(stack.orderProjector.queue) } });
   });
 
+  it('dead-letters directly from both consumers, so the reason travels with the message', () => {
+    for (const consumer of [stack.orderProjector, stack.auditRecorder]) {
+      expect(consumer.deadLetterMode).toBe('direct');
+      const fn = template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)];
+      expect(fn?.Properties.Environment.Variables).toMatchObject({
+        [ENV.deadLetterMode]: 'direct',
+        [ENV.deadLetterQueueUrl]: { Ref: logicalId(consumer.deadLetterQueue!) },
+      });
+      expect(permissionsOf(template, consumer.role!)).toEqual(
+        expect.arrayContaining(allow(['sqs:SendMessage'], consumer.deadLetterQueue!)),
+      );
+    }
+  });
+
+  it('creates the duplicate-rate alarms (metric math) outside the local stage', () => {
+    expect(stack.orderProjector.duplicateRateAlarm).toBeDefined();
+    expect(stack.auditRecorder.duplicateRateAlarm).toBeDefined();
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms).toHaveLength(8);
+    expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(2);
+  });
+
   it('leaves FIFO queue names to CloudFormation outside the local stage', () => {
     const queues = template.findResources('AWS::SQS::Queue');
     for (const queue of Object.values(queues)) expect(queue.Properties.QueueName).toBeUndefined();
@@ -122,6 +144,14 @@ describe('ExampleStack in the local stage', () => {
       FifoQueue: true,
       QueueName: 'EffectivelyOnceExample-order-events-dlq.fifo',
     });
+  });
+
+  it('leaves out the metric-math alarms the emulator rejects, and keeps the others', () => {
+    expect(stack.orderProjector.duplicateRateAlarm).toBeUndefined();
+    expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms).toHaveLength(6);
+    for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
   });
 
   it('destroys tables and log groups with the stack', () => {

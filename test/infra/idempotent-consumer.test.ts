@@ -808,6 +808,24 @@ describe('IdempotentConsumer with shared and existing resources', () => {
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: logicalId(topic) }]);
   });
 
+  it('leaves out only the metric-math duplicate-rate alarm when duplicateRateAlarm is false', () => {
+    const { template, consumer } = synth({ duplicateRateAlarm: false });
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    expect(consumer.duplicateRateAlarm).toBeUndefined();
+    expect(consumer.alarms).toEqual([
+      consumer.deadLetterQueueAlarm,
+      consumer.mismatchAlarm,
+      consumer.ageOfOldestMessageAlarm,
+    ]);
+    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties.Metrics).toBeUndefined();
+      expect(alarm.Properties.MetricName).toEqual(expect.any(String));
+    }
+    // The dashboard still graphs the duplicate rate.
+    const [dashboard] = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+    expect(JSON.stringify(dashboard?.Properties.DashboardBody)).toContain('Duplicate rate');
+  });
+
   it('creates no alarms or dashboard when switched off', () => {
     const { template, consumer } = synth({ createAlarms: false, dashboard: false });
     template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
@@ -908,6 +926,10 @@ describe('IdempotentConsumer prop validation', () => {
       'Expected `retentionPeriod` to be from 1 minute to 14 days, got `15 days`',
     ],
     [{ duplicateRateThreshold: 1.5 }, 'Expected `duplicateRateThreshold` to be in (0, 1], got `1.5`'],
+    [
+      { duplicateRateAlarm: false, duplicateRateThreshold: 0.5 },
+      'Expected no `duplicateRateThreshold` with `duplicateRateAlarm: false`',
+    ],
     [{ metricNamespace: 'AWS/Lambda' }, 'Expected `metricNamespace`'],
     [
       { mode: 'entity' },
