@@ -1,0 +1,230 @@
+/**
+ * The sample message logs of the main job and what each line stands for. The logs are JSON Lines
+ * files in the replay tool's `--log` format (`test/fixtures/order-log.jsonl` for the FIFO order
+ * queue, `test/fixtures/audit-log.jsonl` for the standard audit queue); this module pairs every
+ * line with its role in the story, checks the files against the story, and derives every expected
+ * count from it.
+ *
+ * How the example handlers key messages decides what counts as a duplicate:
+ * - the order projector keys an order event by `orderId` + `status` (a natural key), so the same
+ *   order event sent again is a duplicate whatever its SQS message id or deduplication id;
+ * - the audit recorder keys a CloudEvent by `source` + `id`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type LogEntry, parseLog } from '../../cli/replay/log';
+
+/** The role of one log line. */
+export type LineRole =
+  /** The first send of a business event: processed once, its effects written. */
+  | { readonly kind: 'first' }
+  /**
+   * A FIFO resend with the deduplication id of line `of`, inside SQS's five-minute window (a
+   * producer retrying a send that timed out): the broker accepts it and never delivers it.
+   */
+  | { readonly kind: 'broker-resend'; readonly of: number }
+  /**
+   * The body of line `of` sent again as a new SQS message (a producer resend; on a FIFO queue with
+   * a new deduplication id, as a retry after the five-minute window gets): it reaches the
+   * consumer, whose inbox recognises the dedup key and writes nothing.
+   */
+  | { readonly kind: 'producer-resend'; readonly of: number }
+  /** A message that can never succeed: dead-lettered with `code` and a reason containing `reason`. */
+  | { readonly kind: 'poison'; readonly code: string; readonly reason: string };
+
+/** Which consumer a sample log feeds. */
+export type SampleLogName = 'orders' | 'audit';
+
+/** A sample log with its story. */
+export interface SampleLog {
+  readonly name: SampleLogName;
+  /** Path of the JSON Lines file. */
+  readonly file: string;
+  /** The parsed lines, in order. */
+  readonly entries: readonly LogEntry[];
+  /** The role of each line (index 0 is line 1). */
+  readonly roles: readonly LineRole[];
+  /**
+   * Lines whose message is delivered to the consumer a second time after it was processed (same
+   * SQS message id, receive count 2), as when a function commits but its batch is not deleted.
+   */
+  readonly redeliver: readonly number[];
+  /** Names a line by its business key (never by its body), for output. */
+  describe(line: number): string;
+}
+
+/** What one consumer should see, derived from a log's story. */
+export interface ExpectedOutcome {
+  readonly sent: number;
+  /** FIFO resends within the deduplication window. */
+  readonly brokerSuppressed: number;
+  /** Messages SQS delivers: sent minus broker-suppressed. */
+  readonly delivered: number;
+  /** Messages delivered once more after processing. */
+  readonly redelivered: number;
+  /** Messages whose effects were committed: one per business event. */
+  readonly processed: number;
+  /** Deliveries the inbox acknowledged without writing: producer resends and redeliveries. */
+  readonly duplicates: number;
+  readonly deadLetters: number;
+}
+
+const ORDER_ROLES: readonly LineRole[] = [
+  { kind: 'first' }, // 1  o-1001 PLACED
+  { kind: 'first' }, // 2  o-1002 PLACED
+  { kind: 'first' }, // 3  o-1001 PAID
+  { kind: 'broker-resend', of: 2 }, // 4  o-1002 PLACED, same deduplication id
+  { kind: 'producer-resend', of: 3 }, // 5  o-1001 PAID, new deduplication id
+  { kind: 'first' }, // 6  o-1003 PLACED
+  { kind: 'poison', code: 'MALFORMED_BODY', reason: '`status` must be a non-empty string' }, // 7  o-1004, no status
+  { kind: 'first' }, // 8  o-1002 PAID
+  { kind: 'first' }, // 9  o-1001 SHIPPED
+  { kind: 'producer-resend', of: 6 }, // 10 o-1003 PLACED, new deduplication id
+  { kind: 'broker-resend', of: 1 }, // 11 o-1001 PLACED, same deduplication id
+];
+
+const AUDIT_ROLES: readonly LineRole[] = [
+  { kind: 'first' }, // 1 aud-1
+  { kind: 'first' }, // 2 aud-2
+  { kind: 'first' }, // 3 aud-3
+  { kind: 'producer-resend', of: 1 }, // 4 aud-1 again
+  { kind: 'first' }, // 5 aud-4
+  { kind: 'producer-resend', of: 3 }, // 6 aud-3 again
+  { kind: 'first' }, // 7 aud-5
+];
+
+/** The fixture directory holding the sample logs. */
+export function sampleLogDir(root: string): string {
+  return join(root, 'test', 'fixtures');
+}
+
+/**
+ * Reads both sample logs and checks each against its story: resends repeat the body of the line
+ * they name, broker resends reuse its deduplication id, producer resends on the FIFO queue do not.
+ *
+ * @throws Error naming the line when a file and its story disagree, or a file is not a valid log.
+ */
+export function loadSampleLogs(root: string): { readonly orders: SampleLog; readonly audit: SampleLog } {
+  const dir = sampleLogDir(root);
+  return {
+    orders: createSampleLog('orders', join(dir, 'order-log.jsonl'), ORDER_ROLES, [3], (body) => {
+      const status = typeof body.status === 'string' ? body.status : 'without a status';
+      return `order ${String(body.orderId)} ${status}`;
+    }),
+    audit: createSampleLog('audit', join(dir, 'audit-log.jsonl'), AUDIT_ROLES, [2], (body) => {
+      return `audit event ${String(body.id)} (${String(body.type)})`;
+    }),
+  };
+}
+
+function createSampleLog(
+  name: SampleLogName,
+  file: string,
+  roles: readonly LineRole[],
+  redeliver: readonly number[],
+  label: (body: Record<string, unknown>) => string,
+): SampleLog {
+  const entries = parseLog(readFileSync(file, 'utf8')).map((entry, index) => ({ ...entry, line: index + 1 }));
+  const problem = (line: number, what: string) => new Error(`${file} line ${line}: ${what}`);
+  if (entries.length !== roles.length) {
+    throw new Error(
+      `${file}: expected ${roles.length} messages (one per role of the story), got ${entries.length}`,
+    );
+  }
+  roles.forEach((role, index) => {
+    const entry = entries[index]!;
+    if (role.kind !== 'broker-resend' && role.kind !== 'producer-resend') return;
+    const original = entries[role.of - 1];
+    if (!original || role.of >= entry.line)
+      throw problem(entry.line, `repeats line ${role.of}, which does not precede it`);
+    if (original.body !== entry.body) throw problem(entry.line, `expected the body of line ${role.of}`);
+    const sameId = entry.deduplicationId === original.deduplicationId;
+    if (role.kind === 'broker-resend' && (!sameId || entry.deduplicationId === undefined)) {
+      throw problem(entry.line, `expected the deduplication id of line ${role.of}`);
+    }
+    if (role.kind === 'producer-resend' && entry.deduplicationId !== undefined && sameId) {
+      throw problem(entry.line, `expected a deduplication id other than line ${role.of}'s`);
+    }
+  });
+  for (const line of redeliver) {
+    if (roles[line - 1]?.kind !== 'first')
+      throw problem(line, 'only a processed first send can be redelivered');
+  }
+  return {
+    name,
+    file,
+    entries,
+    roles,
+    redeliver,
+    describe(line) {
+      const entry = entries[line - 1];
+      if (!entry) return `line ${line}`;
+      try {
+        const body: unknown = JSON.parse(entry.body);
+        return typeof body === 'object' && body !== null
+          ? label(body as Record<string, unknown>)
+          : 'not an object';
+      } catch {
+        return 'not JSON';
+      }
+    },
+  };
+}
+
+/** The counts one consumer should report for a run of `log` (with its redeliveries). */
+export function expectedOutcome(log: SampleLog): ExpectedOutcome {
+  const count = (kind: LineRole['kind']) => log.roles.filter((role) => role.kind === kind).length;
+  const sent = log.entries.length;
+  const brokerSuppressed = count('broker-resend');
+  return {
+    sent,
+    brokerSuppressed,
+    delivered: sent - brokerSuppressed,
+    redelivered: log.redeliver.length,
+    processed: count('first'),
+    duplicates: count('producer-resend') + log.redeliver.length,
+    deadLetters: count('poison'),
+  };
+}
+
+/** The poison lines of a log, with the code and reason each must be dead-lettered with. */
+export function poisonLines(
+  log: SampleLog,
+): readonly { readonly line: number; readonly code: string; readonly reason: string }[] {
+  return log.roles.flatMap((role, index) =>
+    role.kind === 'poison' ? [{ line: index + 1, code: role.code, reason: role.reason }] : [],
+  );
+}
+
+/** The order items the order log leaves: per order, the status and amount of its last processed event. */
+export function expectedOrders(
+  log: SampleLog,
+): ReadonlyMap<string, { readonly status: string; readonly amount: number; readonly statuses: number }> {
+  const orders = new Map<string, { status: string; amount: number; statuses: number }>();
+  log.roles.forEach((role, index) => {
+    if (role.kind !== 'first') return;
+    const body = JSON.parse(log.entries[index]!.body) as { orderId: string; status: string; amount: number };
+    const statuses = (orders.get(body.orderId)?.statuses ?? 0) + 1;
+    orders.set(body.orderId, { status: body.status, amount: body.amount, statuses });
+  });
+  return orders;
+}
+
+/** In plain words, what a line of a log is there for. */
+export function describeRole(log: SampleLog, line: number): string {
+  const role = log.roles[line - 1];
+  switch (role?.kind) {
+    case 'first':
+      return 'first send';
+    case 'broker-resend':
+      return `resend of line ${role.of} with its deduplication id: the broker drops it`;
+    case 'producer-resend':
+      return log.entries[line - 1]?.deduplicationId === undefined
+        ? `resend of line ${role.of} (a new SQS message): the inbox drops it`
+        : `resend of line ${role.of} with a new deduplication id: the inbox drops it`;
+    case 'poison':
+      return `poison (${role.code}): to the dead-letter queue`;
+    default:
+      return 'not in the story';
+  }
+}
