@@ -1,0 +1,117 @@
+/**
+ * Deploying the example app (`example-app.ts`) to a local endpoint under a chosen stack name, and
+ * reading its outputs into named fields.
+ */
+import { join } from 'node:path';
+import { type DeployLocalResult, deployLocal, destroyLocal } from '../deploy-local-lib';
+import type { LocalAws } from '../local-aws-lib';
+
+/** The default stack name, the one `bin/app.ts` deploys. */
+export const EXAMPLE_STACK_NAME = 'EffectivelyOnceExample';
+
+/** The example stack's outputs (see `lib/example-stack.ts`). */
+export interface ExampleOutputs {
+  readonly orderEventsQueueUrl: string;
+  readonly orderEventsDeadLetterQueueUrl: string;
+  readonly auditEventsQueueUrl: string;
+  readonly auditEventsDeadLetterQueueUrl: string;
+  readonly inboxTableName: string;
+  readonly ordersTableName: string;
+  readonly auditTableName: string;
+  readonly orderProjectorFunctionName: string;
+  readonly auditRecorderFunctionName: string;
+}
+
+/** A deployed example stack. */
+export interface ExampleDeployment {
+  readonly stackName: string;
+  readonly outputs: ExampleOutputs;
+  /** What `deployLocal` did (fix-ups, timings, CDK log). */
+  readonly result: DeployLocalResult;
+}
+
+/** Options of {@link deployExample}. */
+export interface DeployExampleOptions {
+  readonly aws: Pick<LocalAws, 'endpoint' | 'region' | 'credentials'>;
+  /** The project root (holds `cdk.json`, `node_modules`). */
+  readonly root: string;
+  /** @default 'EffectivelyOnceExample' ({@link EXAMPLE_STACK_NAME}) */
+  readonly stackName?: string;
+  /**
+   * Cloud assembly directory; give each concurrent deployment its own.
+   * @default 'cdk.out.local'
+   */
+  readonly outputDir?: string;
+  /** @default '.local/cdk-outputs.json' */
+  readonly outputsFile?: string;
+  /** @default '.local/logs/cdk-local.log' */
+  readonly logFile?: string;
+  /** Progress lines (bootstrap, deploy, fix-ups). @default no output */
+  readonly log?: (message: string) => void;
+}
+
+const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
+  orderEventsQueueUrl: 'OrderEventsQueueUrl',
+  orderEventsDeadLetterQueueUrl: 'OrderEventsDeadLetterQueueUrl',
+  auditEventsQueueUrl: 'AuditEventsQueueUrl',
+  auditEventsDeadLetterQueueUrl: 'AuditEventsDeadLetterQueueUrl',
+  inboxTableName: 'InboxTableName',
+  ordersTableName: 'OrdersTableName',
+  auditTableName: 'AuditTableName',
+  orderProjectorFunctionName: 'OrderProjectorFunctionName',
+  auditRecorderFunctionName: 'AuditRecorderFunctionName',
+};
+
+/**
+ * Deploys the example app in its local shape (`local=true`) with `deployLocal` (bootstrap if
+ * needed, deploy, re-apply what the emulator's CloudFormation dropped) and returns its outputs.
+ *
+ * @throws LocalDeployError from `deployLocal`; Error when an output is missing.
+ *
+ * @example
+ * const { outputs } = await deployExample({ aws, root: projectRoot(), log: console.log });
+ */
+export async function deployExample(options: DeployExampleOptions): Promise<ExampleDeployment> {
+  const stackName = options.stackName ?? EXAMPLE_STACK_NAME;
+  const tsx = join(options.root, 'node_modules', '.bin', 'tsx');
+  const result = await deployLocal({
+    endpoint: options.aws.endpoint,
+    region: options.aws.region,
+    credentials: options.aws.credentials,
+    cwd: options.root,
+    app: `${tsx} ${join('scripts', 'main-job', 'example-app.ts')}`,
+    context: { local: 'true', exampleStackName: stackName },
+    ...(options.outputDir ? { outputDir: options.outputDir } : {}),
+    ...(options.outputsFile ? { outputsFile: options.outputsFile } : {}),
+    ...(options.logFile ? { logFile: options.logFile } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  const written = result.outputs[stackName] ?? {};
+  const outputs = {} as Record<keyof ExampleOutputs, string>;
+  for (const [field, key] of Object.entries(OUTPUT_KEYS) as [keyof ExampleOutputs, string][]) {
+    const value = written[key];
+    if (!value) throw new Error(`The deployed stack ${stackName} has no output ${key}`);
+    outputs[field] = value;
+  }
+  return { stackName, outputs, result };
+}
+
+/**
+ * Deletes the example stack by name (the CDK's own destroy passes the stack ARN, which the
+ * emulator ignores).
+ *
+ * @returns whether the stack was deleted or already absent.
+ */
+export async function destroyExample(
+  aws: Pick<LocalAws, 'endpoint' | 'region' | 'credentials'>,
+  stackName: string,
+  log?: (message: string) => void,
+): Promise<'deleted' | 'absent' | 'reset'> {
+  return destroyLocal({
+    endpoint: aws.endpoint,
+    region: aws.region,
+    credentials: aws.credentials,
+    stackName,
+    ...(log ? { log } : {}),
+  });
+}

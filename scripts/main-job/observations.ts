@@ -1,0 +1,252 @@
+/**
+ * Reading what the consumers did: their outcome metrics (the Embedded Metric Format lines in
+ * their CloudWatch Logs), the dead-letter queues and the tables.
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { scanTable } from '../../cli/replay/aws';
+import type { Item } from '../../cli/replay/snapshot';
+import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
+import { type AwsHttpTarget, functionLogGroup, readLogMessages } from './aws-http';
+
+/** Outcome counts of one consumer, summed over its metric lines. */
+export interface OutcomeTotals {
+  readonly processed: number;
+  readonly duplicate: number;
+  readonly inFlight: number;
+  readonly mismatch: number;
+  /** Rejected as older than the state they would change (a runtime that reports it). */
+  readonly stale: number;
+  readonly retry: number;
+  readonly permanent: number;
+  /** Metric lines read: one per invocation. */
+  readonly invocations: number;
+}
+
+/**
+ * Every delivery a consumer counted: each message of an invocation counts once, in one outcome
+ * (`Takeover` counts events on top of outcomes, so it is left out).
+ */
+export function deliveriesOf(totals: OutcomeTotals): number {
+  return (
+    totals.processed +
+    totals.duplicate +
+    totals.inFlight +
+    totals.mismatch +
+    totals.stale +
+    totals.retry +
+    totals.permanent
+  );
+}
+
+/** `after − before`, field by field. */
+export function subtractTotals(after: OutcomeTotals, before: OutcomeTotals): OutcomeTotals {
+  const difference = {} as Record<keyof OutcomeTotals, number>;
+  for (const key of Object.keys(after) as (keyof OutcomeTotals)[]) difference[key] = after[key] - before[key];
+  return difference;
+}
+
+const OUTCOME_METRICS: Readonly<Record<Exclude<keyof OutcomeTotals, 'invocations'>, string>> = {
+  processed: METRICS.processed,
+  duplicate: METRICS.duplicate,
+  inFlight: METRICS.inFlight,
+  mismatch: METRICS.mismatch,
+  stale: METRICS.stale,
+  retry: METRICS.retry,
+  permanent: METRICS.permanent,
+};
+
+/**
+ * Sums the outcome metrics of a function from its log group: every line that is an Embedded
+ * Metric Format document with the toolkit's metric names (what CloudWatch extracts the metrics
+ * from on AWS). Other lines are skipped.
+ */
+export function sumOutcomeMetrics(messages: readonly string[]): OutcomeTotals {
+  const totals = {
+    processed: 0,
+    duplicate: 0,
+    inFlight: 0,
+    mismatch: 0,
+    stale: 0,
+    retry: 0,
+    permanent: 0,
+    invocations: 0,
+  };
+  for (const message of messages) {
+    if (!message.includes('"CloudWatchMetrics"')) continue;
+    let document: Record<string, unknown>;
+    try {
+      document = JSON.parse(message.slice(message.indexOf('{')));
+    } catch {
+      continue;
+    }
+    if (typeof document._aws !== 'object' || document._aws === null) continue;
+    totals.invocations += 1;
+    for (const [field, metric] of Object.entries(OUTCOME_METRICS) as [
+      keyof typeof OUTCOME_METRICS,
+      string,
+    ][]) {
+      const value = document[metric];
+      if (typeof value === 'number') totals[field] += value;
+    }
+  }
+  return totals;
+}
+
+/** Reads and sums a function's outcome metrics once (see {@link sumOutcomeMetrics}). */
+export async function readOutcomeTotals(target: AwsHttpTarget, functionName: string): Promise<OutcomeTotals> {
+  const logGroup = await functionLogGroup(target, functionName);
+  return sumOutcomeMetrics(await readLogMessages(target, logGroup));
+}
+
+/**
+ * Reads a function's outcome metrics until they count at least `minimumDeliveries` and two reads
+ * in a row agree (log lines can arrive after the queue drained), or `timeoutMillis` passed; then
+ * returns the last read.
+ */
+export async function awaitOutcomeTotals(
+  target: AwsHttpTarget,
+  functionName: string,
+  minimumDeliveries: number,
+  timeoutMillis = 5_000,
+): Promise<OutcomeTotals> {
+  const deadline = Date.now() + timeoutMillis;
+  let previous: OutcomeTotals | undefined;
+  for (;;) {
+    const totals = await readOutcomeTotals(target, functionName);
+    const settled = previous !== undefined && deliveriesOf(previous) === deliveriesOf(totals);
+    if ((settled && deliveriesOf(totals) >= minimumDeliveries) || Date.now() > deadline) return totals;
+    previous = totals;
+    await sleep(200);
+  }
+}
+
+/** A message in a dead-letter queue, with the reason the consumer gave (direct dead-lettering). */
+export interface DeadLetter {
+  readonly messageId: string;
+  /** `eo-code`, for example `MALFORMED_BODY`; `undefined` when the message came by redrive. */
+  readonly code: string | undefined;
+  /** `eo-reason`. */
+  readonly reason: string | undefined;
+  /** `eo-consumer`. */
+  readonly consumer: string | undefined;
+  /** `eo-source-message-id`: the id of the message on the consumer's queue. */
+  readonly sourceMessageId: string | undefined;
+  /** SHA-256 of the body, to match it to a log line without keeping or showing the body. */
+  readonly bodySha256: string;
+}
+
+/** SHA-256 (hex) of a message body, as in {@link DeadLetter.bodySha256}. */
+export function bodySha256(body: string): string {
+  return createHash('sha256').update(body, 'utf8').digest('hex');
+}
+
+/**
+ * Every message waiting in a dead-letter queue. Each is received once (hidden while the queue is
+ * read) and then made visible again, so the queue is left as it was for an operator.
+ */
+export async function readDeadLetters(sqs: SQSClient, queueUrl: string): Promise<DeadLetter[]> {
+  const letters = new Map<string, DeadLetter>();
+  const handles: string[] = [];
+  try {
+    for (;;) {
+      const { Messages: messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: 60,
+          WaitTimeSeconds: 0,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      if (messages.length === 0) break;
+      for (const message of messages) {
+        if (message.ReceiptHandle) handles.push(message.ReceiptHandle);
+        if (!message.MessageId || letters.has(message.MessageId)) continue;
+        const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+        letters.set(message.MessageId, {
+          messageId: message.MessageId,
+          code: attribute(DEAD_LETTER_ATTRIBUTES.code),
+          reason: attribute(DEAD_LETTER_ATTRIBUTES.reason),
+          consumer: attribute(DEAD_LETTER_ATTRIBUTES.consumer),
+          sourceMessageId: attribute(DEAD_LETTER_ATTRIBUTES.sourceMessageId),
+          bodySha256: bodySha256(message.Body ?? ''),
+        });
+      }
+    }
+  } finally {
+    for (let index = 0; index < handles.length; index += 10) {
+      await sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: handles.slice(index, index + 10).map((handle, offset) => ({
+            Id: String(index + offset),
+            ReceiptHandle: handle,
+            VisibilityTimeout: 0,
+          })),
+        }),
+      );
+    }
+  }
+  return [...letters.values()];
+}
+
+/** One order as the Orders table holds it (the `ORDER` item and its `STATUS#` items). */
+export interface OrderState {
+  readonly status: unknown;
+  readonly amount: unknown;
+  /** Status transition items of the order. */
+  readonly statuses: number;
+}
+
+/** The example's tables, counted. */
+export interface TableCounts {
+  /** Items of the Orders table: one `ORDER` item per order plus one `STATUS#` item per transition. */
+  readonly ordersItems: number;
+  /** Inbox records (the order projector's; the audit recorder keeps none). */
+  readonly inboxRecords: number;
+  /** Items of the Audit table: one per audit event. */
+  readonly auditItems: number;
+  /** Orders by order id. */
+  readonly orders: ReadonlyMap<string, OrderState>;
+}
+
+/** Scans the example's tables (strongly consistent) and counts their items. */
+export async function readTables(
+  dynamodb: DynamoDBClient,
+  tables: { readonly orders: string; readonly inbox: string; readonly audit: string },
+): Promise<TableCounts> {
+  const [orders, inbox, audit] = await Promise.all([
+    scanTable(dynamodb, tables.orders),
+    scanTable(dynamodb, tables.inbox),
+    scanTable(dynamodb, tables.audit),
+  ]);
+  return {
+    ordersItems: orders.length,
+    inboxRecords: inbox.length,
+    auditItems: audit.length,
+    orders: summariseOrders(orders),
+  };
+}
+
+function summariseOrders(items: readonly Item[]): Map<string, OrderState> {
+  const plain = items.map((item) => unmarshall(item) as Record<string, unknown>);
+  const orders = new Map<string, OrderState>();
+  for (const item of plain) {
+    if (item.sk !== 'ORDER') continue;
+    const pk = String(item.pk);
+    orders.set(String(item.orderId ?? pk), {
+      status: item.status,
+      amount: item.amount,
+      statuses: plain.filter((other) => other.pk === pk && String(other.sk).startsWith('STATUS#')).length,
+    });
+  }
+  return orders;
+}
