@@ -1,0 +1,204 @@
+/**
+ * Plain-text output of the main job: aligned tables, check lists and step timings. Pure: returns
+ * strings.
+ */
+import type { Difference } from '../../cli/replay/diff';
+import { formatDifferences } from '../../cli/replay/format';
+import { bodySha256, type DeadLetter, deliveriesOf, type OutcomeTotals } from './observations';
+import type { ReplayLogsResult } from './replay-logs';
+import { describeRole, expectedOutcome, type SampleLog } from './sample-logs';
+import type { Check, ExampleObservation, SampleLogs, SampleRun } from './scenario';
+
+/**
+ * Aligns rows into columns two spaces apart, every line indented by `indent`. Numbers read best
+ * right-aligned: by default the first column is left-aligned and the others right-aligned;
+ * `leftAligned` left-aligns every column.
+ */
+export function formatTable(
+  rows: readonly (readonly string[])[],
+  indent = '  ',
+  leftAligned = false,
+): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    for (const [index, cell] of row.entries()) widths[index] = Math.max(widths[index] ?? 0, cell.length);
+  }
+  return rows
+    .map(
+      (row) =>
+        indent +
+        row
+          .map((cell, index) =>
+            index === 0 || leftAligned ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!),
+          )
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** The lines of each log, by business key and role (never the bodies). */
+export function formatLogStory(log: SampleLog, what: string): string {
+  const rows = log.entries.map((entry) => [
+    `line ${entry.line}`,
+    log.describe(entry.line),
+    describeRole(log, entry.line),
+  ]);
+  return `  ${what}: ${log.entries.length} messages\n${formatTable(rows, '    ', true)}`;
+}
+
+/** One number of the summary, with the expectation when it differs. */
+function cell(actual: number, expected: number): string {
+  return actual === expected ? String(actual) : `${actual} (expected ${expected})`;
+}
+
+/**
+ * The summary table of a first run: per consumer and in total, messages sent, suppressed by the
+ * broker, delivered, redelivered, suppressed by the inbox, processed and dead-lettered.
+ */
+export function formatRunSummary(logs: SampleLogs, observation: ExampleObservation): string {
+  const names = ['orders', 'audit'] as const;
+  const expected = { orders: expectedOutcome(logs.orders), audit: expectedOutcome(logs.audit) };
+  const measured = (name: (typeof names)[number]) => {
+    const outcomes: OutcomeTotals = observation.outcomes[name];
+    const delivered = deliveriesOf(outcomes) - expected[name].redelivered;
+    return {
+      sent: expected[name].sent,
+      brokerSuppressed: expected[name].sent - delivered,
+      delivered,
+      redelivered: expected[name].redelivered,
+      duplicates: outcomes.duplicate,
+      processed: outcomes.processed,
+      deadLetters: observation.deadLetters[name].length,
+    };
+  };
+  const values = { orders: measured('orders'), audit: measured('audit') };
+  const row = (label: string, key: keyof (typeof values)['orders']) => [
+    label,
+    cell(values.orders[key], expected.orders[key]),
+    cell(values.audit[key], expected.audit[key]),
+    String(values.orders[key] + values.audit[key]),
+  ];
+  return formatTable([
+    ['', 'orders', 'audit', 'total'],
+    ['', '(FIFO, atomic)', '(standard, entity)', ''],
+    row('messages sent', 'sent'),
+    row('suppressed by the broker (FIFO dedup)', 'brokerSuppressed'),
+    row('delivered by SQS', 'delivered'),
+    row('redelivered after processing', 'redelivered'),
+    row('suppressed by the inbox (duplicates)', 'duplicates'),
+    row('processed (effects committed)', 'processed'),
+    row('dead-lettered', 'deadLetters'),
+  ]);
+}
+
+/** The effects in the tables, in plain words. */
+export function formatEffects(observation: ExampleObservation): string {
+  const { tables } = observation;
+  const orders = [...tables.orders].sort(([a], [b]) => a.localeCompare(b));
+  const statuses = orders.reduce((sum, [, order]) => sum + order.statuses, 0);
+  return [
+    `  Orders table: ${tables.ordersItems} items (${orders.length} orders + ${statuses} status transitions)`,
+    `    ${orders.map(([id, order]) => `${id} ${String(order.status)}`).join(', ')}`,
+    `  Inbox table:  ${tables.inboxRecords} records (the order projector's; the audit item is its own marker)`,
+    `  Audit table:  ${tables.auditItems} items`,
+  ].join('\n');
+}
+
+/** The dead letters of each queue, matched to their log lines, with code and reason. */
+export function formatDeadLetters(
+  logs: SampleLogs,
+  run: SampleRun | undefined,
+  observation: ExampleObservation,
+): string {
+  const lines: string[] = [];
+  for (const name of ['orders', 'audit'] as const) {
+    const letters = observation.deadLetters[name];
+    if (letters.length === 0) {
+      lines.push(`  ${name} dead-letter queue: empty`);
+      continue;
+    }
+    lines.push(`  ${name} dead-letter queue: ${letters.length} message${letters.length === 1 ? '' : 's'}`);
+    for (const letter of letters) lines.push(`    ${describeDeadLetter(logs[name], run, letter)}`);
+  }
+  return lines.join('\n');
+}
+
+function describeDeadLetter(log: SampleLog, run: SampleRun | undefined, letter: DeadLetter): string {
+  const line = log.entries.find(
+    (entry) => run?.sent[log.name].get(entry.line) === letter.sourceMessageId,
+  )?.line;
+  const source =
+    line !== undefined
+      ? `line ${line} (${log.describe(line)})`
+      : `a replayed copy of ${describeByBody(log, letter)}`;
+  return `${source}: ${letter.code ?? 'no code'}: ${letter.reason ?? 'no reason attribute (redriven?)'}`;
+}
+
+function describeByBody(log: SampleLog, letter: DeadLetter): string {
+  // Hashing the log's bodies matches a dead letter to its line without showing either body.
+  const entry = log.entries.find((candidate) => bodySha256(candidate.body) === letter.bodySha256);
+  return entry ? `line ${entry.line} (${log.describe(entry.line)})` : 'a message not in the log';
+}
+
+/** Checks as PASS/FAIL lines, with what was seen for failures. */
+export function formatChecks(checks: readonly Check[]): string {
+  return checks
+    .map(
+      (check) =>
+        `  ${check.ok ? 'PASS' : 'FAIL'}  ${check.name}${check.ok ? '' : `\n        ${check.detail}`}`,
+    )
+    .join('\n');
+}
+
+/** The outcome of a replay: per log and pass, and the differences if any. */
+export function formatReplay(replay: ReplayLogsResult): string {
+  const lines: string[] = [];
+  for (const result of replay.replays) {
+    const verdict = (differences: readonly Difference[]) =>
+      differences.length === 0 ? 'no change' : `${differences.length} change(s)`;
+    lines.push(
+      `  ${result.name}: ${result.doubleTap.messages} messages per pass; ` +
+        `before the replay vs after pass 1: ${verdict(result.sinceBefore)}; ` +
+        `pass 1 vs pass 2: ${verdict(result.doubleTap.differences)}`,
+    );
+    for (const differences of [result.sinceBefore, result.doubleTap.differences]) {
+      if (differences.length > 0) lines.push(indent(formatDifferences(differences), '      '));
+    }
+  }
+  const items = replay.replays
+    .at(-1)
+    ?.doubleTap.secondSnapshot.reduce((sum, table) => sum + table.items.length, 0);
+  lines.push(
+    replay.overall.length === 0
+      ? `  Orders, Audit and inbox tables before vs after the whole replay: identical (${items ?? 0} items compared field by field)`
+      : `  Orders, Audit and inbox tables before vs after the whole replay: ${replay.overall.length} change(s)\n${indent(formatDifferences(replay.overall), '      ')}`,
+  );
+  return lines.join('\n');
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split('\n')
+    .map((line) => prefix + line)
+    .join('\n');
+}
+
+/** One timed step. */
+export interface Timing {
+  readonly step: string;
+  readonly millis: number;
+}
+
+/** The step timings and their total. */
+export function formatTimings(timings: readonly Timing[], totalMillis: number): string {
+  return formatTable([
+    ...timings.map(({ step, millis }) => [step, seconds(millis)]),
+    ['total', seconds(totalMillis)],
+  ]);
+}
+
+/** Milliseconds as seconds with one decimal, for example `12.3 s`. */
+export function seconds(millis: number): string {
+  return `${(millis / 1000).toFixed(1)} s`;
+}
