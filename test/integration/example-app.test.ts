@@ -1,0 +1,170 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
+import { diffSnapshots } from '../../cli/replay/diff';
+import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
+import { projectRoot } from '../../scripts/local-aws-lib';
+import {
+  deployExample,
+  destroyExample,
+  type ExampleDeployment,
+} from '../../scripts/main-job/example-deployment';
+import { deliveriesOf, readOutcomeTotals } from '../../scripts/main-job/observations';
+import { loadSampleLogs } from '../../scripts/main-job/sample-logs';
+import {
+  checkFirstRun,
+  checkReplay,
+  createExampleHarness,
+  type ExampleHarness,
+  type ExampleObservation,
+  firstRunDeliveries,
+  observeExample,
+  replayDeliveries,
+  replayExample,
+  runSampleLogs,
+  type SampleRun,
+} from '../../scripts/main-job/scenario';
+import { redeliver, sendLog, waitForQueues } from '../../scripts/main-job/traffic';
+import { awsConfig, uniqueName } from '../support/aws';
+
+const root = projectRoot();
+const stackName = uniqueName('EoExampleE2E');
+const workDir = mkdtempSync(join(tmpdir(), 'example-app-test-'));
+
+describe('the example app deployed to local AWS', () => {
+  const aws = awsConfig();
+  const logs = loadSampleLogs(root);
+  let deployment: ExampleDeployment | undefined;
+  let harness: ExampleHarness | undefined;
+  let run: SampleRun | undefined;
+  let first: ExampleObservation | undefined;
+
+  const deployed = () => {
+    if (!harness || !deployment) throw new Error(`The stack ${stackName} was not deployed`);
+    return { harness, outputs: deployment.outputs };
+  };
+  const afterFirstRun = () => {
+    if (!run || !first) throw new Error('The sample logs were not sent: the first test did not run');
+    return { run, first };
+  };
+  const snapshotTables = async (): Promise<TableSnapshot[]> => {
+    const { harness, outputs } = deployed();
+    const tables = [outputs.ordersTableName, outputs.auditTableName, outputs.inboxTableName];
+    return Promise.all(
+      tables.map(async (table) =>
+        createTableSnapshot(
+          table,
+          await describeKeyAttributes(harness.dynamodb, table),
+          await scanTable(harness.dynamodb, table),
+        ),
+      ),
+    );
+  };
+
+  beforeAll(async () => {
+    deployment = await deployExample({
+      aws,
+      root,
+      stackName,
+      outputDir: join(workDir, 'cdk.out'),
+      outputsFile: join(workDir, 'outputs.json'),
+      logFile: join(root, '.local', 'logs', 'example-app-test.log'),
+    });
+    harness = createExampleHarness(aws, deployment.outputs);
+  }, 240_000);
+
+  afterAll(async () => {
+    harness?.destroy();
+    if (deployment) await destroyExample(aws, stackName).catch(() => {});
+    rmSync(workDir, { recursive: true, force: true });
+  }, 90_000);
+
+  it('writes each order effect once and one audit item per event, whatever the resends and redeliveries', async () => {
+    const { harness } = deployed();
+    run = await runSampleLogs(harness, logs);
+    first = await observeExample(harness, firstRunDeliveries(logs));
+
+    expect(first.tables.ordersItems).toBe(9);
+    expect(first.tables.inboxRecords).toBe(6);
+    expect(first.tables.auditItems).toBe(5);
+    expect(Object.fromEntries(first.tables.orders)).toEqual({
+      'o-1001': { status: 'SHIPPED', amount: 4200, statuses: 3 },
+      'o-1002': { status: 'PAID', amount: 1500, statuses: 2 },
+      'o-1003': { status: 'PLACED', amount: 990, statuses: 1 },
+    });
+    expect(first.outcomes.orders).toMatchObject({ processed: 6, duplicate: 3, permanent: 1, retry: 0 });
+    expect(first.outcomes.audit).toMatchObject({ processed: 5, duplicate: 3, permanent: 0, retry: 0 });
+    expect(run.redeliveries.orders.concat(run.redeliveries.audit).flatMap((r) => r.failures)).toEqual([]);
+    expect(checkFirstRun(logs, run, first).filter((check) => !check.ok)).toEqual([]);
+  }, 90_000);
+
+  it('writes nothing for a duplicate: a producer resend and a redelivery of a processed order event', async () => {
+    const { harness, outputs } = deployed();
+    const { run } = afterFirstRun();
+    const paid = logs.orders.entries[2]!; // o-1001 PAID, processed in the first test
+    const before = await snapshotTables();
+    const metricsBefore = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+
+    await sendLog(harness.sqs, outputs.orderEventsQueueUrl, [
+      { ...paid, line: 1, deduplicationId: `${paid.deduplicationId}#test-resend` },
+    ]);
+    await waitForQueues(harness.sqs, [outputs.orderEventsQueueUrl]);
+    const redelivered = await redeliver(harness.http, harness.sqs, {
+      functionName: outputs.orderProjectorFunctionName,
+      queueUrl: outputs.orderEventsQueueUrl,
+      entry: paid,
+      messageId: run.sent.orders.get(paid.line)!,
+    });
+
+    expect(redelivered.failures).toEqual([]);
+    expect(diffSnapshots(before, await snapshotTables())).toEqual([]);
+    let metricsAfter = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+    for (
+      let attempt = 0;
+      attempt < 20 && deliveriesOf(metricsAfter) < deliveriesOf(metricsBefore) + 2;
+      attempt++
+    ) {
+      await new Promise((done) => setTimeout(done, 250));
+      metricsAfter = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+    }
+    expect({
+      processed: metricsAfter.processed - metricsBefore.processed,
+      duplicate: metricsAfter.duplicate - metricsBefore.duplicate,
+    }).toEqual({ processed: 0, duplicate: 2 });
+  }, 60_000);
+
+  it('dead-letters the poison message with its reason, and nothing else', () => {
+    const { run, first } = afterFirstRun();
+    expect(first.deadLetters.audit).toEqual([]);
+    expect(first.deadLetters.orders).toEqual([
+      expect.objectContaining({
+        code: 'MALFORMED_BODY',
+        reason: 'The body was rejected by the `parse` option: `status` must be a non-empty string',
+        consumer: 'order-projector',
+        sourceMessageId: run.sent.orders.get(7),
+      }),
+    ]);
+  });
+
+  it('changes nothing in the Orders, Audit and inbox tables when the whole log is replayed', async () => {
+    const { harness } = deployed();
+    const before = await observeExample(harness, { orders: 0, audit: 0 });
+    const replay = await replayExample(harness, logs);
+    const deliveries = replayDeliveries(logs);
+    const after = await observeExample(harness, {
+      orders: deliveriesOf(before.outcomes.orders) + deliveries.orders,
+      audit: deliveriesOf(before.outcomes.audit) + deliveries.audit,
+    });
+
+    expect(replay.overall).toEqual([]);
+    for (const result of replay.replays) {
+      expect(result.sinceBefore, result.name).toEqual([]);
+      expect(result.doubleTap.differences, result.name).toEqual([]);
+    }
+    expect(after.outcomes.orders.processed - before.outcomes.orders.processed).toBe(0);
+    expect(after.outcomes.audit.processed - before.outcomes.audit.processed).toBe(0);
+    expect(checkReplay(logs, before, after, replay).filter((check) => !check.ok)).toEqual([]);
+  }, 120_000);
+});
