@@ -4,6 +4,7 @@
  * with their resends, redeliveries and poison message, reads what the consumers did, replays
  * everything with the double-tap helper, checks every expectation, and cleans up what it started.
  */
+import { relative } from 'node:path';
 import { destroyLocal } from '../deploy-local-lib';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws-lib';
 import { deployExample, EXAMPLE_STACK_NAME } from './example-deployment';
@@ -112,11 +113,12 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     const h = harness;
 
     print('\n[2/5] Sending the sample logs');
+    const file = (path: string) => relative(root, path);
     print(
-      formatLogStory(logs.orders, `orders (FIFO queue → order projector, atomic mode; ${logs.orders.file})`),
+      formatLogStory(logs.orders, `${file(logs.orders.file)} → FIFO queue → order projector (atomic mode)`),
     );
     print(
-      formatLogStory(logs.audit, `audit (standard queue → audit recorder, entity mode; ${logs.audit.file})`),
+      formatLogStory(logs.audit, `${file(logs.audit.file)} → standard queue → audit recorder (entity mode)`),
     );
     print(
       `  After the queues drain, orders line ${logs.orders.redeliver.join(', ')} and audit line ` +
@@ -192,7 +194,11 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
       } else if (deployed) {
         try {
           const outcome = await destroyLocal({ ...running, stackName });
-          print(`\nDeleted the stack ${stackName} from ${running.endpoint} (${outcome}).`);
+          print(
+            outcome === 'absent'
+              ? `\nThe stack ${stackName} is not on ${running.endpoint}; nothing to delete.`
+              : `\nDeleted the stack ${stackName} from ${running.endpoint} (by name).`,
+          );
         } catch (error) {
           checks.push({ ok: false, name: `stack ${stackName} deleted`, detail: (error as Error).message });
           print(`\nCould not delete the stack ${stackName}: ${(error as Error).message}`);
@@ -207,5 +213,12 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
   print(formatTimings(timings, totalMillis));
   const failed = checks.filter((check) => !check.ok).length;
   print(ok ? `\nAll ${checks.length} checks held.` : `\n${failed} of ${checks.length} checks failed.`);
+  if (!ok) {
+    const logs = [
+      aws?.logFile && `emulator (with the functions' output): ${aws.logFile}`,
+      'CDK: .local/logs/main-job-cdk.log',
+    ];
+    print(`Logs: ${logs.filter(Boolean).join('; ')}`);
+  }
   return { ok, checks, timings, totalMillis };
 }
