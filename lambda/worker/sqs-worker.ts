@@ -1,0 +1,212 @@
+/**
+ * `createSqsWorker`: a long-running SQS worker (`sqs-consumer` in batch mode) running the same
+ * handler definition as a Lambda built with `createSqsHandler`. The only module that loads
+ * `sqs-consumer` (an optional peer dependency); never imported by the Lambda entry points.
+ */
+import { Consumer } from 'sqs-consumer';
+import { EffectivelyOnceError } from '../core/errors';
+import type { SqsHandlerOptions } from '../sqs-handler';
+import {
+  createWorkerBatchHandler,
+  createWorkerLog,
+  handBack,
+  validateWorkerBatchOptions,
+  type WorkerBatchHandlerOptions,
+} from './batch-handler';
+import { MAX_VISIBILITY_TIMEOUT_SECONDS } from './retry-delay';
+
+/** Options of {@link createSqsWorker}: the queue and how it is polled. */
+export interface SqsWorkerOptions extends WorkerBatchHandlerOptions {
+  /**
+   * Messages per receive, 1 to 10.
+   * @default 10
+   */
+  readonly batchSize?: number;
+  /**
+   * Long-poll wait per receive, 0 to 20 seconds.
+   * @default 20
+   */
+  readonly waitTimeSeconds?: number;
+  /**
+   * Visibility timeout of received messages, and the length of each extension while a batch
+   * runs.
+   * @default 30
+   */
+  readonly visibilityTimeoutSeconds?: number;
+  /**
+   * Seconds between visibility extensions while a batch runs (the heartbeat); must be less than
+   * `visibilityTimeoutSeconds`. `false` turns the heartbeat off: a batch must then finish within
+   * the visibility timeout, or its messages are delivered again while it runs (duplicates are
+   * still caught, in-flight ones retried).
+   * @default a third of `visibilityTimeoutSeconds`, at most 10 (none for a 1-second timeout)
+   */
+  readonly heartbeatIntervalSeconds?: number | false;
+  /**
+   * Pause between one batch and the next receive.
+   * @default 0
+   */
+  readonly pollingWaitTimeMs?: number;
+}
+
+/** A running (or stopped) worker. */
+export interface SqsWorker {
+  /** The `sqs-consumer` instance, for its events (`message_processed`, `empty`, ...). */
+  readonly consumer: Consumer;
+  /** Starts polling. Calling it again while running does nothing. */
+  start(): void;
+  /**
+   * Stops polling and resolves once the batch in progress, if any, has finished and its
+   * acknowledged messages are deleted. An idle long poll is aborted; messages that arrive while
+   * stopping are handed back to the queue untouched.
+   */
+  stop(): Promise<void>;
+}
+
+function whole(field: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`${field}\` to be an integer from ${min} to ${max}, got \`${String(value)}\``,
+    );
+  }
+  return value as number;
+}
+
+const SETTLE_CHECK_MILLIS = 10;
+
+/**
+ * Creates a long-running worker that polls `queueUrl` with `sqs-consumer` in batch mode and
+ * runs every batch through the same engine as `createSqsHandler(options)`: the same options
+ * object, the same outcomes. Duplicates are acknowledged, transient failures come back after
+ * their retry delay, permanent failures are dead-lettered with their reason (`deadLetter:
+ * 'direct'`) or come back until the redrive policy moves them, FIFO groups keep their order
+ * (within a batch by the core; across batches SQS holds a group while one of its messages is in
+ * flight), and the visibility of the batch is extended every `heartbeatIntervalSeconds` while
+ * it runs.
+ *
+ * Every attribute is received (`RECEIVE_ALL_ATTRIBUTES`). Options are validated here; a bad
+ * option throws `INVALID_OPTIONS`. Errors the consumer reports (a failed receive or delete) are
+ * logged through the options' logger at `error` level.
+ *
+ * @example
+ * const worker = createSqsWorker(orderProjector, {
+ *   sqs: new SQSClient({}),
+ *   queueUrl: process.env.ORDERS_QUEUE_URL!,
+ *   visibilityTimeoutSeconds: 60,
+ *   heartbeatIntervalSeconds: 20,
+ * });
+ * worker.start();
+ * process.once('SIGTERM', () => void worker.stop());
+ */
+export function createSqsWorker<TBody = unknown>(
+  options: SqsHandlerOptions<TBody>,
+  worker: SqsWorkerOptions,
+): SqsWorker {
+  const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
+  const visibilityTimeout = whole(
+    'visibilityTimeoutSeconds',
+    worker.visibilityTimeoutSeconds,
+    30,
+    1,
+    MAX_VISIBILITY_TIMEOUT_SECONDS,
+  );
+  // A heartbeat must come before the visibility timeout ends; none fits in one second.
+  const heartbeat =
+    worker.heartbeatIntervalSeconds === false ||
+    (worker.heartbeatIntervalSeconds === undefined && visibilityTimeout < 2)
+      ? undefined
+      : whole(
+          'heartbeatIntervalSeconds',
+          worker.heartbeatIntervalSeconds,
+          Math.min(10, Math.max(1, Math.floor(visibilityTimeout / 3))),
+          1,
+          visibilityTimeout - 1,
+        );
+  const batchSize = whole('batchSize', worker.batchSize, 10, 1, 10);
+  const waitTimeSeconds = whole('waitTimeSeconds', worker.waitTimeSeconds, 20, 0, 20);
+  const pollingWaitTimeMs = whole(
+    'pollingWaitTimeMs',
+    worker.pollingWaitTimeMs,
+    0,
+    0,
+    Number.MAX_SAFE_INTEGER,
+  );
+  const handleBatch = createWorkerBatchHandler(options, worker);
+  const log = createWorkerLog(options);
+  const consumerName = options.consumer;
+
+  let stopping = false;
+  let busy = false;
+
+  const consumer = Consumer.create({
+    queueUrl,
+    sqs,
+    batchSize,
+    waitTimeSeconds,
+    pollingWaitTimeMs,
+    visibilityTimeout,
+    ...(heartbeat === undefined ? {} : { heartbeatInterval: heartbeat }),
+    attributeNames: ['All'],
+    messageSystemAttributeNames: ['All'],
+    messageAttributeNames: ['All'],
+    // Group order is the core's job within a batch, and SQS's across batches.
+    suppressFifoWarning: true,
+    strictReturn: true,
+    // Only reached if the engine itself throws: hand the whole batch back at once.
+    terminateVisibilityTimeout: true,
+    handleMessageBatch: async (messages) => {
+      if (stopping) {
+        // Received while stopping: hand back untouched so another worker takes them now.
+        await handBack(
+          sqs,
+          queueUrl,
+          messages.map((message) => ({ message, delaySeconds: 0 })),
+          log,
+          consumerName,
+        );
+        return [];
+      }
+      busy = true;
+      return handleBatch(messages);
+    },
+  });
+
+  consumer.on('response_processed', () => {
+    busy = false;
+  });
+  const report = (event: string) => (error: Error) => {
+    // An aborted idle long poll is how stop() ends the wait; nothing went wrong.
+    if (stopping && error?.name === 'AbortError') return;
+    log({
+      level: 'error',
+      message: `The SQS worker reported an error (${event})`,
+      consumer: consumerName,
+      queueUrl,
+      errorName: error?.name,
+      reason: error?.message,
+    });
+  };
+  // Without an `error` listener an EventEmitter throws, which would end the process.
+  consumer.on('error', report('error'));
+  consumer.on('processing_error', report('processing_error'));
+  consumer.on('timeout_error', report('timeout_error'));
+
+  return {
+    consumer,
+    start() {
+      stopping = false;
+      consumer.start();
+    },
+    async stop() {
+      if (!consumer.status.isRunning && !consumer.status.isPolling) return;
+      stopping = true;
+      // A batch in progress finishes and deletes; only an idle long poll is cut short.
+      consumer.stop({ abort: !busy });
+      while (consumer.status.isPolling) {
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_CHECK_MILLIS));
+      }
+      busy = false;
+    },
+  };
+}
