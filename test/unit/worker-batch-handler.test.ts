@@ -4,6 +4,7 @@ import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
+import type { Message as CoreMessage } from '../../lambda/core/message';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createWorkerBatchHandler, planBatch } from '../../lambda/worker/batch-handler';
@@ -99,7 +100,7 @@ describe('createWorkerBatchHandler', () => {
     const sqs = fakeSqs();
     const effects: string[] = [];
     const handle = createWorkerBatchHandler(
-      options({ store, handle: (message) => void effects.push(message.dedupKey) }),
+      options({ store, handle: (message: CoreMessage<OrderEvent>) => void effects.push(message.dedupKey) }),
       { sqs: sqs.client, queueUrl: QUEUE_URL },
     );
 
@@ -116,7 +117,7 @@ describe('createWorkerBatchHandler', () => {
     const order: string[] = [];
     const handle = createWorkerBatchHandler(
       options({
-        handle: (message) => {
+        handle: (message: CoreMessage<OrderEvent>) => {
           order.push(message.body.id!);
           if (message.body.outcome === 'throw') throw new Error('transient');
         },

@@ -2,6 +2,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { LogEntry } from '../../lambda/core/logger';
+import type { Message } from '../../lambda/core/message';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
 import { createMemoryStore } from '../support/memory-store';
@@ -119,7 +120,11 @@ describe('createSqsWorker', () => {
     const sqs = fakeSqs(() => new Promise((resolve) => (answer = resolve)));
     const handled: string[] = [];
     const worker = createSqsWorker(
-      { ...options(), handle: (message) => void handled.push(message.dedupKey) },
+      {
+        ...options(),
+        mode: 'marker',
+        handle: (message: Message<{ id: string }>) => void handled.push(message.dedupKey),
+      },
       { sqs: sqs.client, queueUrl: QUEUE_URL },
     );
 
