@@ -21,11 +21,16 @@ export const INBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   leaseExpiresAt: 'leaseExpiresAt',
   /** Two-phase only: the random owner token that fences complete and release. */
   owner: 'owner',
-  /** Two-phase only: the stored result of a completed effect (optional, size-capped). */
+  /** Two-phase only: the stored result of a completed effect, JSON text (optional, size-capped). */
   result: 'result',
+  /** Two-phase only: how often the claim was taken over after its lease ended (Number). */
+  takeovers: 'takeovers',
   /** The consumer name (unscoped), kept for operators and queries. */
   consumer: 'consumer',
-  /** Epoch milliseconds of the commit (set once, never rewritten by a duplicate). */
+  /**
+   * Epoch milliseconds of the commit (set once, never rewritten by a duplicate). Two-phase: of
+   * the first claim, kept across takeovers, so it tells how long the key has been in progress.
+   */
   committedAt: 'committedAt',
 });
 
@@ -50,7 +55,7 @@ export const ENV = /* @__PURE__ */ Object.freeze({
   deadLetterMode: 'EO_DEAD_LETTER_MODE',
   /** URL of the dead-letter queue (used only in `direct` mode). */
   deadLetterQueueUrl: 'EO_DEAD_LETTER_QUEUE_URL',
-  /** Lease for two-phase claims, milliseconds. */
+  /** Lease for two-phase claims, milliseconds (the construct sets the function timeout). */
   leaseMillis: 'EO_LEASE_MILLIS',
   /** CloudWatch metric namespace for the Embedded Metric Format lines. */
   metricNamespace: 'EO_METRIC_NAMESPACE',

@@ -26,14 +26,16 @@ export interface InboxRecord {
   readonly expiresAt: number;
   /** Consumer name, unscoped. */
   readonly consumer: string;
-  /** Epoch milliseconds when the record was first written. */
+  /** Epoch milliseconds when the record was first written (two-phase: first claimed). */
   readonly committedAt?: number;
   /** Two-phase: lease end, epoch milliseconds. Always set on `IN_PROGRESS` records. */
   readonly leaseExpiresAt?: number;
   /** Two-phase: owner token that fences complete, release and lease extension. */
   readonly owner?: string;
-  /** Two-phase: stored result of a completed effect. */
+  /** Two-phase: stored result of a completed effect (the core stores JSON text). */
   readonly result?: unknown;
+  /** Two-phase: how often the claim was taken over; absent means never. */
+  readonly takeovers?: number;
 }
 
 /**
@@ -67,6 +69,19 @@ export type CommitResult =
    * not counted).
    */
   | { readonly kind: 'condition-failed'; readonly index: number; readonly message?: string };
+
+/**
+ * A put that applies only when the item is absent or carries an older version (a number or a
+ * string, compared as DynamoDB compares them). An item without the version attribute counts as
+ * absent.
+ */
+export interface VersionedPutWrite {
+  readonly TableName: string;
+  /** The whole item, including its key and `Item[versionAttribute]`. */
+  readonly Item: Record<string, unknown>;
+  /** Name of the version (or sequence) attribute. */
+  readonly versionAttribute: string;
+}
 
 /** What the database said to a fenced update (complete, release, extend) in two-phase mode. */
 export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
@@ -110,11 +125,18 @@ export interface InboxStore {
   ): Promise<FencedResult>;
 
   /**
-   * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and `leaseExpiresAt`)
-   * when the key is absent, expired, or `IN_PROGRESS` with a lease that ended before
-   * `nowMillis` (a takeover). Returns the existing record otherwise.
+   * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and a `leaseExpiresAt` after
+   * `nowMillis`) when the key is absent or expired. With `takeover`, also replace the
+   * `IN_PROGRESS` claim of `takeover.owner` whose lease ended before `nowMillis`; `takeover:
+   * true` in the result says a live claim was replaced. The owner's complete, release and
+   * lease extension fail from then on. Returns the existing record otherwise. One request.
+   * Throws `INVALID_OPTIONS` for a claim without an owner or with a lease that is not after now.
    */
-  claimLease(record: InboxRecord, nowMillis: number): Promise<InsertResult & { readonly takeover?: boolean }>;
+  claimLease(
+    record: InboxRecord,
+    nowMillis: number,
+    takeover?: { readonly owner: string },
+  ): Promise<InsertResult & { readonly takeover?: boolean }>;
 
   /** Two-phase: mark completed with an optional result, only while `owner` still holds the claim. */
   complete(
@@ -125,4 +147,10 @@ export interface InboxStore {
 
   /** Two-phase: move the lease end to `leaseExpiresAt`, only while `owner` still holds the claim. */
   extendLease(pk: string, owner: string, leaseExpiresAt: number): Promise<FencedResult>;
+
+  /**
+   * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its
+   * condition when the stored item carries the same or a newer version. No request.
+   */
+  putIfNewer(write: VersionedPutWrite): TransactWriteAction;
 }

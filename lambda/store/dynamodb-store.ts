@@ -44,10 +44,10 @@ export interface DynamoDbStoreOptions {
 
 /** A live record: absent, or expired by TTL (reaped lazily), does not hold the key. */
 const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
-/** A claim also replaces an in-progress record whose lease has ended (a takeover). */
-const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseExpiresAt < :nowMillis)`;
 /** Fences two-phase writes: only the owner of a live claim may touch it. */
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
+/** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
+const TAKEOVER_CONDITION = `${LIVE_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
 
 const RAW_TYPE_TAGS = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL']);
 
@@ -56,6 +56,7 @@ const RAW_TYPE_TAGS = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL'
  *
  * - `insert`, `insertEntity`, `claimLease`: one conditional `PutItem`; on a duplicate the
  *   stored item comes back in the same round trip (`ReturnValuesOnConditionCheckFailure`).
+ * - `putIfNewer`: builds a version-guarded put for a commit; sends nothing.
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
  * - `release`, `complete`, `extendLease`: one conditional `DeleteItem` / `UpdateItem`.
@@ -242,34 +243,46 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       );
     },
 
-    async claimLease(record, nowMillis) {
-      assertClaim(record);
+    async claimLease(record, nowMillis, takeover) {
+      assertClaim(record, nowMillis);
       const nowSeconds = toSeconds(nowMillis);
       try {
         const { Attributes: previous } = await client.send(
           new PutCommand({
             TableName: tableName,
             Item: toItem(record),
-            ConditionExpression: CLAIM_CONDITION,
-            ExpressionAttributeNames: {
-              '#pk': A.pk,
-              '#expiresAt': A.expiresAt,
-              '#status': A.status,
-              '#leaseExpiresAt': A.leaseExpiresAt,
-            },
-            ExpressionAttributeValues: {
-              ':nowSeconds': nowSeconds,
-              ':nowMillis': nowMillis,
-              ':inProgress': INBOX_STATUS.inProgress,
-            },
+            ...(takeover
+              ? {
+                  ConditionExpression: TAKEOVER_CONDITION,
+                  ExpressionAttributeNames: {
+                    '#pk': A.pk,
+                    '#expiresAt': A.expiresAt,
+                    '#status': A.status,
+                    '#owner': A.owner,
+                    '#leaseExpiresAt': A.leaseExpiresAt,
+                  },
+                  ExpressionAttributeValues: {
+                    ':nowSeconds': nowSeconds,
+                    ':nowMillis': nowMillis,
+                    ':inProgress': INBOX_STATUS.inProgress,
+                    ':owner': takeover.owner,
+                  },
+                }
+              : {
+                  ConditionExpression: LIVE_CONDITION,
+                  ExpressionAttributeNames: { '#pk': A.pk, '#expiresAt': A.expiresAt },
+                  ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+                }),
             ReturnValues: 'ALL_OLD',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
         // Replacing an expired record is a first claim; replacing a live in-progress one is a takeover.
         const replaced = previous ? toRecord(previous) : undefined;
-        const takeover = replaced?.status === INBOX_STATUS.inProgress && replaced.expiresAt > nowSeconds;
-        return { kind: 'inserted', takeover };
+        return {
+          kind: 'inserted',
+          takeover: replaced?.status === INBOX_STATUS.inProgress && replaced.expiresAt > nowSeconds,
+        };
       } catch (error) {
         const failure = readConditionalCheckFailure(error);
         if (!failure) throw classifyAwsError(error, 'claimLease');
@@ -307,6 +320,18 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
           }),
         ),
       );
+    },
+
+    putIfNewer({ TableName, Item, versionAttribute }): TransactWriteAction {
+      return {
+        Put: {
+          TableName,
+          Item,
+          ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
+          ExpressionAttributeNames: { '#version': versionAttribute },
+          ExpressionAttributeValues: { ':version': Item[versionAttribute] },
+        },
+      };
     },
 
     async extendLease(pk, owner, leaseExpiresAt): Promise<FencedResult> {
@@ -381,14 +406,15 @@ function validateOptions(options: DynamoDbStoreOptions): DynamoDbStoreOptions {
   return Object.freeze({ client, tableName });
 }
 
-function assertClaim(record: InboxRecord): void {
+function assertClaim(record: InboxRecord, nowMillis: number): void {
   const problem =
     record.status !== INBOX_STATUS.inProgress
       ? `\`record.status\` to be \`${INBOX_STATUS.inProgress}\`, got \`${describe(record.status)}\``
       : typeof record.owner !== 'string' || record.owner === ''
         ? `\`record.owner\` to be a non-empty string, got \`${describe(record.owner)}\``
-        : !Number.isFinite(record.leaseExpiresAt)
-          ? `\`record.leaseExpiresAt\` to be epoch milliseconds, got \`${describe(record.leaseExpiresAt)}\``
+        : // A lease that is absent, zero or already over would be taken over at once.
+          !((record.leaseExpiresAt as number) > nowMillis)
+          ? `\`record.leaseExpiresAt\` to be epoch milliseconds after now (${nowMillis}), got \`${describe(record.leaseExpiresAt)}\``
           : undefined;
   if (problem) throw new EffectivelyOnceError('INVALID_OPTIONS', `claimLease: Expected ${problem}`);
 }
@@ -416,6 +442,7 @@ function toItem(record: InboxRecord): Record<string, unknown> {
   if (record.leaseExpiresAt !== undefined) item[A.leaseExpiresAt] = record.leaseExpiresAt;
   if (record.owner !== undefined) item[A.owner] = record.owner;
   if (record.result !== undefined) item[A.result] = record.result;
+  if (record.takeovers !== undefined) item[A.takeovers] = record.takeovers;
   return item;
 }
 
@@ -426,6 +453,7 @@ function toItem(record: InboxRecord): Record<string, unknown> {
 function toRecord(item: Record<string, unknown>): InboxRecord {
   const committedAt = asNumber(item[A.committedAt]);
   const leaseExpiresAt = asNumber(item[A.leaseExpiresAt]);
+  const takeovers = asNumber(item[A.takeovers]);
   const owner = item[A.owner];
   return {
     pk: String(item[A.pk]),
@@ -437,6 +465,7 @@ function toRecord(item: Record<string, unknown>): InboxRecord {
     ...(leaseExpiresAt !== undefined ? { leaseExpiresAt } : {}),
     ...(typeof owner === 'string' ? { owner } : {}),
     ...(item[A.result] !== undefined ? { result: item[A.result] } : {}),
+    ...(takeovers !== undefined ? { takeovers } : {}),
   };
 }
 

@@ -5,7 +5,8 @@
  * - conditional insert: a live record (present, `expiresAt > now`) stops it and is returned;
  * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
  *   conditions evaluated, a failed one reported by its index in the writes;
- * - entity insert, release guards, two-phase claim / complete / extend with owner fencing.
+ * - entity insert, release guards, two-phase claim / takeover / complete / extend with owner
+ *   fencing, and the version-guarded put builder (`putIfNewer`).
  *
  * Business writes understand a small subset of DynamoDB expressions (conditions with
  * `attribute_exists`, `attribute_not_exists`, comparisons, `AND`/`OR`/`NOT`, parentheses;
@@ -217,19 +218,45 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return { kind: 'ok' };
     },
 
-    async claimLease(record, nowMillis) {
-      await enter('claimLease', [record, nowMillis]);
+    async claimLease(record, nowMillis, takeover) {
+      await enter('claimLease', takeover === undefined ? [record, nowMillis] : [record, nowMillis, takeover]);
+      if (!(typeof record.owner === 'string' && record.owner !== '' && record.status === 'IN_PROGRESS')) {
+        throw new EffectivelyOnceError(
+          'INVALID_OPTIONS',
+          'claimLease: Expected an in-progress claim with an owner',
+        );
+      }
+      if (!((record.leaseExpiresAt as number) > nowMillis)) {
+        throw new EffectivelyOnceError(
+          'INVALID_OPTIONS',
+          'claimLease: Expected `record.leaseExpiresAt` to be epoch milliseconds after now',
+        );
+      }
       const inbox = table(inboxTable);
       const key = keyOf(inboxTable, record as unknown as Item);
       const existing = inbox.get(key);
       const nowSeconds = seconds(nowMillis);
-      const leaseEnded =
+      const replaceable =
+        takeover !== undefined &&
         existing?.[A.status] === INBOX_STATUS.inProgress &&
+        existing[A.owner] === takeover.owner &&
         (existing[A.leaseExpiresAt] as number) < nowMillis;
-      if (isLive(existing, nowSeconds) && !leaseEnded)
+      if (isLive(existing, nowSeconds) && !replaceable)
         return { kind: 'existing', record: toRecord(existing) };
       inbox.set(key, toItem(record));
-      return { kind: 'inserted', takeover: isLive(existing, nowSeconds) && leaseEnded };
+      return { kind: 'inserted', takeover: isLive(existing, nowSeconds) };
+    },
+
+    putIfNewer({ TableName, Item, versionAttribute }) {
+      return {
+        Put: {
+          TableName,
+          Item,
+          ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
+          ExpressionAttributeNames: { '#version': versionAttribute },
+          ExpressionAttributeValues: { ':version': Item[versionAttribute] },
+        },
+      };
     },
 
     async complete(pk, owner, update): Promise<FencedResult> {
@@ -430,7 +457,9 @@ function createParser(expression: string, scope: Scope) {
       }
       return scope.values[token.text];
     }
-    return scope.item?.[path()];
+    // Read the attribute even when the item is absent, so the parser moves past it.
+    const attribute = path();
+    return scope.item?.[attribute];
   };
   return { tokens, peek, isWord, next, expect, path, operand, done: () => position >= tokens.length };
 }

@@ -8,7 +8,8 @@
  *
  * - `Put` without a condition;
  * - `Put` with `ConditionExpression: 'attribute_not_exists(pk)'`;
- * - `ConditionCheck` with `Key: { pk }` and `ConditionExpression: 'attribute_exists(pk)'`.
+ * - `ConditionCheck` with `Key: { pk }` and `ConditionExpression: 'attribute_exists(pk)'`;
+ * - the version-guarded `Put` the store itself builds (`putIfNewer`).
  *
  * Business tables have the partition key `pk` (String). Every test uses fresh keys, so one
  * fixture serves the whole suite. The clock is injected: `now` is fixed when the suite is
@@ -254,32 +255,79 @@ export function describeInboxStoreContract(
         expect(second).toEqual({ kind: 'existing', record: held });
       });
 
-      it('takes over a claim whose lease has ended and fences the previous owner out', async () => {
+      it('reports an ended lease to a claim that names no owner, and replaces it only when its owner is named', async () => {
         const pk = key('takeover');
-        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
         const later = now + 30_001;
+        const successor = claim(pk, 'owner-b', later + 30_000, { committedAt: now, takeovers: 1 });
 
-        const takeover = await store.claimLease(claim(pk, 'owner-b', later + 30_000), later);
-
-        expect(takeover).toEqual({ kind: 'inserted', takeover: true });
+        expect(await store.claimLease(claim(pk, 'owner-b', later + 30_000), later)).toEqual({
+          kind: 'existing',
+          record: held,
+        });
+        expect(await store.claimLease(successor, later, { owner: 'owner-a' })).toEqual({
+          kind: 'inserted',
+          takeover: true,
+        });
         expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
         expect(await store.extendLease(pk, 'owner-a', later + 60_000)).toEqual({ kind: 'lost-ownership' });
         expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
-        expect(await store.claimLease(claim(pk, 'owner-c', later + 30_000), later + 1)).toMatchObject({
-          kind: 'existing',
-          record: { owner: 'owner-b', leaseExpiresAt: later + 30_000 },
-        });
+        // A second taker that saw owner-a finds the successor's live claim, counters included.
+        expect(
+          await store.claimLease(claim(pk, 'owner-c', later + 60_000), later + 1, { owner: 'owner-a' }),
+        ).toEqual({ kind: 'existing', record: successor });
       });
 
       it('does not take over a lease that ends exactly now', async () => {
         const pk = key('lease-boundary');
         await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
 
-        const result = await store.claimLease(claim(pk, 'owner-b', now + 60_000), now + 30_000);
+        const result = await store.claimLease(claim(pk, 'owner-b', now + 60_000), now + 30_000, {
+          owner: 'owner-a',
+        });
 
         expect(result).toMatchObject({ kind: 'existing', record: { owner: 'owner-a' } });
+      });
+
+      it('does not take over the claim of another owner than the one named, nor a completed record', async () => {
+        const pk = key('takeover-other');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+
+        expect(
+          await store.claimLease(claim(pk, 'owner-b', now + 90_000), now + 60_000, { owner: 'owner-x' }),
+        ).toMatchObject({ kind: 'existing', record: { owner: 'owner-a', status: 'IN_PROGRESS' } });
+        // The lease only matters to takeovers: its owner may still complete an ended claim.
+        expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({ kind: 'ok' });
+        expect(
+          await store.claimLease(claim(pk, 'owner-b', now + 90_000), now + 60_000, { owner: 'owner-a' }),
+        ).toMatchObject({ kind: 'existing', record: { status: 'COMPLETED' } });
+      });
+
+      it('claims an absent key when a takeover is named, without reporting a takeover', async () => {
+        const pk = key('takeover-absent');
+
+        const result = await store.claimLease(claim(pk, 'owner-b', now + 30_000), now, { owner: 'owner-a' });
+
+        expect(result.kind).toBe('inserted');
+        expect(result.takeover ?? false).toBe(false);
+      });
+
+      it('rejects a claim whose lease is absent, zero or not after now, or that has no owner', async () => {
+        const pk = key('bad-lease');
+        for (const leaseExpiresAt of [undefined, 0, now, now - 1]) {
+          await expect(
+            store.claimLease(marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt }), now),
+          ).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+        }
+        await expect(store.claimLease(claim(pk, '', now + 30_000), now)).rejects.toMatchObject({
+          code: 'INVALID_OPTIONS',
+        });
+        expect(await store.claimLease(claim(pk, 'owner-a', now + 1), now)).toMatchObject({
+          kind: 'inserted',
+        });
       });
 
       it('claims over an expired record without reporting a takeover', async () => {
@@ -370,6 +418,54 @@ export function describeInboxStoreContract(
         expect(await store.complete(key('absent'), 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
+      });
+    });
+
+    describe('putIfNewer', () => {
+      const versioned = (pk: string, version: number | string, item: Record<string, unknown> = {}) =>
+        store.putIfNewer({
+          TableName: business,
+          Item: { pk, version, ...item },
+          versionAttribute: 'version',
+        });
+
+      it('writes an absent or older item, and fails its condition on the same or a newer version', async () => {
+        const pk = key('versioned');
+        const staleMarker = key('stale');
+
+        expect(await store.commit(marker(key('v1')), [versioned(pk, 1)], now)).toEqual({ kind: 'committed' });
+        expect(await store.commit(marker(key('v3')), [versioned(pk, 3)], now)).toEqual({ kind: 'committed' });
+        expect(
+          await store.commit(marker(staleMarker), [put(key('other')), versioned(pk, 2)], now),
+        ).toMatchObject({
+          kind: 'condition-failed',
+          index: 1,
+        });
+        expect(await store.commit(marker(key('v3b')), [versioned(pk, 3, { name: 'b' })], now)).toMatchObject({
+          kind: 'condition-failed',
+          index: 0,
+        });
+
+        expect(await read(pk)).toEqual({ pk, version: 3 });
+        expect(await store.insert(marker(staleMarker), now)).toEqual({ kind: 'inserted' });
+      });
+
+      it('compares string versions in order and writes over an item that has no version', async () => {
+        const [dated, unversioned] = [key('dated'), key('unversioned')];
+        await store.commit(marker(key('seed')), [put(unversioned, { name: 'legacy' })], now);
+
+        expect(
+          await store.commit(marker(key('d1')), [versioned(dated, '2026-01-02T00:00:00Z')], now),
+        ).toEqual({
+          kind: 'committed',
+        });
+        expect(
+          await store.commit(marker(key('d0')), [versioned(dated, '2026-01-01T23:59:59Z')], now),
+        ).toMatchObject({ kind: 'condition-failed', index: 0 });
+        expect(await store.commit(marker(key('u1')), [versioned(unversioned, 1)], now)).toEqual({
+          kind: 'committed',
+        });
+        expect(await read(unversioned)).toEqual({ pk: unversioned, version: 1 });
       });
     });
 
