@@ -57,6 +57,7 @@ export type {
   EntityModeOptions,
   MarkerModeOptions,
   ModeOptions,
+  TwoPhaseModeOptions,
 } from './core/options';
 export type { Outcome, OutcomeKind } from './core/outcome';
 export type {
@@ -77,7 +78,15 @@ export type {
   InboxStore,
   InsertResult,
   TransactWriteAction,
+  VersionedPutWrite,
 } from './core/store-port';
+export {
+  deriveEffectKeys,
+  type Effect,
+  type EffectContext,
+  type EffectKeys,
+  type Effects,
+} from './core/two-phase';
 export type {
   ConditionCheckWrite,
   DeleteWrite,

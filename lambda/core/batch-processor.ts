@@ -9,7 +9,13 @@ import { sha256Hex } from './fingerprint';
 import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
 import { type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts } from './metrics';
-import { type BatchProcessorOptions, type ModeOptions, resolveOptions } from './options';
+import {
+  type BatchProcessorOptions,
+  DEFAULT_LEASE_MILLIS,
+  MIN_LEASE_MILLIS,
+  type ModeOptions,
+  resolveOptions,
+} from './options';
 import type { Outcome, OutcomeKind } from './outcome';
 import { processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
@@ -18,6 +24,7 @@ import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord }
 const LOG: Readonly<Record<OutcomeKind, Pick<LogEntry, 'level' | 'message'>>> = {
   processed: { level: 'debug', message: 'Message processed' },
   duplicate: { level: 'info', message: 'Duplicate message acknowledged' },
+  stale: { level: 'info', message: 'Stale message acknowledged: a newer version is stored' },
   'in-flight': { level: 'warn', message: 'Dedup key in flight in another delivery; retrying later' },
   mismatch: { level: 'error', message: 'Dedup key reused with a different payload' },
   retry: { level: 'warn', message: 'Message failed; retrying later' },
@@ -55,7 +62,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     config.metrics === false
       ? undefined
       : (config.metrics ?? createEmfMetricsSink({ namespace: config.metricNamespace }));
-  const mode = { mode: config.mode, handle: config.handle } as ModeOptions<TBody>;
+  const mode = config as ModeOptions<TBody>;
 
   const log = (entry: LogEntry): void => {
     if (!isLevelEnabled(entry.level, config.logLevel)) return;
@@ -99,10 +106,14 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     }
     const records = event.Records;
     const remaining = context?.getRemainingTimeInMillis?.();
-    const deadline =
-      typeof remaining === 'number'
-        ? clock() + remaining - config.deadlineMarginMillis
-        : Number.POSITIVE_INFINITY;
+    const hasRemaining = typeof remaining === 'number';
+    const deadline = hasRemaining
+      ? clock() + remaining - config.deadlineMarginMillis
+      : Number.POSITIVE_INFINITY;
+    // The lease is never zero or absent: by default it covers what is left of this invocation.
+    const leaseMillis =
+      (mode.mode === 'two-phase' && mode.leaseMillis) ||
+      (hasRemaining ? Math.max(MIN_LEASE_MILLIS, Math.floor(remaining)) : DEFAULT_LEASE_MILLIS);
     const prepared = records.map((record) =>
       prepareMessage(record, {
         consumer,
@@ -171,19 +182,16 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
           consumer,
           ttlSeconds: config.ttlSeconds,
           mode,
-          onReleaseFailed: (error) =>
-            log({
-              level: 'error',
-              message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',
-              ...fields,
-              outcome: 'retry',
-              code: isEffectivelyOnceError(error) ? error.code : 'UNEXPECTED',
-              errorName: (error as Error | undefined)?.name,
-            }),
+          clock,
+          leaseMillis,
+          log: (entry) => log({ ...entry, ...fields }),
+          onTakeover: () => {
+            counts.takeover += 1;
+          },
         });
       }
 
-      let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate';
+      let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'stale';
       let deadLetterResult: DeadLetterResult | undefined;
       let deadLetterError: unknown;
       if (outcome.kind === 'mismatch' || outcome.kind === 'permanent') {
@@ -199,7 +207,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
       const entry: Record<string, unknown> = { ...LOG[outcome.kind], ...fields, outcome: outcome.kind };
-      if (outcome.kind !== 'processed' && outcome.kind !== 'duplicate' && outcome.kind !== 'in-flight') {
+      if ('code' in outcome) {
         entry.code = outcome.code;
         if (outcome.errorName !== undefined) entry.errorName = outcome.errorName;
         entry.reason = outcome.reason;

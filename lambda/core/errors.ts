@@ -25,6 +25,8 @@ export const ERROR_CODES = Object.freeze({
   EXPIRED_RECORD: 'retry',
   /** Sending to the dead-letter queue failed (`deadLetter: 'direct'`): nothing is lost, retried. */
   DEAD_LETTER_FAILED: 'retry',
+  /** Two-phase: the lease ended and another delivery took the claim over; it completes the effect. */
+  LEASE_LOST: 'retry',
   /** A non-toolkit error outside the user's handler (for example from an injected store). */
   UNEXPECTED: 'retry',
   // permanent: dead-lettered with the reason, never silently dropped
@@ -38,6 +40,7 @@ export const ERROR_CODES = Object.freeze({
   VALIDATION: 'permanent',
   BUSINESS_CONDITION_FAILED: 'permanent',
   PERMANENT: 'permanent',
+  /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseModeOptions`). */
   STUCK_IN_PROGRESS: 'permanent',
   // configuration: thrown at cold start, the function fails to initialise
   INVALID_OPTIONS: 'configuration',

@@ -5,19 +5,34 @@
 import { DEFAULT_METRIC_NAMESPACE, METRIC_DIMENSION_CONSUMER, METRICS } from './contract';
 import { type LineWriter, writeStdoutLine } from './logger';
 
-/** Messages per outcome in one invocation; each message is counted exactly once. */
+/**
+ * Messages per outcome in one invocation; each message is counted exactly once in one of
+ * `processed` to `permanent`. `takeover` counts two-phase claims taken over (events, not
+ * messages: the message is counted by its outcome too).
+ */
 export interface OutcomeCounts {
   processed: number;
   duplicate: number;
   inFlight: number;
   mismatch: number;
+  stale: number;
   retry: number;
   permanent: number;
+  takeover: number;
 }
 
 /** Creates all-zero counts. */
 export function createOutcomeCounts(): OutcomeCounts {
-  return { processed: 0, duplicate: 0, inFlight: 0, mismatch: 0, retry: 0, permanent: 0 };
+  return {
+    processed: 0,
+    duplicate: 0,
+    inFlight: 0,
+    mismatch: 0,
+    stale: 0,
+    retry: 0,
+    permanent: 0,
+    takeover: 0,
+  };
 }
 
 /** Where the counts of one invocation go. */

@@ -10,6 +10,7 @@ import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './message';
 import type { MetricsSink } from './metrics';
 import type { EntityWrite, InboxStore } from './store-port';
+import type { Effects } from './two-phase';
 import type { UnitOfWork } from './unit-of-work';
 
 /** Epoch milliseconds now. Injected so the core never reads the system clock itself. */
@@ -53,11 +54,69 @@ export interface EntityModeOptions<TBody> {
   readonly handle: (message: Message<TBody>) => EntityWrite | Promise<EntityWrite>;
 }
 
+/**
+ * Two-phase, for effects outside DynamoDB (a payment API, an email): each effect that `handle`
+ * runs through `effects.run` is claimed (`IN_PROGRESS`, with a lease and a random owner token),
+ * performed, then completed (or released when it throws), each under its own inbox record,
+ * so after a partial failure only the unfinished effects run again. The message is
+ * `processed` once every effect it ran completed, and a `duplicate` when all of them had.
+ *
+ * A claim whose lease ended (its invocation crashed or timed out) is taken over by the next
+ * delivery with a new owner token (metric `Takeover`); the old owner can then neither
+ * complete nor release it. The effect therefore runs at least once and, when the lease ends
+ * mid-effect, possibly twice: pass the derived `idempotencyKey` (or `clientToken`,
+ * `deduplicationId`) downstream so the second run is deduplicated there.
+ *
+ * Like atomic mode, code in `handle` outside `effects.run` runs on every delivery.
+ * DynamoDB requests per effect: 2 on first delivery (claim, complete), 1 on a duplicate.
+ */
+export interface TwoPhaseModeOptions<TBody> {
+  readonly mode: 'two-phase';
+  /** Runs the message's effects with `effects.run`. Its return value is ignored. */
+  readonly handle: (message: Message<TBody>, effects: Effects) => unknown;
+  /**
+   * How long a claim is valid, in milliseconds (at least 1000: a smaller value is taken for
+   * seconds and rejected). Cover the longest effect: a claim whose lease ended is taken over.
+   * @default the time the invocation has left when it starts (`EO_LEASE_MILLIS`, which the
+   *   construct sets to the function timeout, in the deployable handlers), at least 1000; 15
+   *   minutes without a Lambda context
+   */
+  readonly leaseMillis?: number;
+  /**
+   * Extend the lease while an effect runs, every third of `leaseMillis`. When another
+   * delivery has taken the claim over, the effect's `signal` is aborted.
+   * @default false
+   */
+  readonly heartbeat?: boolean;
+  /**
+   * Store each effect's result (its JSON form) with the completed record, so `effects.run`
+   * returns it on a duplicate. A result that would push the record past DynamoDB's 400 KB item
+   * limit, or that has no JSON form, is not stored (logged as `ITEM_TOO_LARGE`): the effect is
+   * completed all the same, since it must never run again, and a duplicate gets `undefined`.
+   * @default false
+   */
+  readonly storeResults?: boolean;
+  /**
+   * A claim in progress this long since its first claim is not taken over when its lease
+   * ends: the message is dead-lettered as `STUCK_IN_PROGRESS` for a human, who checks the
+   * effect downstream, then deletes the inbox record (or leaves it) and redrives.
+   * @default no limit
+   */
+  readonly stuckAfterMillis?: number;
+  /**
+   * A claim already taken over this often is not taken over again (`STUCK_IN_PROGRESS`, as
+   * with `stuckAfterMillis`); `0` never takes over.
+   * @default no limit
+   */
+  readonly maxTakeovers?: number;
+}
+
 /** The mode and the user's handler for it. */
 export type ModeOptions<TBody> =
   | MarkerModeOptions<TBody>
   | AtomicModeOptions<TBody>
-  | EntityModeOptions<TBody>;
+  | EntityModeOptions<TBody>
+  | TwoPhaseModeOptions<TBody>;
 
 /** Options shared by every entry point. */
 export interface CommonOptions<TBody> {
@@ -165,6 +224,10 @@ export const DEFAULT_TTL_SECONDS = 15 * 24 * 60 * 60;
 export const DEFAULT_CONCURRENCY = 10;
 /** Default safety margin before the Lambda timeout. */
 export const DEFAULT_DEADLINE_MARGIN_MILLIS = 2000;
+/** The shortest lease: also the floor of a lease derived from the invocation's remaining time. */
+export const MIN_LEASE_MILLIS = 1000;
+/** The lease without `leaseMillis` and without a Lambda context: Lambda's longest timeout. */
+export const DEFAULT_LEASE_MILLIS = 15 * 60 * 1000;
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
@@ -194,6 +257,18 @@ function integer(field: string, value: unknown, fallback: number, min: number): 
     value,
   );
   return value as number;
+}
+
+/** An optional duration in milliseconds of at least a second; a smaller one is likely seconds. */
+function millis(field: string, value: unknown): void {
+  if (value === undefined) return;
+  expectOption(Number.isSafeInteger(value) && (value as number) > 0, field, 'a positive integer', value);
+  expectOption(
+    (value as number) >= MIN_LEASE_MILLIS,
+    field,
+    `milliseconds (at least ${MIN_LEASE_MILLIS}; for ${value} seconds use ${(value as number) * 1000})`,
+    value,
+  );
 }
 
 function oneOf<T extends string>(field: string, value: T | undefined, allowed: readonly T[], fallback: T): T {
@@ -227,7 +302,7 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     'a key source such as `fromBody(...)`',
     options.dedupKey,
   );
-  oneOf('mode', options.mode, ['marker', 'atomic', 'entity'], undefined as never);
+  oneOf('mode', options.mode, ['marker', 'atomic', 'entity', 'two-phase'], undefined as never);
   expectOption(isFunction(options.handle), 'handle', 'a function', options.handle);
   expectOption(
     parse === 'json' || parse === 'text' || isFunction(parse),
@@ -255,13 +330,31 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
   );
   port('store', options.store, ['insert', 'commit', 'insertEntity', 'release']);
   expectOption(isFunction(options.clock), 'clock', 'a function returning epoch milliseconds', options.clock);
+  const ttlSeconds = integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1);
+  if (options.mode === 'two-phase') {
+    const { leaseMillis } = options;
+    millis('leaseMillis', leaseMillis);
+    expectOption(
+      !(leaseMillis! >= ttlSeconds * 1000),
+      'leaseMillis',
+      'shorter than `ttlSeconds` (in milliseconds)',
+      leaseMillis,
+    );
+    millis('stuckAfterMillis', options.stuckAfterMillis);
+    integer('maxTakeovers', options.maxTakeovers, 0, 0);
+    for (const field of ['heartbeat', 'storeResults'] as const) {
+      const value = options[field];
+      expectOption(value === undefined || typeof value === 'boolean', field, 'a boolean', value);
+    }
+    port('store', options.store, ['claimLease', 'complete', 'extendLease']);
+  }
 
   return Object.freeze({
     ...options,
     parse,
     fingerprint: options.fingerprint,
     correlationId: options.correlationId,
-    ttlSeconds: integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1),
+    ttlSeconds,
     concurrency: integer('concurrency', options.concurrency, DEFAULT_CONCURRENCY, 1),
     deadlineMarginMillis: integer(
       'deadlineMarginMillis',

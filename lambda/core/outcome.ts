@@ -23,6 +23,8 @@ export type Outcome =
   | { readonly kind: 'processed' }
   /** A live record with the same fingerprint exists: the effect already happened. Acknowledged. */
   | { readonly kind: 'duplicate' }
+  /** A newer version is already stored (`putIfNewer`): nothing was written. Acknowledged. */
+  | { readonly kind: 'stale' }
   /** Another delivery holds the key (`IN_PROGRESS`). Retried later. */
   | { readonly kind: 'in-flight' }
   /** A live record with a different fingerprint holds the key. Permanent: dead-lettered. */

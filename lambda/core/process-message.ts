@@ -4,12 +4,14 @@
  * arbiter: every write is conditional, nothing checks before it sets.
  */
 import { INBOX_STATUS } from './contract';
-import { EffectivelyOnceError } from './errors';
+import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
 import { assertCommitWithinLimits, assertEntityWithinLimits } from './item-size';
+import type { LogEntry } from './logger';
 import type { Message } from './message';
-import type { ModeOptions } from './options';
+import type { Clock, ModeOptions } from './options';
 import { type Outcome, outcomeOfError, outcomeOfExisting } from './outcome';
 import type { EntityWrite, InboxRecord, InboxStore, InsertResult } from './store-port';
+import { processTwoPhase } from './two-phase';
 import { createUnitOfWork } from './unit-of-work';
 
 /** What processing one message needs. */
@@ -18,8 +20,14 @@ export interface ProcessMessageDeps<TBody> {
   readonly consumer: string;
   readonly ttlSeconds: number;
   readonly mode: ModeOptions<TBody>;
-  /** Called when releasing a marker after a failed handler fails itself. */
-  readonly onReleaseFailed: (error: unknown) => void;
+  /** Two-phase: the clock for the steps after the claim (completion, heartbeat). */
+  readonly clock: Clock;
+  /** Two-phase: the lease of this invocation's claims, milliseconds. */
+  readonly leaseMillis: number;
+  /** Logs an event of this message; the caller adds the message's fields. */
+  readonly log: (entry: LogEntry) => void;
+  /** Two-phase: counts a claim taken over. */
+  readonly onTakeover: () => void;
 }
 
 /** The inbox record of a completed message: `expiresAt = floor(now / 1000) + ttlSeconds`. */
@@ -91,12 +99,20 @@ export async function processMessage<TBody>(
           return { kind: 'processed' };
         } catch (error) {
           // Without the marker a retry runs the effect again; with it, the retry would be acked.
-          await store.release(record.pk, { fingerprint }).catch(deps.onReleaseFailed);
+          await store.release(record.pk, { fingerprint }).catch((releaseError) =>
+            deps.log({
+              level: 'error',
+              message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',
+              outcome: 'retry',
+              code: isEffectivelyOnceError(releaseError) ? releaseError.code : 'UNEXPECTED',
+              errorName: (releaseError as Error | undefined)?.name,
+            }),
+          );
           throw error;
         }
       }
       case 'atomic': {
-        const unitOfWork = createUnitOfWork();
+        const unitOfWork = createUnitOfWork(store);
         await mode.handle(message, unitOfWork);
         const writes = unitOfWork.writes;
         assertCommitWithinLimits(record, writes);
@@ -105,6 +121,8 @@ export async function processMessage<TBody>(
           return outcomeOfInsert(await store.insert(record, nowMillis), fingerprint, nowMillis);
         const result = await store.commit(record, writes, nowMillis);
         if (result.kind === 'condition-failed') {
+          // A version guard's condition failing means a newer version is stored: not an error.
+          if (unitOfWork.guards.has(result.index)) return { kind: 'stale' };
           const detail = result.message ? `: ${result.message}` : '';
           return {
             kind: 'permanent',
@@ -127,6 +145,8 @@ export async function processMessage<TBody>(
           nowMillis,
         );
       }
+      case 'two-phase':
+        return await processTwoPhase(message, fingerprint, deps);
     }
   } catch (error) {
     return outcomeOfError(error, stage === 'handler' ? 'HANDLER_FAILED' : 'UNEXPECTED');

@@ -4,7 +4,7 @@
  */
 import { EffectivelyOnceError } from './errors';
 import { MAX_BUSINESS_WRITES } from './item-size';
-import type { TransactWriteAction } from './store-port';
+import type { InboxStore, TransactWriteAction, VersionedPutWrite } from './store-port';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
 export type PutWrite = NonNullable<TransactWriteAction['Put']>;
@@ -19,6 +19,11 @@ export type ConditionCheckWrite = NonNullable<TransactWriteAction['ConditionChec
  * Collects business writes on any table. Each method returns the write's index, the index a
  * `BUSINESS_CONDITION_FAILED` error reports when that write's condition fails. Nothing is
  * written until the handler returns: the handler only describes the writes.
+ *
+ * `putIfNewer` guards a write against stale messages on standard queues (which do not keep
+ * order): when the stored item already carries the same or a newer version, the message is
+ * acknowledged as `stale` (metric `Stale`) and nothing of the commit is written, the marker
+ * included, so a redelivery is found stale again.
  *
  * @example
  * unitOfWork.put({ TableName: 'Orders', Item: { pk: order.id, status: order.status } });
@@ -35,13 +40,34 @@ export interface UnitOfWork {
   update(write: UpdateWrite): number;
   delete(write: DeleteWrite): number;
   conditionCheck(write: ConditionCheckWrite): number;
+  /**
+   * Puts `Item` unless the stored item's `versionAttribute` is the same or newer.
+   *
+   * @example
+   * unitOfWork.putIfNewer({
+   *   TableName: 'Customers',
+   *   Item: { pk: customer.id, name: customer.name, version: customer.version },
+   *   versionAttribute: 'version',
+   * });
+   */
+  putIfNewer(write: VersionedPutWrite): number;
   /** The writes described so far, in order. */
   readonly writes: readonly TransactWriteAction[];
 }
 
-/** Creates an empty unit of work; adding a write beyond the transaction limit throws `TOO_MANY_WRITES`. */
-export function createUnitOfWork(): UnitOfWork {
+/** A unit of work that also knows which of its writes are version guards. */
+export interface GuardedUnitOfWork extends UnitOfWork {
+  /** Indices of the writes added by `putIfNewer`. */
+  readonly guards: ReadonlySet<number>;
+}
+
+/**
+ * Creates an empty unit of work; adding a write beyond the transaction limit throws
+ * `TOO_MANY_WRITES`. `store` builds the expressions of `putIfNewer`.
+ */
+export function createUnitOfWork(store?: Pick<InboxStore, 'putIfNewer'>): GuardedUnitOfWork {
   const writes: TransactWriteAction[] = [];
+  const guards = new Set<number>();
   const add = (write: TransactWriteAction): number => {
     if (writes.length >= MAX_BUSINESS_WRITES) {
       throw new EffectivelyOnceError(
@@ -57,6 +83,19 @@ export function createUnitOfWork(): UnitOfWork {
     update: (write) => add({ Update: write }),
     delete: (write) => add({ Delete: write }),
     conditionCheck: (write) => add({ ConditionCheck: write }),
+    putIfNewer(write) {
+      const version = write?.Item?.[write.versionAttribute];
+      if (typeof version !== 'number' && typeof version !== 'string') {
+        throw new EffectivelyOnceError(
+          'VALIDATION',
+          `putIfNewer: \`Item.${write?.versionAttribute}\` must be a number or a string`,
+        );
+      }
+      const index = add(store!.putIfNewer(write));
+      guards.add(index);
+      return index;
+    },
     writes,
+    guards,
   };
 }

@@ -49,9 +49,11 @@ export interface ToolkitEnvironment {
   readonly deadLetterQueueUrl: string | undefined;
   readonly logLevel: LogLevel | undefined;
   readonly metricNamespace: string | undefined;
+  /** Two-phase lease, milliseconds (the construct sets the function timeout); pass it as `leaseMillis`. */
+  readonly leaseMillis: number | undefined;
 }
 
-/** Reads `EO_INBOX_TABLE`, `EO_CONSUMER`, `EO_TTL_SECONDS`, `EO_DEAD_LETTER_MODE`, `EO_DEAD_LETTER_QUEUE_URL`, `EO_LOG_LEVEL`, `EO_METRIC_NAMESPACE`. */
+/** Reads `EO_INBOX_TABLE`, `EO_CONSUMER`, `EO_TTL_SECONDS`, `EO_DEAD_LETTER_MODE`, `EO_DEAD_LETTER_QUEUE_URL`, `EO_LOG_LEVEL`, `EO_METRIC_NAMESPACE`, `EO_LEASE_MILLIS`. */
 export function readToolkitEnvironment(env: HandlerEnvironment = process.env): ToolkitEnvironment {
   const deadLetter = (env[ENV.deadLetterMode] || 'redrive') as DeadLetterMode;
   return {
@@ -63,6 +65,7 @@ export function readToolkitEnvironment(env: HandlerEnvironment = process.env): T
       deadLetter === 'direct' ? requireEnv(ENV.deadLetterQueueUrl, env) : env[ENV.deadLetterQueueUrl],
     logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
     metricNamespace: env[ENV.metricNamespace] || undefined,
+    leaseMillis: optionalInteger(ENV.leaseMillis, env),
   };
 }
 

@@ -941,12 +941,16 @@ describe('observability', () => {
             {
               Namespace: 'Shop',
               Dimensions: [['Consumer']],
-              Metrics: ['Processed', 'Duplicate', 'InFlight', 'Mismatch', 'Retry', 'Permanent'].map(
-                (Name) => ({
-                  Name,
-                  Unit: 'Count',
-                }),
-              ),
+              Metrics: [
+                'Processed',
+                'Duplicate',
+                'InFlight',
+                'Mismatch',
+                'Stale',
+                'Retry',
+                'Permanent',
+                'Takeover',
+              ].map((Name) => ({ Name, Unit: 'Count' })),
             },
           ],
         },
@@ -955,8 +959,10 @@ describe('observability', () => {
         Duplicate: 1,
         InFlight: 0,
         Mismatch: 0,
+        Stale: 0,
         Retry: 0,
         Permanent: 0,
+        Takeover: 0,
       },
     ]);
   });

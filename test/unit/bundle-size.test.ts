@@ -20,10 +20,13 @@ async function minifiedBytes(entry: string, external: string[]): Promise<number>
 
 describe('bundle size', () => {
   // The design target is 15 KB for all runtime code a handler bundles; the core and the entry
-  // point are held to this budget, the DynamoDB store (measured separately) adds to it.
-  it('keeps the core and createSqsHandler within 16 KB minified, AWS SDK and store excluded', async () => {
+  // point are held to this budget, the DynamoDB store (measured separately) adds to it. The
+  // ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
+  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB,
+  // and every mode is in the entry point, so every handler carries them.
+  it('keeps the core and createSqsHandler within 20 KB minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      16 * 1024,
+      20 * 1024,
     );
   });
 });

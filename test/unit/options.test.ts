@@ -50,7 +50,10 @@ describe('resolveOptions', () => {
       'Expected `consumer` to be a name matching /^[A-Za-z0-9._:-]{1,100}$/, got `"a#b"`',
     ],
     [{ dedupKey: 'id' }, 'Expected `dedupKey` to be a key source such as `fromBody(...)`, got `"id"`'],
-    [{ mode: 'twice' }, "Expected `mode` to be one of 'marker', 'atomic', 'entity', got `\"twice\"`"],
+    [
+      { mode: 'twice' },
+      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `\"twice\"`",
+    ],
     [{ handle: undefined }, 'Expected `handle` to be a function, got `undefined`'],
     [{ parse: 'xml' }, "Expected `parse` to be 'json', 'text' or a function, got `\"xml\"`"],
     [{ fingerprint: {} }, 'Expected `fingerprint` to be a function, got `an object`'],

@@ -27,6 +27,7 @@ describe('package root', () => {
       'createSqsDeadLetterSender',
       'createSqsHandler',
       'createSqsMiddleware',
+      'deriveEffectKeys',
       'dispositionOf',
       'estimateItemSize',
       'fingerprintOf',

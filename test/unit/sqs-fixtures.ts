@@ -86,7 +86,17 @@ export function captureMetrics(): MetricsSink & {
 
 /** Counts with every outcome zero except `counts`. */
 export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
-  return { processed: 0, duplicate: 0, inFlight: 0, mismatch: 0, retry: 0, permanent: 0, ...partial };
+  return {
+    processed: 0,
+    duplicate: 0,
+    inFlight: 0,
+    mismatch: 0,
+    stale: 0,
+    retry: 0,
+    permanent: 0,
+    takeover: 0,
+    ...partial,
+  };
 }
 
 /** A promise with its resolver, to hold a handler until the test lets it go. */
