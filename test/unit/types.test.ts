@@ -1,7 +1,8 @@
-import { describe, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { fromBody, fromCloudEvent } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
 import type { SqsHandler } from '../../lambda/core/sqs-event';
+import type { EffectContext, Effects } from '../../lambda/core/two-phase';
 import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
 import { createSqsHandler } from '../../lambda/sqs-handler';
@@ -47,5 +48,38 @@ describe('types', () => {
       mode: 'entity',
       handle: () => 'not an entity',
     });
+  });
+
+  it('types a two-phase handler: effects, their context and their results', () => {
+    createSqsHandler<OrderEvent>({
+      consumer: 'orders',
+      store,
+      dedupKey: fromBody('orderId'),
+      mode: 'two-phase',
+      leaseMillis: 30_000,
+      storeResults: true,
+      handle: async (message, effects) => {
+        expectTypeOf(effects).toEqualTypeOf<Effects>();
+        const invoice = await effects.run('invoice', (context) => {
+          expectTypeOf(context).toEqualTypeOf<EffectContext>();
+          expectTypeOf(context.idempotencyKey).toEqualTypeOf<string>();
+          expectTypeOf(context.signal).toEqualTypeOf<AbortSignal>();
+          return { invoiceId: message.body.orderId };
+        });
+        expectTypeOf(invoice).toEqualTypeOf<{ invoiceId: string } | undefined>();
+        expectTypeOf(await effects.run(async () => 42)).toEqualTypeOf<number | undefined>();
+      },
+    });
+    expect(() =>
+      createSqsHandler<OrderEvent>({
+        consumer: 'orders',
+        store,
+        dedupKey: fromBody('orderId'),
+        mode: 'two-phase',
+        // @ts-expect-error leaseMillis is a number of milliseconds
+        leaseMillis: '30s',
+        handle: () => undefined,
+      }),
+    ).toThrow('Expected `leaseMillis` to be a positive integer');
   });
 });
