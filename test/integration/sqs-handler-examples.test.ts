@@ -1,0 +1,291 @@
+/**
+ * The README's handler examples (`examples/sqs-*.ts`), imported as they are and run against the
+ * real local AWS endpoint: the environment they read is set first, then each module is loaded
+ * (creating its SDK clients at module scope, as in Lambda) and its handler invoked. Their
+ * default logger and metrics write to standard output, which is captured and checked.
+ * (`sqs-marker-mode.ts` calls a CDN over the internet and is only type-checked.)
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda';
+import { awsConfig, uniqueName } from '../support/aws';
+
+const aws = awsConfig();
+const raw = new DynamoDBClient(aws);
+const admin = DynamoDBDocumentClient.from(raw);
+const sqs = new SQSClient(aws);
+const run = randomBytes(3).toString('hex');
+
+/** Tables the examples use, by the environment variable that names them, with their key schema. */
+const tables = {
+  EO_INBOX_TABLE: ['pk'],
+  ORDERS_TABLE: ['pk', 'sk'],
+  AUDIT_TABLE: ['pk'],
+  INVOICES_TABLE: ['pk'],
+  CUSTOMERS_TABLE: ['pk'],
+  SHIPMENTS_TABLE: ['shipmentId'],
+} as const;
+const names = Object.fromEntries(
+  Object.keys(tables).map((variable) => [variable, uniqueName(`eo-examples-${variable.toLowerCase()}`)]),
+) as Record<keyof typeof tables, string>;
+const savedEnv = { ...process.env };
+let deadLetterQueueUrl = '';
+
+beforeAll(async () => {
+  for (const [variable, keys] of Object.entries(tables)) {
+    await raw.send(
+      new CreateTableCommand({
+        TableName: names[variable as keyof typeof tables],
+        KeySchema: keys.map((AttributeName, index) => ({
+          AttributeName,
+          KeyType: index === 0 ? 'HASH' : 'RANGE',
+        })),
+        AttributeDefinitions: keys.map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  }
+  ({ QueueUrl: deadLetterQueueUrl = '' } = await sqs.send(
+    new CreateQueueCommand({ QueueName: uniqueName('eo-examples-dlq') }),
+  ));
+  // What the deployed function's environment holds; the examples' unconfigured SDK clients
+  // then reach the local endpoint.
+  Object.assign(process.env, names, {
+    EO_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+    AWS_ENDPOINT_URL: aws.endpoint,
+    AWS_REGION: aws.region,
+    AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: aws.credentials.secretAccessKey,
+  });
+});
+
+afterAll(async () => {
+  process.env = savedEnv;
+  await Promise.allSettled([
+    ...Object.values(names).map((TableName) => raw.send(new DeleteTableCommand({ TableName }))),
+    sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
+  ]);
+  raw.destroy();
+  sqs.destroy();
+});
+
+async function readItem(variable: keyof typeof tables, key: Record<string, string>) {
+  const { Item } = await admin.send(
+    new GetCommand({ TableName: names[variable], Key: key, ConsistentRead: true }),
+  );
+  return Item;
+}
+
+function sqsRecord(body: unknown, attributes: Record<string, string> = {}): SqsRecord {
+  const text = JSON.stringify(body);
+  const messageAttributes: Record<string, SqsMessageAttribute> = {};
+  for (const [name, value] of Object.entries(attributes)) {
+    messageAttributes[name] = {
+      stringValue: value,
+      stringListValues: [],
+      binaryListValues: [],
+      dataType: 'String',
+    };
+  }
+  const sentAt = String(Date.now());
+  return {
+    messageId: randomUUID(),
+    receiptHandle: randomBytes(96).toString('base64'),
+    body: text,
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: sentAt,
+      SenderId: 'AROAEXAMPLEPRODUCER:producer',
+      ApproximateFirstReceiveTimestamp: sentAt,
+    },
+    messageAttributes,
+    md5OfBody: createHash('md5').update(text).digest('hex'),
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:events`,
+    awsRegion: aws.region,
+  };
+}
+
+const lambdaContext = (): LambdaContext => ({
+  awsRequestId: randomUUID(),
+  getRemainingTimeInMillis: () => 60_000,
+});
+
+type Handler = (event: SqsEvent, context: LambdaContext) => Promise<SqsBatchResponse>;
+
+/** Invokes `handler` and returns its response with the JSON lines it wrote to standard output. */
+async function invoke(handler: Handler, ...records: SqsRecord[]) {
+  const written: string[] = [];
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  }) as never);
+  try {
+    const response = await handler({ Records: records }, lambdaContext());
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    return {
+      response,
+      logs: lines.filter((line) => !('_aws' in line)),
+      metrics: lines.filter((line) => '_aws' in line),
+    };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('the README handler examples on the local endpoint', () => {
+  it('sqs-order-projector.ts commits an order, acknowledges its replay and rejects a negative amount', async () => {
+    const { handler } = await import('../../examples/sqs-order-projector');
+    const order = { orderId: `o-${run}`, status: 'PAID', amount: 1250 };
+    const negative = sqsRecord({ orderId: `o-${run}`, status: 'SHIPPED', amount: -1 });
+
+    const first = await invoke(handler, sqsRecord(order));
+    const replay = await invoke(handler, sqsRecord(order), negative);
+
+    expect(first.response).toEqual({ batchItemFailures: [] });
+    expect(replay.response).toEqual({ batchItemFailures: [{ itemIdentifier: negative.messageId }] });
+    expect(await readItem('ORDERS_TABLE', { pk: `ORDER#o-${run}`, sk: 'ORDER' })).toEqual({
+      pk: `ORDER#o-${run}`,
+      sk: 'ORDER',
+      status: 'PAID',
+      amount: 1250,
+    });
+    expect(await readItem('ORDERS_TABLE', { pk: `ORDER#o-${run}`, sk: 'STATUS#PAID' })).toEqual({
+      pk: `ORDER#o-${run}`,
+      sk: 'STATUS#PAID',
+      amount: 1250,
+    });
+    expect(replay.logs.map(({ level, outcome, code, reason }) => ({ level, outcome, code, reason }))).toEqual(
+      expect.arrayContaining([
+        { level: 'info', outcome: 'duplicate', code: undefined, reason: undefined },
+        {
+          level: 'error',
+          outcome: 'permanent',
+          code: 'PERMANENT',
+          reason: 'An order amount cannot be negative',
+        },
+      ]),
+    );
+    expect(replay.metrics).toEqual([
+      expect.objectContaining({ Consumer: 'order-projector', Processed: 0, Duplicate: 1, Permanent: 1 }),
+    ]);
+  });
+
+  it('sqs-entity-mode.ts writes one audit item per CloudEvent, carrying the fingerprint', async () => {
+    const { handler } = await import('../../examples/sqs-entity-mode');
+    const event = {
+      specversion: '1.0',
+      id: `evt-${run}`,
+      source: 'https://shop.example.com/orders',
+      type: 'order.paid',
+      data: { orderId: 'o-1' },
+    };
+
+    const first = await invoke(handler, sqsRecord(event));
+    const replay = await invoke(handler, sqsRecord(event));
+
+    expect([first.response, replay.response]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    const pk = `audit-recorder#https%3A//shop.example.com/orders:evt-${run}`;
+    expect(await readItem('AUDIT_TABLE', { pk })).toEqual({
+      pk,
+      type: 'order.paid',
+      data: { orderId: 'o-1' },
+      eoFingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(replay.metrics).toEqual([expect.objectContaining({ Processed: 0, Duplicate: 1 })]);
+  });
+
+  it('sqs-middy.ts books an invoice and its customer balance once, however often it is delivered', async () => {
+    const { handler } = await import('../../examples/sqs-middy');
+    const invoice = { invoiceId: `inv-${run}`, customerId: `cust-${run}`, total: 40 };
+
+    const responses = [];
+    for (let delivery = 0; delivery < 3; delivery += 1) {
+      responses.push((await invoke(handler as unknown as Handler, sqsRecord(invoice))).response);
+    }
+
+    expect(responses).toEqual([1, 2, 3].map(() => ({ batchItemFailures: [] })));
+    expect(await readItem('INVOICES_TABLE', { pk: `inv-${run}` })).toEqual({
+      pk: `inv-${run}`,
+      customerId: `cust-${run}`,
+      total: 40,
+    });
+    expect(await readItem('CUSTOMERS_TABLE', { pk: `cust-${run}` })).toEqual({
+      pk: `cust-${run}`,
+      balance: 40,
+    });
+  });
+
+  it('sqs-dead-letter-direct.ts sends a reused shipment id with another carrier to the dead-letter queue', async () => {
+    const { handler } = await import('../../examples/sqs-dead-letter-direct');
+    const shipment = { shipmentId: `s-${run}`, carrier: 'DHL' };
+    const reused = sqsRecord({ ...shipment, carrier: 'UPS' });
+
+    await invoke(handler, sqsRecord(shipment));
+    const { response, logs } = await invoke(handler, reused);
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(logs).toEqual([
+      expect.objectContaining({ outcome: 'mismatch', code: 'PAYLOAD_MISMATCH', deadLetter: 'sent' }),
+    ]);
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: deadLetterQueueUrl,
+        WaitTimeSeconds: 1,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    expect(
+      Messages.map(({ Body, MessageAttributes }) => [Body, MessageAttributes?.['eo-code']?.StringValue]),
+    ).toEqual([[reused.body, 'PAYLOAD_MISMATCH']]);
+    expect(await readItem('SHIPMENTS_TABLE', { shipmentId: `s-${run}` })).toMatchObject({ carrier: 'DHL' });
+  });
+
+  it('sqs-observability.ts logs the hashed key and the correlation id, and publishes to its namespace', async () => {
+    const { handler } = await import('../../examples/sqs-observability');
+    const eventId = `evt-${run}`;
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+    const first = await invoke(handler, sqsRecord({ eventId }, { traceparent }));
+    const reused = sqsRecord({ eventId, extra: true }, { traceparent });
+    const second = await invoke(handler, reused);
+
+    expect(first.logs).toEqual([]); // `warn`: a processed message logs nothing
+    expect(second.response).toEqual({ batchItemFailures: [{ itemIdentifier: reused.messageId }] });
+    expect(second.logs).toEqual([
+      {
+        level: 'error',
+        message: 'Dedup key reused with a different payload',
+        consumer: 'search-indexer',
+        scopedKeyHash: createHash('sha256').update(`search-indexer#${eventId}`).digest('hex'),
+        messageId: reused.messageId,
+        correlationId: traceparent,
+        outcome: 'mismatch',
+        code: 'PAYLOAD_MISMATCH',
+        reason: expect.stringContaining('different payload'),
+        deadLetter: 'redrive',
+      },
+    ]);
+    expect(second.metrics).toEqual([
+      expect.objectContaining({
+        _aws: expect.objectContaining({
+          CloudWatchMetrics: [expect.objectContaining({ Namespace: 'Search', Dimensions: [['Consumer']] })],
+        }),
+        Consumer: 'search-indexer',
+        Mismatch: 1,
+      }),
+    ]);
+  });
+});
