@@ -1,0 +1,362 @@
+/**
+ * `createJobGuard`: runs a scheduled job (or a replayed batch) at most once per slot, on the
+ * same inbox table as the SQS handlers. A run claims `<job>:<slot>` with a lease (`claimLease`);
+ * an overlapping or restarted run of the same slot does nothing; a crashed run's slot is taken
+ * over once its lease ends, optionally resuming from a checkpoint; a completed slot is never run
+ * again while its record lives.
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { INBOX_STATUS } from '../core/contract';
+import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
+import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { fingerprintOf } from '../core/fingerprint';
+import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogLevel } from '../core/logger';
+import type { Clock } from '../core/options';
+import type { InboxRecord, InboxStore } from '../core/store-port';
+import { createDynamoDbStore } from '../store/dynamodb-store';
+import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
+import { claimWithTakeover } from './lease-claim';
+
+/** Default lease: 15 minutes, the longest a Lambda invocation runs. */
+export const DEFAULT_JOB_LEASE_MILLIS = 15 * 60 * 1000;
+/** Default lifetime of a completed slot's record: 7 days (EventBridge retries for up to 24 hours). */
+export const DEFAULT_JOB_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/** Options of {@link createJobGuard}. */
+export interface JobGuardOptions {
+  /** Name scoping every key (like an SQS consumer name); matches `/^[A-Za-z0-9._:-]{1,100}$/`. */
+  readonly consumer: string;
+  /**
+   * How long a run holds its slot before another run may take it over (a crashed run). Extend it
+   * with `run.extendLease()` or `run.saveCheckpoint()` in long runs.
+   * @default 900000 (15 minutes)
+   */
+  readonly leaseMillis?: number;
+  /**
+   * How long a completed slot is remembered (`expiresAt`). Cover the longest a late or replayed
+   * trigger of the same slot can arrive.
+   * @default 604800 (7 days)
+   */
+  readonly ttlSeconds?: number;
+  /**
+   * The inbox store. Give either this, or `client` and `tableName`.
+   * @default the DynamoDB store over `client` and `tableName`
+   */
+  readonly store?: InboxStore;
+  /** The document client, created once at module scope. Used when `store` is not given. */
+  readonly client?: DynamoDBDocumentClient;
+  /** Name of the inbox table. Used when `store` is not given. */
+  readonly tableName?: string;
+  /**
+   * Epoch milliseconds now.
+   * @default Date.now
+   */
+  readonly clock?: Clock;
+  /**
+   * Lowest level logged; `silent` logs nothing.
+   * @default 'info'
+   */
+  readonly logLevel?: LogLevel;
+  /** @default JSON lines on standard output */
+  readonly logger?: Logger;
+}
+
+/** Which slot of which job a run is for. */
+export interface JobSlot {
+  /** The job's name, for example `nightly-report`. */
+  readonly job: string;
+  /** The slot: a scheduled time (`toScheduleSlot`), a batch id, a date. */
+  readonly slot: KeyPart;
+}
+
+/** The run in progress, handed to the job's work. */
+export interface JobRun {
+  readonly job: string;
+  readonly slot: string;
+  /** `true` when this run took the slot over from a run whose lease ended (it crashed). */
+  readonly takeover: boolean;
+  /** Epoch milliseconds when the current lease ends. */
+  leaseExpiresAt(): number;
+  /**
+   * Moves the lease end to now + `leaseMillis`. Throws (code `IN_FLIGHT`) when another run has
+   * taken the slot over: stop working; `run()` then answers `{ ran: false, reason: 'lease-lost' }`.
+   */
+  extendLease(): Promise<void>;
+  /** The value the last run of this slot saved with `saveCheckpoint`, `undefined` when none. */
+  loadCheckpoint<T = unknown>(): Promise<T | undefined>;
+  /**
+   * Extends the lease, then saves `value` (small, JSON-like) as the slot's checkpoint. Throws
+   * like `extendLease` when another run has taken the slot over.
+   */
+  saveCheckpoint(value: unknown): Promise<void>;
+}
+
+/** What `run()` did. */
+export type JobResult<T> =
+  /** The work ran to the end; `takeover` when it took over a crashed run's slot. */
+  | { readonly ran: true; readonly result: T; readonly takeover: boolean }
+  /** The slot already completed: nothing ran. */
+  | { readonly ran: false; readonly reason: 'completed' }
+  /** Another run holds the slot until `leaseExpiresAt`: nothing ran. */
+  | { readonly ran: false; readonly reason: 'in-progress'; readonly leaseExpiresAt: number }
+  /** Another run took the slot over while this one worked; this run stopped. */
+  | { readonly ran: false; readonly reason: 'lease-lost' };
+
+/** The guard: one per job module, created at module scope. */
+export interface JobGuard {
+  /**
+   * Runs `work` unless the slot completed or another run holds it. A thrown error releases the
+   * slot (a checkpoint stays) so a retry can run, and is rethrown.
+   */
+  run<T>(slot: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>>;
+}
+
+function invalid(field: string, expected: string, value: unknown): never {
+  const shown =
+    typeof value === 'string'
+      ? JSON.stringify(value)
+      : typeof value === 'function'
+        ? 'a function'
+        : String(value);
+  throw new EffectivelyOnceError(
+    'INVALID_OPTIONS',
+    `Expected \`${field}\` to be ${expected}, got \`${shown}\``,
+  );
+}
+
+function positive(field: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) invalid(field, 'a positive integer', value);
+  return value as number;
+}
+
+function resolveStore(options: JobGuardOptions): InboxStore {
+  if (options.store === undefined) {
+    return createDynamoDbStore({ client: options.client!, tableName: options.tableName! });
+  }
+  const store = options.store as Partial<InboxStore> | null;
+  for (const method of ['claimLease', 'complete', 'release', 'extendLease', 'insert'] as const) {
+    if (typeof store?.[method] !== 'function') {
+      invalid('store', 'an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`', store);
+    }
+  }
+  return options.store;
+}
+
+/**
+ * Creates a guard that runs each job slot once. The slot's inbox record is claimed with a
+ * lease and an owner token; `complete` marks it done (fenced by the owner), a failure releases
+ * it. An overlapping run gets `{ ran: false, reason: 'in-progress' }`, a later one
+ * `{ ran: false, reason: 'completed' }`. Options are validated here; a bad option throws
+ * `INVALID_OPTIONS`.
+ *
+ * @example
+ * const guard = createJobGuard({ consumer: 'reports', client, tableName: 'inbox' });
+ *
+ * export const handler = async (event: ScheduledEvent) =>
+ *   guard.run({ job: 'nightly-report', slot: scheduledEventSlot(event, 86400) }, async (run) => {
+ *     const done = (await run.loadCheckpoint<number>()) ?? 0;
+ *     for (let page = done; page < pages; page += 1) {
+ *       await exportPage(page);
+ *       await run.saveCheckpoint(page + 1);
+ *     }
+ *   });
+ */
+export function createJobGuard(options: JobGuardOptions): JobGuard {
+  if (typeof options !== 'object' || options === null) invalid('options', 'an object', options);
+  const { consumer } = options;
+  if (!isValidName(consumer)) invalid('consumer', `a name matching ${NAME_PATTERN}`, consumer);
+  const leaseMillis = positive('leaseMillis', options.leaseMillis, DEFAULT_JOB_LEASE_MILLIS);
+  const ttlSeconds = positive('ttlSeconds', options.ttlSeconds, DEFAULT_JOB_TTL_SECONDS);
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    invalid('clock', 'a function returning epoch milliseconds', options.clock);
+  }
+  const logLevel = options.logLevel ?? 'info';
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
+    invalid('logLevel', "one of 'debug', 'info', 'warn', 'error', 'silent'", logLevel);
+  }
+  if (options.logger !== undefined && typeof options.logger?.log !== 'function') {
+    invalid('logger', 'an object with `log`', options.logger);
+  }
+  const store = resolveStore(options);
+  const clock = options.clock ?? Date.now;
+  const logger = options.logger ?? createJsonLogger();
+  const log = (entry: LogEntry): void => {
+    if (!isLevelEnabled(entry.level, logLevel)) return;
+    try {
+      logger.log(entry);
+    } catch {
+      // A failing logger must not change what the job does.
+    }
+  };
+
+  return {
+    async run<T>(target: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>> {
+      if (!isValidName(target?.job)) invalid('job', `a name matching ${NAME_PATTERN}`, target?.job);
+      if (typeof work !== 'function') invalid('work', 'a function', work);
+      const slot = toDedupKey(target.slot);
+      const dedupKey = toDedupKey([target.job, slot]);
+      const pk = scopeKey(consumer, dedupKey);
+      const fields = { consumer, job: target.job, slot, scopedKey: pk };
+      const owner = randomUUID();
+      const now = clock();
+      let leaseExpiresAt = now + leaseMillis;
+      const record: InboxRecord = {
+        pk,
+        status: INBOX_STATUS.inProgress,
+        fingerprint: fingerprintOf({ job: target.job, slot }),
+        // The claim outlives its lease, or the slot would look free while this run works.
+        expiresAt: Math.max(Math.floor(now / 1000) + ttlSeconds, Math.ceil(leaseExpiresAt / 1000) + 1),
+        consumer,
+        committedAt: now,
+        leaseExpiresAt,
+        owner,
+      };
+
+      const claimed = await claimWithTakeover(store, record, now);
+      if (claimed.kind === 'existing') {
+        const existing = claimed.record;
+        if (existing.expiresAt <= Math.floor(now / 1000)) {
+          throw new EffectivelyOnceError(
+            'EXPIRED_RECORD',
+            'The store returned an expired job record; retry the run',
+          );
+        }
+        if (existing.status === INBOX_STATUS.inProgress) {
+          const until = existing.leaseExpiresAt ?? now;
+          log({
+            level: 'info',
+            message: 'Job slot in progress in another run; skipped',
+            ...fields,
+            outcome: 'in-flight',
+          });
+          return { ran: false, reason: 'in-progress', leaseExpiresAt: until };
+        }
+        log({
+          level: 'info',
+          message: 'Job slot already completed; skipped',
+          ...fields,
+          outcome: 'duplicate',
+        });
+        return { ran: false, reason: 'completed' };
+      }
+      const takeover = claimed.takeover === true;
+      if (takeover) {
+        log({
+          level: 'warn',
+          message: 'Lease of a crashed job run taken over',
+          ...fields,
+          outcome: 'takeover',
+        });
+      }
+
+      let leaseLost = false;
+      let checkpoint: Checkpoint | undefined;
+      const lost = (): EffectivelyOnceError => {
+        leaseLost = true;
+        const error = new EffectivelyOnceError(
+          'IN_FLIGHT',
+          `Another run took over job \`${target.job}\` slot \`${slot}\`; stop working`,
+        );
+        Object.defineProperty(error, 'name', { value: 'LeaseLostError' });
+        return error;
+      };
+      const checkpointOf = (): Checkpoint => {
+        checkpoint ??= createCheckpoint({
+          store,
+          pk: scopeKey(consumer, dedupKey, CHECKPOINT_EFFECT),
+          consumer,
+          owner,
+          clock,
+          ttlSeconds,
+        });
+        return checkpoint;
+      };
+      const extendLease = async (): Promise<void> => {
+        if (leaseLost) throw lost();
+        const next = clock() + leaseMillis;
+        const answer = await store.extendLease(pk, owner, next);
+        if (answer.kind === 'lost-ownership') throw lost();
+        leaseExpiresAt = next;
+      };
+      const run: JobRun = {
+        job: target.job,
+        slot,
+        takeover,
+        leaseExpiresAt: () => leaseExpiresAt,
+        extendLease,
+        loadCheckpoint: async <V>() => (await checkpointOf().load()) as V | undefined,
+        async saveCheckpoint(value) {
+          await extendLease();
+          if ((await checkpointOf().save(value)) === 'lost-ownership') throw lost();
+        },
+      };
+
+      let result: T;
+      try {
+        result = await work(run);
+      } catch (error) {
+        if (leaseLost) {
+          log({
+            level: 'warn',
+            message: 'Job run stopped: its slot was taken over',
+            ...fields,
+            outcome: 'in-flight',
+          });
+          return { ran: false, reason: 'lease-lost' };
+        }
+        try {
+          await store.release(pk, { owner });
+        } catch (releaseError) {
+          log({
+            level: 'error',
+            message: 'Releasing the job slot failed: it can run again once the lease ends',
+            ...fields,
+            errorName: (releaseError as Error | undefined)?.name,
+          });
+        }
+        log({
+          level: 'error',
+          message: 'Job run failed; the slot is released so a retry can run',
+          ...fields,
+          outcome: 'retry',
+          code: isEffectivelyOnceError(error) ? error.code : 'HANDLER_FAILED',
+          errorName: (error as Error | undefined)?.name,
+        });
+        throw error;
+      }
+
+      const completed = await store.complete(pk, owner, {
+        expiresAt: Math.floor(clock() / 1000) + ttlSeconds,
+      });
+      if (completed.kind === 'lost-ownership') {
+        log({
+          level: 'warn',
+          message: 'The lease ended before the job run completed; another run took the slot over',
+          ...fields,
+          outcome: 'processed',
+        });
+      } else {
+        log({ level: 'info', message: 'Job run completed', ...fields, outcome: 'processed' });
+        try {
+          await checkpoint?.clear();
+        } catch (error) {
+          // The checkpoint expires with its TTL; a completed slot never reads it again.
+          log({
+            level: 'warn',
+            message: 'Clearing the checkpoint failed',
+            ...fields,
+            errorName: (error as Error)?.name,
+          });
+        }
+      }
+      return { ran: true, result, takeover };
+    },
+  };
+}
+
+/** The scoped key of a job slot, for operators looking up its inbox record. */
+export function jobSlotKey(consumer: string, slot: JobSlot): string {
+  return scopeKey(consumer, toDedupKey([slot.job, toDedupKey(slot.slot)]));
+}
