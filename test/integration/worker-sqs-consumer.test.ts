@@ -1,0 +1,257 @@
+/**
+ * The `sqs-consumer` worker against real queues and a real inbox table on the local endpoint:
+ * a message log with producer resends, a transient failure and a poison message goes through
+ * a FIFO queue; every event's effect happens exactly once, in order within its group, the
+ * poison message is dead-lettered with its reason, and the queue ends empty. A second test shows
+ * the heartbeat keeping a slow batch invisible past its visibility timeout.
+ *
+ * MiniStack's FIFO queues behave as SQS's do where this relies on it (checked by hand): a
+ * receive returns no message of a group while one of its messages is in flight, a group's
+ * messages come back in order after `ChangeMessageVisibility` to 0, and a send with a new
+ * deduplication id is never suppressed.
+ */
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type Message as SqsMessage,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSqsDeadLetterSender, fromBody, type Message, type SqsHandlerOptions } from '../../lambda';
+import { createSqsWorker, type SqsWorker } from '../../lambda/worker';
+import { awsConfig, uniqueName } from '../support/aws';
+
+const aws = awsConfig();
+const sqs = new SQSClient(aws);
+const raw = new DynamoDBClient(aws);
+const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+const inboxTable = uniqueName('eo-worker-inbox');
+const queueUrls: string[] = [];
+const workers: SqsWorker[] = [];
+
+interface OrderEvent {
+  readonly eventId: string;
+  readonly group: string;
+  readonly seq: number;
+}
+
+beforeAll(async () => {
+  await raw.send(
+    new CreateTableCommand({
+      TableName: inboxTable,
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+});
+
+afterAll(async () => {
+  await Promise.allSettled(workers.map((worker) => worker.stop()));
+  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
+  await Promise.allSettled([
+    raw.send(new DeleteTableCommand({ TableName: inboxTable })),
+    ...queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
+  ]);
+  raw.destroy();
+  sqs.destroy();
+});
+
+async function createQueue(name: string, attributes: Record<string, string> = {}): Promise<string> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  queueUrls.push(QueueUrl!);
+  return QueueUrl!;
+}
+
+async function depth(queueUrl: string): Promise<number> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+/** Polls `condition` until it holds; fails after `timeoutMillis`. */
+async function eventually(
+  condition: () => Promise<boolean> | boolean,
+  timeoutMillis = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMillis;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('Condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function receiveAll(queueUrl: string): Promise<SqsMessage[]> {
+  const { Messages = [] } = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 1,
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  return Messages;
+}
+
+describe('createSqsWorker on a FIFO queue', () => {
+  it('processes a log with resends exactly once, in group order, and dead-letters the poison message', async () => {
+    const queueName = uniqueName('eo-worker-orders');
+    const queueUrl = await createQueue(`${queueName}.fifo`, { FifoQueue: 'true', VisibilityTimeout: '30' });
+    const deadLetterUrl = await createQueue(`${queueName}-dlq.fifo`, { FifoQueue: 'true' });
+
+    // Three groups of six events; every third event is resent by the producer later in its
+    // group (a new deduplication id, as after the five-minute broker window), and group g-1
+    // carries a message that is not JSON.
+    const entries: { body: string; group: string; deduplicationId: string }[] = [];
+    for (const group of ['g-1', 'g-2', 'g-3']) {
+      for (let seq = 1; seq <= 6; seq += 1) {
+        const event: OrderEvent = { eventId: `${group}-${seq}`, group, seq };
+        entries.push({ body: JSON.stringify(event), group, deduplicationId: event.eventId });
+        if (seq % 3 === 0) {
+          const resent = { ...event };
+          entries.push({ body: JSON.stringify(resent), group, deduplicationId: `${event.eventId}-resend` });
+        }
+        if (group === 'g-1' && seq === 2) {
+          entries.push({ body: 'not json', group, deduplicationId: 'poison-1' });
+        }
+      }
+    }
+    for (let start = 0; start < entries.length; start += 10) {
+      await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: entries.slice(start, start + 10).map((entry, index) => ({
+            Id: `e${start + index}`,
+            MessageBody: entry.body,
+            MessageGroupId: entry.group,
+            MessageDeduplicationId: entry.deduplicationId,
+          })),
+        }),
+      );
+    }
+
+    const effects: OrderEvent[] = [];
+    const attempts = new Map<string, number>();
+    const options: SqsHandlerOptions<OrderEvent> = {
+      consumer: 'order-projector',
+      client,
+      tableName: inboxTable,
+      dedupKey: fromBody('eventId'),
+      mode: 'marker',
+      handle: (message: Message<OrderEvent>) => {
+        const attempt = (attempts.get(message.body.eventId) ?? 0) + 1;
+        attempts.set(message.body.eventId, attempt);
+        // A transient failure: the first attempt of g-2's third event times out downstream.
+        if (message.body.eventId === 'g-2-3' && attempt === 1) throw new Error('downstream timeout');
+        effects.push(message.body);
+      },
+      deadLetter: 'direct',
+      deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterUrl }),
+      logLevel: 'silent',
+      metrics: false,
+    };
+    const worker = createSqsWorker(options, {
+      sqs,
+      queueUrl,
+      waitTimeSeconds: 1,
+      retryDelaySeconds: 0,
+    });
+    workers.push(worker);
+
+    worker.start();
+    await eventually(async () => effects.length >= 18 && (await depth(queueUrl)) === 0);
+    await worker.stop();
+
+    const ids = effects.map((event) => event.eventId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.sort()).toEqual(
+      ['g-1', 'g-2', 'g-3'].flatMap((group) => [1, 2, 3, 4, 5, 6].map((seq) => `${group}-${seq}`)).sort(),
+    );
+    for (const group of ['g-1', 'g-2', 'g-3']) {
+      expect({
+        group,
+        order: effects.filter((event) => event.group === group).map((event) => event.seq),
+      }).toEqual({
+        group,
+        order: [1, 2, 3, 4, 5, 6],
+      });
+    }
+    expect(attempts.get('g-2-3')).toBe(2);
+
+    const { Items = [] } = await client.send(
+      new ScanCommand({ TableName: inboxTable, ConsistentRead: true }),
+    );
+    expect(Items.filter((item) => item.consumer === 'order-projector')).toHaveLength(18);
+    expect(Items.every((item) => item.status === 'COMPLETED')).toBe(true);
+
+    const deadLetters = await receiveAll(deadLetterUrl);
+    expect(deadLetters.map((message) => message.Body)).toEqual(['not json']);
+    expect(deadLetters[0]?.MessageAttributes?.['eo-code']?.StringValue).toBe('MALFORMED_BODY');
+    expect(deadLetters[0]?.MessageAttributes?.['eo-reason']?.StringValue).toBe('The body is not valid JSON');
+  });
+});
+
+describe('createSqsWorker heartbeat', () => {
+  it('keeps a slow batch invisible past its visibility timeout, so it is processed once', async () => {
+    const queueUrl = await createQueue(uniqueName('eo-worker-slow'), { VisibilityTimeout: '2' });
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: [{ Id: 'e0', MessageBody: JSON.stringify({ eventId: 'slow-1', group: 'none', seq: 1 }) }],
+      }),
+    );
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const started: string[] = [];
+    const worker = createSqsWorker<OrderEvent>(
+      {
+        consumer: 'slow-projector',
+        client,
+        tableName: inboxTable,
+        dedupKey: fromBody('eventId'),
+        mode: 'marker',
+        handle: async (message) => {
+          started.push(message.record.attributes.ApproximateReceiveCount ?? '?');
+          await released;
+        },
+        logLevel: 'silent',
+        metrics: false,
+      },
+      { sqs, queueUrl, waitTimeSeconds: 1, visibilityTimeoutSeconds: 2, heartbeatIntervalSeconds: 1 },
+    );
+    workers.push(worker);
+
+    worker.start();
+    await eventually(() => started.length === 1, 10_000);
+    // Real time on a real queue: twice the visibility timeout, during which the heartbeat
+    // keeps extending it, so no receive gets the message.
+    const waitedUntil = Date.now() + 4_000;
+    const stolen: SqsMessage[] = [];
+    while (Date.now() < waitedUntil) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+      );
+      stolen.push(...Messages);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    release();
+    await eventually(async () => (await depth(queueUrl)) === 0, 10_000);
+    await worker.stop();
+
+    expect(stolen).toEqual([]);
+    expect(started).toEqual(['1']);
+  });
+});
