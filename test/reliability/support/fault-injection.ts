@@ -1,0 +1,237 @@
+/**
+ * Fault injection on real DynamoDB clients, through SDK middleware: the request either never
+ * leaves the process (a fabricated throttling or conflict response, deserialised by the SDK
+ * into a genuine service exception), or it reaches the emulator and something goes wrong
+ * afterwards (the response is lost, or the process "crashes").
+ *
+ * A crash is a `SimulatedCrash` thrown out of the SDK call after the controller has been told
+ * (`crash`). From then on `isCrashed()` is true and every later request of that invocation is
+ * refused before it is sent, so nothing after the crash point reaches DynamoDB: that is what a
+ * dead process looks like from the database. The simulated Lambda runtime then discards
+ * whatever the handler returns (see `simulation.ts`).
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+/** The error a crash throws. Recognised by name (see `isSimulatedCrash`). */
+export class SimulatedCrash extends Error {
+  override readonly name = 'SimulatedCrash';
+}
+
+/** True for the error a simulated crash throws. */
+export function isSimulatedCrash(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'SimulatedCrash';
+}
+
+/** One DynamoDB request, as the caller gave it (document shape with a document client). */
+export interface DynamoRequest {
+  /** Operation without the `Command` suffix: `PutItem`, `TransactWriteItems`, ... */
+  readonly operation: string;
+  readonly input: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What happens to one request:
+ * - `throttle`, `conflict`: the first attempt is answered in-process with a
+ *   `ThrottlingException` or a transaction conflict (`TransactionCanceledException` with a
+ *   `TransactionConflict` reason for `TransactWriteItems`, `TransactionConflictException`
+ *   otherwise); it never reaches DynamoDB;
+ * - `lost-response`: the first attempt reaches DynamoDB, then its response is replaced by a
+ *   connection reset;
+ * - `crash-before`: the process dies before the request is sent;
+ * - `crash-after`: the request completes on DynamoDB (whatever its result), then the process dies.
+ */
+export type RequestFault =
+  | { readonly kind: 'throttle' }
+  | { readonly kind: 'conflict' }
+  | { readonly kind: 'lost-response' }
+  | { readonly kind: 'crash-before'; readonly label: string }
+  | { readonly kind: 'crash-after'; readonly label: string };
+
+/** Decides faults and records crashes; usually one per simulated Lambda instance. */
+export interface FaultController {
+  /** The fault of one request (called once per `send`, outside the SDK's retry loop). */
+  decide(request: DynamoRequest): RequestFault | undefined;
+  /** True when the invocation sending requests right now has crashed. */
+  isCrashed(): boolean;
+  /** A crash fires now, at the point `label`; the invocation must count as dead from here on. */
+  crash(label: string, request: DynamoRequest): void;
+  /**
+   * Every attempt that reached DynamoDB, with the HTTP status it answered. `repeated` is true
+   * when an earlier attempt of the same send was already answered 200: an SDK retry of a
+   * `TransactWriteItems` after a lost response carries the same `ClientRequestToken`, and
+   * DynamoDB answers it 200 again without applying it twice.
+   */
+  onServerResponse?(request: DynamoRequest, statusCode: number, repeated: boolean): void;
+}
+
+type Stack = DynamoDBClient['middlewareStack'];
+
+const CRASH_MIDDLEWARE = 'reliabilityCrash';
+const FAULT_MIDDLEWARE = 'reliabilityFaults';
+
+interface SendState {
+  readonly request: DynamoRequest;
+  readonly fault: RequestFault | undefined;
+  attempts: number;
+  succeeded: boolean;
+}
+
+/** An error response as DynamoDB would send it, for the SDK to deserialise. */
+function fabricatedResponse(type: string, extra: Record<string, unknown> = {}) {
+  const body = JSON.stringify({
+    __type: `com.amazonaws.dynamodb.v20120810#${type}`,
+    message: `${type} (injected)`,
+    ...extra,
+  });
+  return {
+    statusCode: 400,
+    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' },
+    body: new TextEncoder().encode(body),
+  };
+}
+
+function conflictResponse(request: DynamoRequest) {
+  if (request.operation !== 'TransactWriteItems') return fabricatedResponse('TransactionConflictException');
+  const items = (request.input.TransactItems as unknown[] | undefined)?.length ?? 1;
+  // The marker at index 0 went through; another writer held the last item of the transaction.
+  const reasons = Array.from({ length: items }, (_, i) => ({
+    Code: i === items - 1 ? 'TransactionConflict' : 'None',
+  }));
+  return fabricatedResponse('TransactionCanceledException', {
+    Message: 'Transaction cancelled, please refer cancellation reasons for specific reasons (injected)',
+    CancellationReasons: reasons,
+  });
+}
+
+function connectionReset(): Error {
+  return Object.assign(new Error('socket hang up (injected: the response was lost)'), { code: 'ECONNRESET' });
+}
+
+/**
+ * Attaches fault injection to a client (a document client shares its stack with the client it
+ * wraps: attach once). Two middlewares:
+ *
+ * - step `initialize` (outside the SDK's retry loop): refuses requests of a crashed invocation,
+ *   asks the controller for the request's fault, fires `crash-before` and `crash-after`;
+ * - step `deserialize`, priority `low` (inside the retry loop, next to the transport): answers
+ *   `throttle` and `conflict` in-process on the first attempt, loses the first response for
+ *   `lost-response`, reports every real response to `onServerResponse`, and refuses to send
+ *   once the invocation has crashed (an SDK retry after a crash never goes out).
+ *
+ * Attach it after a request counter if fabricated responses should be counted.
+ */
+export function attachFaultInjection(
+  client: DynamoDBClient | DynamoDBDocumentClient,
+  controller: FaultController,
+): void {
+  const stack = client.middlewareStack as Stack;
+  const sends = new WeakMap<object, SendState>();
+
+  stack.add(
+    (next, context) => async (args) => {
+      const request: DynamoRequest = {
+        operation: (context.commandName ?? 'Unknown').replace(/Command$/, ''),
+        input: args.input as Record<string, unknown>,
+      };
+      if (controller.isCrashed())
+        throw new SimulatedCrash(`${request.operation} refused: the invocation crashed`);
+      const fault = controller.decide(request);
+      sends.set(context, { request, fault, attempts: 0, succeeded: false });
+      if (fault?.kind === 'crash-before') {
+        controller.crash(fault.label, request);
+        throw new SimulatedCrash(`crashed before ${request.operation} (${fault.label})`);
+      }
+      if (fault?.kind !== 'crash-after') return next(args);
+      // The request reaches DynamoDB and completes there; its answer never reaches the caller.
+      await next(args).catch(() => undefined);
+      controller.crash(fault.label, request);
+      throw new SimulatedCrash(`crashed after ${request.operation} (${fault.label})`);
+    },
+    { step: 'initialize', priority: 'high', name: CRASH_MIDDLEWARE, override: true },
+  );
+
+  stack.add(
+    (next, context) => async (args) => {
+      const state = sends.get(context);
+      if (state === undefined) return next(args);
+      if (controller.isCrashed()) {
+        throw new SimulatedCrash(`${state.request.operation} attempt refused: the invocation crashed`);
+      }
+      state.attempts += 1;
+      const first = state.attempts === 1;
+      const kind = state.fault?.kind;
+      if (first && kind === 'throttle') {
+        return {
+          response: fabricatedResponse('ThrottlingException'),
+          output: undefined,
+        } as unknown as Awaited<ReturnType<typeof next>>;
+      }
+      if (first && kind === 'conflict') {
+        return { response: conflictResponse(state.request), output: undefined } as unknown as Awaited<
+          ReturnType<typeof next>
+        >;
+      }
+      const result = await next(args);
+      const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
+      controller.onServerResponse?.(state.request, statusCode, state.succeeded);
+      if (statusCode === 200) state.succeeded = true;
+      if (first && kind === 'lost-response') throw connectionReset();
+      return result;
+    },
+    { step: 'deserialize', priority: 'low', name: FAULT_MIDDLEWARE, override: true },
+  );
+}
+
+/** The partition key `pk` of an item or key, in document or raw `AttributeValue` shape. */
+export function pkOf(itemOrKey: unknown): string | undefined {
+  const pk = (itemOrKey as { pk?: unknown } | undefined)?.pk;
+  if (typeof pk === 'string') return pk;
+  const raw = (pk as { S?: unknown } | undefined)?.S;
+  return typeof raw === 'string' ? raw : undefined;
+}
+
+/** The role of a request in the toolkit's protocol, and the key it is about. */
+export type RequestRole =
+  /** The claim: the marker write (`TransactWriteItems` with the marker at 0, or a conditional put). */
+  | { readonly role: 'claim'; readonly pk: string; readonly tableName: string }
+  /** A business write outside the transaction (marker mode's effect), by its key. */
+  | { readonly role: 'effect'; readonly pk: string; readonly tableName: string }
+  /** Releasing a marker. */
+  | { readonly role: 'release'; readonly pk: string; readonly tableName: string }
+  | { readonly role: 'other' };
+
+/**
+ * Classifies a request: `TransactWriteItems` and conditional `PutItem` are claims (keyed by the
+ * marker's or the entity's `pk`), `UpdateItem` is an effect, `DeleteItem` a release, anything
+ * else (fallback reads) `other`.
+ */
+export function roleOf(request: DynamoRequest): RequestRole {
+  const input = request.input as {
+    TableName?: string;
+    Item?: unknown;
+    Key?: unknown;
+    TransactItems?: { Put?: { TableName?: string; Item?: unknown } }[];
+  };
+  switch (request.operation) {
+    case 'TransactWriteItems': {
+      const marker = input.TransactItems?.[0]?.Put;
+      const pk = pkOf(marker?.Item);
+      return pk === undefined ? { role: 'other' } : { role: 'claim', pk, tableName: marker?.TableName ?? '' };
+    }
+    case 'PutItem': {
+      const pk = pkOf(input.Item);
+      return pk === undefined ? { role: 'other' } : { role: 'claim', pk, tableName: input.TableName ?? '' };
+    }
+    case 'UpdateItem': {
+      const pk = pkOf(input.Key);
+      return pk === undefined ? { role: 'other' } : { role: 'effect', pk, tableName: input.TableName ?? '' };
+    }
+    case 'DeleteItem': {
+      const pk = pkOf(input.Key);
+      return pk === undefined ? { role: 'other' } : { role: 'release', pk, tableName: input.TableName ?? '' };
+    }
+    default:
+      return { role: 'other' };
+  }
+}
