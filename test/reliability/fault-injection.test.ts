@@ -1,0 +1,146 @@
+/**
+ * Seeded fault injection through the real store on the local emulator (see
+ * `support/simulation.ts` for what is simulated, `support/oracle.ts` for what is checked).
+ *
+ * Size: `RELIABILITY_MESSAGES` messages per seed (default 1,000; `npm run test:soak` runs
+ * 10,000), `RELIABILITY_SEEDS` seeds (default 20, seeds 1..n), or one seed alone with
+ * `RELIABILITY_SEED=<n>`. A failing seed prints the command that replays it.
+ *
+ * The run ends with one line on standard output:
+ * `reliability: <N> messages, <D> duplicate deliveries, <C> crashes injected, <E> duplicate effects, <L> lost`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueName } from '../support/aws';
+import { checkSeed, type SeedReport } from './support/oracle';
+import { CRASH_POINTS, runSimulation, type SeedOptions, seedProfile } from './support/simulation';
+import { createLocalClient, createTables, deleteTables, type LocalClient } from './support/tables';
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new Error(`Expected ${name} to be a positive integer, got ${raw}`);
+  return value;
+}
+
+const MESSAGES = positiveInteger('RELIABILITY_MESSAGES', 1000);
+const SEED_COUNT = positiveInteger('RELIABILITY_SEEDS', 20);
+const INSTANCES = positiveInteger('RELIABILITY_INSTANCES', 8);
+/** Seeds running at the same time: they share the emulator, and one seed's tail leaves it idle. */
+const PARALLEL = positiveInteger('RELIABILITY_PARALLEL', 2);
+const SINGLE_SEED = process.env.RELIABILITY_SEED ? positiveInteger('RELIABILITY_SEED', 1) : undefined;
+const SEEDS = SINGLE_SEED === undefined ? Array.from({ length: SEED_COUNT }, (_, i) => i + 1) : [SINGLE_SEED];
+
+const inboxTable = uniqueName('eo-rel-inbox');
+const businessTable = uniqueName('eo-rel-business');
+const reports: SeedReport[] = [];
+let admin: LocalClient;
+
+beforeAll(async () => {
+  admin = createLocalClient({ maxAttempts: 3 });
+  await createTables(admin.raw, inboxTable, businessTable);
+});
+
+afterAll(async () => {
+  await deleteTables(admin.raw, inboxTable, businessTable);
+  admin.raw.destroy();
+  if (reports.length === 0) return;
+  const sum = (pick: (report: SeedReport) => number) =>
+    reports.reduce((total, report) => total + pick(report), 0);
+  process.stdout.write(
+    `reliability: ${sum((r) => r.messages)} messages, ${sum((r) => r.duplicateDeliveries)} duplicate deliveries, ` +
+      `${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost\n`,
+  );
+});
+
+/** A counting semaphore: at most `limit` callers inside at a time. */
+function createLimiter(limit: number): <T>(run: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (run) => {
+    while (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+    try {
+      return await run();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+const limit = createLimiter(PARALLEL);
+
+function replayHint(seed: number): string {
+  return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} npx vitest run --project reliability test/reliability/fault-injection.test.ts`;
+}
+
+function describeReport(report: SeedReport): string {
+  return JSON.stringify({ ...report, violations: report.violations.slice(0, 20) }, null, 1);
+}
+
+async function runSeed(seed: number, overrides: Partial<SeedOptions> = {}): Promise<SeedReport> {
+  const options: SeedOptions = {
+    seed,
+    messages: MESSAGES,
+    ...seedProfile(seed),
+    instances: INSTANCES,
+    inboxTable,
+    businessTable,
+    startMillis: Date.now(),
+    ...overrides,
+  };
+  const result = await runSimulation(options);
+  return checkSeed(result, admin.document);
+}
+
+describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages through the real store`, () => {
+  it.concurrent.each(SEEDS)(
+    'seed %i: every message ends processed exactly once per live window or dead-lettered with a reason',
+    async (seed) => {
+      const started = Date.now();
+      const report = await limit(() => runSeed(seed));
+      reports.push(report);
+      const failed =
+        report.violations.length > 0 ||
+        report.deliveredTwice < 0.3 * report.messages ||
+        report.deliveredConcurrently < 0.15 * report.messages;
+      if (failed || process.env.RELIABILITY_VERBOSE) {
+        console.log(
+          `seed ${seed} (${Date.now() - started} ms)\n${describeReport(report)}\n${replayHint(seed)}`,
+        );
+      }
+
+      expect(report.violations.slice(0, 20), `seed ${seed} failed; ${replayHint(seed)}`).toEqual([]);
+      expect(report.duplicateEffects).toBe(0);
+      expect(report.lost).toBe(0);
+      // At least 30% of messages delivered twice or more, and half that share concurrently.
+      expect(
+        report.deliveredTwice / report.messages,
+        `seed ${seed}: ${replayHint(seed)}`,
+      ).toBeGreaterThanOrEqual(0.3);
+      expect(
+        report.deliveredConcurrently / report.messages,
+        `seed ${seed}: ${replayHint(seed)}`,
+      ).toBeGreaterThanOrEqual(0.15);
+    },
+  );
+
+  it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
+    'injected a crash at every crash point, reprocessed expired records and dead-lettered poison input across the seeds',
+    () => {
+      expect(reports).toHaveLength(SEEDS.length);
+      const byPoint = Object.fromEntries(
+        CRASH_POINTS.map((point) => [
+          point,
+          reports.reduce((sum, report) => sum + (report.crashesByPoint[point] ?? 0), 0),
+        ]),
+      );
+      for (const point of CRASH_POINTS) expect(byPoint[point], point).toBeGreaterThan(0);
+      expect(reports.reduce((sum, report) => sum + report.reprocessedAfterExpiry, 0)).toBeGreaterThan(0);
+      expect(reports.every((report) => report.deadLettered > 0)).toBe(true);
+      expect(new Set(reports.map((report) => report.mode))).toEqual(new Set(['atomic', 'marker', 'entity']));
+    },
+  );
+});

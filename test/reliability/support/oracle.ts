@@ -1,0 +1,318 @@
+/**
+ * The oracle of the fault-injection suite: reads the end state (business items and inbox
+ * records on the emulator, the simulated queues) and checks every planned message.
+ *
+ * ## Live windows
+ *
+ * An inbox record expires by design (TTL), and an expired record counts as absent, so a
+ * message redelivered after its record expired is processed again: that second effect is
+ * correct. The oracle therefore counts effects per *live window*, not per key. The simulation
+ * uses two windows: epoch 0 (every instance's clock, within 5 s of the queue's time) and
+ * epoch 1 (an expiry redelivery, received alone by an instance whose clock is twice the TTL
+ * ahead, where every record written in epoch 0 has expired and every record written in epoch
+ * 1 is live for the rest of the run). Each effect appends the epoch it ran in to the business
+ * item (`epochs`, in commit order) next to `ADD effects :one`; an effect that does not open a
+ * new, later window is a duplicate effect:
+ *
+ * - `[0]`, `[1]`, `[0, 1]` are correct (`[0, 1]`: processed, expired, processed again);
+ * - `[0, 0]`, `[1, 1]`, `[1, 0]` each hold one duplicate effect (`[1, 0]`: an epoch-0
+ *   consumer ignored a live record written in epoch 1);
+ * - only messages planned with an expiry redelivery may have an epoch-1 effect.
+ *
+ * In marker mode the effect runs after its claim, outside any transaction, so when an epoch-0
+ * delivery and the epoch-1 redelivery run at the same time their effects may land in either
+ * order: there, `[1, 0]` is correct too, and only one effect per window is checked.
+ *
+ * Entity mode has no expiry: the business item is the marker and never expires, so it must be
+ * written exactly once even across the epoch-1 redelivery (counted on the wire: successful
+ * conditional puts of the item).
+ *
+ * ## Per message
+ *
+ * - valid, winning its key: every copy acknowledged, none dead-lettered; its effect present
+ *   with its payload (`amount`); the marker (or the entity) carries its fingerprint;
+ * - valid, losing its key to another payload (the pair is raced on purpose): every copy
+ *   dead-lettered with `PAYLOAD_MISMATCH`; exactly one member of the pair wins;
+ * - malformed JSON, missing key: every copy dead-lettered with `MALFORMED_BODY` / `MISSING_KEY`,
+ *   with a non-empty reason (direct: the dead-letter message; redrive: the last logged outcome).
+ *
+ * Marker mode is at-most-once for the effect by design (see `MarkerModeOptions`): a crash
+ * between the marker and the effect leaves the marker without the effect, and every later
+ * delivery is acknowledged as a duplicate. So does a lost response to the marker write: the
+ * retry (by the SDK, or the redelivery) meets the invocation's own marker and acknowledges a
+ * duplicate. The simulation records every marker written by an invocation that neither wrote
+ * the effect nor released the marker (`markerGaps`); a missing effect is excused only for
+ * those keys, and counted as an at-most-once gap, not as lost. A missing effect anywhere else
+ * is lost.
+ *
+ * Counted: N messages (logical, planned), D duplicate deliveries (deliveries beyond the first,
+ * redeliveries of the same copy included), C crashes injected, E duplicate effects, L lost
+ * messages (not processed and not dead-lettered, or a copy left in the queue).
+ */
+
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
+import type { PlannedMessage, SimulationResult } from './simulation';
+import { readItems } from './tables';
+
+/** What one seed amounted to. */
+export interface SeedReport {
+  readonly seed: number;
+  readonly mode: string;
+  readonly deadLetter: string;
+  readonly messages: number;
+  readonly deliveries: number;
+  readonly duplicateDeliveries: number;
+  readonly crashes: number;
+  readonly crashesByPoint: Readonly<Record<string, number>>;
+  readonly duplicateEffects: number;
+  readonly lost: number;
+  /** Messages delivered two or more times (any copy, any reason). */
+  readonly deliveredTwice: number;
+  /** Messages with two deliveries in different invocations that overlapped in time. */
+  readonly deliveredConcurrently: number;
+  /** Keys processed again after their record expired (`[0, 1]`). */
+  readonly reprocessedAfterExpiry: number;
+  /**
+   * Marker-mode keys whose effect is missing by design (at-most-once), by cause: a crash
+   * between marker and effect, or a lost response to the marker write.
+   */
+  readonly atMostOnceGaps: Readonly<Record<string, number>>;
+  readonly deadLettered: number;
+  readonly invocations: number;
+  readonly virtualSeconds: number;
+  /** Everything that broke the contract; empty when the seed passed. */
+  readonly violations: readonly string[];
+}
+
+/**
+ * Effects that do not open a new, later live window. `ordered`: the epochs are in the order
+ * the claims were won (atomic mode, where the effect commits with its claim); otherwise
+ * (marker mode, where the effect follows its claim outside any transaction, so the effects of
+ * two windows may land in either order) only one effect per window is checked.
+ */
+export function duplicateEffectsOf(epochs: readonly number[], ordered = true): number {
+  const list = ordered ? epochs : [...epochs].sort((a, b) => a - b);
+  let duplicates = 0;
+  list.forEach((epoch, index) => {
+    if (index > 0 && epoch <= list[index - 1]!) duplicates += 1;
+  });
+  return duplicates;
+}
+
+function countConcurrent(result: SimulationResult): Map<number, boolean> {
+  const byPlan = new Map<number, { invocation: number; startedAt: number; endedAt: number }[]>();
+  for (const delivery of result.deliveries) {
+    const list = byPlan.get(delivery.planIndex) ?? [];
+    list.push(delivery);
+    byPlan.set(delivery.planIndex, list);
+  }
+  const concurrent = new Map<number, boolean>();
+  for (const [planIndex, list] of byPlan) {
+    let found = false;
+    for (let i = 0; i < list.length && !found; i += 1) {
+      for (let j = i + 1; j < list.length && !found; j += 1) {
+        const a = list[i]!;
+        const b = list[j]!;
+        found = a.invocation !== b.invocation && a.startedAt < b.endedAt && b.startedAt < a.endedAt;
+      }
+    }
+    concurrent.set(planIndex, found);
+  }
+  return concurrent;
+}
+
+/** Reads the end state and checks every planned message of one seed. */
+export async function checkSeed(
+  result: SimulationResult,
+  reader: DynamoDBDocumentClient,
+): Promise<SeedReport> {
+  const { options, plans, queue } = result;
+  const { mode } = options;
+  const violations: string[] = [];
+  const violate = (message: string) => violations.push(message);
+  for (const violation of result.runtimeViolations) violate(violation);
+
+  const scopedKeys = plans.flatMap((plan) => (plan.scopedKey === undefined ? [] : [plan.scopedKey]));
+  const business = await readItems(reader, options.businessTable, scopedKeys);
+  const inbox = mode === 'entity' ? new Map() : await readItems(reader, options.inboxTable, scopedKeys);
+
+  const directByCopy = new Map<string, { code: string; reason: string; body: string }[]>();
+  for (const letter of result.directDeadLetters) {
+    const list = directByCopy.get(letter.sourceMessageId) ?? [];
+    list.push({ code: letter.code, reason: letter.reason, body: letter.body });
+    directByCopy.set(letter.sourceMessageId, list);
+  }
+
+  let lost = 0;
+  let deadLettered = 0;
+  /** Checks that every copy of `plan` was dead-lettered with `code` and a reason. */
+  const expectDeadLettered = (plan: PlannedMessage, code: string): boolean => {
+    let ok = true;
+    for (const copy of plan.copies) {
+      const state = queue.stateOf(copy.messageId);
+      if (options.deadLetter === 'direct') {
+        const letters = directByCopy.get(copy.messageId) ?? [];
+        if (state !== 'deleted' || letters.length === 0) {
+          violate(
+            `m${plan.index} copy ${copy.messageId}: expected in the dead-letter queue (${code}), state ${state}, ${letters.length} sent`,
+          );
+          ok = false;
+          continue;
+        }
+        for (const letter of letters) {
+          if (letter.code !== code || letter.reason === '' || letter.body !== copy.body) {
+            violate(
+              `m${plan.index} copy ${copy.messageId}: dead-lettered as ${letter.code} (${letter.reason}), expected ${code} with the original body`,
+            );
+            ok = false;
+          }
+        }
+      } else {
+        const logged = result.lastOutcome.get(copy.messageId);
+        if (state !== 'dead-lettered') {
+          violate(
+            `m${plan.index} copy ${copy.messageId}: expected redriven to the dead-letter queue (${code}), state ${state}`,
+          );
+          ok = false;
+        } else if (logged?.code !== code || !logged.reason) {
+          violate(
+            `m${plan.index} copy ${copy.messageId}: redriven, but the last logged outcome is ${JSON.stringify(logged)}, expected ${code} with a reason`,
+          );
+          ok = false;
+        }
+      }
+    }
+    if (ok) deadLettered += 1;
+    return ok;
+  };
+  /** Checks that every copy of `plan` was acknowledged and none dead-lettered. */
+  const expectAcknowledged = (plan: PlannedMessage): void => {
+    for (const copy of plan.copies) {
+      const state = queue.stateOf(copy.messageId);
+      const letters = directByCopy.get(copy.messageId) ?? [];
+      if (state !== 'deleted' || letters.length > 0) {
+        violate(
+          `m${plan.index} copy ${copy.messageId}: expected acknowledged, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}`,
+        );
+      }
+    }
+  };
+
+  // Every copy ended somewhere: nothing is left in the queue.
+  for (const plan of plans) {
+    for (const copy of plan.copies) {
+      const state = queue.stateOf(copy.messageId);
+      if (state !== 'deleted' && state !== 'dead-lettered') {
+        violate(`m${plan.index} copy ${copy.messageId}: still ${state} at the end`);
+      }
+    }
+  }
+
+  let duplicateEffects = 0;
+  let reprocessedAfterExpiry = 0;
+  const atMostOnceGaps: Record<string, number> = {};
+  const byKey = new Map<string, PlannedMessage[]>();
+  for (const plan of plans) {
+    if (plan.scopedKey === undefined) {
+      if (!expectDeadLettered(plan, plan.expectedCode!)) lost += 1;
+      continue;
+    }
+    const group = byKey.get(plan.scopedKey) ?? [];
+    group.push(plan);
+    byKey.set(plan.scopedKey, group);
+  }
+
+  for (const [pk, group] of byKey) {
+    const item = business.get(pk);
+    const storedFingerprint =
+      mode === 'entity'
+        ? (item?.[ENTITY_FINGERPRINT_ATTRIBUTE] as string | undefined)
+        : (inbox.get(pk)?.fingerprint as string | undefined);
+    const winner = group.find((plan) => plan.fingerprint === storedFingerprint);
+    const wireEffects = result.effectWrites.get(pk) ?? 0;
+    let effects: number;
+    let epochs: number[];
+    if (mode === 'entity') {
+      effects = wireEffects;
+      epochs = Array.from({ length: effects }, () => 0);
+      if ((item !== undefined) !== effects > 0)
+        violate(`${pk}: entity item ${item ? 'present' : 'absent'} after ${effects} successful puts`);
+    } else {
+      effects = Number(item?.effects ?? 0);
+      epochs = ((item?.epochs as unknown[] | undefined) ?? []).map(Number);
+      if (epochs.length !== effects)
+        violate(`${pk}: effects ${effects} but ${epochs.length} epochs recorded`);
+      if (wireEffects !== effects)
+        violate(`${pk}: ${wireEffects} successful effect writes on the wire, effects ${effects} in the item`);
+    }
+
+    const keyDuplicates = duplicateEffectsOf(epochs, mode !== 'marker');
+    if (keyDuplicates > 0)
+      violate(
+        `${pk}: ${keyDuplicates} duplicate effect(s), effects in live windows ${JSON.stringify(epochs)}`,
+      );
+    duplicateEffects += keyDuplicates;
+    if (epochs.includes(1) && !group.some((plan) => plan.expiry))
+      violate(`${pk}: an effect in epoch 1 without an expiry redelivery`);
+    if (epochs.length === 2 && keyDuplicates === 0) reprocessedAfterExpiry += 1;
+
+    if (storedFingerprint !== undefined && winner === undefined) {
+      violate(`${pk}: the stored fingerprint matches no planned payload`);
+    }
+    for (const plan of group) {
+      if (plan === winner) {
+        expectAcknowledged(plan);
+        if (effects === 0) {
+          const gap = mode === 'marker' ? result.markerGaps.get(pk) : undefined;
+          if (gap !== undefined) atMostOnceGaps[gap] = (atMostOnceGaps[gap] ?? 0) + 1;
+          else {
+            violate(`m${plan.index} (${pk}): marker present, effect missing`);
+            lost += 1;
+          }
+        } else if (Number(item?.amount) !== plan.amount) {
+          violate(`m${plan.index} (${pk}): amount ${String(item?.amount)}, expected ${plan.amount}`);
+        }
+      } else if (winner !== undefined) {
+        if (!expectDeadLettered(plan, 'PAYLOAD_MISMATCH')) lost += 1;
+      } else {
+        // No record: nobody processed the key.
+        violate(`m${plan.index} (${pk}): never processed (no record, ${effects} effects)`);
+        lost += 1;
+      }
+    }
+  }
+
+  const perPlan = new Map<number, number>();
+  for (const delivery of result.deliveries)
+    perPlan.set(delivery.planIndex, (perPlan.get(delivery.planIndex) ?? 0) + 1);
+  const concurrent = countConcurrent(result);
+  let duplicateDeliveries = 0;
+  let deliveredTwice = 0;
+  for (const count of perPlan.values()) {
+    duplicateDeliveries += count - 1;
+    if (count >= 2) deliveredTwice += 1;
+  }
+  const crashes = Object.values(result.crashes).reduce((sum, n) => sum + n, 0);
+
+  return {
+    seed: options.seed,
+    mode,
+    deadLetter: options.deadLetter,
+    messages: plans.length,
+    deliveries: result.deliveries.length,
+    duplicateDeliveries,
+    crashes,
+    crashesByPoint: result.crashes,
+    duplicateEffects,
+    lost,
+    deliveredTwice,
+    deliveredConcurrently: [...concurrent.values()].filter(Boolean).length,
+    reprocessedAfterExpiry,
+    atMostOnceGaps,
+    deadLettered,
+    invocations: result.invocations,
+    virtualSeconds: Math.round(result.virtualMillis / 1000),
+    violations,
+  };
+}

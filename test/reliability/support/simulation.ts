@@ -1,0 +1,682 @@
+/**
+ * One seed of the fault-injection suite: a seeded plan of messages (duplicates, concurrent
+ * duplicates, resends long after, poison input, keys reused with another payload), a simulated
+ * SQS queue feeding simulated Lambda instances that run the real `createSqsHandler` over the
+ * real DynamoDB store on the local emulator, and faults injected at every step.
+ *
+ * What is simulated and what is real:
+ * - real: the toolkit (options, batch processor, store), the SDK clients and their middleware
+ *   stacks, DynamoDB (the emulator, the only arbiter of races);
+ * - simulated: SQS (`simulated-queue.ts`: visibility timeout, receive counts, redrive to the
+ *   dead-letter queue after `maxReceiveCount`), the Lambda runtime (one invocation at a time
+ *   per instance, the partial batch response applied as SQS would, a crashed invocation's
+ *   response discarded), each instance's clock (skewed by up to 5 s; an "expiry" redelivery
+ *   sees a clock beyond the record TTL).
+ *
+ * Faults (each a pure function of the seed and of what is decided, so a seed replays the same
+ * faults whatever the interleaving of requests):
+ * - per delivered record: throttling, a transaction conflict, a lost response (the write
+ *   happened, the caller sees a connection reset), a crash before the claim, a crash after the
+ *   claim (the write happened, the process dies before seeing the answer), a crash after the
+ *   record's outcome is decided (after the commit, before the acknowledgement), and in marker
+ *   mode a crash during the effect (after the effect's write reached DynamoDB);
+ * - per invocation: a crash while the batch response is being built (at the metrics sink,
+ *   called just before the response is returned), or a deadline too close to start anything;
+ * - per dead-letter send (`direct` mode): the send fails.
+ * A message on its 4th receive or later runs in an invocation without faults, so no valid
+ * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
+import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
+import { fingerprintOf } from '../../../lambda/core/fingerprint';
+import type { LogEntry, Logger } from '../../../lambda/core/logger';
+import type { MetricsSink } from '../../../lambda/core/metrics';
+import type { SqsBatchResponse, SqsHandler, SqsRecord } from '../../../lambda/core/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs-handler';
+import {
+  attachFaultInjection,
+  type DynamoRequest,
+  type FaultController,
+  type RequestFault,
+  roleOf,
+  SimulatedCrash,
+} from './fault-injection';
+import { chanceOf, createRandom, type Random } from './prng';
+import { createSimulatedQueue, type ReceivedMessage, type SimulatedQueue } from './simulated-queue';
+import { createLocalClient, type LocalClient } from './tables';
+
+/** Which toolkit mode a seed runs. */
+export type Mode = 'atomic' | 'marker' | 'entity';
+
+/** How permanent failures reach the dead-letter queue. */
+export type DeadLetterStyle = 'direct' | 'redrive';
+
+/** Inbox record lifetime in the simulation. */
+export const TTL_SECONDS = 86_400;
+/** How far an "expiry" redelivery's clock jumps ahead: twice the TTL, so every record is expired. */
+export const EXPIRY_JUMP_MILLIS = 2 * TTL_SECONDS * 1000;
+/** The largest clock skew of an instance, either way. */
+export const MAX_SKEW_MILLIS = 5000;
+/** Redrive policy of the simulated queue. */
+export const MAX_RECEIVE_COUNT = 5;
+/** From this receive on, a message runs in an invocation without injected faults. */
+export const FAULT_FREE_FROM_RECEIVE = 4;
+const VISIBILITY_TIMEOUT_MILLIS = 30_000;
+const BATCH_SIZE = 10;
+
+/** The kinds of planned message. */
+export type MessageKind = 'valid' | 'conflict' | 'malformed' | 'missing-key';
+
+/** One copy of a message as sent to the queue (a producer resend gets a new message id). */
+export interface PlannedCopy {
+  readonly messageId: string;
+  /** Position in send order. */
+  readonly position: number;
+  readonly delayMillis: number;
+  /** 1: an expiry redelivery, received alone by an instance whose clock is beyond the TTL. */
+  readonly epoch: 0 | 1;
+  readonly body: string;
+}
+
+/** One logical message: what the producer meant to send once. */
+export interface PlannedMessage {
+  readonly index: number;
+  readonly kind: MessageKind;
+  /** The dedup key (body field `id`), absent for poison input without one. */
+  readonly key?: string;
+  readonly scopedKey?: string;
+  readonly amount?: number;
+  /** Fingerprint of the payload (canonical JSON: the same for every copy). */
+  readonly fingerprint?: string;
+  /** Gets an expiry redelivery: a second effect is legitimate in the new live window. */
+  readonly expiry: boolean;
+  /**
+   * The code a dead-lettered copy must carry: always for poison input; for a keyed message only
+   * when another payload won its key.
+   */
+  readonly expectedCode?: 'MALFORMED_BODY' | 'MISSING_KEY' | 'PAYLOAD_MISMATCH';
+  readonly copies: readonly PlannedCopy[];
+}
+
+/** What a seed runs. */
+export interface SeedOptions {
+  readonly seed: number;
+  readonly messages: number;
+  readonly mode: Mode;
+  readonly deadLetter: DeadLetterStyle;
+  readonly instances: number;
+  readonly inboxTable: string;
+  readonly businessTable: string;
+  /** Virtual epoch milliseconds the queue starts at. */
+  readonly startMillis: number;
+  /** Test hook: lets a test break the store's protocol on purpose to prove the oracle sees it. */
+  readonly tamper?: (client: LocalClient) => void;
+}
+
+/** The mode and dead-letter style a seed runs: atomic mostly, marker and entity in some seeds. */
+export function seedProfile(seed: number): { readonly mode: Mode; readonly deadLetter: DeadLetterStyle } {
+  const mode: Mode = seed % 4 === 1 ? 'marker' : seed % 4 === 3 ? 'entity' : 'atomic';
+  return { mode, deadLetter: seed % 3 === 2 ? 'redrive' : 'direct' };
+}
+
+/** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
+export function consumerOf(seed: number, mode: Mode): string {
+  return `rel-s${seed}-${mode}`;
+}
+
+function serialise(payload: Record<string, unknown>, random: Random): string {
+  // Each copy is serialised afresh, keys in any order, as a producer resend would be: the
+  // fingerprint is canonical, so all copies still carry the same payload.
+  const entries = random.shuffle(Object.entries(payload));
+  return JSON.stringify(Object.fromEntries(entries), null, random.chance(0.2) ? 1 : undefined);
+}
+
+/**
+ * The plan of a seed: about 93% valid messages, 2% malformed JSON, 1% without a key, 4% reusing
+ * an earlier key with another payload. About 22% of messages get a copy placed one to three
+ * batches later (delivered concurrently), 8% a copy resent long after, 3% a copy in the same
+ * batch, and 5% of valid messages an expiry redelivery.
+ */
+export function planMessages(seed: number, count: number, consumer: string): PlannedMessage[] {
+  const random = createRandom(seed);
+  const plans: PlannedMessage[] = [];
+  const partnerable: number[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const roll = random.next();
+    const key = `k${index}`;
+    const amount = random.between(1, 1_000_000);
+    let kind: MessageKind =
+      roll < 0.02 ? 'malformed' : roll < 0.03 ? 'missing-key' : roll < 0.07 ? 'conflict' : 'valid';
+    let partner: PlannedMessage | undefined;
+    if (kind === 'conflict') {
+      const pick =
+        partnerable.length > 0 ? partnerable.splice(random.int(partnerable.length), 1)[0] : undefined;
+      partner = pick === undefined ? undefined : plans[pick];
+      if (partner === undefined) kind = 'valid';
+    }
+    const messageKey = partner?.key ?? key;
+    const payload = { id: messageKey, amount, note: `order ${index} of seed ${seed}` };
+    const expiry = kind === 'valid' && random.chance(0.05);
+    const copies: PlannedCopy[] = [];
+    const copy = (position: number, delayMillis: number, epoch: 0 | 1 = 0): void => {
+      const body =
+        kind === 'malformed'
+          ? `{"id":"${key}","amount":${amount},"note":"truncated`
+          : kind === 'missing-key'
+            ? serialise({ amount, note: payload.note }, random)
+            : serialise(payload, random);
+      copies.push({ messageId: `s${seed}-m${index}-c${copies.length}`, position, delayMillis, epoch, body });
+    };
+    copy(index, 0);
+    const extra = random.next();
+    if (extra < 0.22) copy(index + random.between(BATCH_SIZE, 3 * BATCH_SIZE) + 0.5, 0);
+    // Resends come in waves (a producer's retry schedule), so they also meet concurrently.
+    else if (extra < 0.3) copy(index + 0.5, random.between(1, 8) * 15_000);
+    else if (extra < 0.33) copy(index + random.between(1, 5) + 0.25, 0);
+    if (expiry) copy(index + 0.75, random.between(1, 3) * VISIBILITY_TIMEOUT_MILLIS, 1);
+
+    const keyed = kind !== 'malformed' && kind !== 'missing-key';
+    const plan: PlannedMessage = {
+      index,
+      kind,
+      ...(keyed ? { key: messageKey, scopedKey: scopeKey(consumer, messageKey), amount } : {}),
+      ...(keyed ? { fingerprint: fingerprintOf(payload) } : {}),
+      expiry,
+      ...(kind === 'malformed'
+        ? { expectedCode: 'MALFORMED_BODY' as const }
+        : kind === 'missing-key'
+          ? { expectedCode: 'MISSING_KEY' as const }
+          : keyed
+            ? { expectedCode: 'PAYLOAD_MISMATCH' as const }
+            : {}),
+      copies,
+    };
+    plans.push(plan);
+    if (kind === 'valid' && !expiry) partnerable.push(index);
+  }
+  return plans;
+}
+
+/** Faults of one delivered record. */
+type RecordFault =
+  | 'throttle'
+  | 'conflict'
+  | 'lost-response'
+  | 'crash-before-claim'
+  | 'crash-after-claim'
+  | 'crash-after-outcome'
+  | 'crash-during-effect';
+
+const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
+  ['throttle', 0.04],
+  ['conflict', 0.03],
+  ['lost-response', 0.02],
+  ['crash-before-claim', 0.005],
+  ['crash-after-claim', 0.005],
+  ['crash-after-outcome', 0.005],
+  ['crash-during-effect', 0.005],
+];
+
+/** Crash points, as counted in the report. */
+export const CRASH_POINTS = [
+  'before the claim',
+  'after the claim',
+  'after the outcome, before the acknowledgement',
+  'during the effect',
+  'while building the batch response',
+] as const;
+
+/** A crash point. */
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+function recordFaultOf(
+  seed: number,
+  mode: Mode,
+  received: ReceivedMessage<PlannedCopyMeta>,
+): RecordFault | undefined {
+  let roll = chanceOf(seed, 'record', received.messageId, received.receiveCount);
+  for (const [fault, chance] of RECORD_FAULTS) {
+    if (roll < chance) return fault === 'crash-during-effect' && mode !== 'marker' ? undefined : fault;
+    roll -= chance;
+  }
+  return undefined;
+}
+
+/** What the queue carries next to each copy. */
+export interface PlannedCopyMeta {
+  readonly plan: PlannedMessage;
+  readonly epoch: 0 | 1;
+}
+
+/** One delivery of one copy, timed in real time to find concurrent deliveries. */
+export interface Delivery {
+  readonly planIndex: number;
+  readonly messageId: string;
+  readonly invocation: number;
+  readonly startedAt: number;
+  endedAt: number;
+}
+
+/** The last outcome logged for a message by an invocation that did not crash. */
+export interface LoggedOutcome {
+  readonly outcome: string;
+  readonly code?: string;
+  readonly reason?: string;
+}
+
+/** Everything a seed observed, for the oracle. */
+export interface SimulationResult {
+  readonly options: SeedOptions;
+  readonly plans: readonly PlannedMessage[];
+  readonly queue: SimulatedQueue<PlannedCopyMeta>;
+  readonly directDeadLetters: readonly DeadLetterMessage[];
+  readonly lastOutcome: ReadonlyMap<string, LoggedOutcome>;
+  readonly deliveries: readonly Delivery[];
+  /** Successful effect writes seen on the wire, by key (a commit, an entity put, a marker-mode update). */
+  readonly effectWrites: ReadonlyMap<string, number>;
+  /**
+   * Marker mode: keys whose marker was written (DynamoDB answered 200) by an invocation that
+   * neither wrote the effect nor released the marker: a crash in between, or a lost response
+   * to the marker write (the retry then finds its own marker and acknowledges a duplicate).
+   */
+  readonly markerGaps: ReadonlyMap<string, 'crash' | 'lost response'>;
+  readonly crashes: Readonly<Record<CrashPoint, number>>;
+  readonly invocations: number;
+  /** Things the runtime saw that must never happen (a handler that threw, a bad batch response). */
+  readonly runtimeViolations: readonly string[];
+  readonly virtualMillis: number;
+}
+
+interface Instance {
+  readonly index: number;
+  readonly skewMillis: number;
+  readonly client: LocalClient;
+  handler: SqsHandler;
+}
+
+interface Invocation {
+  readonly id: number;
+  readonly instance: Instance;
+  readonly epoch: 0 | 1;
+  readonly startVirtual: number;
+  readonly startReal: number;
+  readonly faultsByKey: Map<string, (RecordFault | undefined)[]>;
+  readonly claims: Map<string, number>;
+  readonly outcomeCrash: Set<string>;
+  readonly receiveCounts: Map<string, number>;
+  readonly responseCrash: boolean;
+  readonly deadline: boolean;
+  readonly faults: boolean;
+  readonly markerWritten: Set<string>;
+  readonly effectWritten: Set<string>;
+  readonly markerReleased: Set<string>;
+  crashed: boolean;
+}
+
+const invocationContext = new AsyncLocalStorage<Invocation>();
+
+/** Runs one seed to the end (every message deleted or dead-lettered) and returns what it saw. */
+export async function runSimulation(options: SeedOptions): Promise<SimulationResult> {
+  const { seed, mode, inboxTable, businessTable } = options;
+  const consumer = consumerOf(seed, mode);
+  const plans = planMessages(seed, options.messages, consumer);
+  const random = createRandom(seed ^ 0x5eed);
+  const queue = createSimulatedQueue<PlannedCopyMeta>({
+    startMillis: options.startMillis,
+    visibilityTimeoutMillis: VISIBILITY_TIMEOUT_MILLIS,
+    maxReceiveCount: MAX_RECEIVE_COUNT,
+    random,
+    skipChance: 0.05,
+    alone: (meta) => meta.epoch === 1,
+  });
+  const sends = plans
+    .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
+    .sort((a, b) => a.copy.position - b.copy.position);
+  for (const { plan, copy } of sends) {
+    queue.send(
+      { messageId: copy.messageId, body: copy.body, meta: { plan, epoch: copy.epoch } },
+      copy.delayMillis,
+    );
+  }
+
+  const directDeadLetters: DeadLetterMessage[] = [];
+  const lastOutcome = new Map<string, LoggedOutcome>();
+  const deliveries: Delivery[] = [];
+  const effectWrites = new Map<string, number>();
+  const markerGaps = new Map<string, 'crash' | 'lost response'>();
+  const crashes = Object.fromEntries(CRASH_POINTS.map((point) => [point, 0])) as Record<CrashPoint, number>;
+  const runtimeViolations: string[] = [];
+
+  const current = (instance: Instance): Invocation | undefined => {
+    const invocation = invocationContext.getStore();
+    return invocation?.instance === instance ? invocation : undefined;
+  };
+  const crash = (invocation: Invocation, point: CrashPoint): void => {
+    if (invocation.crashed) return;
+    invocation.crashed = true;
+    crashes[point] += 1;
+  };
+  const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+
+  const controllerOf = (instance: Instance): FaultController => ({
+    isCrashed: () => current(instance)?.crashed ?? false,
+    decide(request: DynamoRequest): RequestFault | undefined {
+      const invocation = current(instance);
+      const role = roleOf(request);
+      if (invocation === undefined || !invocation.faults || role.role === 'other') return undefined;
+      const faults = invocation.faultsByKey.get(role.pk);
+      if (role.role === 'claim') {
+        const claim = invocation.claims.get(role.pk) ?? 0;
+        invocation.claims.set(role.pk, claim + 1);
+        switch (faults?.[claim]) {
+          case 'throttle':
+            return { kind: 'throttle' };
+          case 'conflict':
+            return { kind: 'conflict' };
+          case 'lost-response':
+            return { kind: 'lost-response' };
+          case 'crash-before-claim':
+            return { kind: 'crash-before', label: 'before the claim' };
+          case 'crash-after-claim':
+            return { kind: 'crash-after', label: 'after the claim' };
+          default:
+            return undefined;
+        }
+      }
+      if (role.role === 'effect') {
+        const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
+        if (faults?.[claim] === 'crash-during-effect')
+          return { kind: 'crash-after', label: 'during the effect' };
+      }
+      return undefined;
+    },
+    crash(label) {
+      const invocation = current(instance);
+      if (invocation !== undefined) crash(invocation, label as CrashPoint);
+    },
+    onServerResponse(request, statusCode, repeated) {
+      if (statusCode !== 200 || repeated) return;
+      const role = roleOf(request);
+      const invocation = current(instance);
+      if (role.role === 'claim') {
+        const isEffect = mode === 'atomic' ? request.operation === 'TransactWriteItems' : mode === 'entity';
+        if (isEffect) bump(effectWrites, role.pk);
+        if (mode === 'marker') invocation?.markerWritten.add(role.pk);
+      } else if (role.role === 'effect' && role.tableName === businessTable) {
+        bump(effectWrites, role.pk);
+        invocation?.effectWritten.add(role.pk);
+      } else if (role.role === 'release') {
+        invocation?.markerReleased.add(role.pk);
+      }
+    },
+  });
+
+  const loggerOf = (instance: Instance): Logger => ({
+    log(entry: LogEntry) {
+      const invocation = current(instance);
+      if (invocation === undefined || invocation.crashed) return;
+      const messageId = entry.messageId;
+      if (typeof messageId !== 'string' || typeof entry.outcome !== 'string') return;
+      lastOutcome.set(messageId, {
+        outcome: entry.outcome,
+        ...(typeof entry.code === 'string' ? { code: entry.code } : {}),
+        ...(typeof entry.reason === 'string' ? { reason: entry.reason } : {}),
+      });
+      if (invocation.outcomeCrash.has(messageId)) {
+        crash(invocation, 'after the outcome, before the acknowledgement');
+        throw new SimulatedCrash('crashed after the outcome was decided');
+      }
+    },
+  });
+
+  const metricsOf = (instance: Instance): MetricsSink => ({
+    publish() {
+      const invocation = current(instance);
+      if (invocation?.responseCrash && !invocation.crashed) {
+        crash(invocation, 'while building the batch response');
+        throw new SimulatedCrash('crashed while building the batch response');
+      }
+    },
+  });
+
+  const senderOf = (instance: Instance): DeadLetterSender => ({
+    async send(message) {
+      const invocation = current(instance);
+      if (invocation?.crashed) throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
+      const receiveCount = invocation?.receiveCounts.get(message.sourceMessageId) ?? 0;
+      if (invocation?.faults && chanceOf(seed, 'dead-letter', message.sourceMessageId, receiveCount) < 0.1) {
+        throw new Error('SendMessage to the dead-letter queue failed (injected)');
+      }
+      directDeadLetters.push(message);
+    },
+  });
+
+  const clockOf = (instance: Instance) => (): number => {
+    const invocation = current(instance);
+    if (invocation === undefined) return queue.now() + instance.skewMillis;
+    const elapsed = performance.now() - invocation.startReal;
+    return (
+      Math.floor(invocation.startVirtual + elapsed) +
+      instance.skewMillis +
+      (invocation.epoch === 1 ? EXPIRY_JUMP_MILLIS : 0)
+    );
+  };
+
+  const effectUpdate = (scopedKey: string, amount: number, epoch: number) => ({
+    TableName: businessTable,
+    Key: { pk: scopedKey },
+    UpdateExpression:
+      'ADD #effects :one SET #amount = :amount, #epochs = list_append(if_not_exists(#epochs, :none), :epoch)',
+    ExpressionAttributeNames: { '#effects': 'effects', '#amount': 'amount', '#epochs': 'epochs' },
+    ExpressionAttributeValues: { ':one': 1, ':amount': amount, ':none': [], ':epoch': [epoch] },
+  });
+
+  const instances: Instance[] = Array.from({ length: options.instances }, (_, index) => {
+    // Half the instances let the SDK retry once (a lost response then meets its own marker).
+    const client = createLocalClient({ maxAttempts: index % 2 === 0 ? 1 : 2 });
+    options.tamper?.(client);
+    return {
+      index,
+      skewMillis: random.between(-MAX_SKEW_MILLIS, MAX_SKEW_MILLIS),
+      client,
+      handler: undefined as never,
+    };
+  });
+  type Body = { id: string; amount: number };
+  for (const instance of instances) {
+    attachFaultInjection(instance.client.document, controllerOf(instance));
+    const epochNow = () => current(instance)?.epoch ?? 0;
+    const common = {
+      consumer,
+      client: instance.client.document,
+      tableName: inboxTable,
+      clock: clockOf(instance),
+      dedupKey: fromBody<Body>((body) => body.id),
+      ttlSeconds: TTL_SECONDS,
+      logger: loggerOf(instance),
+      logLevel: 'debug' as const,
+      metrics: metricsOf(instance),
+      ...(options.deadLetter === 'direct'
+        ? { deadLetter: 'direct' as const, deadLetterSender: senderOf(instance) }
+        : { deadLetter: 'redrive' as const }),
+    };
+    instance.handler =
+      mode === 'atomic'
+        ? createSqsHandler<Body>({
+            ...common,
+            mode: 'atomic',
+            handle: (message, unitOfWork) => {
+              unitOfWork.update(effectUpdate(message.scopedKey, message.body.amount, epochNow()));
+            },
+          })
+        : mode === 'marker'
+          ? createSqsHandler<Body>({
+              ...common,
+              mode: 'marker',
+              handle: async (message) => {
+                await instance.client.document.send(
+                  new UpdateCommand(effectUpdate(message.scopedKey, message.body.amount, epochNow())),
+                );
+              },
+            })
+          : createSqsHandler<Body>({
+              ...common,
+              mode: 'entity',
+              handle: (message) => ({
+                tableName: businessTable,
+                keyAttribute: 'pk',
+                item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
+              }),
+            });
+  }
+
+  let invocationCount = 0;
+  const invoke = async (instance: Instance, batch: ReceivedMessage<PlannedCopyMeta>[]): Promise<void> => {
+    const first = batch[0]!;
+    const faults = batch.every((received) => received.receiveCount < FAULT_FREE_FROM_RECEIVE);
+    const invocationRoll = chanceOf(seed, 'invocation', first.messageId, first.receiveCount);
+    const invocation: Invocation = {
+      id: ++invocationCount,
+      instance,
+      epoch: first.meta.epoch,
+      startVirtual: queue.now(),
+      startReal: performance.now(),
+      faultsByKey: new Map(),
+      claims: new Map(),
+      outcomeCrash: new Set(),
+      receiveCounts: new Map(batch.map((received) => [received.messageId, received.receiveCount])),
+      responseCrash: faults && invocationRoll < 0.03,
+      deadline: faults && invocationRoll >= 0.03 && invocationRoll < 0.04,
+      faults,
+      markerWritten: new Set(),
+      effectWritten: new Set(),
+      markerReleased: new Set(),
+      crashed: false,
+    };
+    for (const received of batch) {
+      const fault = faults ? recordFaultOf(seed, mode, received) : undefined;
+      const scopedKey = received.meta.plan.scopedKey;
+      if (scopedKey !== undefined) {
+        const list = invocation.faultsByKey.get(scopedKey) ?? [];
+        list.push(fault);
+        invocation.faultsByKey.set(scopedKey, list);
+      }
+      if (fault === 'crash-after-outcome') invocation.outcomeCrash.add(received.messageId);
+    }
+    const records: SqsRecord[] = batch.map((received) => ({
+      messageId: received.messageId,
+      receiptHandle: received.receiptHandle,
+      body: received.body,
+      attributes: {
+        ApproximateReceiveCount: String(received.receiveCount),
+        SentTimestamp: String(received.sentAt),
+        SenderId: 'AIDAEXAMPLE',
+        ApproximateFirstReceiveTimestamp: String(received.sentAt),
+      },
+      messageAttributes: {},
+      eventSource: 'aws:sqs',
+      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
+      awsRegion: 'us-east-1',
+    }));
+    const started = performance.now();
+    const timed = batch.map((received) => {
+      const delivery: Delivery = {
+        planIndex: received.meta.plan.index,
+        messageId: received.messageId,
+        invocation: invocation.id,
+        startedAt: started,
+        endedAt: started,
+      };
+      deliveries.push(delivery);
+      return delivery;
+    });
+    const context = {
+      awsRequestId: `s${seed}-i${invocation.id}`,
+      functionName: `reliability-${seed}`,
+      getRemainingTimeInMillis: () =>
+        invocation.deadline ? 1000 : 60_000 - Math.floor(performance.now() - invocation.startReal),
+    };
+
+    let response: SqsBatchResponse | undefined;
+    let thrown: unknown;
+    await invocationContext.run(invocation, async () => {
+      try {
+        response = await instance.handler({ Records: records }, context);
+      } catch (error) {
+        thrown = error;
+      }
+    });
+    const ended = performance.now();
+    for (const delivery of timed) delivery.endedAt = ended;
+    if (mode === 'marker') {
+      for (const key of invocation.markerWritten) {
+        if (!invocation.effectWritten.has(key) && !invocation.markerReleased.has(key)) {
+          markerGaps.set(key, invocation.crashed ? 'crash' : 'lost response');
+        }
+      }
+    }
+    // A crashed invocation returns nothing: its messages come back after the visibility timeout.
+    if (invocation.crashed) return;
+    if (thrown !== undefined || response === undefined) {
+      runtimeViolations.push(`invocation ${invocation.id}: the handler threw ${String(thrown)}`);
+      return;
+    }
+    const ids = new Set(batch.map((received) => received.messageId));
+    const failures = response.batchItemFailures.map((failure) => failure.itemIdentifier);
+    const unknown = failures.filter((id) => !ids.has(id));
+    if (unknown.length > 0) {
+      // Lambda fails the whole batch when an identifier is not in it.
+      runtimeViolations.push(`invocation ${invocation.id}: batch item failures not in the batch: ${unknown}`);
+      return;
+    }
+    const failed = new Set(failures);
+    for (const received of batch) {
+      if (failed.has(received.messageId)) continue;
+      if (!queue.delete(received.receiptHandle)) {
+        runtimeViolations.push(`invocation ${invocation.id}: stale receipt handle for ${received.messageId}`);
+      }
+    }
+  };
+
+  try {
+    const idle = [...instances];
+    const running = new Set<Promise<void>>();
+    for (;;) {
+      while (idle.length > 0) {
+        const batch = queue.receive(BATCH_SIZE);
+        if (batch.length === 0) break;
+        const instance = idle.shift()!;
+        const run: Promise<void> = invoke(instance, batch).finally(() => {
+          running.delete(run);
+          idle.push(instance);
+        });
+        running.add(run);
+      }
+      if (running.size > 0) {
+        await Promise.race(running);
+        continue;
+      }
+      if (!queue.advance()) break;
+    }
+  } finally {
+    for (const instance of instances) instance.client.raw.destroy();
+  }
+
+  return {
+    options,
+    plans,
+    queue,
+    directDeadLetters,
+    lastOutcome,
+    deliveries,
+    effectWrites,
+    markerGaps,
+    crashes,
+    invocations: invocationCount,
+    runtimeViolations,
+    virtualMillis: queue.now() - options.startMillis,
+  };
+}
