@@ -81,6 +81,8 @@ export interface JobRun {
   /**
    * Moves the lease end to now + `leaseMillis`. Throws (code `IN_FLIGHT`) when another run has
    * taken the slot over: stop working; `run()` then answers `{ ran: false, reason: 'lease-lost' }`.
+   * Call it before a step whose effect must not repeat: a run that stalled past its lease (and
+   * was taken over) then stops before the effect instead of after it.
    */
   extendLease(): Promise<void>;
   /** The value the last run of this slot saved with `saveCheckpoint`, `undefined` when none. */
