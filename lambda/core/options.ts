@@ -69,6 +69,22 @@ export interface EntityModeOptions<TBody> {
  *
  * Like atomic mode, code in `handle` outside `effects.run` runs on every delivery.
  * DynamoDB requests per effect: 2 on first delivery (claim, complete), 1 on a duplicate.
+ *
+ * @example
+ * createSqsHandler<Order>({
+ *   consumer: 'billing',
+ *   dedupKey: fromBody('orderId'),
+ *   client,
+ *   tableName: process.env.EO_INBOX_TABLE!,
+ *   mode: 'two-phase',
+ *   storeResults: true,
+ *   handle: async (message, effects) => {
+ *     const invoice = await effects.run('invoice', ({ idempotencyKey }) =>
+ *       payments.createInvoice(message.body, { headers: { 'Idempotency-Key': idempotencyKey } }),
+ *     );
+ *     await effects.run('stock', ({ clientToken }) => stock.reserve(message.body.items, clientToken));
+ *   },
+ * });
  */
 export interface TwoPhaseModeOptions<TBody> {
   readonly mode: 'two-phase';

@@ -1,0 +1,145 @@
+/**
+ * Example handler: a payment notifier in two-phase mode, whose effect is outside DynamoDB. For
+ * each payment event it calls a downstream HTTP service once, `POST <DOWNSTREAM_URL>/notifications`
+ * with the propagated `Idempotency-Key` header.
+ *
+ * - **Dedup key: the natural key `paymentId` + `status`.** A payment enters each status once.
+ * - **Effect `notify`**, claimed with a lease before the call and completed after it. A crash
+ *   between the call and the completion leaves the claim in progress; once its lease ends, the
+ *   next delivery takes it over and calls again *with the same key*, so a downstream service
+ *   that deduplicates on `Idempotency-Key` notifies once. The downstream's notification id is
+ *   stored with the completed record and returned on a duplicate.
+ * - **Transient vs permanent:** a network error, a timeout, 408, 409, 425, 429 and 5xx are
+ *   retried (the claim is released, the retry calls again with the same key); any other 4xx is
+ *   permanent and dead-letters the message.
+ *
+ * Environment: `DOWNSTREAM_URL`, plus the toolkit's `EO_*` variables (see `ENV`);
+ * `EO_LEASE_MILLIS` is the lease (the construct sets the function timeout). Permissions on the
+ * inbox table: `dynamodb:PutItem`, `GetItem`, `UpdateItem`, `DeleteItem`.
+ */
+import { fromBody } from '../core/dedup-key';
+import { EffectivelyOnceError, PermanentError } from '../core/errors';
+import type { Message } from '../core/message';
+import type { EffectContext, Effects } from '../core/two-phase';
+import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
+import { createHandlerClients, readToolkitEnvironment, requireEnv, toolkitOptions } from './handler-env';
+
+/** One payment event, as the producer sends it. */
+export interface PaymentEvent {
+  readonly paymentId: string;
+  readonly status: string;
+  /** Amount in minor units (for example cents). */
+  readonly amount: number;
+  readonly currency: string;
+  readonly customerId?: string;
+}
+
+/** What the downstream service answered, stored with the completed effect. */
+export interface Notification {
+  /** HTTP status of the downstream's answer. */
+  readonly status: number;
+  /** The downstream's id of the notification, when its JSON answer has one. */
+  readonly notificationId?: string;
+}
+
+/** The longest a downstream call may take before it is aborted and retried. */
+export const DOWNSTREAM_TIMEOUT_MILLIS = 10_000;
+
+/** Statuses worth a retry; any other 4xx is permanent. */
+const TRANSIENT_STATUSES = new Set([408, 409, 425, 429]);
+
+const isText = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+
+/** Parses and validates a payment event; an invalid one is a permanent `MALFORMED_BODY` error. */
+export function parsePaymentEvent(rawBody: string): PaymentEvent {
+  let event: Partial<PaymentEvent> | null;
+  try {
+    event = JSON.parse(rawBody);
+  } catch {
+    // JSON.parse quotes the body in its message, and bodies never reach the logs.
+    throw new Error('A payment event must be JSON');
+  }
+  if (typeof event !== 'object' || event === null) throw new Error('A payment event must be a JSON object');
+  for (const field of ['paymentId', 'status', 'currency'] as const) {
+    if (!isText(event[field])) throw new Error(`\`${field}\` must be a non-empty string`);
+  }
+  if (!Number.isSafeInteger(event.amount)) throw new Error('`amount` must be an integer');
+  return event as PaymentEvent;
+}
+
+/**
+ * Posts the notification of `payment` to `<downstreamUrl>/notifications` with the effect's
+ * `Idempotency-Key`, aborting on the effect's signal or after {@link DOWNSTREAM_TIMEOUT_MILLIS}.
+ */
+export async function notifyDownstream(
+  downstreamUrl: string,
+  payment: PaymentEvent,
+  effect: Pick<EffectContext, 'idempotencyKey' | 'signal'>,
+  fetchImpl: typeof fetch = fetch,
+): Promise<Notification> {
+  const response = await fetchImpl(`${downstreamUrl.replace(/\/+$/, '')}/notifications`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': effect.idempotencyKey },
+    body: JSON.stringify({
+      paymentId: payment.paymentId,
+      status: payment.status,
+      amount: payment.amount,
+      currency: payment.currency,
+      customerId: payment.customerId,
+    }),
+    signal: AbortSignal.any([effect.signal, AbortSignal.timeout(DOWNSTREAM_TIMEOUT_MILLIS)]),
+  });
+  const { status } = response;
+  if (status >= 500 || TRANSIENT_STATUSES.has(status)) {
+    throw new Error(`The downstream service answered ${status}`);
+  }
+  if (status >= 400) throw new PermanentError(`The downstream service rejected the notification (${status})`);
+  const answer = (await response.json().catch(() => undefined)) as { notificationId?: unknown } | undefined;
+  return typeof answer?.notificationId === 'string'
+    ? { status, notificationId: answer.notificationId }
+    : { status };
+}
+
+/** Runs the `notify` effect of one payment event; returns the notification (stored on a duplicate). */
+export function notifyPayment(
+  downstreamUrl: string,
+  message: Message<PaymentEvent>,
+  effects: Effects,
+  fetchImpl?: typeof fetch,
+): Promise<Notification | undefined> {
+  return effects.run('notify', (effect) => notifyDownstream(downstreamUrl, message.body, effect, fetchImpl));
+}
+
+/** The payment notifier's mode options for `downstreamUrl` (everything but the toolkit settings). */
+export function paymentNotifierOptions(
+  downstreamUrl: string,
+  fetchImpl?: typeof fetch,
+): Pick<SqsHandlerOptions<PaymentEvent>, 'parse' | 'dedupKey'> & {
+  readonly mode: 'two-phase';
+  readonly storeResults: true;
+  readonly handle: (message: Message<PaymentEvent>, effects: Effects) => Promise<unknown>;
+} {
+  if (!URL.canParse(downstreamUrl)) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`DOWNSTREAM_URL\` to be an absolute URL, got \`${downstreamUrl}\``,
+    );
+  }
+  return {
+    parse: parsePaymentEvent,
+    dedupKey: fromBody((payment: PaymentEvent) => [payment.paymentId, payment.status]),
+    mode: 'two-phase',
+    storeResults: true,
+    handle: (message, effects) => notifyPayment(downstreamUrl, message, effects, fetchImpl),
+  };
+}
+
+const environment = readToolkitEnvironment();
+const clients = createHandlerClients(environment);
+
+/** The Lambda handler (bundled by entry path; SDK clients are created once per cold start). */
+export const handler = createSqsHandler<PaymentEvent>({
+  ...toolkitOptions(environment, clients),
+  leaseMillis: environment.leaseMillis,
+  ...paymentNotifierOptions(requireEnv('DOWNSTREAM_URL')),
+});
