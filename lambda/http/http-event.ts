@@ -23,7 +23,8 @@ export interface ApiGatewayProxyEventV1 {
 
 /** An API Gateway HTTP API or Lambda function URL event, payload format 2.0. */
 export interface ApiGatewayProxyEventV2 {
-  readonly version: '2.0';
+  /** `'2.0'` (typed as a string, as `@types/aws-lambda` declares it). */
+  readonly version: string;
   /** `METHOD /template`, or `$default` (function URLs, default routes). */
   readonly routeKey: string;
   readonly rawPath: string;
