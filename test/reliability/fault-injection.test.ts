@@ -128,7 +128,7 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
   );
 
   it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
-    'injected a crash at every crash point, reprocessed expired records and dead-lettered poison input across the seeds',
+    'injected a crash at every crash point, reprocessed expired records, took over claims and dead-lettered poison input across the seeds',
     () => {
       expect(reports).toHaveLength(SEEDS.length);
       const byPoint = Object.fromEntries(
@@ -140,7 +140,55 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
       for (const point of CRASH_POINTS) expect(byPoint[point], point).toBeGreaterThan(0);
       expect(reports.reduce((sum, report) => sum + report.reprocessedAfterExpiry, 0)).toBeGreaterThan(0);
       expect(reports.every((report) => report.deadLettered > 0)).toBe(true);
-      expect(new Set(reports.map((report) => report.mode))).toEqual(new Set(['atomic', 'marker', 'entity']));
+      expect(new Set(reports.map((report) => report.mode))).toEqual(
+        new Set(['atomic', 'marker', 'entity', 'two-phase']),
+      );
+      expect(reports.reduce((sum, report) => sum + report.takeovers, 0)).toBeGreaterThan(0);
     },
   );
+});
+
+/** Rewrites the `TransactWriteItems` of a client before it is sent (a deliberately broken store). */
+function tamperTransactions(
+  client: LocalClient,
+  rewrite: (items: Record<string, unknown>[]) => Record<string, unknown>[],
+): void {
+  client.document.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+      const input = args.input as { TransactItems?: Record<string, unknown>[] };
+      return next({ ...args, input: { ...input, TransactItems: rewrite(input.TransactItems ?? []) } });
+    },
+    { step: 'initialize', priority: 'low', name: 'reliabilityTamper' },
+  );
+}
+
+describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken store', () => {
+  const small = { messages: 200, mode: 'atomic', deadLetter: 'direct' } as const;
+
+  it('counts duplicate effects when the marker is written without its condition', async () => {
+    const report = await runSeed(9001, {
+      ...small,
+      tamper: (client) =>
+        tamperTransactions(client, ([marker, ...business]) => {
+          const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...put } = (
+            marker as { Put: Record<string, unknown> }
+          ).Put;
+          return [{ Put: put }, ...business];
+        }),
+    });
+
+    expect(report.duplicateEffects).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+  });
+
+  it('counts lost messages when the commit drops the business writes', async () => {
+    const report = await runSeed(9002, {
+      ...small,
+      tamper: (client) => tamperTransactions(client, ([marker]) => [marker!]),
+    });
+
+    expect(report.lost).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('effect missing'))).toBe(true);
+  });
 });

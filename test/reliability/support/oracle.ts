@@ -23,6 +23,17 @@
  * delivery and the epoch-1 redelivery run at the same time their effects may land in either
  * order: there, `[1, 0]` is correct too, and only one effect per window is checked.
  *
+ * Two-phase mode runs effects outside DynamoDB (here two, `charge` then `notify`, each under
+ * its own inbox record) against a simulated downstream service that deduplicates by the
+ * derived `idempotencyKey`, as the toolkit asks of external APIs. Two-phase is at-least-once by
+ * design: a claim whose lease ended (its invocation crashed mid-effect, or an instance whose
+ * clock runs ahead sees it ended) is taken over and the effect runs again, and an effect whose
+ * answer was lost is released and runs again. So the oracle counts *executions* per effect
+ * record and live window, and allows one plus one per takeover and per lost answer in that
+ * window; anything beyond is a duplicate effect. The effect the outside world sees (the first
+ * execution per idempotency key) must exist, with the winner's payload, and every effect
+ * record of the winner must be `COMPLETED` with its fingerprint.
+ *
  * Entity mode has no expiry: the business item is the marker and never expires, so it must be
  * written exactly once even across the epoch-1 redelivery (counted on the wire: successful
  * conditional puts of the item).
@@ -52,7 +63,7 @@
 
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
-import type { PlannedMessage, SimulationResult } from './simulation';
+import type { EpochEvents, PlannedMessage, SimulationResult } from './simulation';
 import { readItems } from './tables';
 
 /** What one seed amounted to. */
@@ -78,6 +89,13 @@ export interface SeedReport {
    * between marker and effect, or a lost response to the marker write.
    */
   readonly atMostOnceGaps: Readonly<Record<string, number>>;
+  /**
+   * Two-phase: executions of an effect beyond the first in a live window, each explained by a
+   * takeover or a lost answer, and deduplicated downstream by the derived idempotency key.
+   */
+  readonly reexecutionsDeduplicated: number;
+  /** Two-phase: claims taken over after their lease ended. */
+  readonly takeovers: number;
   readonly deadLettered: number;
   readonly invocations: number;
   readonly virtualSeconds: number;
@@ -134,8 +152,10 @@ export async function checkSeed(
   for (const violation of result.runtimeViolations) violate(violation);
 
   const scopedKeys = plans.flatMap((plan) => (plan.scopedKey === undefined ? [] : [plan.scopedKey]));
-  const business = await readItems(reader, options.businessTable, scopedKeys);
-  const inbox = mode === 'entity' ? new Map() : await readItems(reader, options.inboxTable, scopedKeys);
+  const effectKeys = plans.flatMap((plan) => plan.effectKeys ?? []);
+  const business =
+    mode === 'two-phase' ? new Map() : await readItems(reader, options.businessTable, scopedKeys);
+  const inbox = mode === 'entity' ? new Map() : await readItems(reader, options.inboxTable, effectKeys);
 
   const directByCopy = new Map<string, { code: string; reason: string; body: string }[]>();
   for (const letter of result.directDeadLetters) {
@@ -211,6 +231,7 @@ export async function checkSeed(
 
   let duplicateEffects = 0;
   let reprocessedAfterExpiry = 0;
+  let reexecutionsDeduplicated = 0;
   const atMostOnceGaps: Record<string, number> = {};
   const byKey = new Map<string, PlannedMessage[]>();
   for (const plan of plans) {
@@ -223,61 +244,119 @@ export async function checkSeed(
     byKey.set(plan.scopedKey, group);
   }
 
+  const appliedByPk = new Map<string, { amount: number; count: number }>();
+  for (const entry of result.downstream.applied.values()) appliedByPk.set(entry.pk, entry);
+  const epochCount = (events: EpochEvents, key: string, epoch: number) =>
+    (events.get(key) ?? []).filter((tagged) => tagged === epoch).length;
+
   for (const [pk, group] of byKey) {
-    const item = business.get(pk);
-    const storedFingerprint =
-      mode === 'entity'
-        ? (item?.[ENTITY_FINGERPRINT_ATTRIBUTE] as string | undefined)
-        : (inbox.get(pk)?.fingerprint as string | undefined);
-    const winner = group.find((plan) => plan.fingerprint === storedFingerprint);
-    const wireEffects = result.effectWrites.get(pk) ?? 0;
-    let effects: number;
+    const expiry = group.some((plan) => plan.expiry);
+    let storedFingerprint: string | undefined;
+    let keyDuplicates = 0;
+    /** Why the winner's effect is not all there, if it is not. */
+    let missing: string | undefined;
+    let amount: number | undefined;
     let epochs: number[];
-    if (mode === 'entity') {
-      effects = wireEffects;
-      epochs = Array.from({ length: effects }, () => 0);
-      if ((item !== undefined) !== effects > 0)
-        violate(`${pk}: entity item ${item ? 'present' : 'absent'} after ${effects} successful puts`);
+
+    if (mode === 'two-phase') {
+      // One inbox record and one downstream effect per effect name; the oracle counts executions.
+      const keys = group[0]!.effectKeys!;
+      storedFingerprint = inbox.get(keys[0]!)?.fingerprint as string | undefined;
+      const winnerFingerprint = group.find((plan) => plan.fingerprint === storedFingerprint)?.fingerprint;
+      epochs = [];
+      for (const key of keys) {
+        const record = inbox.get(key);
+        const executed = result.downstream.executions.get(key) ?? [];
+        for (const epoch of [0, 1]) {
+          const count = executed.filter((tagged) => tagged === epoch).length;
+          // A second execution needs a reason: the claim was taken over after its lease ended,
+          // or the effect's answer was lost and the claim released. Downstream deduplicates both.
+          const allowed =
+            count === 0
+              ? 0
+              : 1 +
+                epochCount(result.downstream.takeovers, key, epoch) +
+                epochCount(result.downstream.failedAfterExecution, key, epoch);
+          keyDuplicates += Math.max(0, count - allowed);
+        }
+        reexecutionsDeduplicated += executed.length - new Set(executed).size;
+        if (epochs.length === 0) epochs = [...new Set(executed)].sort();
+        if (winnerFingerprint === undefined) continue;
+        const appliedEffect = appliedByPk.get(key);
+        if (record?.status !== 'COMPLETED' || record.fingerprint !== winnerFingerprint) {
+          missing ??= `${key} is ${record === undefined ? 'absent' : `${String(record.status)} with fingerprint ${String(record.fingerprint).slice(0, 8)}`}`;
+        } else if (appliedEffect === undefined) {
+          missing ??= `${key} completed, but its effect never reached the downstream service`;
+        } else if (amount === undefined || amount === appliedEffect.amount) {
+          amount = appliedEffect.amount;
+        } else {
+          violate(`${pk}: the effects applied different amounts`);
+        }
+      }
     } else {
-      effects = Number(item?.effects ?? 0);
-      epochs = ((item?.epochs as unknown[] | undefined) ?? []).map(Number);
-      if (epochs.length !== effects)
-        violate(`${pk}: effects ${effects} but ${epochs.length} epochs recorded`);
-      if (wireEffects !== effects)
-        violate(`${pk}: ${wireEffects} successful effect writes on the wire, effects ${effects} in the item`);
+      const item = business.get(pk);
+      storedFingerprint =
+        mode === 'entity'
+          ? (item?.[ENTITY_FINGERPRINT_ATTRIBUTE] as string | undefined)
+          : (inbox.get(pk)?.fingerprint as string | undefined);
+      const wireEffects = result.effectWrites.get(pk) ?? 0;
+      let effects: number;
+      if (mode === 'entity') {
+        effects = wireEffects;
+        epochs = Array.from({ length: effects }, () => 0);
+        if ((item !== undefined) !== effects > 0) {
+          violate(`${pk}: entity item ${item ? 'present' : 'absent'} after ${effects} successful puts`);
+        }
+      } else {
+        effects = Number(item?.effects ?? 0);
+        epochs = ((item?.epochs as unknown[] | undefined) ?? []).map(Number);
+        if (epochs.length !== effects)
+          violate(`${pk}: effects ${effects} but ${epochs.length} epochs recorded`);
+        if (wireEffects !== effects) {
+          violate(
+            `${pk}: ${wireEffects} successful effect writes on the wire, effects ${effects} in the item`,
+          );
+        }
+      }
+      keyDuplicates = duplicateEffectsOf(epochs, mode !== 'marker');
+      if (keyDuplicates > 0) {
+        violate(
+          `${pk}: ${keyDuplicates} duplicate effect(s), effects in live windows ${JSON.stringify(epochs)}`,
+        );
+      }
+      if (effects === 0) missing = 'marker present, effect missing';
+      else amount = Number(item?.amount);
     }
 
-    const keyDuplicates = duplicateEffectsOf(epochs, mode !== 'marker');
-    if (keyDuplicates > 0)
+    if (mode === 'two-phase' && keyDuplicates > 0) {
       violate(
-        `${pk}: ${keyDuplicates} duplicate effect(s), effects in live windows ${JSON.stringify(epochs)}`,
+        `${pk}: ${keyDuplicates} execution(s) of an effect without a takeover or a lost answer to explain them`,
       );
+    }
     duplicateEffects += keyDuplicates;
-    if (epochs.includes(1) && !group.some((plan) => plan.expiry))
-      violate(`${pk}: an effect in epoch 1 without an expiry redelivery`);
+    if (epochs.includes(1) && !expiry) violate(`${pk}: an effect in epoch 1 without an expiry redelivery`);
     if (epochs.length === 2 && keyDuplicates === 0) reprocessedAfterExpiry += 1;
 
+    const winner = group.find((plan) => plan.fingerprint === storedFingerprint);
     if (storedFingerprint !== undefined && winner === undefined) {
       violate(`${pk}: the stored fingerprint matches no planned payload`);
     }
     for (const plan of group) {
       if (plan === winner) {
         expectAcknowledged(plan);
-        if (effects === 0) {
-          const gap = mode === 'marker' ? result.markerGaps.get(pk) : undefined;
-          if (gap !== undefined) atMostOnceGaps[gap] = (atMostOnceGaps[gap] ?? 0) + 1;
-          else {
-            violate(`m${plan.index} (${pk}): marker present, effect missing`);
-            lost += 1;
-          }
-        } else if (Number(item?.amount) !== plan.amount) {
-          violate(`m${plan.index} (${pk}): amount ${String(item?.amount)}, expected ${plan.amount}`);
+        const gap = mode === 'marker' && missing !== undefined ? result.markerGaps.get(pk) : undefined;
+        if (gap !== undefined) {
+          atMostOnceGaps[gap] = (atMostOnceGaps[gap] ?? 0) + 1;
+        } else if (missing !== undefined) {
+          violate(`m${plan.index} (${pk}): ${missing}`);
+          lost += 1;
+        } else if (amount !== plan.amount) {
+          violate(`m${plan.index} (${pk}): amount ${String(amount)}, expected ${plan.amount}`);
         }
       } else if (winner !== undefined) {
         if (!expectDeadLettered(plan, 'PAYLOAD_MISMATCH')) lost += 1;
       } else {
-        // No record: nobody processed the key.
-        violate(`m${plan.index} (${pk}): never processed (no record, ${effects} effects)`);
+        violate(`m${plan.index} (${pk}): never processed (no record)`);
         lost += 1;
       }
     }
@@ -310,6 +389,8 @@ export async function checkSeed(
     deliveredConcurrently: [...concurrent.values()].filter(Boolean).length,
     reprocessedAfterExpiry,
     atMostOnceGaps,
+    reexecutionsDeduplicated,
+    takeovers: [...result.downstream.takeovers.values()].reduce((sum, list) => sum + list.length, 0),
     deadLettered,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),

@@ -49,7 +49,17 @@ import { createSimulatedQueue, type ReceivedMessage, type SimulatedQueue } from 
 import { createLocalClient, type LocalClient } from './tables';
 
 /** Which toolkit mode a seed runs. */
-export type Mode = 'atomic' | 'marker' | 'entity';
+export type Mode = 'atomic' | 'marker' | 'entity' | 'two-phase';
+
+/** Two-phase seeds run these effects, in this order, each under its own inbox record. */
+export const TWO_PHASE_EFFECTS = ['charge', 'notify'] as const;
+/**
+ * Two-phase lease: shorter than the visibility timeout, so a crashed claim is taken over on
+ * redelivery, and shorter than twice the largest skew, so an instance whose clock runs ahead
+ * may take over a claim whose owner is still running (the "possibly twice" case, fenced by the
+ * owner token and deduplicated downstream by the derived idempotency key).
+ */
+export const LEASE_MILLIS = 8000;
 
 /** How permanent failures reach the dead-letter queue. */
 export type DeadLetterStyle = 'direct' | 'redrive';
@@ -88,6 +98,11 @@ export interface PlannedMessage {
   /** The dedup key (body field `id`), absent for poison input without one. */
   readonly key?: string;
   readonly scopedKey?: string;
+  /**
+   * The inbox records the message's effects live under: the scoped key, or in two-phase mode
+   * one record per effect (`scopeKey(consumer, key, effect)`).
+   */
+  readonly effectKeys?: readonly string[];
   readonly amount?: number;
   /** Fingerprint of the payload (canonical JSON: the same for every copy). */
   readonly fingerprint?: string;
@@ -116,10 +131,13 @@ export interface SeedOptions {
   readonly tamper?: (client: LocalClient) => void;
 }
 
-/** The mode and dead-letter style a seed runs: atomic mostly, marker and entity in some seeds. */
+/**
+ * The mode and dead-letter style a seed runs: atomic in two seeds of five, marker, entity and
+ * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly.
+ */
 export function seedProfile(seed: number): { readonly mode: Mode; readonly deadLetter: DeadLetterStyle } {
-  const mode: Mode = seed % 4 === 1 ? 'marker' : seed % 4 === 3 ? 'entity' : 'atomic';
-  return { mode, deadLetter: seed % 3 === 2 ? 'redrive' : 'direct' };
+  const modes: readonly Mode[] = ['atomic', 'marker', 'atomic', 'entity', 'two-phase'];
+  return { mode: modes[seed % modes.length]!, deadLetter: seed % 3 === 2 ? 'redrive' : 'direct' };
 }
 
 /** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
@@ -140,7 +158,7 @@ function serialise(payload: Record<string, unknown>, random: Random): string {
  * batches later (delivered concurrently), 8% a copy resent long after, 3% a copy in the same
  * batch, and 5% of valid messages an expiry redelivery.
  */
-export function planMessages(seed: number, count: number, consumer: string): PlannedMessage[] {
+export function planMessages(seed: number, count: number, consumer: string, mode: Mode): PlannedMessage[] {
   const random = createRandom(seed);
   const plans: PlannedMessage[] = [];
   const partnerable: number[] = [];
@@ -183,6 +201,14 @@ export function planMessages(seed: number, count: number, consumer: string): Pla
       index,
       kind,
       ...(keyed ? { key: messageKey, scopedKey: scopeKey(consumer, messageKey), amount } : {}),
+      ...(keyed
+        ? {
+            effectKeys:
+              mode === 'two-phase'
+                ? TWO_PHASE_EFFECTS.map((effect) => scopeKey(consumer, messageKey, effect))
+                : [scopeKey(consumer, messageKey)],
+          }
+        : {}),
       ...(keyed ? { fingerprint: fingerprintOf(payload) } : {}),
       expiry,
       ...(kind === 'malformed'
@@ -208,7 +234,8 @@ type RecordFault =
   | 'crash-before-claim'
   | 'crash-after-claim'
   | 'crash-after-outcome'
-  | 'crash-during-effect';
+  | 'crash-during-effect'
+  | 'lost-downstream-response';
 
 const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['throttle', 0.04],
@@ -218,6 +245,7 @@ const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['crash-after-claim', 0.005],
   ['crash-after-outcome', 0.005],
   ['crash-during-effect', 0.005],
+  ['lost-downstream-response', 0.02],
 ];
 
 /** Crash points, as counted in the report. */
@@ -239,7 +267,12 @@ function recordFaultOf(
 ): RecordFault | undefined {
   let roll = chanceOf(seed, 'record', received.messageId, received.receiveCount);
   for (const [fault, chance] of RECORD_FAULTS) {
-    if (roll < chance) return fault === 'crash-during-effect' && mode !== 'marker' ? undefined : fault;
+    if (roll < chance) {
+      if (fault === 'crash-during-effect')
+        return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
+      if (fault === 'lost-downstream-response') return mode === 'two-phase' ? fault : undefined;
+      return fault;
+    }
     roll -= chance;
   }
   return undefined;
@@ -283,11 +316,34 @@ export interface SimulationResult {
    * to the marker write (the retry then finds its own marker and acknowledges a duplicate).
    */
   readonly markerGaps: ReadonlyMap<string, 'crash' | 'lost response'>;
+  /** Two-phase: the downstream service the effects call, and what the inbox did around it. */
+  readonly downstream: DownstreamLog;
   readonly crashes: Readonly<Record<CrashPoint, number>>;
   readonly invocations: number;
   /** Things the runtime saw that must never happen (a handler that threw, a bad batch response). */
   readonly runtimeViolations: readonly string[];
   readonly virtualMillis: number;
+}
+
+/** Events per inbox record key, each tagged with the epoch it happened in. */
+export type EpochEvents = ReadonlyMap<string, readonly number[]>;
+
+/**
+ * The simulated downstream service of two-phase seeds (a payments API, a mailer): idempotent by
+ * the `idempotencyKey` the toolkit derives, like any well-behaved external API.
+ */
+export interface DownstreamLog {
+  /** Every execution of an effect, by effect record key: what the toolkit made happen. */
+  readonly executions: EpochEvents;
+  /** Applied effects by idempotency key (the first execution): what the outside world sees. */
+  readonly applied: ReadonlyMap<
+    string,
+    { readonly pk: string; readonly amount: number; readonly count: number }
+  >;
+  /** Claims taken over (DynamoDB answered 200 to a takeover), by effect record key. */
+  readonly takeovers: EpochEvents;
+  /** Effects that executed downstream but whose answer was lost, so the claim was released. */
+  readonly failedAfterExecution: EpochEvents;
 }
 
 interface Instance {
@@ -322,7 +378,7 @@ const invocationContext = new AsyncLocalStorage<Invocation>();
 export async function runSimulation(options: SeedOptions): Promise<SimulationResult> {
   const { seed, mode, inboxTable, businessTable } = options;
   const consumer = consumerOf(seed, mode);
-  const plans = planMessages(seed, options.messages, consumer);
+  const plans = planMessages(seed, options.messages, consumer, mode);
   const random = createRandom(seed ^ 0x5eed);
   const queue = createSimulatedQueue<PlannedCopyMeta>({
     startMillis: options.startMillis,
@@ -349,6 +405,15 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const markerGaps = new Map<string, 'crash' | 'lost response'>();
   const crashes = Object.fromEntries(CRASH_POINTS.map((point) => [point, 0])) as Record<CrashPoint, number>;
   const runtimeViolations: string[] = [];
+  const executions = new Map<string, number[]>();
+  const applied = new Map<string, { pk: string; amount: number; count: number }>();
+  const takeovers = new Map<string, number[]>();
+  const failedAfterExecution = new Map<string, number[]>();
+  const tag = (map: Map<string, number[]>, key: string, epoch: number) => {
+    const list = map.get(key) ?? [];
+    list.push(epoch);
+    map.set(key, list);
+  };
 
   const current = (instance: Instance): Invocation | undefined => {
     const invocation = invocationContext.getStore();
@@ -386,7 +451,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
             return undefined;
         }
       }
-      if (role.role === 'effect') {
+      if (role.role === 'effect' && role.tableName === businessTable) {
         const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
         if (faults?.[claim] === 'crash-during-effect')
           return { kind: 'crash-after', label: 'during the effect' };
@@ -401,7 +466,10 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       if (statusCode !== 200 || repeated) return;
       const role = roleOf(request);
       const invocation = current(instance);
-      if (role.role === 'claim') {
+      if (role.role === 'claim' && mode === 'two-phase') {
+        const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+        if (':owner' in values) tag(takeovers, role.pk, invocation?.epoch ?? 0);
+      } else if (role.role === 'claim') {
         const isEffect = mode === 'atomic' ? request.operation === 'TransactWriteItems' : mode === 'entity';
         if (isEffect) bump(effectWrites, role.pk);
         if (mode === 'marker') invocation?.markerWritten.add(role.pk);
@@ -474,6 +542,33 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     ExpressionAttributeValues: { ':one': 1, ':amount': amount, ':none': [], ':epoch': [epoch] },
   });
 
+  /** A call to the downstream service from inside a two-phase effect. */
+  const callDownstream = (
+    instance: Instance,
+    pk: string,
+    idempotencyKey: string,
+    amount: number,
+  ): { charged: number } => {
+    const invocation = current(instance);
+    if (invocation?.crashed) throw new SimulatedCrash('downstream call refused: the invocation crashed');
+    const epoch = invocation?.epoch ?? 0;
+    tag(executions, pk, epoch);
+    const previous = applied.get(idempotencyKey);
+    if (previous === undefined) applied.set(idempotencyKey, { pk, amount, count: 1 });
+    else previous.count += 1;
+    const claim = (invocation?.claims.get(pk) ?? 1) - 1;
+    const fault = invocation?.faults ? invocation.faultsByKey.get(pk)?.[claim] : undefined;
+    if (invocation !== undefined && fault === 'crash-during-effect') {
+      crash(invocation, 'during the effect');
+      throw new SimulatedCrash('crashed during the external effect, after the downstream call');
+    }
+    if (fault === 'lost-downstream-response') {
+      tag(failedAfterExecution, pk, epoch);
+      throw new Error('The downstream service timed out after applying the effect (injected)');
+    }
+    return { charged: amount };
+  };
+
   const instances: Instance[] = Array.from({ length: options.instances }, (_, index) => {
     // Half the instances let the SDK retry once (a lost response then meets its own marker).
     const client = createLocalClient({ maxAttempts: index % 2 === 0 ? 1 : 2 });
@@ -522,15 +617,29 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
                 );
               },
             })
-          : createSqsHandler<Body>({
-              ...common,
-              mode: 'entity',
-              handle: (message) => ({
-                tableName: businessTable,
-                keyAttribute: 'pk',
-                item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
-              }),
-            });
+          : mode === 'entity'
+            ? createSqsHandler<Body>({
+                ...common,
+                mode: 'entity',
+                handle: (message) => ({
+                  tableName: businessTable,
+                  keyAttribute: 'pk',
+                  item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
+                }),
+              })
+            : createSqsHandler<Body>({
+                ...common,
+                mode: 'two-phase',
+                leaseMillis: LEASE_MILLIS,
+                handle: async (message, effects) => {
+                  // One after the other: the second effect runs only once the first completed.
+                  for (const effect of TWO_PHASE_EFFECTS) {
+                    await effects.run(effect, ({ scopedKey, idempotencyKey }) =>
+                      callDownstream(instance, scopedKey, idempotencyKey, message.body.amount),
+                    );
+                  }
+                },
+              });
   }
 
   let invocationCount = 0;
@@ -558,11 +667,18 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     };
     for (const received of batch) {
       const fault = faults ? recordFaultOf(seed, mode, received) : undefined;
-      const scopedKey = received.meta.plan.scopedKey;
-      if (scopedKey !== undefined) {
-        const list = invocation.faultsByKey.get(scopedKey) ?? [];
+      // The record whose requests carry the fault: in two-phase mode one of the effects' records.
+      const keys = received.meta.plan.effectKeys;
+      const faultKey =
+        keys === undefined
+          ? undefined
+          : keys[
+              Math.floor(chanceOf(seed, 'effect', received.messageId, received.receiveCount) * keys.length)
+            ];
+      if (faultKey !== undefined) {
+        const list = invocation.faultsByKey.get(faultKey) ?? [];
         list.push(fault);
-        invocation.faultsByKey.set(scopedKey, list);
+        invocation.faultsByKey.set(faultKey, list);
       }
       if (fault === 'crash-after-outcome') invocation.outcomeCrash.add(received.messageId);
     }
@@ -674,6 +790,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     deliveries,
     effectWrites,
     markerGaps,
+    downstream: { executions, applied, takeovers, failedAfterExecution },
     crashes,
     invocations: invocationCount,
     runtimeViolations,

@@ -1,0 +1,146 @@
+/**
+ * The simulated queue and the live-window count are the ground truth of the fault-injection
+ * suite, so they are tested on their own (no I/O).
+ */
+import { describe, expect, it } from 'vitest';
+import { duplicateEffectsOf } from './support/oracle';
+import { chanceOf, createRandom } from './support/prng';
+import { createSimulatedQueue } from './support/simulated-queue';
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function queueOf(options: { maxReceiveCount?: number; alone?: (meta: string) => boolean } = {}) {
+  return createSimulatedQueue<string>({
+    startMillis: T0,
+    visibilityTimeoutMillis: 30_000,
+    maxReceiveCount: options.maxReceiveCount ?? 3,
+    random: createRandom(1),
+    ...(options.alone ? { alone: options.alone } : {}),
+  });
+}
+
+const send = (queue: ReturnType<typeof queueOf>, ...ids: string[]) => {
+  for (const id of ids) queue.send({ messageId: id, body: `{"id":"${id}"}`, meta: id });
+};
+
+describe('simulated SQS queue', () => {
+  it('hides a received message until its visibility timeout ends, then delivers it again with a higher receive count', () => {
+    const queue = queueOf();
+    send(queue, 'a');
+
+    const [first] = queue.receive(10);
+    expect(queue.receive(10)).toEqual([]);
+    expect(queue.advance()).toBe(true);
+    const [second] = queue.receive(10);
+
+    expect(queue.now()).toBe(T0 + 30_000);
+    expect([first?.receiveCount, second?.receiveCount]).toEqual([1, 2]);
+    expect(second?.receiptHandle).not.toBe(first?.receiptHandle);
+  });
+
+  it('deletes a message only with its latest receipt handle', () => {
+    const queue = queueOf();
+    send(queue, 'a');
+    const [first] = queue.receive(10);
+    queue.advance();
+    const [second] = queue.receive(10);
+
+    expect(queue.delete(first!.receiptHandle)).toBe(false);
+    expect(queue.delete(second!.receiptHandle)).toBe(true);
+    expect(queue.stateOf('a')).toBe('deleted');
+    expect(queue.advance()).toBe(false);
+  });
+
+  it('moves a message received maxReceiveCount times to the dead-letter queue on its next receive', () => {
+    const queue = queueOf({ maxReceiveCount: 2 });
+    send(queue, 'poison');
+
+    const counts: number[] = [];
+    for (;;) {
+      counts.push(...queue.receive(10).map((received) => received.receiveCount));
+      if (!queue.advance()) break;
+    }
+
+    expect(counts).toEqual([1, 2]);
+    expect(queue.stateOf('poison')).toBe('dead-lettered');
+    expect(queue.redriven).toEqual([
+      { messageId: 'poison', body: '{"id":"poison"}', meta: 'poison', receiveCount: 2 },
+    ]);
+    expect(queue.pendingCount()).toBe(0);
+  });
+
+  it('delivers a delayed message only after its delay', () => {
+    const queue = queueOf();
+    queue.send({ messageId: 'later', body: '{}', meta: 'later' }, 45_000);
+
+    expect(queue.receive(10)).toEqual([]);
+    expect(queue.advance()).toBe(true);
+    expect(queue.now()).toBe(T0 + 45_000);
+    expect(queue.receive(10).map((received) => received.messageId)).toEqual(['later']);
+  });
+
+  it('receives batches of at most the requested size, oldest first, and a message marked alone in a batch of its own', () => {
+    const queue = queueOf({ alone: (meta) => meta.startsWith('alone') });
+    send(queue, 'a', 'alone-1', 'b', 'c');
+
+    const batches = [queue.receive(2), queue.receive(2), queue.receive(2)].map((batch) =>
+      batch.map((received) => received.messageId),
+    );
+
+    expect(batches).toEqual([['a', 'b'], ['alone-1'], ['c']]);
+  });
+
+  it('never returns an empty batch while a message is visible, whatever it skips', () => {
+    const queue = createSimulatedQueue<string>({
+      startMillis: T0,
+      visibilityTimeoutMillis: 30_000,
+      maxReceiveCount: 3,
+      random: createRandom(7),
+      skipChance: 0.99,
+    });
+    send(queue, 'a', 'b', 'c');
+
+    const received: string[] = [];
+    for (let batch = queue.receive(10); batch.length > 0; batch = queue.receive(10)) {
+      received.push(...batch.map((message) => message.messageId));
+    }
+
+    expect(received.sort()).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('live windows', () => {
+  it.each([
+    { epochs: [0], duplicates: 0 },
+    { epochs: [1], duplicates: 0 },
+    { epochs: [0, 1], duplicates: 0 },
+    { epochs: [0, 0], duplicates: 1 },
+    { epochs: [1, 1], duplicates: 1 },
+    { epochs: [1, 0], duplicates: 1 },
+    { epochs: [0, 0, 1, 1], duplicates: 2 },
+  ])('counts $duplicates duplicate effect(s) in windows $epochs', ({ epochs, duplicates }) => {
+    expect(duplicateEffectsOf(epochs)).toBe(duplicates);
+  });
+
+  it('accepts the effects of two windows in either order when effects follow their claims (marker mode)', () => {
+    expect(duplicateEffectsOf([1, 0], false)).toBe(0);
+    expect(duplicateEffectsOf([1, 0, 0], false)).toBe(1);
+  });
+});
+
+describe('seeded choices', () => {
+  it('replays the same stream for the same seed and another for another seed', () => {
+    const draw = (seed: number) => Array.from({ length: 5 }, createRandom(seed).next);
+
+    expect(draw(42)).toEqual(draw(42));
+    expect(draw(42)).not.toEqual(draw(43));
+  });
+
+  it('decides a fault from the seed and what is decided, whatever the order of the calls', () => {
+    const forward = ['m1', 'm2', 'm3'].map((id) => chanceOf(5, 'record', id, 1));
+    const backward = ['m3', 'm2', 'm1'].map((id) => chanceOf(5, 'record', id, 1)).reverse();
+
+    expect(forward).toEqual(backward);
+    expect(new Set(forward).size).toBe(3);
+  });
+});
