@@ -3,9 +3,12 @@
  * real local AWS endpoint: the environment they read is set first, then each module is loaded
  * (creating its SDK clients at module scope, as in Lambda) and its handler invoked. Their
  * default logger and metrics write to standard output, which is captured and checked.
- * (`sqs-marker-mode.ts` calls a CDN over the internet and is only type-checked.)
+ * `sqs-two-phase.ts` calls a payments service played by a local HTTP server; `sqs-marker-mode.ts`
+ * calls a CDN over the internet and is only type-checked.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   CreateQueueCommand,
@@ -39,6 +42,31 @@ const names = Object.fromEntries(
 const savedEnv = { ...process.env };
 let deadLetterQueueUrl = '';
 
+/** What the local payments service received, and how it answers `/refunds` next. */
+const payments = {
+  requests: [] as { path: string; idempotencyKey: string; body: Record<string, unknown> }[],
+  refundStatus: 200,
+};
+const paymentsServer: Server = createServer((request, response) => {
+  let body = '';
+  request.on('data', (chunk: Buffer) => {
+    body += chunk.toString('utf8');
+  });
+  request.on('end', () => {
+    const path = request.url ?? '';
+    payments.requests.push({
+      path,
+      idempotencyKey: String(request.headers['idempotency-key']),
+      body: JSON.parse(body) as Record<string, unknown>,
+    });
+    const status = path === '/refunds' ? payments.refundStatus : 200;
+    response.writeHead(status, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify(status === 200 ? { refundReference: `ref-${payments.requests.length}` } : {}),
+    );
+  });
+});
+
 beforeAll(async () => {
   for (const [variable, keys] of Object.entries(tables)) {
     await raw.send(
@@ -53,6 +81,7 @@ beforeAll(async () => {
       }),
     );
   }
+  await new Promise<void>((resolve) => paymentsServer.listen(0, '127.0.0.1', resolve));
   ({ QueueUrl: deadLetterQueueUrl = '' } = await sqs.send(
     new CreateQueueCommand({ QueueName: uniqueName('eo-examples-dlq') }),
   ));
@@ -60,6 +89,7 @@ beforeAll(async () => {
   // then reach the local endpoint.
   Object.assign(process.env, names, {
     EO_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+    PAYMENTS_URL: `http://127.0.0.1:${(paymentsServer.address() as AddressInfo).port}`,
     AWS_ENDPOINT_URL: aws.endpoint,
     AWS_REGION: aws.region,
     AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
@@ -69,6 +99,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.env = savedEnv;
+  await new Promise((resolve) => paymentsServer.close(resolve));
   await Promise.allSettled([
     ...Object.values(names).map((TableName) => raw.send(new DeleteTableCommand({ TableName }))),
     sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
@@ -251,6 +282,42 @@ describe('the README handler examples on the local endpoint', () => {
       Messages.map(({ Body, MessageAttributes }) => [Body, MessageAttributes?.['eo-code']?.StringValue]),
     ).toEqual([[reused.body, 'PAYLOAD_MISMATCH']]);
     expect(await readItem('SHIPMENTS_TABLE', { shipmentId: `s-${run}` })).toMatchObject({ carrier: 'DHL' });
+  });
+
+  it('sqs-two-phase.ts refunds once through a failing and a working call with one idempotency key, and calls nothing on a duplicate', async () => {
+    const { handler } = await import('../../examples/sqs-two-phase');
+    const request = { refundId: `r-${run}`, paymentId: `p-${run}`, amount: 500 };
+    const first = sqsRecord(request);
+    const keyOf = (effect: string) => createHash('sha256').update(`refunds/${effect}#r-${run}`).digest('hex');
+
+    payments.refundStatus = 503;
+    const failed = await invoke(handler, first);
+    payments.refundStatus = 200;
+    const retried = await invoke(handler, first);
+    const duplicate = await invoke(handler, first);
+
+    expect([failed.response, retried.response, duplicate.response]).toEqual([
+      { batchItemFailures: [{ itemIdentifier: first.messageId }] },
+      { batchItemFailures: [] },
+      { batchItemFailures: [] },
+    ]);
+    expect(failed.logs).toEqual([
+      expect.objectContaining({
+        outcome: 'retry',
+        code: 'HANDLER_FAILED',
+        reason: 'Refund failed with HTTP 503',
+      }),
+    ]);
+    expect(payments.requests).toEqual([
+      { path: '/refunds', idempotencyKey: keyOf('refund'), body: request },
+      { path: '/refunds', idempotencyKey: keyOf('refund'), body: request },
+      {
+        path: '/notifications',
+        idempotencyKey: keyOf('notify'),
+        body: { paymentId: `p-${run}`, reference: 'ref-2' },
+      },
+    ]);
+    expect(duplicate.metrics).toEqual([expect.objectContaining({ Processed: 0, Duplicate: 1 })]);
   });
 
   it('sqs-observability.ts logs the hashed key and the correlation id, and publishes to its namespace', async () => {

@@ -995,6 +995,77 @@ describe('createSqsHandler DynamoDB round trips', () => {
       'marker: handler throws (marker released)': { PutItem: 1, DeleteItem: 1 },
     });
   });
+
+  it('sends two requests per effect on first delivery and one on a duplicate in two-phase mode, and one for a stale version', async () => {
+    const measured: Record<string, unknown> = {};
+    const client = newClient();
+    const counter = attachRequestCounter(client);
+    const performed: string[] = [];
+    const twoPhase = createSqsHandler<{ eventId: string; effects: number }>({
+      consumer: 'two-phase-consumer',
+      client,
+      tableName: inboxTable,
+      dedupKey: fromBody('eventId'),
+      mode: 'two-phase',
+      handle: async (message, effects) => {
+        for (let effect = 1; effect <= message.body.effects; effect += 1) {
+          await effects.run(`effect-${effect}`, ({ idempotencyKey }) => {
+            performed.push(idempotencyKey);
+          });
+        }
+      },
+      clock: () => now,
+      logLevel: 'silent',
+      metrics: false,
+    });
+    for (const count of [1, 2]) {
+      const first = sqsRecord({ eventId: id('event'), effects: count });
+      for (const [label, record] of [
+        ['first delivery', first],
+        ['duplicate', redelivered(first)],
+      ] as const) {
+        counter.reset();
+        expect(await twoPhase(sqsEvent(record), lambdaContext())).toEqual({ batchItemFailures: [] });
+        measured[`two-phase, ${count} effect${count > 1 ? 's' : ''}: ${label}`] = counter.counts();
+      }
+    }
+    const customer = id('customer');
+    const versioned = createSqsHandler<{ eventId: string; version: number }>({
+      consumer: 'versioned-consumer',
+      client,
+      tableName: inboxTable,
+      dedupKey: fromBody('eventId'),
+      mode: 'atomic',
+      handle: (message, unitOfWork) => {
+        unitOfWork.putIfNewer({
+          TableName: businessTable,
+          Item: { pk: customer, version: message.body.version },
+          versionAttribute: 'version',
+        });
+      },
+      clock: () => now,
+      logLevel: 'silent',
+      metrics: false,
+    });
+    await versioned(sqsEvent(sqsRecord({ eventId: id('event'), version: 5 })), lambdaContext());
+    counter.reset();
+    expect(
+      await versioned(sqsEvent(sqsRecord({ eventId: id('event'), version: 3 })), lambdaContext()),
+    ).toEqual({
+      batchItemFailures: [],
+    });
+    measured['atomic: stale version (putIfNewer)'] = counter.counts();
+
+    expect(measured).toEqual({
+      'two-phase, 1 effect: first delivery': { PutItem: 1, UpdateItem: 1 },
+      'two-phase, 1 effect: duplicate': { PutItem: 1 },
+      'two-phase, 2 effects: first delivery': { PutItem: 2, UpdateItem: 2 },
+      'two-phase, 2 effects: duplicate': { PutItem: 2 },
+      'atomic: stale version (putIfNewer)': { TransactWriteItems: 1 },
+    });
+    expect(performed).toHaveLength(3);
+    expect(await readItem(businessTable, customer)).toEqual({ pk: customer, version: 5 });
+  });
 });
 
 describe('createSqsHandler key sources', () => {
