@@ -10,12 +10,6 @@ import type { InboxRecord, InboxStore, InsertResult } from '../core/store-port';
 /** What a claim found: inserted (`takeover` when it replaced a crashed run's claim), or the live record. */
 export type LeaseClaimResult = InsertResult & { readonly takeover?: boolean };
 
-type ClaimLease = (
-  record: InboxRecord,
-  nowMillis: number,
-  takeover?: { readonly owner: string },
-) => Promise<LeaseClaimResult>;
-
 /** True when `record` is a live claim whose lease ended before `nowMillis`. */
 export function isLeaseEnded(record: InboxRecord, nowMillis: number): boolean {
   return (
@@ -29,9 +23,8 @@ export function isLeaseEnded(record: InboxRecord, nowMillis: number): boolean {
 
 /**
  * Claims `record` (`IN_PROGRESS`, with `owner` and `leaseExpiresAt`) at `nowMillis`. A claim
- * whose lease has ended is taken over with a second, owner-fenced `claimLease` (a store that
- * takes ended leases over in the first call answers `inserted` at once). One request, two for
- * a takeover.
+ * whose lease has ended is taken over with a second `claimLease` naming the owner that was seen.
+ * One request, two for a takeover.
  *
  * @example
  * const claimed = await claimWithTakeover(store, record, clock());
@@ -42,9 +35,8 @@ export async function claimWithTakeover(
   record: InboxRecord,
   nowMillis: number,
 ): Promise<LeaseClaimResult> {
-  const claimLease: ClaimLease = store.claimLease.bind(store);
-  const first = await claimLease(record, nowMillis);
+  const first = await store.claimLease(record, nowMillis);
   if (first.kind === 'inserted' || !isLeaseEnded(first.record, nowMillis)) return first;
-  const second = await claimLease(record, nowMillis, { owner: first.record.owner! });
+  const second = await store.claimLease(record, nowMillis, { owner: first.record.owner! });
   return second.kind === 'inserted' ? { kind: 'inserted', takeover: true } : second;
 }
