@@ -54,6 +54,7 @@ describe('README code samples', () => {
         'examples/sqs-entity-mode.ts',
         'examples/sqs-dead-letter-direct.ts',
         'examples/sqs-observability.ts',
+        'examples/sqs-two-phase.ts',
       ]),
     );
   });
@@ -81,7 +82,15 @@ describe('README code samples', () => {
     expect(row('`concurrency`')[1]).toBe(`\`${DEFAULT_CONCURRENCY}\``);
     expect(row('`deadlineMarginMillis`')[1]).toBe(`\`${DEFAULT_DEADLINE_MARGIN_MILLIS}\``);
     expect(row('`metricNamespace`')[1]).toBe(`\`'${DEFAULT_METRIC_NAMESPACE}'\``);
-    for (const outcome of ['processed', 'duplicate', 'in-flight', 'mismatch', 'retry', 'permanent']) {
+    for (const outcome of [
+      'processed',
+      'duplicate',
+      'stale',
+      'in-flight',
+      'mismatch',
+      'retry',
+      'permanent',
+    ]) {
       expect(Object.values(METRICS)).toContain(row(`\`${outcome}\``)[4]!.replaceAll('`', ''));
     }
   });
