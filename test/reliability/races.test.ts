@@ -120,7 +120,7 @@ async function race(mode: 'atomic' | 'two-phase', consumers: number, keyCount: n
           ...common,
           mode: 'two-phase',
           leaseMillis: 60_000,
-          handle: async (message, effects) => {
+          handle: async (_message, effects) => {
             await effects.run(async ({ scopedKey }) => {
               executions.set(scopedKey, (executions.get(scopedKey) ?? 0) + 1);
               // The external call takes a moment, so the losers meet the claim in progress.
