@@ -97,7 +97,7 @@ export function projectOrder(
 /** The order projector's mode options for `ordersTable` (everything but the toolkit settings). */
 export function orderProjectorOptions(ordersTable: string): Pick<
   SqsHandlerOptions<OrderEvent>,
-  'parse' | 'dedupKey'
+  'parse' | 'dedupKey' | 'fingerprint'
 > & {
   readonly mode: 'atomic';
   readonly handle: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => void;
@@ -105,6 +105,9 @@ export function orderProjectorOptions(ordersTable: string): Pick<
   return {
     parse: parseOrderEvent,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
+    // The producer's event id changes on a resend, so it stays out of the fingerprint: a
+    // resend with a fresh id is a duplicate, while a changed amount is still a mismatch.
+    fingerprint: ({ body: { eventId: _eventId, ...event } }) => event,
     mode: 'atomic',
     handle: (message, unitOfWork) => projectOrder(ordersTable, message, unitOfWork),
   };

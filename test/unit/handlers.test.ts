@@ -119,6 +119,22 @@ describe('order projector', () => {
     expect(store.items('Orders')).toEqual(orders);
   });
 
+  it('treats a resend with a fresh event id as a duplicate, and a changed amount as a mismatch', async () => {
+    const { processBatch, metrics } = await setup();
+    const placed = { orderId: 'o-9', status: 'CREATED', amount: 500, eventId: 'e-1' };
+    await processBatch(sqsEvent(sqsRecord('m-1', placed, { groupId: 'o-9' })));
+
+    expect(
+      await processBatch(sqsEvent(sqsRecord('m-2', { ...placed, eventId: 'e-2' }, { groupId: 'o-9' }))),
+    ).toEqual({ batchItemFailures: [] });
+    expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 1 }));
+
+    await processBatch(
+      sqsEvent(sqsRecord('m-3', { ...placed, amount: 501, eventId: 'e-3' }, { groupId: 'o-9' })),
+    );
+    expect(metrics.published[2]?.counts).toEqual(counts({ mismatch: 1 }));
+  });
+
   it('dead-letters an invalid order event with a reason that does not quote the body', async () => {
     const { processBatch, logger } = await setup();
 
