@@ -94,6 +94,33 @@ export type {
   UnitOfWork,
   UpdateWrite,
 } from './core/unit-of-work';
+export {
+  type ApiGatewayProxyEventV1,
+  type ApiGatewayProxyEventV2,
+  createIdempotentHttpHandler,
+  type HttpEvent,
+  type HttpRequest,
+  type HttpResponse,
+  IDEMPOTENCY_KEY_HEADER,
+  type IdempotentHttpHandler,
+  type IdempotentHttpHandlerOptions,
+  isReplayableStatus,
+  OMITTED_HEADER,
+  REPLAYED_HEADER,
+  type StoredHttpResponse,
+} from './http/index';
+export {
+  createJobGuard,
+  type JobGuard,
+  type JobGuardOptions,
+  type JobResult,
+  type JobRun,
+  type JobSlot,
+  jobSlotKey,
+  type ScheduledEvent,
+  scheduledEventSlot,
+  toScheduleSlot,
+} from './jobs/index';
 export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
 export { createSqsHandler, type SqsHandlerOptions, type SqsHandlerStoreOptions } from './sqs-handler';
