@@ -1,0 +1,140 @@
+/**
+ * Requests and capacity per message in the four cases, on the stub transport:
+ *
+ * - `first`: first delivery of fresh messages;
+ * - `duplicate`: the same messages again, after the first delivery completed (a producer
+ *   resend: new message ids, same bodies);
+ * - `inFlight`: the same messages delivered to a second container while the first delivery
+ *   is still in flight (its first request has been applied, its responses are held);
+ * - `failure`: the user's code throws before writing anything.
+ *
+ * In every case only the deliveries of that case are counted (for `inFlight`, the second
+ * container's).
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { SqsBatchResponse } from '../../lambda';
+import { type ClientRole, createContainer, type Implementation } from '../implementations';
+import { createStubTable, type StubTable, type StubUsage } from '../stub/dynamodb-stub';
+import { createStubClient, type StubClient } from '../stub/stub-clients';
+import { type BatchHandler, type BenchTables, batchOf, benchContext, tableSchemas } from '../workload';
+
+/** The cases measured. */
+export const CASES = ['first', 'duplicate', 'inFlight', 'failure'] as const;
+export type CaseName = (typeof CASES)[number];
+
+/** What one case cost, per message. */
+export interface CaseResult {
+  /** Requests per message, all clients. */
+  readonly requests: number;
+  /** Requests per message sent by the deduplication layer (toolkit, Powertools). */
+  readonly dedupRequests: number;
+  /** Requests per message sent by the user's own code. */
+  readonly businessRequests: number;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  /** Requests per message by operation. */
+  readonly operations: Readonly<Record<string, number>>;
+  /** Share of the messages acknowledged (not reported as batch item failures). */
+  readonly acknowledged: number;
+  /** Business items written per message in this case: 1 on a first delivery, 0 for a suppressed duplicate. */
+  readonly effects: number;
+}
+
+/** A container over stub clients sharing `table`. */
+interface StubContainer {
+  readonly handler: BatchHandler;
+  readonly stubs: Readonly<Record<ClientRole, StubClient>>;
+}
+
+function stubContainer(implementation: Implementation, table: StubTable, tables: BenchTables): StubContainer {
+  const stubs = { dedup: createStubClient(table), business: createStubClient(table) };
+  const container = createContainer(implementation, (role) => stubs[role].client, tables);
+  return { handler: container.handler, stubs };
+}
+
+function usageOf(container: StubContainer): Record<ClientRole, StubUsage> {
+  return { dedup: container.stubs.dedup.stub.usage(), business: container.stubs.business.stub.usage() };
+}
+
+function reset(container: StubContainer): void {
+  container.stubs.dedup.stub.resetUsage();
+  container.stubs.business.stub.resetUsage();
+}
+
+function perMessage(
+  usage: Record<ClientRole, StubUsage>,
+  response: SqsBatchResponse,
+  messages: number,
+  businessTable: string,
+): CaseResult {
+  const effects =
+    (usage.dedup.itemsWritten[businessTable] ?? 0) + (usage.business.itemsWritten[businessTable] ?? 0);
+  const operations: Record<string, number> = {};
+  for (const role of ['dedup', 'business'] as const) {
+    for (const [operation, count] of Object.entries(usage[role].requests)) {
+      operations[operation] = (operations[operation] ?? 0) + count / messages;
+    }
+  }
+  return {
+    requests: (usage.dedup.totalRequests + usage.business.totalRequests) / messages,
+    dedupRequests: usage.dedup.totalRequests / messages,
+    businessRequests: usage.business.totalRequests / messages,
+    writeUnits: (usage.dedup.writeUnits + usage.business.writeUnits) / messages,
+    readUnits: (usage.dedup.readUnits + usage.business.readUnits) / messages,
+    operations,
+    acknowledged: (messages - response.batchItemFailures.length) / messages,
+    effects: effects / messages,
+  };
+}
+
+async function waitForRequests(container: StubContainer, count: number): Promise<void> {
+  for (let turn = 0; turn < 100_000; turn++) {
+    const { dedup, business } = usageOf(container);
+    if (dedup.totalRequests + business.totalRequests >= count) return;
+    await nextTurn();
+  }
+  throw new Error(`The first delivery did not send ${count} requests`);
+}
+
+/** Runs the four cases for `implementation` with batches of `batchSize` messages of run `run`. */
+export async function runStubCases(
+  implementation: Implementation,
+  tables: BenchTables,
+  run: string,
+  batchSize: number,
+): Promise<Record<CaseName, CaseResult>> {
+  const table = createStubTable(tableSchemas(tables));
+  const context = benchContext();
+
+  // First delivery, then the duplicate (a resend: same bodies, new message ids).
+  const first = stubContainer(implementation, table, tables);
+  const event = batchOf(`${run}-a`, 0, batchSize);
+  const firstResponse = await first.handler(event, context);
+  const firstResult = perMessage(usageOf(first), firstResponse, batchSize, tables.orders);
+  reset(first);
+  const duplicateResponse = await first.handler(batchOf(`${run}-a`, 0, batchSize, { delivery: 1 }), context);
+  const duplicateResult = perMessage(usageOf(first), duplicateResponse, batchSize, tables.orders);
+
+  // In flight: a second container receives the messages while the first one's responses are held.
+  table.clear();
+  const holder = stubContainer(implementation, table, tables);
+  const second = stubContainer(implementation, table, tables);
+  const releases = [holder.stubs.dedup.stub.hold(), holder.stubs.business.stub.hold()];
+  const inFlightEvent = batchOf(`${run}-b`, 0, batchSize);
+  const held = holder.handler(inFlightEvent, context);
+  await waitForRequests(holder, batchSize);
+  const secondResponse = await second.handler(batchOf(`${run}-b`, 0, batchSize, { delivery: 1 }), context);
+  const secondUsage = usageOf(second);
+  for (const release of releases) release();
+  await held;
+  const inFlightResult = perMessage(secondUsage, secondResponse, batchSize, tables.orders);
+
+  // Handler failure: the user's code throws before writing.
+  table.clear();
+  const failing = stubContainer(implementation, table, tables);
+  const failureEvent = batchOf(`${run}-c`, 0, batchSize, { simulateFailure: true });
+  const failureResponse = await failing.handler(failureEvent, context);
+  const failureResult = perMessage(usageOf(failing), failureResponse, batchSize, tables.orders);
+
+  return { first: firstResult, duplicate: duplicateResult, inFlight: inFlightResult, failure: failureResult };
+}
