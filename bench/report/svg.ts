@@ -74,7 +74,7 @@ function panel(title: string, bars: readonly Bar[], top: number): { svg: string;
 }
 
 const format = (value: number): string =>
-  value >= 100
+  Number.isInteger(value) || value >= 100
     ? Math.round(value).toLocaleString('en-US')
     : value >= 10
       ? value.toFixed(1)
