@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { IdempotentConsumer } from './idempotent-consumer';
@@ -18,32 +18,77 @@ export interface ExampleStackProps extends StackProps {
   readonly local?: boolean;
 
   /**
-   * Directory holding the deployable handlers (`order-projector.ts`, `audit-recorder.ts`).
+   * Directory holding the deployable handlers (`order-projector.ts`, `audit-recorder.ts`,
+   * `payment-notifier.ts`).
    *
    * @default - `lambda/handlers` of this repository
    */
   readonly handlersDir?: string;
+
+  /**
+   * Base URL of the downstream service the payment notifier posts to
+   * (`POST <downstreamUrl>/notifications`, with the `Idempotency-Key` header), passed to it as
+   * `DOWNSTREAM_URL`. An absolute `http` or `https` URL. `bin/app.ts` reads it from the context
+   * value `downstreamUrl` (`cdk deploy -c downstreamUrl=https://...`).
+   *
+   * On AWS, set it to a real endpoint that deduplicates on `Idempotency-Key`. The default is a
+   * placeholder on the reserved `.invalid` domain, which never resolves: the stack deploys, and
+   * every notification fails as a network error (retried, then dead-lettered by the redrive
+   * policy) until it is set. A synth-time warning says so.
+   *
+   * @default 'https://downstream.invalid' ({@link PLACEHOLDER_DOWNSTREAM_URL})
+   */
+  readonly downstreamUrl?: string;
+
+  /**
+   * Function timeout of the payment notifier. It also sets the notifier's two-phase lease
+   * (`EO_LEASE_MILLIS`) and its queue's visibility timeout (6 × this), that is how long a
+   * notification that failed transiently (a 503 from the downstream) waits before SQS
+   * delivers it again. The local stage uses a short one so that a retry comes back within a
+   * demo run.
+   *
+   * @default Duration.seconds(30); Duration.seconds(5) in the local stage
+   */
+  readonly paymentNotifierTimeout?: Duration;
 }
+
+/**
+ * The `downstreamUrl` used when none is given: a name on the reserved `.invalid` domain
+ * (RFC 2606), so a stack deployed without a real endpoint can never post to anyone.
+ */
+export const PLACEHOLDER_DOWNSTREAM_URL = 'https://downstream.invalid';
 
 /** Consumer names of the example, fixed so that refactoring the stack never rescopes the dedup keys. */
 export const EXAMPLE_CONSUMER_NAMES = Object.freeze({
   orderProjector: 'order-projector',
   auditRecorder: 'audit-recorder',
+  paymentNotifier: 'payment-notifier',
 });
 
+const DEFAULT_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(30);
+// Six times this is the visibility timeout: a notification retried after a 503 comes back
+// within half a minute on the emulator instead of three.
+const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
+
 /**
- * The example app: one inbox table shared by both consumers, an Orders table projected from a
- * FIFO queue in `atomic` mode (inbox record and order items in one transaction), and an Audit
+ * The example app: one inbox table shared by three consumers, an Orders table projected from a
+ * FIFO queue in `atomic` mode (inbox record and order items in one transaction), an Audit
  * table written from a standard queue in `entity` mode (the audit item is its own marker; the
- * inbox table is only named in its environment). Both send messages that can never succeed
- * straight to their dead-letter queue with the reason in message attributes (`direct`).
+ * inbox table is only named in its environment), and a payment notifier on a standard queue in
+ * `two-phase` mode, whose effect is outside DynamoDB: one `POST <downstreamUrl>/notifications`
+ * per payment status, with the `Idempotency-Key` derived from the dedup key. All three send
+ * messages that can never succeed straight to their dead-letter queue with the reason in
+ * message attributes (`direct`).
  *
  * The table keys are the ones the deployable handlers write: Orders `pk` + `sk` (the order
  * item `ORDER#<orderId>`/`ORDER` and one `STATUS#<status>` item per transition), Audit `pk`
  * (the scoped dedup key of the CloudEvent).
  *
  * @example
- * new ExampleStack(app, 'EffectivelyOnceExample', { local: app.node.tryGetContext('local') === 'true' });
+ * new ExampleStack(app, 'EffectivelyOnceExample', {
+ *   local: app.node.tryGetContext('local') === 'true',
+ *   downstreamUrl: 'https://notifications.example.com',
+ * });
  */
 export class ExampleStack extends Stack {
   /** The shared inbox table. */
@@ -56,12 +101,24 @@ export class ExampleStack extends Stack {
   public readonly orderProjector: IdempotentConsumer;
   /** Standard audit events → Audit, `entity` mode. */
   public readonly auditRecorder: IdempotentConsumer;
+  /** Standard payment events → the downstream service, `two-phase` mode. */
+  public readonly paymentNotifier: IdempotentConsumer;
+  /** The downstream base URL the payment notifier posts to (`DOWNSTREAM_URL`). */
+  public readonly downstreamUrl: string;
 
   constructor(scope: Construct, id: string, props: ExampleStackProps = {}) {
     super(scope, id, props);
     const local = props.local ?? false;
     const removalPolicy = local ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     const handlersDir = props.handlersDir ?? path.join(__dirname, '..', 'lambda', 'handlers');
+    this.downstreamUrl = props.downstreamUrl ?? PLACEHOLDER_DOWNSTREAM_URL;
+    checkDownstreamUrl(this.downstreamUrl);
+    if (this.downstreamUrl === PLACEHOLDER_DOWNSTREAM_URL) {
+      Annotations.of(this).addWarningV2(
+        'effectively-once:placeholderDownstreamUrl',
+        `The payment notifier posts to the placeholder \`${PLACEHOLDER_DOWNSTREAM_URL}\`, which never resolves: every notification fails and is retried until it is dead-lettered. Set \`downstreamUrl\` (context \`-c downstreamUrl=https://...\` with bin/app.ts) to a real endpoint that deduplicates on Idempotency-Key.`,
+      );
+    }
     const consumerDefaults = {
       // The handlers send a message that can never succeed (malformed, missing key, payload
       // mismatch) to the dead-letter queue themselves, with its reason in message attributes,
@@ -106,20 +163,48 @@ export class ExampleStack extends Stack {
       ...consumerDefaults,
     });
 
+    this.paymentNotifier = new IdempotentConsumer(this, 'PaymentNotifier', {
+      mode: 'two-phase',
+      entry: path.join(handlersDir, 'payment-notifier.ts'),
+      consumerName: EXAMPLE_CONSUMER_NAMES.paymentNotifier,
+      table: this.inbox.table,
+      // The lease defaults to the timeout: a claim is taken over only after the invocation that
+      // holds it can no longer be running.
+      timeout:
+        props.paymentNotifierTimeout ??
+        (local ? LOCAL_PAYMENT_NOTIFIER_TIMEOUT : DEFAULT_PAYMENT_NOTIFIER_TIMEOUT),
+      environment: { DOWNSTREAM_URL: this.downstreamUrl },
+      removalPolicy,
+      ...consumerDefaults,
+    });
+
     const outputs: Record<string, string> = {
       OrderEventsQueueUrl: this.orderProjector.queue.queueUrl,
       OrderEventsDeadLetterQueueUrl: this.orderProjector.deadLetterQueue!.queueUrl,
       AuditEventsQueueUrl: this.auditRecorder.queue.queueUrl,
       AuditEventsDeadLetterQueueUrl: this.auditRecorder.deadLetterQueue!.queueUrl,
+      PaymentEventsQueueUrl: this.paymentNotifier.queue.queueUrl,
+      PaymentEventsDeadLetterQueueUrl: this.paymentNotifier.deadLetterQueue!.queueUrl,
       InboxTableName: this.inbox.table.tableName,
       OrdersTableName: this.ordersTable.tableName,
       AuditTableName: this.auditTable.tableName,
       OrderProjectorFunctionName: this.orderProjector.handler.functionName,
       AuditRecorderFunctionName: this.auditRecorder.handler.functionName,
+      PaymentNotifierFunctionName: this.paymentNotifier.handler.functionName,
       OrderProjectorConsumerName: this.orderProjector.consumerName,
       AuditRecorderConsumerName: this.auditRecorder.consumerName,
+      PaymentNotifierConsumerName: this.paymentNotifier.consumerName,
     };
     for (const [name, value] of Object.entries(outputs)) new CfnOutput(this, name, { value });
+  }
+}
+
+/** Throws unless `url` is an absolute http(s) URL (tokens are left to deploy time). */
+function checkDownstreamUrl(url: string): void {
+  if (Token.isUnresolved(url)) return;
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') {
+    throw new Error(`Expected \`downstreamUrl\` to be an absolute http or https URL, got \`${url}\``);
   }
 }
 

@@ -1,20 +1,36 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Duration, Token } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { ENV, INBOX_ATTRIBUTES } from '../../lambda/core/contract';
-import { EXAMPLE_CONSUMER_NAMES, ExampleStack } from '../../lib/example-stack';
+import {
+  EXAMPLE_CONSUMER_NAMES,
+  ExampleStack,
+  type ExampleStackProps,
+  PLACEHOLDER_DOWNSTREAM_URL,
+} from '../../lib/example-stack';
 import { allow, FIXTURE_EXAMPLE_HANDLERS, logicalId, nagFindings, newApp, permissionsOf } from './support';
 
 const REAL_HANDLERS = path.join(__dirname, '..', '..', 'lambda', 'handlers');
-const realHandlersExist = ['order-projector.ts', 'audit-recorder.ts'].every((file) =>
+const realHandlersExist = ['order-projector.ts', 'audit-recorder.ts', 'payment-notifier.ts'].every((file) =>
   fs.existsSync(path.join(REAL_HANDLERS, file)),
 );
 
-function synthExample(local: boolean, handlersDir = FIXTURE_EXAMPLE_HANDLERS) {
+function synthExample(
+  local: boolean,
+  handlersDir = FIXTURE_EXAMPLE_HANDLERS,
+  props: Omit<ExampleStackProps, 'local' | 'handlersDir'> = {},
+) {
   const app = newApp();
-  const stack = new ExampleStack(app, 'EffectivelyOnceExample', { local, handlersDir });
+  const stack = new ExampleStack(app, 'EffectivelyOnceExample', { local, handlersDir, ...props });
   return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** The environment variables of a consumer's function in a template. */
+function environmentOf(template: Template, consumer: { handler: Parameters<typeof logicalId>[0] }) {
+  return template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)]?.Properties.Environment
+    .Variables as Record<string, unknown>;
 }
 
 describe('ExampleStack', () => {
@@ -82,7 +98,48 @@ describe('ExampleStack', () => {
     );
   });
 
-  it('outputs queue URLs, table names and function names', () => {
+  it('notifies payments from a standard queue in two-phase mode, with exactly the claim actions on the inbox table', () => {
+    const { paymentNotifier } = stack;
+    expect(paymentNotifier.mode).toBe('two-phase');
+    expect(paymentNotifier.queue.fifo).toBe(false);
+    expect(paymentNotifier.inboxTable).toBe(stack.inbox.table);
+    expect(environmentOf(template, paymentNotifier)).toEqual({
+      NODE_OPTIONS: '--enable-source-maps',
+      DOWNSTREAM_URL: PLACEHOLDER_DOWNSTREAM_URL,
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.paymentNotifier,
+      [ENV.inboxTable]: { Ref: logicalId(stack.inbox.table) },
+      [ENV.ttlSeconds]: String(15 * 24 * 3600),
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: { Ref: logicalId(paymentNotifier.deadLetterQueue!) },
+      // The lease is the function timeout: a claim is taken over only once its holder is gone.
+      [ENV.leaseMillis]: '30000',
+      [ENV.metricNamespace]: 'EffectivelyOnce',
+    });
+    const dynamo = permissionsOf(template, paymentNotifier.role!).filter((line) =>
+      line.includes('dynamodb:'),
+    );
+    expect(dynamo).toEqual(
+      allow(
+        ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        stack.inbox.table,
+      ),
+    );
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(paymentNotifier.handler)];
+    expect(fn?.Properties.Timeout).toBe(30);
+    const queue = template.findResources('AWS::SQS::Queue')[logicalId(paymentNotifier.queue)];
+    expect(queue?.Properties.VisibilityTimeout).toBe(180);
+  });
+
+  it('warns that the payment notifier posts to a placeholder until downstreamUrl is set', () => {
+    expect(stack.downstreamUrl).toBe('https://downstream.invalid');
+    const warnings = Annotations.fromStack(stack).findWarning(
+      '*',
+      Match.stringLikeRegexp('placeholder `https://downstream\\.invalid`'),
+    );
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('outputs queue URLs, table names, function names and consumer names', () => {
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual([
       'AuditEventsDeadLetterQueueUrl',
       'AuditEventsQueueUrl',
@@ -95,12 +152,16 @@ describe('ExampleStack', () => {
       'OrderProjectorConsumerName',
       'OrderProjectorFunctionName',
       'OrdersTableName',
+      'PaymentEventsDeadLetterQueueUrl',
+      'PaymentEventsQueueUrl',
+      'PaymentNotifierConsumerName',
+      'PaymentNotifierFunctionName',
     ]);
     template.hasOutput('OrderEventsQueueUrl', { Value: { Ref: logicalId(stack.orderProjector.queue) } });
   });
 
-  it('dead-letters directly from both consumers, so the reason travels with the message', () => {
-    for (const consumer of [stack.orderProjector, stack.auditRecorder]) {
+  it('dead-letters directly from every consumer, so the reason travels with the message', () => {
+    for (const consumer of [stack.orderProjector, stack.auditRecorder, stack.paymentNotifier]) {
       expect(consumer.deadLetterMode).toBe('direct');
       const fn = template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)];
       expect(fn?.Properties.Environment.Variables).toMatchObject({
@@ -116,9 +177,10 @@ describe('ExampleStack', () => {
   it('creates the duplicate-rate alarms (metric math) outside the local stage', () => {
     expect(stack.orderProjector.duplicateRateAlarm).toBeDefined();
     expect(stack.auditRecorder.duplicateRateAlarm).toBeDefined();
+    expect(stack.paymentNotifier.duplicateRateAlarm).toBeDefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(8);
-    expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(2);
+    expect(alarms).toHaveLength(12);
+    expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(3);
   });
 
   it('leaves FIFO queue names to CloudFormation outside the local stage', () => {
@@ -149,9 +211,19 @@ describe('ExampleStack in the local stage', () => {
   it('leaves out the metric-math alarms the emulator rejects, and keeps the others', () => {
     expect(stack.orderProjector.duplicateRateAlarm).toBeUndefined();
     expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
+    expect(stack.paymentNotifier.duplicateRateAlarm).toBeUndefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(6);
+    expect(alarms).toHaveLength(9);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
+  it('gives the payment notifier a 5 s timeout and lease, so a retried notification is back within 30 s', () => {
+    const { paymentNotifier } = stack;
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(paymentNotifier.handler)];
+    expect(fn?.Properties.Timeout).toBe(5);
+    expect(environmentOf(template, paymentNotifier)[ENV.leaseMillis]).toBe('5000');
+    const queue = template.findResources('AWS::SQS::Queue')[logicalId(paymentNotifier.queue)];
+    expect(queue?.Properties.VisibilityTimeout).toBe(30);
   });
 
   it('destroys tables and log groups with the stack', () => {
@@ -163,10 +235,48 @@ describe('ExampleStack in the local stage', () => {
   });
 });
 
+describe('ExampleStack downstream and payment notifier props', () => {
+  it('passes a given downstreamUrl to the payment notifier as DOWNSTREAM_URL, without a warning', () => {
+    const { stack, template } = synthExample(true, FIXTURE_EXAMPLE_HANDLERS, {
+      downstreamUrl: 'http://127.0.0.1:8080',
+    });
+    expect(environmentOf(template, stack.paymentNotifier).DOWNSTREAM_URL).toBe('http://127.0.0.1:8080');
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('placeholder'))).toEqual([]);
+  });
+
+  it('accepts a token for downstreamUrl and leaves it to deploy time', () => {
+    const url = Token.asString({ 'Fn::ImportValue': 'NotificationsUrl' });
+    const { stack, template } = synthExample(false, FIXTURE_EXAMPLE_HANDLERS, { downstreamUrl: url });
+    expect(environmentOf(template, stack.paymentNotifier).DOWNSTREAM_URL).toEqual({
+      'Fn::ImportValue': 'NotificationsUrl',
+    });
+  });
+
+  it.each(['notifications.example.com', 'ftp://files.example.com', ''])(
+    'rejects the downstreamUrl `%s` at synth time',
+    (downstreamUrl) => {
+      expect(() => synthExample(false, FIXTURE_EXAMPLE_HANDLERS, { downstreamUrl })).toThrow(
+        `Expected \`downstreamUrl\` to be an absolute http or https URL, got \`${downstreamUrl}\``,
+      );
+    },
+  );
+
+  it('uses a given paymentNotifierTimeout for the function, the lease and the visibility timeout', () => {
+    const { stack, template } = synthExample(true, FIXTURE_EXAMPLE_HANDLERS, {
+      paymentNotifierTimeout: Duration.seconds(10),
+    });
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(stack.paymentNotifier.handler)];
+    expect(fn?.Properties.Timeout).toBe(10);
+    expect(stack.paymentNotifier.lease.toSeconds()).toBe(10);
+    const queue = template.findResources('AWS::SQS::Queue')[logicalId(stack.paymentNotifier.queue)];
+    expect(queue?.Properties.VisibilityTimeout).toBe(60);
+  });
+});
+
 describe.runIf(realHandlersExist)('ExampleStack with the deployable handlers', () => {
   it('bundles lambda/handlers and passes cdk-nag', () => {
     const { app, template } = synthExample(false, REAL_HANDLERS);
-    template.resourceCountIs('AWS::Lambda::Function', 2);
+    template.resourceCountIs('AWS::Lambda::Function', 3);
     expect(nagFindings(app)).toEqual([]);
   });
 });
