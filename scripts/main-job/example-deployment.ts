@@ -1,6 +1,6 @@
 /**
- * Deploying the example app (`example-app.ts`) to a local endpoint under a chosen stack name, and
- * reading its outputs into named fields.
+ * Deploying the example app (`bin/app.ts`, the app `cdk.json` runs) to a local endpoint under a
+ * chosen stack name, and reading its outputs into named fields.
  */
 import { join } from 'node:path';
 import { type DeployLocalResult, deployLocal, destroyLocal } from '../deploy-local-lib';
@@ -15,11 +15,17 @@ export interface ExampleOutputs {
   readonly orderEventsDeadLetterQueueUrl: string;
   readonly auditEventsQueueUrl: string;
   readonly auditEventsDeadLetterQueueUrl: string;
+  readonly paymentEventsQueueUrl: string;
+  readonly paymentEventsDeadLetterQueueUrl: string;
   readonly inboxTableName: string;
   readonly ordersTableName: string;
   readonly auditTableName: string;
   readonly orderProjectorFunctionName: string;
   readonly auditRecorderFunctionName: string;
+  readonly paymentNotifierFunctionName: string;
+  readonly orderProjectorConsumerName: string;
+  readonly auditRecorderConsumerName: string;
+  readonly paymentNotifierConsumerName: string;
 }
 
 /** A deployed example stack. */
@@ -38,6 +44,12 @@ export interface DeployExampleOptions {
   /** @default 'EffectivelyOnceExample' ({@link EXAMPLE_STACK_NAME}) */
   readonly stackName?: string;
   /**
+   * Base URL the payment notifier posts to (context `downstreamUrl`). The emulator runs the
+   * functions on this host, so a server on `127.0.0.1` is reachable.
+   * @default the stack's placeholder, which never resolves
+   */
+  readonly downstreamUrl?: string;
+  /**
    * Cloud assembly directory; give each concurrent deployment its own.
    * @default 'cdk.out.local'
    */
@@ -55,11 +67,17 @@ const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
   orderEventsDeadLetterQueueUrl: 'OrderEventsDeadLetterQueueUrl',
   auditEventsQueueUrl: 'AuditEventsQueueUrl',
   auditEventsDeadLetterQueueUrl: 'AuditEventsDeadLetterQueueUrl',
+  paymentEventsQueueUrl: 'PaymentEventsQueueUrl',
+  paymentEventsDeadLetterQueueUrl: 'PaymentEventsDeadLetterQueueUrl',
   inboxTableName: 'InboxTableName',
   ordersTableName: 'OrdersTableName',
   auditTableName: 'AuditTableName',
   orderProjectorFunctionName: 'OrderProjectorFunctionName',
   auditRecorderFunctionName: 'AuditRecorderFunctionName',
+  paymentNotifierFunctionName: 'PaymentNotifierFunctionName',
+  orderProjectorConsumerName: 'OrderProjectorConsumerName',
+  auditRecorderConsumerName: 'AuditRecorderConsumerName',
+  paymentNotifierConsumerName: 'PaymentNotifierConsumerName',
 };
 
 /**
@@ -69,7 +87,13 @@ const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
  * @throws LocalDeployError from `deployLocal`; Error when an output is missing.
  *
  * @example
- * const { outputs } = await deployExample({ aws, root: projectRoot(), log: console.log });
+ * const downstream = await startDownstream();
+ * const { outputs } = await deployExample({
+ *   aws,
+ *   root: projectRoot(),
+ *   downstreamUrl: downstream.url,
+ *   log: console.log,
+ * });
  */
 export async function deployExample(options: DeployExampleOptions): Promise<ExampleDeployment> {
   const stackName = options.stackName ?? EXAMPLE_STACK_NAME;
@@ -79,8 +103,12 @@ export async function deployExample(options: DeployExampleOptions): Promise<Exam
     region: options.aws.region,
     credentials: options.aws.credentials,
     cwd: options.root,
-    app: `${tsx} ${join('scripts', 'main-job', 'example-app.ts')}`,
-    context: { local: 'true', exampleStackName: stackName },
+    app: `${tsx} ${join('bin', 'app.ts')}`,
+    context: {
+      local: 'true',
+      exampleStackName: stackName,
+      ...(options.downstreamUrl ? { downstreamUrl: options.downstreamUrl } : {}),
+    },
     ...(options.outputDir ? { outputDir: options.outputDir } : {}),
     ...(options.outputsFile ? { outputsFile: options.outputsFile } : {}),
     ...(options.logFile ? { logFile: options.logFile } : {}),
