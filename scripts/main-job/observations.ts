@@ -13,8 +13,9 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { scanTable } from '../../cli/replay/aws';
 import type { Item } from '../../cli/replay/snapshot';
-import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
+import { DEAD_LETTER_ATTRIBUTES, INBOX_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
 import { type AwsHttpTarget, functionLogGroup, readLogMessages } from './aws-http';
+import type { SampleLogName } from './sample-logs';
 
 /** Outcome counts of one consumer, summed over its metric lines. */
 export interface OutcomeTotals {
@@ -206,34 +207,87 @@ export interface OrderState {
   readonly statuses: number;
 }
 
+/** An inbox record of the payment notifier, as far as the checks need it. */
+export interface StoredNotification {
+  /** `COMPLETED` or `IN_PROGRESS`. */
+  readonly status: unknown;
+  /** The downstream's notification id stored with the completed effect, if any. */
+  readonly notificationId: string | undefined;
+}
+
 /** The example's tables, counted. */
 export interface TableCounts {
   /** Items of the Orders table: one `ORDER` item per order plus one `STATUS#` item per transition. */
   readonly ordersItems: number;
-  /** Inbox records (the order projector's; the audit recorder keeps none). */
-  readonly inboxRecords: number;
+  /** Inbox records of each consumer (the audit recorder keeps none: its item is its own marker). */
+  readonly inboxRecords: Readonly<Record<SampleLogName, number>>;
+  /** Every inbox record, whoever wrote it. */
+  readonly inboxTotal: number;
   /** Items of the Audit table: one per audit event. */
   readonly auditItems: number;
   /** Orders by order id. */
   readonly orders: ReadonlyMap<string, OrderState>;
+  /** The payment notifier's inbox records, one per notified payment status. */
+  readonly notifications: readonly StoredNotification[];
+}
+
+/** The example's tables, and the consumer names that tell their inbox records apart. */
+export interface ExampleTables {
+  readonly orders: string;
+  readonly inbox: string;
+  readonly audit: string;
+  /** Each sample log's consumer name (the `consumer` attribute of its inbox records). */
+  readonly consumers: Readonly<Record<SampleLogName, string>>;
 }
 
 /** Scans the example's tables (strongly consistent) and counts their items. */
-export async function readTables(
-  dynamodb: DynamoDBClient,
-  tables: { readonly orders: string; readonly inbox: string; readonly audit: string },
-): Promise<TableCounts> {
+export async function readTables(dynamodb: DynamoDBClient, tables: ExampleTables): Promise<TableCounts> {
   const [orders, inbox, audit] = await Promise.all([
     scanTable(dynamodb, tables.orders),
     scanTable(dynamodb, tables.inbox),
     scanTable(dynamodb, tables.audit),
   ]);
+  return summariseTables({ orders, inbox, audit }, tables.consumers);
+}
+
+/** Counts scanned items (DynamoDB JSON) into {@link TableCounts}. Pure. */
+export function summariseTables(
+  items: {
+    readonly orders: readonly Item[];
+    readonly inbox: readonly Item[];
+    readonly audit: readonly Item[];
+  },
+  consumers: Readonly<Record<SampleLogName, string>>,
+): TableCounts {
+  const inbox = items.inbox.map((item) => unmarshall(item) as Record<string, unknown>);
+  const of = (name: SampleLogName) =>
+    inbox.filter((record) => record[INBOX_ATTRIBUTES.consumer] === consumers[name]);
   return {
-    ordersItems: orders.length,
-    inboxRecords: inbox.length,
-    auditItems: audit.length,
-    orders: summariseOrders(orders),
+    ordersItems: items.orders.length,
+    inboxRecords: {
+      orders: of('orders').length,
+      audit: of('audit').length,
+      payments: of('payments').length,
+    },
+    inboxTotal: inbox.length,
+    auditItems: items.audit.length,
+    orders: summariseOrders(items.orders),
+    notifications: of('payments').map((record) => ({
+      status: record[INBOX_ATTRIBUTES.status],
+      notificationId: notificationIdOf(record[INBOX_ATTRIBUTES.result]),
+    })),
   };
+}
+
+/** The `notificationId` of a stored result (JSON text of the notifier's `Notification`). */
+function notificationIdOf(result: unknown): string | undefined {
+  if (typeof result !== 'string') return undefined;
+  try {
+    const parsed = JSON.parse(result) as { notificationId?: unknown } | null;
+    return typeof parsed?.notificationId === 'string' ? parsed.notificationId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function summariseOrders(items: readonly Item[]): Map<string, OrderState> {

@@ -4,10 +4,20 @@
  */
 import type { Difference } from '../../cli/replay/diff';
 import { formatDifferences } from '../../cli/replay/format';
-import { bodySha256, type DeadLetter, deliveriesOf, type OutcomeTotals } from './observations';
+import type { Check } from './checks';
+import { externalEffectTotals } from './external-effects';
+import { bodySha256, type DeadLetter, deliveriesOf } from './observations';
 import type { ReplayLogsResult } from './replay-logs';
-import { describeRole, expectedOutcome, type SampleLog } from './sample-logs';
-import type { Check, ExampleObservation, SampleLogs, SampleRun } from './scenario';
+import {
+  describeRole,
+  downstreamFailures,
+  expectedNotifications,
+  expectedOutcome,
+  SAMPLE_LOG_NAMES,
+  type SampleLog,
+  type SampleLogName,
+} from './sample-logs';
+import type { ExampleObservation, SampleLogs, SampleRun } from './scenario';
 
 /**
  * Aligns rows into columns two spaces apart, every line indented by `indent`. Numbers read best
@@ -52,57 +62,115 @@ function cell(actual: number, expected: number): string {
   return actual === expected ? String(actual) : `${actual} (expected ${expected})`;
 }
 
+/** The rows of the run summary, per consumer. */
+interface SummaryValues {
+  readonly sent: number;
+  readonly brokerSuppressed: number;
+  readonly delivered: number;
+  readonly retried: number;
+  readonly redelivered: number;
+  readonly duplicates: number;
+  readonly processed: number;
+  readonly deadLetters: number;
+}
+
+const CONSUMER_HEADINGS: Readonly<Record<SampleLogName, string>> = {
+  orders: '(FIFO, atomic)',
+  audit: '(standard, entity)',
+  payments: '(standard, two-phase)',
+};
+
 /**
  * The summary table of a first run: per consumer and in total, messages sent, suppressed by the
- * broker, delivered, redelivered, suppressed by the inbox, processed and dead-lettered.
+ * broker, delivered, delivered again after a transient failure, redelivered after processing,
+ * suppressed by the inbox, processed and dead-lettered; then the external effects, the
+ * notifications the downstream service applied (the payment notifier's only).
+ *
+ * A delivery found in flight elsewhere comes back like a retried one; it is counted in the
+ * "delivered again" row and is not a failure, so it is added to that row's expectation.
  */
 export function formatRunSummary(logs: SampleLogs, observation: ExampleObservation): string {
-  const names = ['orders', 'audit'] as const;
-  const expected = { orders: expectedOutcome(logs.orders), audit: expectedOutcome(logs.audit) };
-  const measured = (name: (typeof names)[number]) => {
-    const outcomes: OutcomeTotals = observation.outcomes[name];
-    const delivered = deliveriesOf(outcomes) - expected[name].redelivered;
-    return {
-      sent: expected[name].sent,
-      brokerSuppressed: expected[name].sent - delivered,
+  const expected = {} as Record<SampleLogName, SummaryValues>;
+  const values = {} as Record<SampleLogName, SummaryValues>;
+  for (const name of SAMPLE_LOG_NAMES) {
+    const story = expectedOutcome(logs[name]);
+    const outcomes = observation.outcomes[name];
+    const retried = outcomes.retry + outcomes.inFlight;
+    const delivered = deliveriesOf(outcomes) - story.redelivered - retried;
+    expected[name] = { ...story, retried: story.retried + outcomes.inFlight };
+    values[name] = {
+      sent: story.sent,
+      brokerSuppressed: story.sent - delivered,
       delivered,
-      redelivered: expected[name].redelivered,
+      retried,
+      redelivered: story.redelivered,
       duplicates: outcomes.duplicate,
       processed: outcomes.processed,
       deadLetters: observation.deadLetters[name].length,
     };
-  };
-  const values = { orders: measured('orders'), audit: measured('audit') };
-  const row = (label: string, key: keyof (typeof values)['orders']) => [
+  }
+  const row = (label: string, key: keyof SummaryValues) => [
     label,
-    cell(values.orders[key], expected.orders[key]),
-    cell(values.audit[key], expected.audit[key]),
-    String(values.orders[key] + values.audit[key]),
+    ...SAMPLE_LOG_NAMES.map((name) => cell(values[name][key], expected[name][key])),
+    String(SAMPLE_LOG_NAMES.reduce((sum, name) => sum + values[name][key], 0)),
   ];
+  const applied = observation.downstream.applications.length;
   return formatTable([
-    ['', 'orders', 'audit', 'total'],
-    ['', '(FIFO, atomic)', '(standard, entity)', ''],
+    ['', ...SAMPLE_LOG_NAMES, 'total'],
+    ['', ...SAMPLE_LOG_NAMES.map((name) => CONSUMER_HEADINGS[name]), ''],
     row('messages sent', 'sent'),
     row('suppressed by the broker (FIFO dedup)', 'brokerSuppressed'),
     row('delivered by SQS', 'delivered'),
+    row('delivered again after a transient failure', 'retried'),
     row('redelivered after processing', 'redelivered'),
     row('suppressed by the inbox (duplicates)', 'duplicates'),
     row('processed (effects committed)', 'processed'),
     row('dead-lettered', 'deadLetters'),
+    [
+      'external effects (downstream calls applied)',
+      '-',
+      '-',
+      cell(applied, expectedNotifications(logs.payments).length),
+      String(applied),
+    ],
   ]);
 }
 
-/** The effects in the tables, in plain words. */
-export function formatEffects(observation: ExampleObservation): string {
+/** The effects in the tables and at the downstream service, in plain words. */
+export function formatEffects(logs: SampleLogs, observation: ExampleObservation): string {
   const { tables } = observation;
   const orders = [...tables.orders].sort(([a], [b]) => a.localeCompare(b));
   const statuses = orders.reduce((sum, [, order]) => sum + order.statuses, 0);
+  const completed = tables.notifications.filter((record) => record.status === 'COMPLETED').length;
   return [
     `  Orders table: ${tables.ordersItems} items (${orders.length} orders + ${statuses} status transitions)`,
     `    ${orders.map(([id, order]) => `${id} ${String(order.status)}`).join(', ')}`,
-    `  Inbox table:  ${tables.inboxRecords} records (the order projector's; the audit item is its own marker)`,
+    `  Inbox table:  ${tables.inboxTotal} records: ${tables.inboxRecords.orders} of the order projector, ` +
+      `${tables.inboxRecords.payments} of the payment notifier (${completed} completed, with the downstream's notification id);`,
+    "    none of the audit recorder's: the audit item is its own marker",
     `  Audit table:  ${tables.auditItems} items`,
+    formatDownstream(logs.payments, observation),
   ].join('\n');
+}
+
+/**
+ * What the downstream service saw: requests, keys and applications, each notification applied
+ * with its id, and how each transient failure ended. Names payments by `paymentId:status` only.
+ */
+export function formatDownstream(log: SampleLog, observation: ExampleObservation): string {
+  const { downstream } = observation;
+  const totals = externalEffectTotals(downstream);
+  const lines = [
+    `  Downstream service: ${totals.requests} requests with ${totals.keys} distinct Idempotency-Keys; ` +
+      `${totals.applications} notifications applied, ${totals.replayed} answered from an earlier application, ${totals.failed} failed on purpose`,
+    `    ${downstream.applications.map((application) => `${application.payment} → ${application.notificationId}`).join(', ')}`,
+  ];
+  for (const failure of downstreamFailures(log)) {
+    const seen = downstream.requests.filter((request) => request.payment === failure.payment);
+    const answers = seen.map((request) => `${request.status} ${request.answer}`).join(', then ');
+    lines.push(`    ${failure.payment} (line ${failure.line}): ${answers || 'never called'}`);
+  }
+  return lines.join('\n');
 }
 
 /** The dead letters of each queue, matched to their log lines, with code and reason. */
@@ -112,7 +180,7 @@ export function formatDeadLetters(
   observation: ExampleObservation,
 ): string {
   const lines: string[] = [];
-  for (const name of ['orders', 'audit'] as const) {
+  for (const name of SAMPLE_LOG_NAMES) {
     const letters = observation.deadLetters[name];
     if (letters.length === 0) {
       lines.push(`  ${name} dead-letter queue: empty`);

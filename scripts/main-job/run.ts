@@ -1,12 +1,16 @@
 /**
  * The main job (`npm start`): the example app end to end on local AWS. It starts the emulator
- * (or uses `AWS_ENDPOINT_URL`), deploys the example app, sends the sample order and audit logs
- * with their resends, redeliveries and poison message, reads what the consumers did, replays
- * everything with the double-tap helper, checks every expectation, and cleans up what it started.
+ * (or uses `AWS_ENDPOINT_URL`) and a deduplicating downstream service on `127.0.0.1`, deploys the
+ * example app, sends the sample order, audit and payment logs with their resends, redeliveries,
+ * transient downstream failures and poison messages, reads what the consumers and the downstream
+ * did, replays everything with the double-tap helper, checks every expectation, and cleans up
+ * what it started.
  */
 import { relative } from 'node:path';
 import { destroyLocal } from '../deploy-local-lib';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws-lib';
+import type { Check } from './checks';
+import { type Downstream, startDownstream } from './downstream';
 import { deployExample, EXAMPLE_STACK_NAME } from './example-deployment';
 import { deliveriesOf } from './observations';
 import { REPLAY_DEDUP_SUFFIX } from './replay-logs';
@@ -21,9 +25,8 @@ import {
   seconds,
   type Timing,
 } from './report';
-import { loadSampleLogs } from './sample-logs';
+import { loadSampleLogs, SAMPLE_LOG_NAMES } from './sample-logs';
 import {
-  type Check,
   checkFirstRun,
   checkReplay,
   createExampleHarness,
@@ -33,6 +36,7 @@ import {
   replayDeliveries,
   replayExample,
   runSampleLogs,
+  sampleDownstreamFailures,
 } from './scenario';
 
 /** Options of {@link runMainJob}. */
@@ -57,8 +61,10 @@ export interface MainJobResult {
 /**
  * Runs the main job and prints what happens in plain words, a summary table, every check and
  * the step timings. Never throws: a failure is printed and makes `ok` false. Stops the emulator
- * it started; on an emulator given through `AWS_ENDPOINT_URL`, it deploys under a stack name of
- * its own and deletes that stack by name afterwards.
+ * and the downstream service it started; on an emulator given through `AWS_ENDPOINT_URL`, it
+ * deploys under a stack name of its own and deletes that stack by name afterwards (that emulator
+ * must run the functions on this host, as MiniStack does, for them to reach the downstream
+ * service on `127.0.0.1`).
  *
  * @example
  * const { ok } = await runMainJob();
@@ -83,15 +89,22 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
   let stackName = EXAMPLE_STACK_NAME;
   let deployed = false;
   let harness: ExampleHarness | undefined;
+  let downstream: Downstream | undefined;
 
   print('effectively-once: the example app end to end on local AWS\n');
   try {
     // A broken sample log fails here, before anything is started.
     const logs = loadSampleLogs(root);
 
-    print('[1/5] Local AWS and the example app');
-    aws = await time('start local AWS', () =>
-      startLocalAws({ env: options.env ?? process.env, log: indented }),
+    print('[1/5] Local AWS, the downstream service and the example app');
+    aws = await time('start local AWS and the downstream service', async () => {
+      downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
+      return startLocalAws({ env: options.env ?? process.env, log: indented });
+    });
+    const service = downstream!;
+    indented(
+      `Downstream service on ${service.url}: POST /notifications applies each Idempotency-Key once ` +
+        '(a repeated key gets the first notification id back)',
     );
     // On an emulator of our own the stack has its usual name; on a shared one, a name of its own,
     // so the run starts from empty tables and never touches a stack someone else deployed.
@@ -103,13 +116,14 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
         aws: currentAws,
         root,
         stackName,
+        downstreamUrl: service.url,
         outputDir: 'cdk.out.main-job',
         outputsFile: '.local/main-job-outputs.json',
         logFile: '.local/logs/main-job-cdk.log',
         log: indented,
       });
     });
-    harness = createExampleHarness(aws, deployment.outputs);
+    harness = createExampleHarness(aws, deployment.outputs, service.ledger);
     const h = harness;
 
     print('\n[2/5] Sending the sample logs');
@@ -121,14 +135,24 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
       formatLogStory(logs.audit, `${file(logs.audit.file)} → standard queue → audit recorder (entity mode)`),
     );
     print(
-      `  After the queues drain, orders line ${logs.orders.redeliver.join(', ')} and audit line ` +
-        `${logs.audit.redeliver.join(', ')} are delivered once more: each function is invoked with the event\n` +
-        '  SQS sends when a processed batch was not deleted (same message id, receive count 2).',
+      formatLogStory(
+        logs.payments,
+        `${file(logs.payments.file)} → standard queue → payment notifier (two-phase mode) → downstream service`,
+      ),
     );
-    const run = await time('send the logs, drain, redeliver', () => runSampleLogs(h, logs));
     print(
-      `  Sent ${logs.orders.entries.length + logs.audit.entries.length} messages; the queues drained in ${seconds(run.drainMillis)}.`,
+      '  A notification that fails transiently is released and reported as a batch item failure; SQS\n' +
+        "  delivers it again once the queue's visibility timeout (30 s locally) has passed.",
     );
+    print(
+      `  After the queues drain, orders line ${logs.orders.redeliver.join(', ')}, audit line ` +
+        `${logs.audit.redeliver.join(', ')} and payments line ${logs.payments.redeliver.join(', ')} are ` +
+        'delivered once more: each function is invoked\n' +
+        '  with the event SQS sends when a processed batch was not deleted (same message id, receive count 2).',
+    );
+    const run = await time('send the logs, drain (with retries), redeliver', () => runSampleLogs(h, logs));
+    const sent = SAMPLE_LOG_NAMES.reduce((sum, name) => sum + logs[name].entries.length, 0);
+    print(`  Sent ${sent} messages; the queues drained in ${seconds(run.drainMillis)}.`);
 
     print('\n[3/5] What the consumers did');
     const first = await time('read metrics, tables and DLQs', () =>
@@ -139,7 +163,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
       "  (Processed, duplicate and dead-letter counts come from the consumers' Embedded Metric Format lines\n" +
         "  in their CloudWatch Logs group; the broker's suppressions are the sends that were never delivered.)\n",
     );
-    print(formatEffects(first));
+    print(formatEffects(logs, first));
     print(formatDeadLetters(logs, run, first));
     checks.push(...checkFirstRun(logs, run, first));
 
@@ -158,17 +182,19 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
       observeExample(h, {
         orders: deliveriesOf(first.outcomes.orders) + deliveries.orders,
         audit: deliveriesOf(first.outcomes.audit) + deliveries.audit,
+        payments: deliveriesOf(first.outcomes.payments) + deliveries.payments,
       }),
     );
     print(formatReplay(replay));
-    const reached =
-      deliveriesOf(second.outcomes.orders) -
-      deliveriesOf(first.outcomes.orders) +
-      deliveriesOf(second.outcomes.audit) -
-      deliveriesOf(first.outcomes.audit);
+    const reached = SAMPLE_LOG_NAMES.reduce(
+      (sum, name) => sum + deliveriesOf(second.outcomes[name]) - deliveriesOf(first.outcomes[name]),
+      0,
+    );
+    const calls = second.downstream.requests.length - first.downstream.requests.length;
     print(
-      `  The replay reached the consumers ${reached} times (orders pass 1, audit passes 1 and 2); every\n` +
-        '  delivery was a duplicate, except the poison message, which went to the dead-letter queue again:',
+      `  The replay reached the consumers ${reached} times (orders pass 1, audit and payments passes 1 and 2),\n` +
+        `  and the downstream service ${calls === 0 ? 'not at all' : `${calls} times`}. Every delivery was a duplicate,\n` +
+        '  except the poison messages, which went to their dead-letter queue again:',
     );
     print(formatDeadLetters(logs, run, second).replace(/^ {2}/gm, '    '));
     checks.push(...checkReplay(logs, first, second, replay));
@@ -180,6 +206,10 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     });
   } finally {
     harness?.destroy();
+  }
+  if (downstream) {
+    await downstream.close();
+    print('\nStopped the downstream service.');
   }
 
   print('\n[5/5] Checks');

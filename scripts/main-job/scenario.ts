@@ -1,15 +1,18 @@
 /**
  * The main job's scenario against a deployed example app, as steps the end-to-end test reuses:
  * send the sample logs and redeliver processed messages ({@link runSampleLogs}), read what the
- * consumers did ({@link observeExample}), check it against the logs' story
- * ({@link checkFirstRun}), replay everything ({@link replayExample}) and check that nothing
+ * consumers and the downstream service did ({@link observeExample}), check it against the logs'
+ * story ({@link checkFirstRun}), replay everything ({@link replayExample}) and check that nothing
  * changed ({@link checkReplay}).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { LocalAws } from '../local-aws-lib';
 import type { AwsHttpTarget } from './aws-http';
+import { type Check, check } from './checks';
+import type { DownstreamFailure, DownstreamLedger, DownstreamSnapshot } from './downstream';
 import type { ExampleOutputs } from './example-deployment';
+import { checkExternalEffects, checkReplayEffects } from './external-effects';
 import {
   awaitOutcomeTotals,
   bodySha256,
@@ -23,9 +26,12 @@ import {
 } from './observations';
 import { type ReplayLogsResult, replayLogs } from './replay-logs';
 import {
+  downstreamFailures,
+  expectedDeliveries,
   expectedOrders,
   expectedOutcome,
   poisonLines,
+  SAMPLE_LOG_NAMES,
   type SampleLog,
   type SampleLogName,
 } from './sample-logs';
@@ -35,15 +41,18 @@ import { type RedeliveryResult, redeliver, type SentMessages, sendLog, waitForQu
 export interface SampleLogs {
   readonly orders: SampleLog;
   readonly audit: SampleLog;
+  readonly payments: SampleLog;
 }
 
-/** Clients and outputs to drive a deployed example app. */
+/** Clients and outputs to drive a deployed example app, and the downstream its notifier calls. */
 export interface ExampleHarness {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
   readonly http: AwsHttpTarget;
   readonly outputs: ExampleOutputs;
-  /** Closes the SDK clients. */
+  /** The ledger of the downstream service the payment notifier was deployed against. */
+  readonly downstream: Pick<DownstreamLedger, 'snapshot'>;
+  /** Closes the SDK clients (not the downstream service: whoever started it stops it). */
   destroy(): void;
 }
 
@@ -51,6 +60,7 @@ export interface ExampleHarness {
 export function createExampleHarness(
   aws: Pick<LocalAws, 'endpoint' | 'region' | 'credentials'>,
   outputs: ExampleOutputs,
+  downstream: Pick<DownstreamLedger, 'snapshot'>,
 ): ExampleHarness {
   const config = { endpoint: aws.endpoint, region: aws.region, credentials: { ...aws.credentials } };
   // Queue URLs may name another host than the endpoint (`localhost`); always call the endpoint.
@@ -61,6 +71,7 @@ export function createExampleHarness(
     dynamodb,
     http: config,
     outputs,
+    downstream,
     destroy() {
       sqs.destroy();
       dynamodb.destroy();
@@ -68,22 +79,48 @@ export function createExampleHarness(
   };
 }
 
-/** The queue, dead-letter queue and function of each consumer. */
-export function consumerOf(
-  outputs: ExampleOutputs,
-  name: SampleLogName,
-): { readonly queueUrl: string; readonly deadLetterQueueUrl: string; readonly functionName: string } {
-  return name === 'orders'
-    ? {
+/** A consumer of the example app: its queue, dead-letter queue, function and consumer name. */
+export interface ExampleConsumer {
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  readonly functionName: string;
+  readonly consumerName: string;
+}
+
+/** The consumer each sample log feeds. */
+export function consumerOf(outputs: ExampleOutputs, name: SampleLogName): ExampleConsumer {
+  switch (name) {
+    case 'orders':
+      return {
         queueUrl: outputs.orderEventsQueueUrl,
         deadLetterQueueUrl: outputs.orderEventsDeadLetterQueueUrl,
         functionName: outputs.orderProjectorFunctionName,
-      }
-    : {
+        consumerName: outputs.orderProjectorConsumerName,
+      };
+    case 'audit':
+      return {
         queueUrl: outputs.auditEventsQueueUrl,
         deadLetterQueueUrl: outputs.auditEventsDeadLetterQueueUrl,
         functionName: outputs.auditRecorderFunctionName,
+        consumerName: outputs.auditRecorderConsumerName,
       };
+    case 'payments':
+      return {
+        queueUrl: outputs.paymentEventsQueueUrl,
+        deadLetterQueueUrl: outputs.paymentEventsDeadLetterQueueUrl,
+        functionName: outputs.paymentNotifierFunctionName,
+        consumerName: outputs.paymentNotifierConsumerName,
+      };
+  }
+}
+
+/** The downstream failures the sample logs' story needs, to start the downstream service with. */
+export function sampleDownstreamFailures(logs: SampleLogs): DownstreamFailure[] {
+  return downstreamFailures(logs.payments).map(({ payment, status, applied }) => ({
+    payment,
+    status,
+    applied,
+  }));
 }
 
 /** What {@link runSampleLogs} sent and redelivered. */
@@ -91,26 +128,40 @@ export interface SampleRun {
   /** The SQS message id of every line, per log. */
   readonly sent: Readonly<Record<SampleLogName, SentMessages>>;
   readonly redeliveries: Readonly<Record<SampleLogName, readonly RedeliveryResult[]>>;
-  /** How long the queues took to drain after the sends. */
+  /** How long the queues took to drain after the sends (retries after a visibility timeout included). */
   readonly drainMillis: number;
 }
 
+/** Options of {@link runSampleLogs}. */
+export interface RunSampleLogsOptions {
+  /**
+   * Longest wait for the queues to drain. A message that failed transiently comes back only
+   * after its queue's visibility timeout (30 s for the local payment queue).
+   * @default 90000
+   */
+  readonly drainTimeoutMillis?: number;
+}
+
 /**
- * Sends both sample logs (concurrently, each in log order), waits until both queues drained, then
- * delivers each log's `redeliver` lines to their consumer once more.
+ * Sends the three sample logs (concurrently, each in log order), waits until every queue drained
+ * (the payment log's transient failures come back after the visibility timeout), then delivers
+ * each log's `redeliver` lines to their consumer once more.
  */
-export async function runSampleLogs(harness: ExampleHarness, logs: SampleLogs): Promise<SampleRun> {
-  const names: SampleLogName[] = ['orders', 'audit'];
-  const [orders, audit] = await Promise.all(
-    names.map((name) => sendLog(harness.sqs, consumerOf(harness.outputs, name).queueUrl, logs[name].entries)),
+export async function runSampleLogs(
+  harness: ExampleHarness,
+  logs: SampleLogs,
+  options: RunSampleLogsOptions = {},
+): Promise<SampleRun> {
+  const queueUrls = SAMPLE_LOG_NAMES.map((name) => consumerOf(harness.outputs, name).queueUrl);
+  const [orders, audit, payments] = await Promise.all(
+    SAMPLE_LOG_NAMES.map((name, index) => sendLog(harness.sqs, queueUrls[index]!, logs[name].entries)),
   );
-  const sent = { orders: orders!, audit: audit! };
-  const drainMillis = await waitForQueues(
-    harness.sqs,
-    names.map((name) => consumerOf(harness.outputs, name).queueUrl),
-  );
-  const redeliveries: Record<SampleLogName, RedeliveryResult[]> = { orders: [], audit: [] };
-  for (const name of names) {
+  const sent = { orders: orders!, audit: audit!, payments: payments! };
+  const drainMillis = await waitForQueues(harness.sqs, queueUrls, {
+    timeoutMillis: options.drainTimeoutMillis ?? 90_000,
+  });
+  const redeliveries: Record<SampleLogName, RedeliveryResult[]> = { orders: [], audit: [], payments: [] };
+  for (const name of SAMPLE_LOG_NAMES) {
     const { functionName, queueUrl } = consumerOf(harness.outputs, name);
     for (const line of logs[name].redeliver) {
       redeliveries[name].push(
@@ -132,19 +183,21 @@ export interface ExampleObservation {
   readonly outcomes: Readonly<Record<SampleLogName, OutcomeTotals>>;
   readonly tables: TableCounts;
   readonly deadLetters: Readonly<Record<SampleLogName, readonly DeadLetter[]>>;
+  /** What the downstream service saw and applied. */
+  readonly downstream: DownstreamSnapshot;
 }
 
 /**
  * Reads the consumers' outcome metrics (waiting, briefly, until they count at least
- * `minimumDeliveries` each), the tables and both dead-letter queues.
+ * `minimumDeliveries` each), the tables, the dead-letter queues and the downstream's ledger.
  */
 export async function observeExample(
   harness: ExampleHarness,
   minimumDeliveries: Readonly<Record<SampleLogName, number>>,
 ): Promise<ExampleObservation> {
   const { outputs } = harness;
-  const [orders, audit] = await Promise.all(
-    (['orders', 'audit'] as const).map((name) =>
+  const [orders, audit, payments] = await Promise.all(
+    SAMPLE_LOG_NAMES.map((name) =>
       awaitOutcomeTotals(harness.http, consumerOf(outputs, name).functionName, minimumDeliveries[name]),
     ),
   );
@@ -152,64 +205,65 @@ export async function observeExample(
     orders: outputs.ordersTableName,
     inbox: outputs.inboxTableName,
     audit: outputs.auditTableName,
-  });
-  return {
-    outcomes: { orders: orders!, audit: audit! },
-    tables,
-    deadLetters: {
-      orders: await readDeadLetters(harness.sqs, outputs.orderEventsDeadLetterQueueUrl),
-      audit: await readDeadLetters(harness.sqs, outputs.auditEventsDeadLetterQueueUrl),
+    consumers: {
+      orders: outputs.orderProjectorConsumerName,
+      audit: outputs.auditRecorderConsumerName,
+      payments: outputs.paymentNotifierConsumerName,
     },
+  });
+  const deadLetters = {} as Record<SampleLogName, readonly DeadLetter[]>;
+  for (const name of SAMPLE_LOG_NAMES) {
+    deadLetters[name] = await readDeadLetters(harness.sqs, consumerOf(outputs, name).deadLetterQueueUrl);
+  }
+  return {
+    outcomes: { orders: orders!, audit: audit!, payments: payments! },
+    tables,
+    deadLetters,
+    downstream: harness.downstream.snapshot(),
   };
-}
-
-/** One expectation and whether it held. */
-export interface Check {
-  readonly ok: boolean;
-  /** What was expected, in plain words. */
-  readonly name: string;
-  /** What was seen, when it differs from the expectation. */
-  readonly detail?: string;
-}
-
-function check(name: string, expected: unknown, actual: unknown): Check {
-  const ok = JSON.stringify(expected) === JSON.stringify(actual);
-  return ok
-    ? { ok, name }
-    : { ok, name, detail: `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}` };
 }
 
 /** The minimum deliveries each consumer's metrics must count after {@link runSampleLogs}. */
 export function firstRunDeliveries(logs: SampleLogs): Record<SampleLogName, number> {
-  const deliveries = (log: SampleLog) => expectedOutcome(log).delivered + expectedOutcome(log).redelivered;
-  return { orders: deliveries(logs.orders), audit: deliveries(logs.audit) };
+  return {
+    orders: expectedDeliveries(logs.orders),
+    audit: expectedDeliveries(logs.audit),
+    payments: expectedDeliveries(logs.payments),
+  };
 }
 
 /**
  * Checks a first run against the logs' story: exact outcome counts per consumer, exact item
- * counts and order states, redeliveries acknowledged, and exactly the poison lines in the
- * dead-letter queues with their code and reason.
+ * counts and order states, redeliveries acknowledged, exactly the poison lines in the
+ * dead-letter queues with their code and reason, and the payment notifier's external effect
+ * once per payment status.
+ *
+ * A message whose dedup key another delivery holds in progress at that moment (a producer
+ * resend in a concurrent batch of a standard queue) is reported as in flight and retried; it
+ * comes back after the visibility timeout as a duplicate. Whether that happens depends on how the
+ * queue splits the log into batches, so such deliveries are allowed, and counted on top.
  */
 export function checkFirstRun(logs: SampleLogs, run: SampleRun, observation: ExampleObservation): Check[] {
   const checks: Check[] = [];
-  for (const name of ['orders', 'audit'] as const) {
+  for (const name of SAMPLE_LOG_NAMES) {
     const log = logs[name];
     const expected = expectedOutcome(log);
     const outcomes = observation.outcomes[name];
+    const inFlight =
+      outcomes.inFlight > 0 ? ` + ${outcomes.inFlight} in flight elsewhere and delivered again` : '';
     checks.push(
       check(
-        `${name}: ${expected.delivered} of ${expected.sent} messages delivered by SQS (${expected.brokerSuppressed} suppressed by the broker), ${expected.redelivered} redelivered`,
-        expected.delivered + expected.redelivered,
+        `${name}: ${expected.delivered} of ${expected.sent} messages delivered by SQS (${expected.brokerSuppressed} suppressed by the broker), ${expected.redelivered} redelivered, ${expected.retried} delivered again after a transient failure${inFlight}`,
+        expectedDeliveries(log) + outcomes.inFlight,
         deliveriesOf(outcomes),
       ),
       check(
-        `${name}: ${expected.processed} processed, ${expected.duplicates} suppressed by the inbox, ${expected.deadLetters} failed permanently, nothing retried`,
+        `${name}: ${expected.processed} processed, ${expected.duplicates} suppressed by the inbox, ${expected.retried} retried, ${expected.deadLetters} failed permanently`,
         {
           processed: expected.processed,
           duplicate: expected.duplicates,
           permanent: expected.deadLetters,
-          retry: 0,
-          inFlight: 0,
+          retry: expected.retried,
           mismatch: 0,
           stale: 0,
         },
@@ -218,7 +272,6 @@ export function checkFirstRun(logs: SampleLogs, run: SampleRun, observation: Exa
           duplicate: outcomes.duplicate,
           permanent: outcomes.permanent,
           retry: outcomes.retry,
-          inFlight: outcomes.inFlight,
           mismatch: outcomes.mismatch,
           stale: outcomes.stale,
         },
@@ -234,6 +287,11 @@ export function checkFirstRun(logs: SampleLogs, run: SampleRun, observation: Exa
 
   const orders = expectedOrders(logs.orders);
   const statusItems = [...orders.values()].reduce((sum, order) => sum + order.statuses, 0);
+  const inbox = {
+    orders: expectedOutcome(logs.orders).processed,
+    audit: 0,
+    payments: expectedOutcome(logs.payments).processed,
+  };
   checks.push(
     check(
       `Orders table: ${orders.size} orders + ${statusItems} status transitions = ${orders.size + statusItems} items`,
@@ -241,9 +299,9 @@ export function checkFirstRun(logs: SampleLogs, run: SampleRun, observation: Exa
       observation.tables.ordersItems,
     ),
     check(
-      `Inbox table: ${expectedOutcome(logs.orders).processed} records, one per processed order event`,
-      expectedOutcome(logs.orders).processed,
-      observation.tables.inboxRecords,
+      `Inbox table: ${inbox.orders} records of the order projector (one per processed order event) + ${inbox.payments} of the payment notifier (one per notified payment status)`,
+      { ...inbox, total: inbox.orders + inbox.payments },
+      { ...observation.tables.inboxRecords, total: observation.tables.inboxTotal },
     ),
     check(
       `Audit table: ${expectedOutcome(logs.audit).processed} items, one per audit event`,
@@ -255,6 +313,9 @@ export function checkFirstRun(logs: SampleLogs, run: SampleRun, observation: Exa
       Object.fromEntries([...orders].sort()),
       Object.fromEntries([...observation.tables.orders].sort()),
     ),
+  );
+  checks.push(
+    ...checkExternalEffects(logs.payments, observation.downstream, observation.tables.notifications),
   );
   return checks;
 }
@@ -305,7 +366,7 @@ function checkDeadLetters(
   return checks;
 }
 
-/** Replays both logs with the double-tap helper over every table (Orders, Audit and the inbox). */
+/** Replays the three logs with the double-tap helper over every table (Orders, Audit and the inbox). */
 export async function replayExample(
   harness: ExampleHarness,
   logs: SampleLogs,
@@ -315,7 +376,7 @@ export async function replayExample(
   return replayLogs({
     sqs: harness.sqs,
     dynamodb: harness.dynamodb,
-    replays: (['orders', 'audit'] as const).map((name) => ({
+    replays: SAMPLE_LOG_NAMES.map((name) => ({
       log: logs[name],
       queueUrl: consumerOf(outputs, name).queueUrl,
     })),
@@ -325,16 +386,30 @@ export async function replayExample(
 }
 
 /**
- * The deliveries each consumer sees in a replay: the FIFO log once (its second pass reuses the
- * first pass's deduplication ids, so the broker drops it), the standard log twice.
+ * Passes of a replay that reach the consumer: a FIFO log's second pass reuses the first pass's
+ * deduplication ids, so the broker drops it; a standard log reaches it twice.
+ */
+export function replayPasses(log: SampleLog): number {
+  return log.fifo ? 1 : 2;
+}
+
+/**
+ * The deliveries each consumer sees in a replay: the FIFO log once (without its broker resends),
+ * the standard logs twice.
  */
 export function replayDeliveries(logs: SampleLogs): Record<SampleLogName, number> {
-  return { orders: expectedOutcome(logs.orders).delivered, audit: 2 * expectedOutcome(logs.audit).sent };
+  const deliveries = (log: SampleLog) => replayPasses(log) * expectedOutcome(log).delivered;
+  return {
+    orders: deliveries(logs.orders),
+    audit: deliveries(logs.audit),
+    payments: deliveries(logs.payments),
+  };
 }
 
 /**
  * Checks a replay: no table changed by any comparison, no message processed again (every
- * delivery a duplicate, except poison, which is dead-lettered again with its reason).
+ * delivery a duplicate, except poison, which is dead-lettered again with its reason), and the
+ * downstream service called no more.
  */
 export function checkReplay(
   logs: SampleLogs,
@@ -344,25 +419,27 @@ export function checkReplay(
 ): Check[] {
   const checks: Check[] = [];
   const deliveries = replayDeliveries(logs);
-  for (const name of ['orders', 'audit'] as const) {
+  for (const name of SAMPLE_LOG_NAMES) {
     const log = logs[name];
     const outcomes = subtractTotals(after.outcomes[name], before.outcomes[name]);
-    const poison = expectedOutcome(log).deadLetters;
-    const passes = name === 'orders' ? 1 : 2;
+    const passes = replayPasses(log);
+    const poison = expectedOutcome(log).deadLetters * passes;
     checks.push(
       check(
-        `${name} replay: ${deliveries[name]} deliveries, none processed again, ${deliveries[name] - poison * passes} suppressed by the inbox`,
-        { processed: 0, duplicate: deliveries[name] - poison * passes, permanent: poison * passes, retry: 0 },
+        `${name} replay: ${deliveries[name]} deliveries, none processed again, ${deliveries[name] - poison} suppressed by the inbox`,
+        { processed: 0, duplicate: deliveries[name] - poison, permanent: poison, retry: 0, inFlight: 0 },
         {
           processed: outcomes.processed,
           duplicate: outcomes.duplicate,
           permanent: outcomes.permanent,
           retry: outcomes.retry,
+          inFlight: outcomes.inFlight,
         },
       ),
     );
     checks.push(...checkDeadLetters(log, undefined, after.deadLetters[name], 1 + passes));
   }
+  checks.push(...checkReplayEffects(logs.payments, before.downstream, after.downstream));
   for (const result of replay.replays) {
     checks.push(
       check(`${result.name} replay: no table changed since before the replay`, 0, result.sinceBefore.length),

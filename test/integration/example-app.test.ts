@@ -6,6 +6,7 @@ import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
 import { projectRoot } from '../../scripts/local-aws-lib';
+import { type Downstream, startDownstream } from '../../scripts/main-job/downstream';
 import {
   deployExample,
   destroyExample,
@@ -25,6 +26,7 @@ import {
   replayExample,
   runSampleLogs,
   type SampleRun,
+  sampleDownstreamFailures,
 } from '../../scripts/main-job/scenario';
 import { redeliver, sendLog, waitForQueues } from '../../scripts/main-job/traffic';
 import { awsConfig, uniqueName } from '../support/aws';
@@ -37,13 +39,14 @@ describe('the example app deployed to local AWS', () => {
   const aws = awsConfig();
   const logs = loadSampleLogs(root);
   let deployment: ExampleDeployment | undefined;
+  let downstream: Downstream | undefined;
   let harness: ExampleHarness | undefined;
   let run: SampleRun | undefined;
   let first: ExampleObservation | undefined;
 
   const deployed = () => {
-    if (!harness || !deployment) throw new Error(`The stack ${stackName} was not deployed`);
-    return { harness, outputs: deployment.outputs };
+    if (!harness || !deployment || !downstream) throw new Error(`The stack ${stackName} was not deployed`);
+    return { harness, outputs: deployment.outputs, downstream: downstream.ledger };
   };
   const afterFirstRun = () => {
     if (!run || !first) throw new Error('The sample logs were not sent: the first test did not run');
@@ -64,30 +67,35 @@ describe('the example app deployed to local AWS', () => {
   };
 
   beforeAll(async () => {
+    // The functions run on this host (MiniStack), so they reach a server on 127.0.0.1.
+    downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
     deployment = await deployExample({
       aws,
       root,
       stackName,
+      downstreamUrl: downstream.url,
       outputDir: join(workDir, 'cdk.out'),
       outputsFile: join(workDir, 'outputs.json'),
       logFile: join(root, '.local', 'logs', 'example-app-test.log'),
     });
-    harness = createExampleHarness(aws, deployment.outputs);
+    harness = createExampleHarness(aws, deployment.outputs, downstream.ledger);
   }, 240_000);
 
   afterAll(async () => {
     harness?.destroy();
+    await downstream?.close();
     if (deployment) await destroyExample(aws, stackName).catch(() => {});
     rmSync(workDir, { recursive: true, force: true });
   }, 90_000);
 
-  it('writes each order effect once and one audit item per event, whatever the resends and redeliveries', async () => {
+  it('writes each order effect once, one audit item per event and one payment notification per status, whatever the resends, redeliveries and retries', async () => {
     const { harness } = deployed();
+    // The payment log's transient failures come back after the local visibility timeout (30 s).
     run = await runSampleLogs(harness, logs);
     first = await observeExample(harness, firstRunDeliveries(logs));
 
     expect(first.tables.ordersItems).toBe(9);
-    expect(first.tables.inboxRecords).toBe(6);
+    expect(first.tables.inboxRecords).toEqual({ orders: 6, audit: 0, payments: 5 });
     expect(first.tables.auditItems).toBe(5);
     expect(Object.fromEntries(first.tables.orders)).toEqual({
       'o-1001': { status: 'SHIPPED', amount: 4200, statuses: 3 },
@@ -96,9 +104,49 @@ describe('the example app deployed to local AWS', () => {
     });
     expect(first.outcomes.orders).toMatchObject({ processed: 6, duplicate: 3, permanent: 1, retry: 0 });
     expect(first.outcomes.audit).toMatchObject({ processed: 5, duplicate: 3, permanent: 0, retry: 0 });
-    expect(run.redeliveries.orders.concat(run.redeliveries.audit).flatMap((r) => r.failures)).toEqual([]);
+    expect(first.outcomes.payments).toMatchObject({ processed: 5, duplicate: 3, permanent: 1, retry: 2 });
+    expect(Object.values(run.redeliveries).flatMap((results) => results.flatMap((r) => r.failures))).toEqual(
+      [],
+    );
     expect(checkFirstRun(logs, run, first).filter((check) => !check.ok)).toEqual([]);
-  }, 90_000);
+  }, 180_000);
+
+  it('calls the downstream once per payment status, retrying a 503 and a lost answer with the same Idempotency-Key', () => {
+    const { first } = afterFirstRun();
+    const { requests, applications } = first.downstream;
+
+    expect(applications.map((application) => application.payment).sort()).toEqual([
+      'pay-2001:AUTHORIZED',
+      'pay-2001:CAPTURED',
+      'pay-2002:AUTHORIZED',
+      'pay-2002:CAPTURED',
+      'pay-2003:AUTHORIZED',
+    ]);
+    expect(new Set(applications.map((application) => application.key)).size).toBe(5);
+    expect(requests).toHaveLength(7);
+    expect(requests.every((request) => /^[0-9a-f]{64}$/.test(request.key ?? ''))).toBe(true);
+
+    const unavailable = requests.filter((request) => request.payment === 'pay-2003:AUTHORIZED');
+    expect(unavailable.map(({ status, answer }) => ({ status, answer }))).toEqual([
+      { status: 503, answer: 'failed' },
+      { status: 201, answer: 'applied' },
+    ]);
+    expect(unavailable[0]?.key).toBe(unavailable[1]?.key);
+
+    const lost = requests.filter((request) => request.payment === 'pay-2002:CAPTURED');
+    expect(lost.map(({ status, answer }) => ({ status, answer }))).toEqual([
+      { status: 504, answer: 'failed' },
+      { status: 200, answer: 'replayed' },
+    ]);
+    expect(lost[0]?.key).toBe(lost[1]?.key);
+    expect(lost[1]?.notificationId).toBe(lost[0]?.notificationId);
+
+    // The notifier completed each claim with what the downstream answered.
+    expect(first.tables.notifications.map((record) => record.notificationId).sort()).toEqual(
+      applications.map((application) => application.notificationId).sort(),
+    );
+    expect(first.tables.notifications.every((record) => record.status === 'COMPLETED')).toBe(true);
+  });
 
   it('writes nothing for a duplicate: a producer resend and a redelivery of a processed order event', async () => {
     const { harness, outputs } = deployed();
@@ -135,7 +183,42 @@ describe('the example app deployed to local AWS', () => {
     }).toEqual({ processed: 0, duplicate: 2 });
   }, 60_000);
 
-  it('dead-letters the poison message with its reason, and nothing else', () => {
+  it('calls the downstream no more for a producer resend and a redelivery of a notified payment', async () => {
+    const { harness, outputs, downstream } = deployed();
+    const { run } = afterFirstRun();
+    const captured = logs.payments.entries[2]!; // pay-2001 CAPTURED, notified in the first test
+    const requestsBefore = downstream.snapshot().requests.length;
+    const before = await snapshotTables();
+    const metricsBefore = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+
+    await sendLog(harness.sqs, outputs.paymentEventsQueueUrl, [{ ...captured, line: 1 }]);
+    await waitForQueues(harness.sqs, [outputs.paymentEventsQueueUrl]);
+    const redelivered = await redeliver(harness.http, harness.sqs, {
+      functionName: outputs.paymentNotifierFunctionName,
+      queueUrl: outputs.paymentEventsQueueUrl,
+      entry: captured,
+      messageId: run.sent.payments.get(captured.line)!,
+    });
+
+    expect(redelivered.failures).toEqual([]);
+    expect(downstream.snapshot().requests.length).toBe(requestsBefore);
+    expect(diffSnapshots(before, await snapshotTables())).toEqual([]);
+    let metricsAfter = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+    for (
+      let attempt = 0;
+      attempt < 20 && deliveriesOf(metricsAfter) < deliveriesOf(metricsBefore) + 2;
+      attempt++
+    ) {
+      await new Promise((done) => setTimeout(done, 250));
+      metricsAfter = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+    }
+    expect({
+      processed: metricsAfter.processed - metricsBefore.processed,
+      duplicate: metricsAfter.duplicate - metricsBefore.duplicate,
+    }).toEqual({ processed: 0, duplicate: 2 });
+  }, 60_000);
+
+  it('dead-letters the poison messages with their reason, and nothing else', () => {
     const { run, first } = afterFirstRun();
     expect(first.deadLetters.audit).toEqual([]);
     expect(first.deadLetters.orders).toEqual([
@@ -146,16 +229,25 @@ describe('the example app deployed to local AWS', () => {
         sourceMessageId: run.sent.orders.get(7),
       }),
     ]);
+    expect(first.deadLetters.payments).toEqual([
+      expect.objectContaining({
+        code: 'MALFORMED_BODY',
+        reason: 'The body was rejected by the `parse` option: `amount` must be an integer',
+        consumer: 'payment-notifier',
+        sourceMessageId: run.sent.payments.get(7),
+      }),
+    ]);
   });
 
-  it('changes nothing in the Orders, Audit and inbox tables when the whole log is replayed', async () => {
+  it('changes nothing in the Orders, Audit and inbox tables, and calls the downstream no more, when the whole log is replayed', async () => {
     const { harness } = deployed();
-    const before = await observeExample(harness, { orders: 0, audit: 0 });
+    const before = await observeExample(harness, { orders: 0, audit: 0, payments: 0 });
     const replay = await replayExample(harness, logs);
     const deliveries = replayDeliveries(logs);
     const after = await observeExample(harness, {
       orders: deliveriesOf(before.outcomes.orders) + deliveries.orders,
       audit: deliveriesOf(before.outcomes.audit) + deliveries.audit,
+      payments: deliveriesOf(before.outcomes.payments) + deliveries.payments,
     });
 
     expect(replay.overall).toEqual([]);
@@ -165,6 +257,8 @@ describe('the example app deployed to local AWS', () => {
     }
     expect(after.outcomes.orders.processed - before.outcomes.orders.processed).toBe(0);
     expect(after.outcomes.audit.processed - before.outcomes.audit.processed).toBe(0);
+    expect(after.outcomes.payments.processed - before.outcomes.payments.processed).toBe(0);
+    expect(after.downstream).toEqual(before.downstream);
     expect(checkReplay(logs, before, after, replay).filter((check) => !check.ok)).toEqual([]);
   }, 120_000);
 });
