@@ -77,6 +77,8 @@ interface Consumer {
   readonly logs: LogEntry[];
   readonly counts: OutcomeCounts[];
   readonly deadLetters: DeadLetterMessage[];
+  /** The amounts the effect was performed with, in order (marker, two-phase). */
+  readonly performed: number[];
   /** Effects performed, by dedup key: the business counter, or the two-phase effect calls. */
   effects(key: string): Promise<number>;
   inboxRecord(key: string): Promise<Record<string, unknown> | undefined>;
@@ -89,8 +91,10 @@ interface ConsumerOptions {
   readonly before?: (body: Body) => void;
   /** Business writes next to the counter (atomic mode). */
   readonly extraWrites?: (scopedKey: string, unitOfWork: UnitOfWork) => void;
-  /** Fails the effect (marker, two-phase) this many times. */
+  /** Fails the effect (marker, two-phase) this many times, before it happens. */
   readonly failEffects?: number;
+  /** Loses the answer of the effect (two-phase) this many times: it happened, then it throws. */
+  readonly loseAnswers?: number;
   readonly client?: LocalClient;
   readonly storeResults?: boolean;
 }
@@ -104,13 +108,20 @@ function createConsumer(options: ConsumerOptions): Consumer {
   const clock = { now: Date.now() };
   const client = options.client ?? createLocalClient({ maxAttempts: 3 });
   if (options.client === undefined) clients.push(client);
+  const performed: number[] = [];
   let failures = options.failEffects ?? 0;
-  const effect = (key: string) => {
+  let lostAnswers = options.loseAnswers ?? 0;
+  const effect = (key: string, amount: number) => {
     if (failures > 0) {
       failures -= 1;
       throw new Error('the effect failed (injected)');
     }
     calls.set(key, (calls.get(key) ?? 0) + 1);
+    performed.push(amount);
+    if (lostAnswers > 0) {
+      lostAnswers -= 1;
+      throw new Error('the downstream service timed out after applying the effect (injected)');
+    }
   };
   const counter = (scopedKey: string, amount: number) => ({
     TableName: businessTable,
@@ -148,7 +159,7 @@ function createConsumer(options: ConsumerOptions): Consumer {
             mode: 'marker',
             handle: (message) => {
               options.before?.(message.body);
-              effect(message.dedupKey);
+              effect(message.dedupKey, message.body.amount);
             },
           })
         : options.mode === 'entity'
@@ -172,7 +183,7 @@ function createConsumer(options: ConsumerOptions): Consumer {
               handle: async (message, effects) => {
                 options.before?.(message.body);
                 await effects.run(() => {
-                  effect(message.dedupKey);
+                  effect(message.dedupKey, message.body.amount);
                   return { charged: message.body.amount };
                 });
               },
@@ -183,6 +194,7 @@ function createConsumer(options: ConsumerOptions): Consumer {
     logs,
     counts,
     deadLetters,
+    performed,
     clock,
     async effects(key) {
       if (options.mode === 'marker' || options.mode === 'two-phase') return calls.get(key) ?? 0;
@@ -520,5 +532,28 @@ describe('a lost response to a claim (not a peer regression: found by the fault-
     expect(outcomesOf(consumer)).toEqual(['in-flight', 'processed']);
     expect(consumer.counts.reduce((sum, published) => sum + published.takeover, 0)).toBe(1);
     expect(await consumer.effects('lost-claim')).toBe(1);
+  });
+});
+
+describe('a key reused with another payload after a claim was released', () => {
+  // Bug (two-phase; marker mode shares the release): releasing a claim after a failed effect
+  // deletes the record, and with it the fingerprint. When the effect did happen and only its
+  // answer was lost, a message reusing the key with another payload then claims the key as if
+  // new: the mismatch goes unnoticed, its effect runs (downstream it meets the same derived
+  // idempotency key with another payload), it is acknowledged as processed, and the first
+  // payload, whose effect happened, is dead-lettered as the mismatch. Found by the
+  // fault-injection suite (two-phase seeds, keys raced with two payloads).
+  it.fails('two-phase: dead-letters a key reused with another payload after the first payload’s effect ran and its answer was lost', async () => {
+    const consumer = createConsumer({ mode: 'two-phase', loseAnswers: 1 });
+    const first = record({ id: 'reused-after-release', amount: 1 });
+    const other = record({ id: 'reused-after-release', amount: 2 });
+
+    await consumer.handle(first);
+    await consumer.handle(other);
+
+    expect(consumer.performed).toEqual([1]);
+    expect(consumer.deadLetters.map((letter) => [letter.sourceMessageId, letter.code])).toEqual([
+      [other.messageId, 'PAYLOAD_MISMATCH'],
+    ]);
   });
 });

@@ -277,7 +277,12 @@ export async function checkSeed(
               : 1 +
                 epochCount(result.downstream.takeovers, key, epoch) +
                 epochCount(result.downstream.failedAfterExecution, key, epoch);
-          keyDuplicates += Math.max(0, count - allowed);
+          if (count > allowed) {
+            keyDuplicates += count - allowed;
+            violate(
+              `${key}: ${count} executions in epoch ${epoch}, ${allowed} explained (takeovers ${epochCount(result.downstream.takeovers, key, epoch)}, lost answers ${epochCount(result.downstream.failedAfterExecution, key, epoch)})`,
+            );
+          }
         }
         reexecutionsDeduplicated += executed.length - new Set(executed).size;
         if (epochs.length === 0) epochs = [...new Set(executed)].sort();
