@@ -71,6 +71,11 @@ function createLimiter(limit: number): <T>(run: () => Promise<T>) => Promise<T> 
 }
 
 const limit = createLimiter(PARALLEL);
+/**
+ * Concurrent tests start together and wait for the limiter, so a seed's timeout covers the
+ * seeds before it: about 30 ms per message on this 2-core machine, with room to spare.
+ */
+const SEED_TIMEOUT_MILLIS = Math.max(600_000, Math.ceil((MESSAGES * SEEDS.length * 30) / PARALLEL));
 
 function replayHint(seed: number): string {
   return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} npx vitest run --project reliability test/reliability/fault-injection.test.ts`;
@@ -125,6 +130,7 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
         `seed ${seed}: ${replayHint(seed)}`,
       ).toBeGreaterThanOrEqual(0.15);
     },
+    SEED_TIMEOUT_MILLIS,
   );
 
   it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
