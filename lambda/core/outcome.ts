@@ -71,7 +71,16 @@ export function outcomeOfError(error: unknown, fallback: ErrorCode): Outcome {
   const described = typeof error === 'object' && error !== null ? (error as Partial<Error>) : {};
   const errorName = typeof described.name === 'string' ? described.name : typeof error;
   const reason = typeof described.message === 'string' ? described.message : String(error);
-  if (!isEffectivelyOnceError(error)) return { kind: 'retry', code: fallback, reason, errorName, error };
+  if (!isEffectivelyOnceError(error)) {
+    // A SyntaxError (`JSON.parse` of a payload nested in the body) quotes the text it failed on,
+    // and bodies never reach the logs: only its class is kept, as the body parser does.
+    const shown = errorName === 'SyntaxError' ? SYNTAX_ERROR_REASON : reason;
+    return { kind: 'retry', code: fallback, reason: shown, errorName, error };
+  }
   const kind = dispositionOf(error) === 'permanent' ? 'permanent' : 'retry';
   return { kind, code: error.code, reason, errorName, error };
 }
+
+/** The reason logged for a `SyntaxError`, whose own message may quote the body. */
+export const SYNTAX_ERROR_REASON =
+  'A SyntaxError was thrown; its message may quote the input, so it is not logged';

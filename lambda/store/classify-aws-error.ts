@@ -110,8 +110,12 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
   const name = errorName(error);
   const message = errorMessage(error);
   const status = httpStatusOf(error);
+  // DynamoDB's own messages name attributes, never values; an error raised in the client (the
+  // marshaller: "Number 98765432109876543210 is greater than ...") may quote a value from the
+  // body, so only its class is kept. Node's socket errors quote nothing but addresses.
+  const shown = status !== undefined || isNetworkError(error, name, message) ? `${name}: ${message}` : name;
   const make = (code: ErrorCode, what: string) =>
-    new EffectivelyOnceError(code, `${operation}: ${what} (${name}: ${message})`, { cause: error });
+    new EffectivelyOnceError(code, `${operation}: ${what} (${shown})`, { cause: error });
 
   if (THROTTLING_NAMES.has(name) || status === 429)
     return make('THROTTLED', 'DynamoDB throttled the request');

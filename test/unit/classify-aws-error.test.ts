@@ -168,6 +168,33 @@ describe('classifyAwsError', () => {
     );
   });
 
+  it('keeps the class but not the message of an error raised in the client, which may quote a value', () => {
+    const marshalling = new Error(
+      'Number 98765432109876540000 is greater than Number.MAX_SAFE_INTEGER. Use NumberValue from @aws-sdk/lib-dynamodb.',
+    );
+    const unsupported = new Error(
+      'Unsupported type passed: S3NT1NEL. Pass options.convertClassInstanceToMap=true',
+    );
+
+    expect(classifyAwsError(marshalling, 'commit').message).toBe(
+      'commit: the item cannot be marshalled (create the document client with marshallOptions ' +
+        '{ removeUndefinedValues: true }, or write only plain JSON-like values) (Error)',
+    );
+    expect(classifyAwsError(unsupported, 'insert')).toMatchObject({
+      code: 'VALIDATION',
+      message: expect.not.stringContaining('S3NT1NEL'),
+    });
+    expect(classifyAwsError(new Error('a value S3NT1NEL'), 'insert').message).toBe(
+      'insert: unrecognised failure, retried (Error)',
+    );
+  });
+
+  it('keeps the message of a network error, which quotes no data', () => {
+    expect(classifyAwsError(new Error('socket hang up'), 'insert').message).toBe(
+      'insert: the request did not complete (Error: socket hang up)',
+    );
+  });
+
   it('returns a toolkit error unchanged', () => {
     const error = new EffectivelyOnceError('TRANSACTION_CONFLICT', 'already classified');
 
