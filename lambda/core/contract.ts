@@ -19,7 +19,10 @@ export const INBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   expiresAt: 'expiresAt',
   /** Two-phase only: the lease end, epoch milliseconds (Number). */
   leaseExpiresAt: 'leaseExpiresAt',
-  /** Two-phase only: the random owner token that fences complete and release. */
+  /**
+   * The random token of the claim that wrote the record. Two-phase: fences complete and release.
+   * Marker only: tells the claim's own marker, met by an SDK retry, from another delivery's.
+   */
   owner: 'owner',
   /** Two-phase only: the stored result of a completed effect, JSON text (optional, size-capped). */
   result: 'result',

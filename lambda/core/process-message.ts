@@ -3,6 +3,7 @@
  * user's handler, and turn what the store said into an outcome. The database is the only
  * arbiter: every write is conditional, nothing checks before it sets.
  */
+import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from './contract';
 import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
 import { assertCommitWithinLimits, assertEntityWithinLimits } from './item-size';
@@ -91,8 +92,13 @@ export async function processMessage<TBody>(
     switch (mode.mode) {
       case 'marker': {
         stage = 'store';
-        const result = await store.insert(record, nowMillis);
-        if (result.kind !== 'inserted') return outcomeOfInsert(result, fingerprint, nowMillis);
+        // A random owner token tells this claim from any other: when the put's response is lost
+        // and the SDK retries it, the retry meets this very marker, and the effect must still run.
+        const owner = randomUUID();
+        const result = await store.insert({ ...record, owner }, nowMillis);
+        if (result.kind !== 'inserted' && result.record.owner !== owner) {
+          return outcomeOfInsert(result, fingerprint, nowMillis);
+        }
         try {
           stage = 'handler';
           await mode.handle(message);

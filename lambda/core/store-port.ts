@@ -30,7 +30,11 @@ export interface InboxRecord {
   readonly committedAt?: number;
   /** Two-phase: lease end, epoch milliseconds. Always set on `IN_PROGRESS` records. */
   readonly leaseExpiresAt?: number;
-  /** Two-phase: owner token that fences complete, release and lease extension. */
+  /**
+   * The random token of the claim that wrote the record. Two-phase: fences complete, release and
+   * lease extension. Marker only: tells the claim's own marker, met again by an SDK retry after
+   * a lost response, from another delivery's.
+   */
   readonly owner?: string;
   /** Two-phase: stored result of a completed effect (the core stores JSON text). */
   readonly result?: unknown;

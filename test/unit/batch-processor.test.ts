@@ -85,8 +85,11 @@ describe('marker mode', () => {
     const response = await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
 
     expect(response).toEqual(ids());
-    expect(store.calls).toEqual([{ method: 'insert', args: [marker('o-1'), T0] }]);
-    expect(store.items('inbox')).toEqual([marker('o-1')]);
+    // A random owner token tells this claim's own marker from another delivery's.
+    const owner = (store.calls[0]?.args[0] as InboxRecord | undefined)?.owner;
+    expect(owner).toMatch(/^[0-9a-f-]{36}$/);
+    expect(store.calls).toEqual([{ method: 'insert', args: [marker('o-1', { owner }), T0] }]);
+    expect(store.items('inbox')).toEqual([marker('o-1', { owner })]);
     expect(handled.map((message) => message.messageId)).toEqual(['m-1']);
     expect(logger.entries).toEqual([]);
     expect(metrics.published).toEqual([{ consumer: 'orders', counts: counts({ processed: 1 }) }]);
@@ -144,7 +147,7 @@ describe('marker mode', () => {
 
     expect(response).toEqual(ids('m-1'));
     expect(store.calls).toEqual([
-      { method: 'insert', args: [marker('o-1'), T0] },
+      { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
       { method: 'release', args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }] },
     ]);
     expect(store.items('inbox')).toEqual([]);

@@ -2,6 +2,8 @@
  * Regressions found by the reliability suite (`test/reliability/`), pinned here on the in-memory
  * store (and, for the marshaller, on a real document client that fails before sending):
  *
+ * - marker mode: an SDK retry of a marker put whose response was lost meets the claim's own
+ *   marker; the effect must still run;
  * - no body in logs or dead-letter reasons: a handler's `SyntaxError` and a marshalling error
  *   quote the input.
  */
@@ -14,9 +16,10 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { SYNTAX_ERROR_REASON } from '../../lambda/core/outcome';
+import type { InboxStore } from '../../lambda/core/store-port';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, manualClock, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 interface Payment {
   readonly id: string;
@@ -28,7 +31,7 @@ const ids = (...messageIds: string[]) => ({
   batchItemFailures: messageIds.map((itemIdentifier) => ({ itemIdentifier })),
 });
 
-function setup(options: Partial<BatchProcessorOptions<Payment>>, store = createMemoryStore()) {
+function setup(options: Partial<BatchProcessorOptions<Payment>>, store: InboxStore = createMemoryStore()) {
   const logger = captureLogger();
   const metrics = captureMetrics();
   const deadLetters: DeadLetterMessage[] = [];
@@ -47,6 +50,35 @@ function setup(options: Partial<BatchProcessorOptions<Payment>>, store = createM
   } as BatchProcessorOptions<Payment>);
   return { processBatch, logger, metrics, deadLetters };
 }
+
+describe('marker mode: a lost response to the marker put', () => {
+  it('runs the effect when the retried put meets the marker its own first attempt wrote', async () => {
+    const memory = createMemoryStore();
+    let lost = 1;
+    // The first attempt is applied, its answer lost; the SDK sends the same put again.
+    const store: InboxStore = {
+      ...memory,
+      insert: async (record, nowMillis) => {
+        const first = await memory.insert(record, nowMillis);
+        return lost-- > 0 ? memory.insert(record, nowMillis) : first;
+      },
+    };
+    const performed: number[] = [];
+    const { processBatch, metrics } = setup(
+      { mode: 'marker', handle: (message) => void performed.push(message.body.amount) },
+      store,
+    );
+
+    expect(await processBatch(sqsEvent(sqsRecord('m-1', { id: 'p-1', amount: 1 })))).toEqual(ids());
+    expect(await processBatch(sqsEvent(sqsRecord('m-2', { id: 'p-1', amount: 1 })))).toEqual(ids());
+
+    expect(performed).toEqual([1]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ processed: 1 }),
+      counts({ duplicate: 1 }),
+    ]);
+  });
+});
 
 describe('no body in logs or dead-letter reasons', () => {
   const mark = 'S3NT1NEL-4f2a9c';

@@ -1,0 +1,125 @@
+/**
+ * Runtime regressions found by the reliability suite, replayed against `createSqsHandler` and the
+ * DynamoDB store on the local endpoint:
+ *
+ * - marker mode: the response to the marker put is lost and the SDK retries the put; the retry
+ *   meets the claim's own marker (its owner token), and the effect runs once.
+ */
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
+import { fromBody } from '../../lambda/core/dedup-key';
+import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { createSqsHandler } from '../../lambda/sqs-handler';
+import { awsConfig, uniqueName } from '../support/aws';
+import { attachRequestCounter } from '../support/request-counter';
+import { captureMetrics, counts, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
+
+interface Payment {
+  readonly id: string;
+  readonly amount: number;
+}
+
+const inboxTable = uniqueName('eo-runtime-regressions');
+const raws: DynamoDBClient[] = [];
+let admin: DynamoDBDocumentClient;
+
+/** A document client on the local endpoint; `loseFirst` loses the first response to that operation. */
+function newClient(options: { readonly maxAttempts?: number; readonly loseFirst?: string } = {}) {
+  const raw = new DynamoDBClient({ ...awsConfig(), maxAttempts: options.maxAttempts ?? 1 });
+  raws.push(raw);
+  const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+  let lose = options.loseFirst !== undefined;
+  // Inside the SDK's retry loop, next to the transport: the request reaches DynamoDB and is
+  // applied, then its answer is replaced by a connection reset, which the SDK retries.
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (lose && context.commandName === `${options.loseFirst}Command`) {
+        lose = false;
+        throw Object.assign(new Error('socket hang up (the response was lost)'), { code: 'ECONNRESET' });
+      }
+      return result;
+    },
+    { step: 'deserialize', priority: 'low', name: 'loseResponse' },
+  );
+  return client;
+}
+
+async function readItem(pk: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await admin.send(
+    new GetCommand({ TableName: inboxTable, Key: { pk }, ConsistentRead: true }),
+  );
+  return Item;
+}
+
+beforeAll(async () => {
+  const raw = new DynamoDBClient(awsConfig());
+  raws.push(raw);
+  admin = DynamoDBDocumentClient.from(raw);
+  await raw.send(
+    new CreateTableCommand({
+      TableName: inboxTable,
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+});
+
+afterAll(async () => {
+  await admin.send(new DeleteTableCommand({ TableName: inboxTable })).catch(() => undefined);
+  for (const raw of raws) raw.destroy();
+});
+
+const now = Date.now();
+
+function handlerOptions(client: DynamoDBDocumentClient) {
+  const metrics = captureMetrics();
+  const deadLetters: DeadLetterMessage[] = [];
+  const common = {
+    consumer: uniqueName('regressions'),
+    client,
+    tableName: inboxTable,
+    clock: () => now,
+    ttlSeconds: 3600,
+    dedupKey: fromBody<Payment>((body) => body.id),
+    logLevel: 'silent',
+    metrics,
+    deadLetter: 'direct',
+    deadLetterSender: { send: async (message: DeadLetterMessage) => void deadLetters.push(message) },
+  } satisfies Partial<SqsHandlerOptions<Payment>>;
+  return { common, metrics, deadLetters };
+}
+
+describe('marker mode: a lost response to the marker put, retried by the SDK', () => {
+  it('runs the effect once: the retry meets the marker carrying its own owner token', async () => {
+    const client = newClient({ maxAttempts: 3, loseFirst: 'PutItem' });
+    const counter = attachRequestCounter(client);
+    const { common, metrics } = handlerOptions(client);
+    const performed: number[] = [];
+    const handler = createSqsHandler<Payment>({
+      ...common,
+      mode: 'marker',
+      handle: (message) => void performed.push(message.body.amount),
+    });
+    const record = sqsRecord('m-lost', { id: 'lost-marker', amount: 1 });
+
+    expect(await handler(sqsEvent(record))).toEqual({ batchItemFailures: [] });
+    expect(counter.counts()).toEqual({ PutItem: 2 });
+    expect(await handler(sqsEvent(sqsRecord('m-again', { id: 'lost-marker', amount: 1 })))).toEqual({
+      batchItemFailures: [],
+    });
+
+    expect(performed).toEqual([1]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ processed: 1 }),
+      counts({ duplicate: 1 }),
+    ]);
+    expect(await readItem(`${common.consumer}#lost-marker`)).toMatchObject({
+      status: 'COMPLETED',
+      owner: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+  });
+});
