@@ -17,7 +17,10 @@ export const INBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   fingerprint: 'fingerprint',
   /** DynamoDB TTL attribute, epoch seconds (Number). */
   expiresAt: 'expiresAt',
-  /** Two-phase only: the lease end, epoch milliseconds (Number). */
+  /**
+   * Two-phase only: the lease end, epoch milliseconds (Number); 0 on a claim released after a
+   * failed effect, which keeps its fingerprint.
+   */
   leaseExpiresAt: 'leaseExpiresAt',
   /**
    * The random token of the claim that wrote the record. Two-phase: fences complete and release.

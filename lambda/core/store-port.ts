@@ -28,7 +28,10 @@ export interface InboxRecord {
   readonly consumer: string;
   /** Epoch milliseconds when the record was first written (two-phase: first claimed). */
   readonly committedAt?: number;
-  /** Two-phase: lease end, epoch milliseconds. Always set on `IN_PROGRESS` records. */
+  /**
+   * Two-phase: lease end, epoch milliseconds. Always set on `IN_PROGRESS` records; `0` on a claim
+   * released after a failed effect (see `release`).
+   */
   readonly leaseExpiresAt?: number;
   /**
    * The random token of the claim that wrote the record. Two-phase: fences complete, release and
@@ -122,19 +125,26 @@ export interface InboxStore {
    * Deletes the record at `pk` only if it still carries `guard` (the fingerprint of a
    * marker-only claim, or the owner token of a two-phase claim). Never throws when the
    * record is already gone or owned by someone else.
+   *
+   * With `keepFingerprint` (owner guard only), the `IN_PROGRESS` claim is kept instead, its
+   * lease end set to `0`: the effect may have happened, so the key stays bound to its payload.
+   * A claim of the same fingerprint takes it at once (`claimLease`); another payload meets it
+   * as a live record with another fingerprint, a mismatch. One request either way.
    */
   release(
     pk: string,
     guard: { readonly fingerprint: string } | { readonly owner: string },
+    options?: { readonly keepFingerprint?: boolean },
   ): Promise<FencedResult>;
 
   /**
    * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and a `leaseExpiresAt` after
-   * `nowMillis`) when the key is absent or expired. With `takeover`, also replace the
-   * `IN_PROGRESS` claim of `takeover.owner` whose lease ended before `nowMillis`; `takeover:
-   * true` in the result says a live claim was replaced. The owner's complete, release and
-   * lease extension fail from then on. Returns the existing record otherwise. One request.
-   * Throws `INVALID_OPTIONS` for a claim without an owner or with a lease that is not after now.
+   * `nowMillis`) when the key is absent or expired, or held by a claim with the same
+   * fingerprint that was released keeping it (lease end `0`: not a takeover). With `takeover`,
+   * also replace the `IN_PROGRESS` claim of `takeover.owner` whose lease ended before
+   * `nowMillis`; `takeover: true` in the result says a live claim was replaced. The owner's
+   * complete, release and lease extension fail from then on. Returns the existing record
+   * otherwise. One request. Throws `INVALID_OPTIONS` for a claim without an owner or with a lease that is not after now.
    */
   claimLease(
     record: InboxRecord,

@@ -225,8 +225,10 @@ export async function processTwoPhase<TBody>(
         failure ??= outcomeOfError(error, 'HANDLER_FAILED');
         beating = false;
         clearInterval(timer);
-        // Without the claim, the retry runs the effect again, with the same derived keys.
-        await store.release(pk, { owner }).catch((releaseError) =>
+        // Released, the retry runs the effect again, with the same derived keys. The effect may
+        // have happened (its answer lost), so the claim keeps the payload's fingerprint: another
+        // payload reusing the key is a mismatch, not a fresh claim.
+        await store.release(pk, { owner }, { keepFingerprint: true }).catch((releaseError) =>
           log({
             level: 'error',
             message: 'Releasing the claim failed: it is taken over when its lease ends',

@@ -46,8 +46,12 @@ export interface DynamoDbStoreOptions {
 const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
 /** Fences two-phase writes: only the owner of a live claim may touch it. */
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
+/** The lease end of a claim released after a failed effect, keeping its fingerprint. */
+const RELEASED_LEASE = 0;
+/** A claim takes the key when no live record holds it, or a released claim of the same payload. */
+const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint)`;
 /** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
-const TAKEOVER_CONDITION = `${LIVE_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
+const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
 
 const RAW_TYPE_TAGS = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL']);
 
@@ -216,8 +220,9 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       }
     },
 
-    async release(pk, guard): Promise<FencedResult> {
+    async release(pk, guard, options): Promise<FencedResult> {
       const byOwner = 'owner' in guard;
+      if (byOwner && options?.keepFingerprint) return setLease('release', pk, guard.owner, RELEASED_LEASE);
       return fenced('release', () =>
         client.send(
           new DeleteCommand({
@@ -251,37 +256,35 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
           new PutCommand({
             TableName: tableName,
             Item: toItem(record),
-            ...(takeover
-              ? {
-                  ConditionExpression: TAKEOVER_CONDITION,
-                  ExpressionAttributeNames: {
-                    '#pk': A.pk,
-                    '#expiresAt': A.expiresAt,
-                    '#status': A.status,
-                    '#owner': A.owner,
-                    '#leaseExpiresAt': A.leaseExpiresAt,
-                  },
-                  ExpressionAttributeValues: {
-                    ':nowSeconds': nowSeconds,
-                    ':nowMillis': nowMillis,
-                    ':inProgress': INBOX_STATUS.inProgress,
-                    ':owner': takeover.owner,
-                  },
-                }
-              : {
-                  ConditionExpression: LIVE_CONDITION,
-                  ExpressionAttributeNames: { '#pk': A.pk, '#expiresAt': A.expiresAt },
-                  ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
-                }),
+            ConditionExpression: takeover ? TAKEOVER_CONDITION : CLAIM_CONDITION,
+            ExpressionAttributeNames: {
+              '#pk': A.pk,
+              '#expiresAt': A.expiresAt,
+              '#status': A.status,
+              '#leaseExpiresAt': A.leaseExpiresAt,
+              '#fingerprint': A.fingerprint,
+              ...(takeover ? { '#owner': A.owner } : {}),
+            },
+            ExpressionAttributeValues: {
+              ':nowSeconds': nowSeconds,
+              ':inProgress': INBOX_STATUS.inProgress,
+              ':released': RELEASED_LEASE,
+              ':fingerprint': record.fingerprint,
+              ...(takeover ? { ':nowMillis': nowMillis, ':owner': takeover.owner } : {}),
+            },
             ReturnValues: 'ALL_OLD',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
-        // Replacing an expired record is a first claim; replacing a live in-progress one is a takeover.
+        // Replacing an expired record or a released claim is a first claim; replacing a live
+        // in-progress one is a takeover.
         const replaced = previous ? toRecord(previous) : undefined;
         return {
           kind: 'inserted',
-          takeover: replaced?.status === INBOX_STATUS.inProgress && replaced.expiresAt > nowSeconds,
+          takeover:
+            replaced?.status === INBOX_STATUS.inProgress &&
+            replaced.expiresAt > nowSeconds &&
+            replaced.leaseExpiresAt !== RELEASED_LEASE,
         };
       } catch (error) {
         const failure = readConditionalCheckFailure(error);
@@ -335,28 +338,33 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     },
 
     async extendLease(pk, owner, leaseExpiresAt): Promise<FencedResult> {
-      return fenced('extendLease', () =>
-        client.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: { [A.pk]: pk },
-            UpdateExpression: 'SET #leaseExpiresAt = :leaseExpiresAt',
-            ConditionExpression: OWNER_CONDITION,
-            ExpressionAttributeNames: {
-              '#leaseExpiresAt': A.leaseExpiresAt,
-              '#owner': A.owner,
-              '#status': A.status,
-            },
-            ExpressionAttributeValues: {
-              ':leaseExpiresAt': leaseExpiresAt,
-              ':owner': owner,
-              ':inProgress': INBOX_STATUS.inProgress,
-            },
-          }),
-        ),
-      );
+      return setLease('extendLease', pk, owner, leaseExpiresAt);
     },
   });
+
+  /** Moves the lease end of `owner`'s claim (extension, or release keeping the fingerprint). */
+  function setLease(operation: string, pk: string, owner: string, leaseExpiresAt: number) {
+    return fenced(operation, () =>
+      client.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: { [A.pk]: pk },
+          UpdateExpression: 'SET #leaseExpiresAt = :leaseExpiresAt',
+          ConditionExpression: OWNER_CONDITION,
+          ExpressionAttributeNames: {
+            '#leaseExpiresAt': A.leaseExpiresAt,
+            '#owner': A.owner,
+            '#status': A.status,
+          },
+          ExpressionAttributeValues: {
+            ':leaseExpiresAt': leaseExpiresAt,
+            ':owner': owner,
+            ':inProgress': INBOX_STATUS.inProgress,
+          },
+        }),
+      ),
+    );
+  }
 
   /**
    * Fallback when the failed put did not return the entity. Reads by partition key only,

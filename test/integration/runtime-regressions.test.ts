@@ -3,13 +3,17 @@
  * DynamoDB store on the local endpoint:
  *
  * - marker mode: the response to the marker put is lost and the SDK retries the put; the retry
- *   meets the claim's own marker (its owner token), and the effect runs once.
+ *   meets the claim's own marker (its owner token), and the effect runs once;
+ * - two-phase: an effect that happened but whose answer was lost releases its claim keeping the
+ *   payload's fingerprint (one `UpdateItem`), so another payload reusing the key is dead-lettered
+ *   as a mismatch, and the first payload's retry takes the released claim in one request.
  */
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { awsConfig, uniqueName } from '../support/aws';
@@ -120,6 +124,58 @@ describe('marker mode: a lost response to the marker put, retried by the SDK', (
     expect(await readItem(`${common.consumer}#lost-marker`)).toMatchObject({
       status: 'COMPLETED',
       owner: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+  });
+});
+
+describe('two-phase: a key reused with another payload after the first effect’s answer was lost', () => {
+  it('dead-letters the other payload as a mismatch and completes the first on its retry, the effect run with the first payload only', async () => {
+    const client = newClient();
+    const counter = attachRequestCounter(client);
+    const { common, metrics, deadLetters } = handlerOptions(client);
+    const performed: number[] = [];
+    let lostAnswers = 1;
+    const handler = createSqsHandler<Payment>({
+      ...common,
+      mode: 'two-phase',
+      leaseMillis: 30_000,
+      handle: (message, effects) =>
+        effects.run(() => {
+          performed.push(message.body.amount);
+          if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
+        }),
+    });
+    const pk = `${common.consumer}#reused`;
+    const first = sqsRecord('m-first', { id: 'reused', amount: 1 });
+
+    expect(await handler(sqsEvent(first))).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-first' }] });
+    expect(counter.counts()).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(await readItem(pk)).toMatchObject({
+      status: 'IN_PROGRESS',
+      fingerprint: fingerprintOf({ id: 'reused', amount: 1 }),
+      leaseExpiresAt: 0,
+    });
+
+    expect(await handler(sqsEvent(sqsRecord('m-other', { id: 'reused', amount: 2 })))).toEqual({
+      batchItemFailures: [],
+    });
+    counter.reset();
+    expect(await handler(sqsEvent(first))).toEqual({ batchItemFailures: [] });
+    // The released claim is taken in one request, as a first claim: no takeover.
+    expect(counter.counts()).toEqual({ PutItem: 1, UpdateItem: 1 });
+
+    expect(performed).toEqual([1, 1]);
+    expect(deadLetters.map((letter) => [letter.sourceMessageId, letter.code])).toEqual([
+      ['m-other', 'PAYLOAD_MISMATCH'],
+    ]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ retry: 1 }),
+      counts({ mismatch: 1 }),
+      counts({ processed: 1 }),
+    ]);
+    expect(await readItem(pk)).toMatchObject({
+      status: 'COMPLETED',
+      fingerprint: fingerprintOf({ id: 'reused', amount: 1 }),
     });
   });
 });

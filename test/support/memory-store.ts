@@ -5,8 +5,9 @@
  * - conditional insert: a live record (present, `expiresAt > now`) stops it and is returned;
  * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
  *   conditions evaluated, a failed one reported by its index in the writes;
- * - entity insert, release guards, two-phase claim / takeover / complete / extend with owner
- *   fencing, and the version-guarded put builder (`putIfNewer`).
+ * - entity insert, release guards (a two-phase release keeping the fingerprint leaves the claim
+ *   with lease end 0, which a claim of the same fingerprint takes), two-phase claim / takeover /
+ *   complete / extend with owner fencing, and the version-guarded put builder (`putIfNewer`).
  *
  * Business writes understand a small subset of DynamoDB expressions (conditions with
  * `attribute_exists`, `attribute_not_exists`, comparisons, `AND`/`OR`/`NOT`, parentheses;
@@ -68,6 +69,9 @@ export interface MemoryStore extends InboxStore {
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
+
+/** The lease end of a two-phase claim released keeping its fingerprint (as the DynamoDB store). */
+const RELEASED_LEASE = 0;
 
 /** Creates an empty in-memory store. */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -203,18 +207,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return { kind: 'inserted' };
     },
 
-    async release(pk, guard): Promise<FencedResult> {
-      await enter('release', [pk, guard]);
+    async release(pk, guard, releaseOptions): Promise<FencedResult> {
+      await enter('release', releaseOptions === undefined ? [pk, guard] : [pk, guard, releaseOptions]);
       const inbox = table(inboxTable);
       const key = keyOf(inboxTable, { [A.pk]: pk });
       const item = inbox.get(key);
+      const byOwner = 'owner' in guard;
       const holds =
         item !== undefined &&
-        ('owner' in guard
+        (byOwner
           ? item[A.owner] === guard.owner && item[A.status] === INBOX_STATUS.inProgress
           : item[A.fingerprint] === guard.fingerprint);
       if (!holds) return { kind: 'lost-ownership' };
-      inbox.delete(key);
+      if (byOwner && releaseOptions?.keepFingerprint) item[A.leaseExpiresAt] = RELEASED_LEASE;
+      else inbox.delete(key);
       return { kind: 'ok' };
     },
 
@@ -236,15 +242,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const key = keyOf(inboxTable, record as unknown as Item);
       const existing = inbox.get(key);
       const nowSeconds = seconds(nowMillis);
+      const inProgress = existing?.[A.status] === INBOX_STATUS.inProgress;
+      // A claim released keeping its fingerprint is taken by the same payload, as a first claim.
+      const released =
+        inProgress &&
+        existing[A.leaseExpiresAt] === RELEASED_LEASE &&
+        existing[A.fingerprint] === record.fingerprint;
       const replaceable =
         takeover !== undefined &&
-        existing?.[A.status] === INBOX_STATUS.inProgress &&
+        inProgress &&
         existing[A.owner] === takeover.owner &&
         (existing[A.leaseExpiresAt] as number) < nowMillis;
-      if (isLive(existing, nowSeconds) && !replaceable)
+      if (isLive(existing, nowSeconds) && !released && !replaceable)
         return { kind: 'existing', record: toRecord(existing) };
       inbox.set(key, toItem(record));
-      return { kind: 'inserted', takeover: isLive(existing, nowSeconds) };
+      return {
+        kind: 'inserted',
+        takeover: isLive(existing, nowSeconds) && existing[A.leaseExpiresAt] !== RELEASED_LEASE,
+      };
     },
 
     putIfNewer({ TableName, Item, versionAttribute }) {

@@ -240,6 +240,59 @@ export function describeInboxStoreContract(
         expect(again.kind).toBe('inserted');
         expect(again.takeover ?? false).toBe(false);
       });
+
+      it('keeps an in-progress claim released with keepFingerprint, its lease end 0, for another payload to meet as a mismatch', async () => {
+        const pk = key('release-keep');
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
+
+        expect(await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true })).toEqual({
+          kind: 'ok',
+        });
+        const released = { ...held, leaseExpiresAt: 0 };
+        expect(
+          await store.claimLease(claim(pk, 'owner-b', now + 40_000, { fingerprint: 'fp-2' }), now + 1),
+        ).toEqual({ kind: 'existing', record: released });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now + 1)).toEqual({
+          kind: 'existing',
+          record: released,
+        });
+      });
+
+      it('lets a claim of the same fingerprint take a released claim at once, as a first claim', async () => {
+        const pk = key('release-reclaim');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true });
+        const retry = claim(pk, 'owner-b', now + 40_000, { committedAt: now + 10 });
+
+        const result = await store.claimLease(retry, now + 10);
+
+        expect(result.kind).toBe('inserted');
+        expect(result.takeover ?? false).toBe(false);
+        expect(await store.claimLease(claim(pk, 'owner-c', now + 50_000), now + 20)).toEqual({
+          kind: 'existing',
+          record: retry,
+        });
+        expect(await store.complete(pk, 'owner-b', { expiresAt: nowSeconds + hour })).toEqual({ kind: 'ok' });
+      });
+
+      it('refuses to release a claim keeping its fingerprint for a stranger, or a completed record', async () => {
+        const pk = key('release-keep-fenced');
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
+
+        expect(await store.release(pk, { owner: 'owner-x' }, { keepFingerprint: true })).toEqual({
+          kind: 'lost-ownership',
+        });
+        await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour });
+        expect(await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.claimLease(claim(pk, 'owner-b', now + 40_000), now + 1)).toMatchObject({
+          kind: 'existing',
+          record: { status: 'COMPLETED', owner: 'owner-a' },
+        });
+      });
     });
 
     describe('two-phase', () => {

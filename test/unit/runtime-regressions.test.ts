@@ -4,6 +4,8 @@
  *
  * - marker mode: an SDK retry of a marker put whose response was lost meets the claim's own
  *   marker; the effect must still run;
+ * - two-phase: a claim released after a failed effect must keep the payload's fingerprint, or
+ *   another payload reusing the key runs as if new;
  * - no body in logs or dead-letter reasons: a handler's `SyntaxError` and a marshalling error
  *   quote the input.
  */
@@ -14,6 +16,7 @@ import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { SYNTAX_ERROR_REASON } from '../../lambda/core/outcome';
 import type { InboxStore } from '../../lambda/core/store-port';
@@ -77,6 +80,45 @@ describe('marker mode: a lost response to the marker put', () => {
       counts({ processed: 1 }),
       counts({ duplicate: 1 }),
     ]);
+  });
+});
+
+describe('two-phase: a key reused with another payload after a failed effect', () => {
+  it('dead-letters the other payload as a mismatch when the first effect ran and its answer was lost, then completes the first on its retry', async () => {
+    const store = createMemoryStore();
+    const performed: number[] = [];
+    let lostAnswers = 1;
+    const { processBatch, deadLetters, metrics } = setup(
+      {
+        mode: 'two-phase',
+        leaseMillis: 30_000,
+        handle: (message, effects) =>
+          effects.run(() => {
+            performed.push(message.body.amount);
+            if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
+          }),
+      },
+      store,
+    );
+    const first = sqsRecord('m-1', { id: 'p-1', amount: 1 });
+
+    expect(await processBatch(sqsEvent(first))).toEqual(ids('m-1'));
+    expect(await processBatch(sqsEvent(sqsRecord('m-2', { id: 'p-1', amount: 2 })))).toEqual(ids());
+    expect(await processBatch(sqsEvent(first))).toEqual(ids());
+
+    expect(performed).toEqual([1, 1]);
+    expect(deadLetters.map((letter) => [letter.sourceMessageId, letter.code])).toEqual([
+      ['m-2', 'PAYLOAD_MISMATCH'],
+    ]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ retry: 1 }),
+      counts({ mismatch: 1 }),
+      counts({ processed: 1 }),
+    ]);
+    expect(store.read('inbox', 'payments#p-1')).toMatchObject({
+      status: 'COMPLETED',
+      fingerprint: fingerprintOf({ id: 'p-1', amount: 1 }),
+    });
   });
 });
 

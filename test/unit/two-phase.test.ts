@@ -252,7 +252,12 @@ describe('two-phase mode: one unnamed effect', () => {
 
     expect(await processBatch(event('m-1', 'p-1'))).toEqual(ids('m-1'));
     expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'release']);
-    expect(store.read('inbox', 'payments#p-1')).toBeUndefined();
+    const owner = (store.calls[0]!.args[0] as InboxRecord).owner;
+    expect(store.calls[1]!.args).toEqual(['payments#p-1', { owner }, { keepFingerprint: true }]);
+    // The effect may have happened: the claim stays with its fingerprint, its lease ended (0).
+    expect(store.read('inbox', 'payments#p-1')).toEqual(
+      claimOf('payments#p-1', { owner, leaseExpiresAt: 0 }),
+    );
     expect(logger.entries[0]).toMatchObject({
       outcome: 'retry',
       code: 'HANDLER_FAILED',
@@ -276,7 +281,7 @@ describe('two-phase mode: one unnamed effect', () => {
     });
 
     expect(await processBatch(event('m-1', 'p-1'))).toEqual(ids('m-1'));
-    expect(store.read('inbox', 'payments#p-1')).toBeUndefined();
+    expect(store.read('inbox', 'payments#p-1')).toEqual(claimOf('payments#p-1', { leaseExpiresAt: 0 }));
     expect(metrics.published[0]?.counts).toEqual(counts({ permanent: 1 }));
   });
 
@@ -437,7 +442,8 @@ describe('two-phase mode: named effects', () => {
     expect(await processBatch(event('m-1', 'p-1'))).toEqual(ids('m-1'));
     expect(ran.sort()).toEqual(['a', 'b']);
     expect(store.read('inbox', 'payments/a#p-1')).toMatchObject({ status: 'COMPLETED' });
-    expect(store.read('inbox', 'payments/b#p-1')).toBeUndefined();
+    // Released, keeping the payload's fingerprint (lease end 0) for the retry.
+    expect(store.read('inbox', 'payments/b#p-1')).toMatchObject({ status: 'IN_PROGRESS', leaseExpiresAt: 0 });
   });
 
   it('fails the message when an effect could not run, even if the handler catches the rejection', async () => {
