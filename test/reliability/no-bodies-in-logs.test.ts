@@ -308,12 +308,10 @@ describe('no bodies in logs at default settings', () => {
     );
   });
 
-  // Bug: a handler error's message is logged verbatim as `reason`, and a SyntaxError from
-  // `JSON.parse` quotes the text it failed on. A handler that unwraps an envelope (an SNS
-  // notification's `Message`, an EventBridge `detail` string) therefore logs part of the body
-  // at warn level. The body parser already drops the SyntaxError message for this reason
-  // (`message.ts`); handler errors are not treated the same way (`outcomeOfError`).
-  it.fails('writes no part of the body when the handler fails to parse a JSON payload nested in the body', async () => {
+  // A SyntaxError from `JSON.parse` quotes the text it failed on: a handler that unwraps an
+  // envelope (an SNS notification's `Message`, an EventBridge `detail` string) must not get
+  // it into the logged reason.
+  it('writes no part of the body when the handler fails to parse a JSON payload nested in the body', async () => {
     const mark = sentinel();
     const { handler } = defaultHandler((_key, body) => {
       JSON.parse(body.payload ?? '');
@@ -326,11 +324,9 @@ describe('no bodies in logs at default settings', () => {
     expectNoBody(output, mark, 'retry');
   });
 
-  // Bug: a business item the document client cannot marshal fails with the marshaller's message,
-  // which quotes the value, and `classifyAwsError` keeps that message in the `VALIDATION` reason
-  // that is logged at error level. A number from the body beyond Number.MAX_SAFE_INTEGER
-  // (an order total in cents, an id) is enough.
-  it.fails('writes no part of the body when a value from the body cannot be marshalled', async () => {
+  // The marshaller's message quotes the value it rejects (a number from the body beyond
+  // Number.MAX_SAFE_INTEGER, an order total in cents, an id): it must not reach the reason.
+  it('writes no part of the body when a value from the body cannot be marshalled', async () => {
     const mark = sentinel();
     const digits = '98765432109876543210';
     const { handler } = defaultHandler((scopedKey, body, unitOfWork) =>

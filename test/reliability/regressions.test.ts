@@ -300,9 +300,19 @@ describe('a claim left behind after an aborted transaction', () => {
     expect(await consumer.effects('conflicted')).toBe(1);
   });
 
-  it.each<Mode>(['marker', 'two-phase'])(
-    '%s: releases the claim when the effect fails, so the redelivery runs the effect once',
-    async (mode) => {
+  it.each<{ mode: Mode; released: (fingerprint: string) => unknown }>([
+    // Marker mode deletes its marker.
+    { mode: 'marker', released: () => undefined },
+    // Two-phase keeps the claim with its fingerprint and an ended lease: the effect may have
+    // happened, so the key stays bound to its payload; the same payload takes it at once.
+    {
+      mode: 'two-phase',
+      released: (fingerprint) =>
+        expect.objectContaining({ status: 'IN_PROGRESS', fingerprint, leaseExpiresAt: 0 }),
+    },
+  ])(
+    '$mode: releases the claim when the effect fails, so the redelivery runs the effect once',
+    async ({ mode, released }) => {
       const consumer = createConsumer({ mode, failEffects: 1 });
       const message = record({ id: 'failed-effect', amount: 1 });
 
@@ -315,8 +325,10 @@ describe('a claim left behind after an aborted transaction', () => {
         outcome: 'retry',
         code: 'HANDLER_FAILED',
       });
-      expect(left).toBeUndefined();
+      expect(left).toEqual(released(fingerprintOf({ id: 'failed-effect', amount: 1 })));
       expect(second).toEqual({ batchItemFailures: [] });
+      expect(outcomesOf(consumer)).toEqual(['retry', 'processed']);
+      expect(consumer.counts.reduce((sum, published) => sum + published.takeover, 0)).toBe(0);
       expect(await consumer.effects('failed-effect')).toBe(1);
       expect(await consumer.inboxRecord('failed-effect')).toMatchObject({ status: 'COMPLETED' });
     },
@@ -485,14 +497,10 @@ describe('a lost response to a claim (not a peer regression: found by the fault-
       request.operation === 'PutItem' && lost-- > 0 ? { kind: 'lost-response' } : undefined;
   };
 
-  // Bug (marker mode): when the response to the marker put is lost and the SDK retries the put
-  // in the same invocation (maxAttempts > 1, the SDK default), the retry's failed condition
-  // returns the invocation's own marker, the core reads it as a duplicate, and the message is
-  // acknowledged without the effect ever running. No crash is needed, so this is not the
-  // at-most-once case `MarkerModeOptions` documents (a crash between marker and effect). The
-  // marker carries nothing that tells "mine" from "another delivery's" (two-phase has the
-  // owner token for that).
-  it.fails('marker mode: runs the effect when the SDK retry of a marker put whose response was lost meets its own marker', async () => {
+  // An SDK retry of a marker put whose response was lost meets the invocation's own marker: its
+  // owner token tells it from another delivery's, so the effect still runs (no crash happened,
+  // so this is not the documented at-most-once case).
+  it('marker mode: runs the effect when the SDK retry of a marker put whose response was lost meets its own marker', async () => {
     const consumer = createConsumer({ mode: 'marker', client: faultyClient(lostOnce(), 3) });
 
     expect(await consumer.handle(record({ id: 'lost-marker', amount: 1 }))).toEqual({
@@ -536,24 +544,26 @@ describe('a lost response to a claim (not a peer regression: found by the fault-
 });
 
 describe('a key reused with another payload after a claim was released', () => {
-  // Bug (two-phase; marker mode shares the release): releasing a claim after a failed effect
-  // deletes the record, and with it the fingerprint. When the effect did happen and only its
-  // answer was lost, a message reusing the key with another payload then claims the key as if
-  // new: the mismatch goes unnoticed, its effect runs (downstream it meets the same derived
-  // idempotency key with another payload), it is acknowledged as processed, and the first
-  // payload, whose effect happened, is dead-lettered as the mismatch. Found by the
-  // fault-injection suite (two-phase seeds, keys raced with two payloads).
-  it.fails('two-phase: dead-letters a key reused with another payload after the first payload’s effect ran and its answer was lost', async () => {
+  // The effect may have happened with its answer lost, so the released claim keeps the payload's
+  // fingerprint: another payload reusing the key must not run (downstream it would meet the
+  // same derived idempotency key with another payload), and the first payload completes later.
+  it('two-phase: dead-letters a key reused with another payload after the first payload’s effect ran and its answer was lost', async () => {
     const consumer = createConsumer({ mode: 'two-phase', loseAnswers: 1 });
     const first = record({ id: 'reused-after-release', amount: 1 });
     const other = record({ id: 'reused-after-release', amount: 2 });
 
     await consumer.handle(first);
     await consumer.handle(other);
+    const again = await consumer.handle(first);
 
-    expect(consumer.performed).toEqual([1]);
+    expect(consumer.performed).toEqual([1, 1]);
     expect(consumer.deadLetters.map((letter) => [letter.sourceMessageId, letter.code])).toEqual([
       [other.messageId, 'PAYLOAD_MISMATCH'],
     ]);
+    expect(again).toEqual({ batchItemFailures: [] });
+    expect(await consumer.inboxRecord('reused-after-release')).toMatchObject({
+      status: 'COMPLETED',
+      fingerprint: fingerprintOf({ id: 'reused-after-release', amount: 1 }),
+    });
   });
 });

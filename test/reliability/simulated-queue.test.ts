@@ -121,11 +121,6 @@ describe('live windows', () => {
   ])('counts $duplicates duplicate effect(s) in windows $epochs', ({ epochs, duplicates }) => {
     expect(duplicateEffectsOf(epochs)).toBe(duplicates);
   });
-
-  it('accepts the effects of two windows in either order when effects follow their claims (marker mode)', () => {
-    expect(duplicateEffectsOf([1, 0], false)).toBe(0);
-    expect(duplicateEffectsOf([1, 0, 0], false)).toBe(1);
-  });
 });
 
 describe('seeded choices', () => {

@@ -19,9 +19,8 @@
  *   consumer ignored a live record written in epoch 1);
  * - only messages planned with an expiry redelivery may have an epoch-1 effect.
  *
- * In marker mode the effect runs after its claim, outside any transaction, so when an epoch-0
- * delivery and the epoch-1 redelivery run at the same time their effects may land in either
- * order: there, `[1, 0]` is correct too, and only one effect per window is checked.
+ * An epoch-1 redelivery stands for a moment a whole TTL later, so the simulation runs it only
+ * while nothing else of its key runs: effects land in the order of their windows in every mode.
  *
  * Two-phase mode runs effects outside DynamoDB (here two, `charge` then `notify`, each under
  * its own inbox record) against a simulated downstream service that deduplicates by the
@@ -49,9 +48,9 @@
  *
  * Marker mode is at-most-once for the effect by design (see `MarkerModeOptions`): a crash
  * between the marker and the effect leaves the marker without the effect, and every later
- * delivery is acknowledged as a duplicate. So does a lost response to the marker write: the
- * retry (by the SDK, or the redelivery) meets the invocation's own marker and acknowledges a
- * duplicate. The simulation records every marker written by an invocation that neither wrote
+ * delivery is acknowledged as a duplicate. So does a lost response to the marker write when
+ * the redelivery is what retries it: it meets the marker and cannot tell it was never followed
+ * by the effect. The simulation records every marker written by an invocation that neither wrote
  * the effect nor released the marker (`markerGaps`); a missing effect is excused only for
  * those keys, and counted as an at-most-once gap, not as lost. A missing effect anywhere else
  * is lost.
@@ -103,17 +102,11 @@ export interface SeedReport {
   readonly violations: readonly string[];
 }
 
-/**
- * Effects that do not open a new, later live window. `ordered`: the epochs are in the order
- * the claims were won (atomic mode, where the effect commits with its claim); otherwise
- * (marker mode, where the effect follows its claim outside any transaction, so the effects of
- * two windows may land in either order) only one effect per window is checked.
- */
-export function duplicateEffectsOf(epochs: readonly number[], ordered = true): number {
-  const list = ordered ? epochs : [...epochs].sort((a, b) => a - b);
+/** Effects that do not open a new, later live window (`epochs` in the order the effects landed). */
+export function duplicateEffectsOf(epochs: readonly number[]): number {
   let duplicates = 0;
-  list.forEach((epoch, index) => {
-    if (index > 0 && epoch <= list[index - 1]!) duplicates += 1;
+  epochs.forEach((epoch, index) => {
+    if (index > 0 && epoch <= epochs[index - 1]!) duplicates += 1;
   });
   return duplicates;
 }
@@ -323,7 +316,7 @@ export async function checkSeed(
           );
         }
       }
-      keyDuplicates = duplicateEffectsOf(epochs, mode !== 'marker');
+      keyDuplicates = duplicateEffectsOf(epochs);
       if (keyDuplicates > 0) {
         violate(
           `${pk}: ${keyDuplicates} duplicate effect(s), effects in live windows ${JSON.stringify(epochs)}`,

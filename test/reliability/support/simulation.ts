@@ -23,8 +23,7 @@
  *   record's outcome is decided (after the commit, before the acknowledgement), in marker and
  *   two-phase modes a crash during the effect (after the effect reached DynamoDB or the
  *   downstream service), and in two-phase mode a lost answer from the downstream service (the
- *   effect happened, the call fails; not on keys raced by two payloads, where it triggers a
- *   known bug reproduced in `regressions.test.ts`);
+ *   effect happened, the call fails, the claim is released);
  * - per invocation: a crash while the batch response is being built (at the metrics sink,
  *   called just before the response is returned), or a deadline too close to start anything;
  * - per dead-letter send (`direct` mode): the send fails.
@@ -115,8 +114,6 @@ export interface PlannedMessage {
   readonly fingerprint?: string;
   /** Gets an expiry redelivery: a second effect is legitimate in the new live window. */
   readonly expiry: boolean;
-  /** Its key is raced by two payloads (a `conflict` message and the message it reuses the key of). */
-  readonly contested: boolean;
   /**
    * The code a dead-lettered copy must carry: always for poison input; for a keyed message only
    * when another payload won its key.
@@ -221,7 +218,6 @@ export function planMessages(seed: number, count: number, consumer: string, mode
         : {}),
       ...(keyed ? { fingerprint: fingerprintOf(payload) } : {}),
       expiry,
-      contested: kind === 'conflict',
       ...(kind === 'malformed'
         ? { expectedCode: 'MALFORMED_BODY' as const }
         : kind === 'missing-key'
@@ -232,7 +228,6 @@ export function planMessages(seed: number, count: number, consumer: string, mode
       copies,
     };
     plans.push(plan);
-    if (partner !== undefined) plans[partner.index] = { ...partner, contested: true };
     if (kind === 'valid' && !expiry) partnerable.push(index);
   }
   return plans;
@@ -282,11 +277,7 @@ function recordFaultOf(
     if (roll < chance) {
       if (fault === 'crash-during-effect')
         return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
-      // Not on a contested key: a release after an effect that happened forgets the payload, and
-      // the other payload then runs too (a known bug, reproduced in regressions.test.ts).
-      if (fault === 'lost-downstream-response') {
-        return mode === 'two-phase' && !received.meta.plan.contested ? fault : undefined;
-      }
+      if (fault === 'lost-downstream-response') return mode === 'two-phase' ? fault : undefined;
       return fault;
     }
     roll -= chance;
