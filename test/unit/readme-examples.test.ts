@@ -1,12 +1,15 @@
 /**
  * The README's code samples cannot rot: every block tagged ```ts file=<path> must equal that
- * file, which `tsc` type-checks (and `test/integration/sqs-handler-examples.test.ts` runs). The
- * tables that restate code (error dispositions, option defaults, metric names) are checked
- * against the definitions they restate.
+ * file, which `tsc` type-checks (and `test/integration/sqs-handler-examples.test.ts` runs for the
+ * SQS handler samples), and every file under `examples/` must be shown. The tables that restate
+ * code (error dispositions, option defaults, metric names, construct props and grants, cdk-nag
+ * acknowledgments, replay options, HTTP statuses) are checked against the definitions they
+ * restate.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { REPLAY_USAGE } from '../../cli/replay/args';
 import * as keySources from '../../examples/sqs-key-sources';
 import { DEFAULT_METRIC_NAMESPACE, ERROR_CODES, METRICS } from '../../lambda';
 import {
@@ -15,6 +18,14 @@ import {
   DEFAULT_TTL_SECONDS,
 } from '../../lambda/core/options';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
+import { PROBLEMS } from '../../lambda/http/http-outcome';
+import {
+  BUSINESS_TABLE_ACTIONS,
+  CONSUMER_MODES,
+  defaultBusinessTableAccess,
+  INBOX_TABLE_ACTIONS,
+} from '../../lib/consumer-permissions';
+import { PRODUCER_RETRY_FACTOR, RECORD_TTL_MARGIN } from '../../lib/record-ttl';
 
 const root = join(__dirname, '..', '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -43,8 +54,55 @@ function row(first: string): string[] {
 
 const codesIn = (cell: string) => [...cell.matchAll(/`([A-Z_]+)`/g)].map((match) => match[1]!);
 
+/** The README text under `heading` (a whole heading line), up to the next heading of its level or above. */
+function section(heading: string): string {
+  const lines = readme.split('\n');
+  const start = lines.indexOf(heading);
+  if (start < 0) throw new Error(`README has no heading "${heading}"`);
+  const level = heading.indexOf(' ');
+  const end = lines.findIndex(
+    (line, index) => index > start && /^#+ /.test(line) && line.indexOf(' ') <= level,
+  );
+  return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
+}
+
+/** The cells of every table row in `text`: separator rows left out, header rows kept. */
+function rowsOf(text: string): string[][] {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('|') && !/^\|\s*-/.test(line))
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+}
+
+/** The cells of the row whose first cell is `first`, in the README text under `heading`. */
+function rowIn(heading: string, first: string): string[] {
+  const cells = rowsOf(section(heading)).find((candidate) => candidate[0] === first);
+  if (cells === undefined) throw new Error(`README section "${heading}" has no table row "${first}"`);
+  return cells;
+}
+
+/** The `dynamodb:`, `sqs:`, ... actions named in a cell, sorted. */
+const actionsIn = (cell: string) =>
+  [...cell.matchAll(/`([a-z0-9]+:[A-Za-z]+)`/g)].map((match) => match[1]!).sort();
+
+/** Props of `IdempotentConsumerProps` with the first line of their `@default`, read from the source. */
+function constructProps(): { name: string; defaultValue: string | undefined }[] {
+  const source = readFileSync(join(root, 'lib', 'idempotent-consumer.ts'), 'utf8');
+  const start = source.indexOf('export interface IdempotentConsumerProps {');
+  const body = source.slice(start, source.indexOf('\n}\n', start));
+  return [...body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*readonly (\w+)\??:/g)].map((match) => ({
+    name: match[2]!,
+    defaultValue: /@default\s+(.+)/.exec(match[1]!)?.[1]?.trim(),
+  }));
+}
+
 describe('README code samples', () => {
-  it('has tagged samples for the SQS handler examples', () => {
+  it('has tagged samples for the handler, construct, replay and adapter examples', () => {
     expect(taggedBlocks.map((block) => block.file)).toEqual(
       expect.arrayContaining([
         'examples/sqs-order-projector.ts',
@@ -55,8 +113,29 @@ describe('README code samples', () => {
         'examples/sqs-dead-letter-direct.ts',
         'examples/sqs-observability.ts',
         'examples/sqs-two-phase.ts',
+        'examples/cdk-consumer-stack.ts',
+        'examples/replay-double-tap.test-sample.ts',
+        'examples/worker-order-projector.ts',
+        'examples/worker-main.ts',
+        'examples/http-payments-api.ts',
+        'examples/http-function-url.ts',
+        'examples/job-nightly-report.ts',
+        'examples/job-replay-batch.ts',
       ]),
     );
+  });
+
+  it('shows every file under examples/ as a tagged sample', () => {
+    const files = readdirSync(join(root, 'examples'))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `examples/${name}`)
+      .sort();
+    expect([...new Set(taggedBlocks.map((block) => block.file))].sort()).toEqual(files);
+  });
+
+  it('type-checks the samples: tsconfig.json includes examples/', () => {
+    const tsconfig = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { include: string[] };
+    expect(tsconfig.include).toContain('examples');
   });
 
   it.each(taggedBlocks)('shows $file exactly as the file is', ({ file, code }) => {
@@ -127,5 +206,82 @@ describe('README code samples', () => {
       byMessageId: 'm-1',
       byTenantAndPayment: ['acme', 'pay-1'],
     });
+  });
+
+  it('lists every construct prop, with the default its TSDoc states', () => {
+    const props = constructProps();
+    expect(props.length).toBeGreaterThan(40);
+    for (const { name, defaultValue } of props) {
+      const cells = rowIn('### Props', `\`${name}\``);
+      // A literal default (not "- prose") must appear verbatim, in backticks.
+      if (defaultValue !== undefined && !defaultValue.startsWith('-')) {
+        expect({ name, cell: cells[1] }).toEqual({
+          name,
+          cell: expect.stringContaining(`\`${defaultValue}\``),
+        });
+      }
+    }
+    const documented = rowsOf(section('### Props'))
+      .slice(1)
+      .map((cells) => cells[0]!.replaceAll('`', ''));
+    expect(documented.sort()).toEqual(props.map(({ name }) => name).sort());
+  });
+
+  it('states the grants of each mode and business table access the construct makes', () => {
+    for (const mode of CONSUMER_MODES) {
+      const cells = rowIn('### Permissions', `\`${mode}\``);
+      expect({ mode, actions: actionsIn(cells[1]!) }).toEqual({
+        mode,
+        actions: [...INBOX_TABLE_ACTIONS[mode]].sort(),
+      });
+      expect({ mode, access: [...cells[2]!.matchAll(/`(\w+)`/g)].map((match) => match[1]) }).toEqual({
+        mode,
+        access: [...defaultBusinessTableAccess(mode)],
+      });
+    }
+    for (const [access, actions] of Object.entries(BUSINESS_TABLE_ACTIONS)) {
+      expect(actionsIn(rowIn('### Permissions', `\`${access}\``)[1]!)).toEqual([...actions].sort());
+    }
+  });
+
+  it('states the record TTL formula the construct derives', () => {
+    expect(section('### Record TTL')).toContain(
+      `${PRODUCER_RETRY_FACTOR} × producerRetryHorizon) + ${RECORD_TTL_MARGIN.toDays()} day`,
+    );
+  });
+
+  it('lists exactly the cdk-nag rules the construct acknowledges', () => {
+    const acknowledged = readdirSync(join(root, 'lib'))
+      .filter((name) => name.endsWith('.ts'))
+      .flatMap((name) => [
+        ...readFileSync(join(root, 'lib', name), 'utf8').matchAll(/acknowledge\(\{\s*id: '([^']+)'/g),
+      ])
+      .map((match) => match[1]!);
+    const documented = rowsOf(section('### cdk-nag'))
+      .slice(1)
+      .map((cells) => cells[0]!.replaceAll('`', ''));
+    expect(documented.sort()).toEqual([...new Set(acknowledged)].sort());
+  });
+
+  it('lists every option of the replay command', () => {
+    const options = [...new Set([...REPLAY_USAGE.matchAll(/^\s+(--[a-z-]+)/gm)].map((match) => match[1]!))];
+    expect(options.length).toBeGreaterThan(8);
+    const documented = rowsOf(section('## Double-tap replay'))
+      .slice(1)
+      .map((cells) => cells[0]!.replaceAll('`', '').split(' ')[0]);
+    expect(documented.sort()).toEqual(options.filter((option) => option !== '--help').sort());
+  });
+
+  it('names every status the HTTP wrapper answers with itself', () => {
+    const statuses = [
+      PROBLEMS.missingKey(),
+      PROBLEMS.invalidKey('reason'),
+      PROBLEMS.inProgress(1),
+      PROBLEMS.mismatch(),
+      PROBLEMS.unavailable(),
+      PROBLEMS.misconfigured(),
+    ].map((response) => response.statusCode);
+    const table = section('### HTTP: `Idempotency-Key`');
+    for (const status of statuses) expect(table).toContain(`\`${status}\``);
   });
 });
