@@ -6,7 +6,7 @@
  * Keys come from the producer or the business, never from transport ids that change on a
  * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
  */
-import { EffectivelyOnceError } from './errors';
+import { EffectivelyOnceError, expectOption } from './errors';
 import { sha256Hex } from './fingerprint';
 import type { SqsRecord } from './sqs-event';
 
@@ -65,13 +65,9 @@ export function scopeKey(consumer: string, dedupKey: string, effect?: string): s
   return scoped;
 }
 
-function assertName(field: string, name: unknown): void {
-  if (!isValidName(name)) {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`${field}\` to match ${NAME_PATTERN}, got \`${String(name)}\``,
-    );
-  }
+/** Throws `INVALID_OPTIONS` unless `name` can scope keys (a consumer or effect name). */
+export function assertName(field: string, name: unknown): void {
+  expectOption(isValidName(name), field, `a name matching ${NAME_PATTERN}`, name);
 }
 
 /**

@@ -92,3 +92,24 @@ export function isEffectivelyOnceError(error: unknown): error is EffectivelyOnce
 export function dispositionOf(error: unknown): Disposition {
   return isEffectivelyOnceError(error) ? ERROR_CODES[error.code] : 'retry';
 }
+
+/** How an option's value is shown in a message: strings quoted, objects by their kind. */
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' && value !== null ? 'an object' : String(value);
+}
+
+/**
+ * Throws `INVALID_OPTIONS` unless `ok`, with the one message shape every option check uses:
+ * ``Expected `field` to be expected, got `value` ``.
+ */
+export function expectOption(ok: unknown, field: string, expected: string, value: unknown): void {
+  if (!ok) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
+    );
+  }
+}

@@ -75,6 +75,22 @@ export function estimateWriteSize(write: TransactWriteAction): number {
   );
 }
 
+/** `TOO_MANY_WRITES`: also thrown by the unit of work as the write past the limit is added. */
+export function tooManyWrites(detail = ''): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'TOO_MANY_WRITES',
+    `A commit holds at most ${MAX_BUSINESS_WRITES} business writes next to the marker${detail}`,
+  );
+}
+
+/** `ITEM_TOO_LARGE` for `what`, estimated at `size` bytes. */
+function itemTooLarge(what: string, size: number): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'ITEM_TOO_LARGE',
+    `${what} is about ${size} bytes; DynamoDB items are limited to ${MAX_ITEM_BYTES} bytes`,
+  );
+}
+
 function describe(write: TransactWriteAction, index: number): string {
   const [kind, body] = Object.entries(write).find(([, value]) => value !== undefined) ?? ['unknown', {}];
   const table = (body as { TableName?: string }).TableName;
@@ -87,21 +103,11 @@ function describe(write: TransactWriteAction, index: number): string {
  * {@link MAX_ITEM_BYTES}, `TRANSACTION_TOO_LARGE` above {@link MAX_TRANSACTION_BYTES} in total.
  */
 export function assertCommitWithinLimits(record: InboxRecord, writes: readonly TransactWriteAction[]): void {
-  if (writes.length > MAX_BUSINESS_WRITES) {
-    throw new EffectivelyOnceError(
-      'TOO_MANY_WRITES',
-      `A commit holds at most ${MAX_BUSINESS_WRITES} business writes next to the marker, got ${writes.length}`,
-    );
-  }
+  if (writes.length > MAX_BUSINESS_WRITES) throw tooManyWrites(`, got ${writes.length}`);
   let total = estimateItemSize(record as unknown as Record<string, unknown>);
   writes.forEach((write, index) => {
     const size = estimateWriteSize(write);
-    if (size > MAX_ITEM_BYTES) {
-      throw new EffectivelyOnceError(
-        'ITEM_TOO_LARGE',
-        `${describe(write, index)} is about ${size} bytes; DynamoDB items are limited to ${MAX_ITEM_BYTES} bytes`,
-      );
-    }
+    if (size > MAX_ITEM_BYTES) throw itemTooLarge(describe(write, index), size);
     total += size;
   });
   if (total > MAX_TRANSACTION_BYTES) {
@@ -118,10 +124,5 @@ export function assertEntityWithinLimits(entity: EntityWrite, fingerprint: strin
     estimateItemSize(entity.item) +
     Buffer.byteLength(ENTITY_FINGERPRINT_ATTRIBUTE, 'utf8') +
     Buffer.byteLength(fingerprint, 'utf8');
-  if (size > MAX_ITEM_BYTES) {
-    throw new EffectivelyOnceError(
-      'ITEM_TOO_LARGE',
-      `The entity item for \`${entity.tableName}\` is about ${size} bytes; DynamoDB items are limited to ${MAX_ITEM_BYTES} bytes`,
-    );
-  }
+  if (size > MAX_ITEM_BYTES) throw itemTooLarge(`The entity item for \`${entity.tableName}\``, size);
 }

@@ -4,8 +4,8 @@
  */
 import { DEFAULT_METRIC_NAMESPACE } from './contract';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
-import { isValidName, type KeySource, NAME_PATTERN } from './dedup-key';
-import { EffectivelyOnceError } from './errors';
+import { assertName, type KeySource } from './dedup-key';
+import { expectOption } from './errors';
 import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './message';
 import type { MetricsSink } from './metrics';
@@ -245,23 +245,6 @@ export const MIN_LEASE_MILLIS = 1000;
 /** The lease without `leaseMillis` and without a Lambda context: Lambda's longest timeout. */
 export const DEFAULT_LEASE_MILLIS = 15 * 60 * 1000;
 
-function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' && value !== null ? 'an object' : String(value);
-}
-
-/** Throws `INVALID_OPTIONS` unless `ok`: "Expected `field` to be expected, got `value`". */
-function expectOption(ok: unknown, field: string, expected: string, value: unknown): void {
-  if (!ok) {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
-    );
-  }
-}
-
 const isFunction = (value: unknown): boolean => typeof value === 'function';
 
 function integer(field: string, value: unknown, fallback: number, min: number): number {
@@ -306,12 +289,7 @@ function port(field: string, value: unknown, methods: readonly string[]): void {
 export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): ResolvedOptions<TBody> {
   expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
   const { parse = 'json', metricNamespace = DEFAULT_METRIC_NAMESPACE, logger, metrics } = options;
-  expectOption(
-    isValidName(options.consumer),
-    'consumer',
-    `a name matching ${NAME_PATTERN}`,
-    options.consumer,
-  );
+  assertName('consumer', options.consumer);
   expectOption(
     isFunction(options.dedupKey),
     'dedupKey',
@@ -368,8 +346,6 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
   return Object.freeze({
     ...options,
     parse,
-    fingerprint: options.fingerprint,
-    correlationId: options.correlationId,
     ttlSeconds,
     concurrency: integer('concurrency', options.concurrency, DEFAULT_CONCURRENCY, 1),
     deadlineMarginMillis: integer(
@@ -379,11 +355,8 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
       0,
     ),
     deadLetter,
-    deadLetterSender: options.deadLetterSender,
     logLevel: oneOf('logLevel', options.logLevel, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
-    logger,
-    metrics,
     metricNamespace,
   }) as ResolvedOptions<TBody>;
 }

@@ -3,7 +3,7 @@
  * toolkit commits in one `TransactWriteItems` with the marker at index 0.
  */
 import { EffectivelyOnceError } from './errors';
-import { MAX_BUSINESS_WRITES } from './item-size';
+import { MAX_BUSINESS_WRITES, tooManyWrites } from './item-size';
 import type { InboxStore, TransactWriteAction, VersionedPutWrite } from './store-port';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
@@ -69,12 +69,7 @@ export function createUnitOfWork(store?: Pick<InboxStore, 'putIfNewer'>): Guarde
   const writes: TransactWriteAction[] = [];
   const guards = new Set<number>();
   const add = (write: TransactWriteAction): number => {
-    if (writes.length >= MAX_BUSINESS_WRITES) {
-      throw new EffectivelyOnceError(
-        'TOO_MANY_WRITES',
-        `A commit holds at most ${MAX_BUSINESS_WRITES} business writes next to the marker`,
-      );
-    }
+    if (writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
     writes.push(write);
     return writes.length - 1;
   };

@@ -32,47 +32,98 @@ export type CancellationOutcome =
   /** This item failed for another reason, already classified. */
   | { readonly kind: 'failed'; readonly error: EffectivelyOnceError };
 
-const THROTTLING_NAMES = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  // Control-plane and account-level limits; transient by nature.
-  'LimitExceededException',
-  'TooManyRequestsException',
-]);
+type Rule = readonly [code: ErrorCode, what: string];
 
-const CONFLICT_NAMES = new Set([
-  'TransactionConflictException',
-  'TransactionInProgressException',
-  // Global tables with strong consistency: a concurrent write in another region.
-  'ReplicatedWriteConflictException',
-]);
+/** The item collection limit of a local secondary index, as an item and a request exceed it. */
+const COLLECTION_LIMIT = 'exceeds the 10 GB item collection limit of a local secondary index';
+/** A DynamoDB request limit, as a request exceeds it. */
+const LIMIT = 'exceeds the DynamoDB limit of';
 
-const SERVICE_NAMES = new Set(['InternalServerError', 'InternalFailure', 'ServiceUnavailable']);
+/** Adds `names` (space-separated) to `table`, each meaning `code`: "`what` (name: message)". */
+function rule(table: Record<string, Rule>, names: string, code: ErrorCode, what: string): Rule {
+  const value: Rule = [code, what];
+  for (const name of names.split(' ')) table[name] = value;
+  return value;
+}
 
-const ACCESS_NAMES = new Set(['AccessDeniedException', 'UnrecognizedClientException']);
+/** AWS error names, by what they mean. */
+const RULES: Record<string, Rule> = {};
+const THROTTLED = rule(
+  RULES,
+  // Control-plane and account-level limits too: transient by nature.
+  'ThrottlingException ProvisionedThroughputExceededException RequestLimitExceeded LimitExceededException TooManyRequestsException',
+  'THROTTLED',
+  'DynamoDB throttled the request',
+);
+rule(
+  RULES,
+  // ReplicatedWriteConflict: global tables with strong consistency, a concurrent write in another region.
+  'TransactionConflictException TransactionInProgressException ReplicatedWriteConflictException',
+  'TRANSACTION_CONFLICT',
+  'a concurrent transaction touched the item',
+);
+rule(
+  RULES,
+  'TransactionCanceledException',
+  'TRANSACTION_CONFLICT',
+  'the transaction was cancelled without cancellation reasons',
+);
+rule(
+  RULES,
+  'ItemCollectionSizeLimitExceededException',
+  'VALIDATION',
+  `the item collection ${COLLECTION_LIMIT}`,
+);
+rule(RULES, 'ResourceNotFoundException', 'MISSING_RESOURCE', 'the table does not exist');
+rule(
+  RULES,
+  'AccessDeniedException UnrecognizedClientException',
+  'ACCESS_DENIED',
+  'the credentials may not perform this request',
+);
+const SERVICE_UNAVAILABLE = rule(
+  RULES,
+  'InternalServerError InternalFailure ServiceUnavailable',
+  'SERVICE_UNAVAILABLE',
+  'DynamoDB failed to serve the request',
+);
 
-/** Node.js socket error codes (the same set the SDK's own retry strategy treats as transient). */
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-
-const NETWORK_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'AbortError']);
+/**
+ * Network failures by error name or Node.js socket code (the codes the SDK's own retry strategy
+ * treats as transient); checked after an HTTP 5xx.
+ */
+const NETWORK: Record<string, Rule> = {};
+const NETWORK_FAILURE = rule(
+  NETWORK,
+  'TimeoutError RequestTimeout RequestTimeoutException AbortError ECONNRESET ECONNREFUSED ECONNABORTED EPIPE ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTFOUND EAI_AGAIN',
+  'NETWORK',
+  'the request did not complete',
+);
 
 const ITEM_TOO_LARGE_MESSAGE = /item size (to update )?has exceeded the maximum allowed size/i;
-const TRANSACTION_TOO_LARGE_MESSAGE = /transaction request cannot be larger than/i;
-const TOO_MANY_WRITES_MESSAGE = /transactItems.*length less than or equal to/is;
+
+/** `ValidationException` messages, first match wins. */
+const VALIDATION_RULES: readonly (readonly [RegExp, ErrorCode, string])[] = [
+  [ITEM_TOO_LARGE_MESSAGE, 'ITEM_TOO_LARGE', `an item ${LIMIT} 400 KB`],
+  [/transaction request cannot be larger than/i, 'TRANSACTION_TOO_LARGE', `the transaction ${LIMIT} 4 MB`],
+  [/transactItems.*length less than or equal to/is, 'TOO_MANY_WRITES', `the transaction ${LIMIT} 100 items`],
+  [/(?:)/, 'VALIDATION', 'DynamoDB rejected the request as invalid'],
+];
+
 /** Errors that `@aws-sdk/util-dynamodb` throws while marshalling, before anything is sent. */
 const MARSHALL_MESSAGE =
   /removeUndefinedValues|convertClassInstanceToMap|Unsupported type passed|(greater|lesser) than Number\.M(AX|IN)_SAFE_INTEGER/;
+
+/** Transaction cancellation reason codes, for one item of the transaction. */
+const REASONS: Record<string, Rule> = {};
+rule(REASONS, 'TransactionConflict', 'TRANSACTION_CONFLICT', 'conflicted with a concurrent write');
+rule(
+  REASONS,
+  'ThrottlingError ProvisionedThroughputExceeded RequestLimitExceeded',
+  'THROTTLED',
+  'was throttled',
+);
+rule(REASONS, 'ItemCollectionSizeLimitExceeded', 'VALIDATION', COLLECTION_LIMIT);
 
 /**
  * Maps any error thrown by the AWS SDK (or by the network underneath it) to an
@@ -109,39 +160,35 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
   if (isEffectivelyOnceError(error)) return error;
   const name = errorName(error);
   const message = errorMessage(error);
-  const status = httpStatusOf(error);
+  const { $metadata, code } = (error ?? {}) as { $metadata?: { httpStatusCode?: unknown }; code?: unknown };
+  const status = $metadata?.httpStatusCode;
+  const network =
+    NETWORK[name] ??
+    NETWORK[code as string] ??
+    (/socket hang up/i.test(message) ? NETWORK_FAILURE : undefined);
+  const [errorCode, what] =
+    status === 429
+      ? THROTTLED
+      : name === 'ValidationException'
+        ? VALIDATION_RULES.find(([pattern]) => pattern.test(message))!.slice(1)
+        : (RULES[name] ??
+          ((status as number) >= 500
+            ? SERVICE_UNAVAILABLE
+            : (network ??
+              (status === undefined && MARSHALL_MESSAGE.test(message)
+                ? [
+                    'VALIDATION',
+                    'the item cannot be marshalled (create the document client with marshallOptions ' +
+                      '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
+                  ]
+                : ['SERVICE_UNAVAILABLE', 'unrecognised failure, retried']))));
   // DynamoDB's own messages name attributes, never values; an error raised in the client (the
   // marshaller: "Number 98765432109876543210 is greater than ...") may quote a value from the
   // body, so only its class is kept. Node's socket errors quote nothing but addresses.
-  const shown = status !== undefined || isNetworkError(error, name, message) ? `${name}: ${message}` : name;
-  const make = (code: ErrorCode, what: string) =>
-    new EffectivelyOnceError(code, `${operation}: ${what} (${shown})`, { cause: error });
-
-  if (THROTTLING_NAMES.has(name) || status === 429)
-    return make('THROTTLED', 'DynamoDB throttled the request');
-  if (CONFLICT_NAMES.has(name))
-    return make('TRANSACTION_CONFLICT', 'a concurrent transaction touched the item');
-  if (name === 'TransactionCanceledException') {
-    return make('TRANSACTION_CONFLICT', 'the transaction was cancelled without cancellation reasons');
-  }
-  if (name === 'ValidationException') return classifyValidation(message, make);
-  if (name === 'ItemCollectionSizeLimitExceededException') {
-    return make('VALIDATION', 'the item collection exceeds the 10 GB limit of a local secondary index');
-  }
-  if (name === 'ResourceNotFoundException') return make('MISSING_RESOURCE', 'the table does not exist');
-  if (ACCESS_NAMES.has(name)) return make('ACCESS_DENIED', 'the credentials may not perform this request');
-  if (SERVICE_NAMES.has(name) || (status !== undefined && status >= 500)) {
-    return make('SERVICE_UNAVAILABLE', 'DynamoDB failed to serve the request');
-  }
-  if (isNetworkError(error, name, message)) return make('NETWORK', 'the request did not complete');
-  if (status === undefined && MARSHALL_MESSAGE.test(message)) {
-    return make(
-      'VALIDATION',
-      'the item cannot be marshalled (create the document client with marshallOptions ' +
-        '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
-    );
-  }
-  return make('SERVICE_UNAVAILABLE', 'unrecognised failure, retried');
+  const shown = status !== undefined || network ? `${name}: ${message}` : name;
+  return new EffectivelyOnceError(errorCode as ErrorCode, `${operation}: ${what} (${shown})`, {
+    cause: error,
+  });
 }
 
 /**
@@ -184,59 +231,22 @@ function explainReason(reason: unknown, index: number, cause: unknown): Cancella
       ...(message !== undefined ? { message } : {}),
     };
   }
-  const make = (errorCode: ErrorCode, what: string) =>
-    new EffectivelyOnceError(
+  const [errorCode, what] =
+    REASONS[code as string] ??
+    (code !== 'ValidationError'
+      ? ['SERVICE_UNAVAILABLE', 'failed for an unrecognised reason']
+      : ITEM_TOO_LARGE_MESSAGE.test(message ?? '')
+        ? ['ITEM_TOO_LARGE', 'exceeds the 400 KB item size limit']
+        : ['VALIDATION', 'is invalid']);
+  const detail = message ? `: ${message}` : '';
+  return {
+    kind: 'failed',
+    error: new EffectivelyOnceError(
       errorCode,
-      `commit: transaction item ${index} ${what} (${String(code)}${message ? `: ${message}` : ''})`,
+      `commit: transaction item ${index} ${what} (${String(code)}${detail})`,
       { cause },
-    );
-  switch (code) {
-    case 'TransactionConflict':
-      return { kind: 'failed', error: make('TRANSACTION_CONFLICT', 'conflicted with a concurrent write') };
-    case 'ThrottlingError':
-    case 'ProvisionedThroughputExceeded':
-    case 'RequestLimitExceeded':
-      return { kind: 'failed', error: make('THROTTLED', 'was throttled') };
-    case 'ValidationError':
-      return {
-        kind: 'failed',
-        error: ITEM_TOO_LARGE_MESSAGE.test(message ?? '')
-          ? make('ITEM_TOO_LARGE', 'exceeds the 400 KB item size limit')
-          : make('VALIDATION', 'is invalid'),
-      };
-    case 'ItemCollectionSizeLimitExceeded':
-      return {
-        kind: 'failed',
-        error: make('VALIDATION', 'exceeds the 10 GB item collection limit of a local secondary index'),
-      };
-    default:
-      return { kind: 'failed', error: make('SERVICE_UNAVAILABLE', 'failed for an unrecognised reason') };
-  }
-}
-
-function classifyValidation(
-  message: string,
-  make: (code: ErrorCode, what: string) => EffectivelyOnceError,
-): EffectivelyOnceError {
-  if (ITEM_TOO_LARGE_MESSAGE.test(message)) {
-    return make('ITEM_TOO_LARGE', 'an item exceeds the DynamoDB limit of 400 KB');
-  }
-  if (TRANSACTION_TOO_LARGE_MESSAGE.test(message)) {
-    return make('TRANSACTION_TOO_LARGE', 'the transaction exceeds the DynamoDB limit of 4 MB');
-  }
-  if (TOO_MANY_WRITES_MESSAGE.test(message)) {
-    return make('TOO_MANY_WRITES', 'the transaction exceeds the DynamoDB limit of 100 items');
-  }
-  return make('VALIDATION', 'DynamoDB rejected the request as invalid');
-}
-
-function isNetworkError(error: unknown, name: string, message: string): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (
-    NETWORK_NAMES.has(name) ||
-    (typeof code === 'string' && NETWORK_CODES.has(code)) ||
-    /socket hang up/i.test(message)
-  );
+    ),
+  };
 }
 
 /** The AWS error name: `name`, else a Node.js `code`, else the `__type` shape id suffix. */
@@ -256,12 +266,6 @@ function errorMessage(error: unknown): string {
     if (typeof message === 'string') return message;
   }
   return String(error);
-}
-
-function httpStatusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const status = (error as { $metadata?: { httpStatusCode?: unknown } }).$metadata?.httpStatusCode;
-  return typeof status === 'number' ? status : undefined;
 }
 
 function asItem(value: unknown): Record<string, unknown> | undefined {

@@ -13,10 +13,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { INBOX_ATTRIBUTES as A, ENTITY_FINGERPRINT_ATTRIBUTE, INBOX_STATUS } from '../core/contract';
-import { EffectivelyOnceError } from '../core/errors';
+import { EffectivelyOnceError, expectOption } from '../core/errors';
 import type {
   CommitResult,
-  EntityWrite,
   FencedResult,
   InboxRecord,
   InboxStore,
@@ -24,6 +23,7 @@ import type {
   TransactWriteAction,
 } from '../core/store-port';
 import {
+  type ConditionalCheckFailure,
   classifyAwsError,
   readConditionalCheckFailure,
   readTransactionCancellation,
@@ -53,7 +53,46 @@ const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseE
 /** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
 const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
 
-const RAW_TYPE_TAGS = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL']);
+/** The fields of an inbox record, each stored under `INBOX_ATTRIBUTES[field]`. */
+const FIELDS = Object.keys(A) as (keyof InboxRecord & keyof typeof A)[];
+
+const INSERTED = { kind: 'inserted' } as const;
+const OK: FencedResult = { kind: 'ok' };
+
+/** The placeholders of each expression text, found once. */
+const placeholders = new Map<string, string[]>();
+
+/**
+ * The expressions of a request with their attribute names and values, taken from the
+ * placeholders in the text: `#word` names attribute `names[word]` (by default the inbox
+ * attribute `word`), `:word` is `values[word]`. Only placeholders the text uses are sent.
+ */
+function expressions(
+  condition: string,
+  values: Record<string, unknown>,
+  update?: string,
+  names: Readonly<Record<string, string>> = A,
+) {
+  const text = update === undefined ? condition : `${condition} ${update}`;
+  let found = placeholders.get(text);
+  if (!found) {
+    found = [...new Set(text.match(/[#:]\w+/g))];
+    placeholders.set(text, found);
+  }
+  const ExpressionAttributeNames: Record<string, string> = {};
+  const ExpressionAttributeValues: Record<string, unknown> = {};
+  for (const placeholder of found) {
+    const word = placeholder.slice(1);
+    if (placeholder[0] === '#') ExpressionAttributeNames[placeholder] = names[word]!;
+    else ExpressionAttributeValues[placeholder] = values[word];
+  }
+  return {
+    ConditionExpression: condition,
+    ...(update === undefined ? {} : { UpdateExpression: update }),
+    ExpressionAttributeNames,
+    ExpressionAttributeValues,
+  };
+}
 
 /**
  * Creates the DynamoDB-backed `InboxStore`.
@@ -79,26 +118,43 @@ const RAW_TYPE_TAGS = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL'
  * if (result.kind === 'existing') console.log('duplicate of', result.record.fingerprint);
  */
 export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
-  const { client, tableName } = validateOptions(options);
+  const { client, tableName } = options ?? ({} as DynamoDbStoreOptions);
+  expectOption(typeof client?.send === 'function', 'client', 'a DynamoDBDocumentClient', client);
+  expectOption(
+    typeof tableName === 'string' && tableName.trim() !== '',
+    'tableName',
+    'a non-empty string',
+    tableName,
+  );
+  const Key = (pk: string) => ({ [A.pk]: pk });
+
+  /**
+   * Sends a conditional write: its output, or the failed condition with the stored item when
+   * DynamoDB returned it. Any other failure is thrown, classified.
+   */
+  async function write(
+    operation: string,
+    command: WriteCommand,
+  ): Promise<{ readonly output: { Attributes?: Record<string, unknown> } } | ConditionFailure> {
+    try {
+      return { output: await client.send(command as PutCommand) };
+    } catch (error) {
+      const failure = readConditionalCheckFailure(error);
+      if (!failure) throw classifyAwsError(error, operation);
+      return { ...failure, error };
+    }
+  }
 
   /** Turns the item a failed condition returned (or a consistent read) into a live record. */
   async function existingRecord(
     pk: string,
-    returned: Record<string, unknown> | undefined,
+    { item, error }: { readonly item?: Record<string, unknown>; readonly error: unknown },
     nowSeconds: number,
     operation: string,
-    cause: unknown,
-  ): Promise<InboxRecord> {
-    if (returned) return toRecord(toDocument(returned));
-    const stored = await readLive(pk, nowSeconds, operation);
-    if (stored) return stored;
-    // The condition saw a live record, but it is gone now (released, or expired in between):
-    // the database is the only arbiter, so ask it again by retrying the message.
-    throw new EffectivelyOnceError(
-      'TRANSACTION_CONFLICT',
-      `${operation}: the condition on ${pk} failed, but a consistent read found no live record; retry`,
-      { cause },
-    );
+  ): Promise<InsertResult> {
+    const record = item ? toRecord(toDocument(item)) : await readLive(pk, nowSeconds, operation);
+    if (record) return { kind: 'existing', record };
+    throw vanished(operation, pk, 'record', error);
   }
 
   async function readLive(
@@ -106,52 +162,55 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     nowSeconds: number,
     operation: string,
   ): Promise<InboxRecord | undefined> {
-    let item: Record<string, unknown> | undefined;
+    const item = await read(operation, tableName, Key(pk));
+    const record = item && toRecord(item);
+    return record && record.expiresAt > nowSeconds ? record : undefined;
+  }
+
+  /** A consistent read, for when a failed condition did not return the stored item. */
+  async function read(operation: string, TableName: string, key: Record<string, unknown>) {
     try {
-      ({ Item: item } = await client.send(
-        new GetCommand({ TableName: tableName, Key: { [A.pk]: pk }, ConsistentRead: true }),
-      ));
+      return (await client.send(new GetCommand({ TableName, Key: key, ConsistentRead: true }))).Item;
     } catch (error) {
       throw classifyAwsError(error, `${operation} (fallback read)`);
     }
-    if (!item) return undefined;
-    const record = toRecord(item);
-    return record.expiresAt > nowSeconds ? record : undefined;
   }
 
   function markerPut(record: InboxRecord, nowSeconds: number) {
     return {
       TableName: tableName,
       Item: toItem(record),
-      ConditionExpression: LIVE_CONDITION,
-      ExpressionAttributeNames: { '#pk': A.pk, '#expiresAt': A.expiresAt },
-      ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+      ...expressions(LIVE_CONDITION, { nowSeconds }),
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
     };
   }
 
-  async function fenced(operation: string, send: () => Promise<unknown>): Promise<FencedResult> {
-    try {
-      await send();
-      return { kind: 'ok' };
-    } catch (error) {
-      if (readConditionalCheckFailure(error)) return { kind: 'lost-ownership' };
-      throw classifyAwsError(error, operation);
-    }
+  /** A write only the owner of a live claim may make: `ok`, or `lost-ownership`. */
+  async function fenced(operation: string, command: WriteCommand): Promise<FencedResult> {
+    return 'output' in (await write(operation, command)) ? OK : { kind: 'lost-ownership' };
+  }
+
+  /** Moves the lease end of `owner`'s claim (extension, or release keeping the fingerprint). */
+  function setLease(operation: string, pk: string, owner: string, leaseExpiresAt: number) {
+    return fenced(
+      operation,
+      new UpdateCommand({
+        TableName: tableName,
+        Key: Key(pk),
+        ...expressions(
+          OWNER_CONDITION,
+          { leaseExpiresAt, owner, inProgress: INBOX_STATUS.inProgress },
+          'SET #leaseExpiresAt = :leaseExpiresAt',
+        ),
+      }),
+    );
   }
 
   return Object.freeze<InboxStore>({
-    async insert(record, nowMillis): Promise<InsertResult> {
+    async insert(record, nowMillis) {
       const nowSeconds = toSeconds(nowMillis);
-      try {
-        await client.send(new PutCommand(markerPut(record, nowSeconds)));
-        return { kind: 'inserted' };
-      } catch (error) {
-        const failure = readConditionalCheckFailure(error);
-        if (!failure) throw classifyAwsError(error, 'insert');
-        const existing = await existingRecord(record.pk, failure.item, nowSeconds, 'insert', error);
-        return { kind: 'existing', record: existing };
-      }
+      const written = await write('insert', new PutCommand(markerPut(record, nowSeconds)));
+      return 'output' in written ? INSERTED : existingRecord(record.pk, written, nowSeconds, 'insert');
     },
 
     async commit(record, writes, nowMillis): Promise<CommitResult> {
@@ -165,8 +224,12 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
         if (!reasons) throw classifyAwsError(error, 'commit');
         const [marker, ...business] = reasons;
         if (marker?.kind === 'condition-failed') {
-          const existing = await existingRecord(record.pk, marker.item, nowSeconds, 'commit', error);
-          return { kind: 'existing', record: existing };
+          return existingRecord(
+            record.pk,
+            { ...marker, error },
+            nowSeconds,
+            'commit',
+          ) as Promise<CommitResult>;
         }
         if (!marker) {
           // Cancelled without reasons: only a live marker explains it for certain.
@@ -195,242 +258,173 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       }
     },
 
-    async insertEntity(entity, fingerprint, nowMillis): Promise<InsertResult> {
-      const { tableName: entityTable, keyAttribute, item } = entity;
-      try {
-        await client.send(
-          new PutCommand({
-            TableName: entityTable,
-            Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint },
-            // A business item with a numeric `expiresAt` (epoch seconds) in the past is being
-            // reaped by TTL: like an expired inbox record, it does not hold the key. Items
-            // without one (the usual case) hold it forever.
-            ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
-            ExpressionAttributeNames: { '#key': keyAttribute, '#expiresAt': A.expiresAt },
-            ExpressionAttributeValues: { ':nowSeconds': toSeconds(nowMillis) },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        );
-        return { kind: 'inserted' };
-      } catch (error) {
-        const failure = readConditionalCheckFailure(error);
-        if (!failure) throw classifyAwsError(error, 'insertEntity');
-        const stored = failure.item ? toDocument(failure.item) : await readEntity(entity, nowMillis, error);
-        return { kind: 'existing', record: toEntityRecord(stored, keyAttribute) };
-      }
+    async insertEntity(entity, fingerprint, nowMillis) {
+      const { tableName: TableName, keyAttribute, item } = entity;
+      const nowSeconds = toSeconds(nowMillis);
+      const written = await write(
+        'insertEntity',
+        new PutCommand({
+          TableName,
+          Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint },
+          // A business item with a numeric `expiresAt` (epoch seconds) in the past is being
+          // reaped by TTL: like an expired inbox record, it does not hold the key. Items
+          // without one (the usual case) hold it forever.
+          ...expressions(
+            'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
+            { nowSeconds },
+            undefined,
+            {
+              key: keyAttribute,
+              expiresAt: A.expiresAt,
+            },
+          ),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      if ('output' in written) return INSERTED;
+      // Without the returned item, read it by partition key only: this cannot serve a table
+      // with a sort key (DynamoDB returns the item there anyway).
+      const key = item[keyAttribute];
+      const stored = written.item
+        ? toDocument(written.item)
+        : await read('insertEntity', TableName, { [keyAttribute]: key });
+      const record = stored && toEntityRecord(stored, keyAttribute);
+      if (record && record.expiresAt > nowSeconds) return { kind: 'existing', record };
+      throw vanished('insertEntity', `${keyAttribute}=${String(key)}`, 'item', written.error);
     },
 
-    async release(pk, guard, options): Promise<FencedResult> {
-      const byOwner = 'owner' in guard;
-      if (byOwner && options?.keepFingerprint) return setLease('release', pk, guard.owner, RELEASED_LEASE);
-      return fenced('release', () =>
-        client.send(
+    async release(pk, guard, releaseOptions) {
+      if (!('owner' in guard)) {
+        return fenced(
+          'release',
           new DeleteCommand({
             TableName: tableName,
-            Key: { [A.pk]: pk },
-            // An owner releases only its in-progress claim: a completed record means "never again".
-            ...(byOwner
-              ? {
-                  ConditionExpression: OWNER_CONDITION,
-                  ExpressionAttributeNames: { '#owner': A.owner, '#status': A.status },
-                  ExpressionAttributeValues: {
-                    ':owner': guard.owner,
-                    ':inProgress': INBOX_STATUS.inProgress,
-                  },
-                }
-              : {
-                  ConditionExpression: '#fingerprint = :fingerprint',
-                  ExpressionAttributeNames: { '#fingerprint': A.fingerprint },
-                  ExpressionAttributeValues: { ':fingerprint': guard.fingerprint },
-                }),
+            Key: Key(pk),
+            ...expressions('#fingerprint = :fingerprint', guard),
           }),
-        ),
+        );
+      }
+      if (releaseOptions?.keepFingerprint) return setLease('release', pk, guard.owner, RELEASED_LEASE);
+      // An owner releases only its in-progress claim: a completed record means "never again".
+      return fenced(
+        'release',
+        new DeleteCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          ...expressions(OWNER_CONDITION, { owner: guard.owner, inProgress: INBOX_STATUS.inProgress }),
+        }),
       );
     },
 
     async claimLease(record, nowMillis, takeover) {
-      assertClaim(record, nowMillis);
+      const { status, owner, leaseExpiresAt } = record;
+      expectOption(
+        status === INBOX_STATUS.inProgress,
+        'record.status',
+        `\`${INBOX_STATUS.inProgress}\``,
+        status,
+      );
+      expectOption(typeof owner === 'string' && owner !== '', 'record.owner', 'a non-empty string', owner);
+      // A lease that is absent, zero or already over would be taken over at once.
+      expectOption(
+        (leaseExpiresAt as number) > nowMillis,
+        'record.leaseExpiresAt',
+        `epoch milliseconds after now (${nowMillis})`,
+        leaseExpiresAt,
+      );
       const nowSeconds = toSeconds(nowMillis);
-      try {
-        const { Attributes: previous } = await client.send(
-          new PutCommand({
-            TableName: tableName,
-            Item: toItem(record),
-            ConditionExpression: takeover ? TAKEOVER_CONDITION : CLAIM_CONDITION,
-            ExpressionAttributeNames: {
-              '#pk': A.pk,
-              '#expiresAt': A.expiresAt,
-              '#status': A.status,
-              '#leaseExpiresAt': A.leaseExpiresAt,
-              '#fingerprint': A.fingerprint,
-              ...(takeover ? { '#owner': A.owner } : {}),
-            },
-            ExpressionAttributeValues: {
-              ':nowSeconds': nowSeconds,
-              ':inProgress': INBOX_STATUS.inProgress,
-              ':released': RELEASED_LEASE,
-              ':fingerprint': record.fingerprint,
-              ...(takeover ? { ':nowMillis': nowMillis, ':owner': takeover.owner } : {}),
-            },
-            ReturnValues: 'ALL_OLD',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      const written = await write(
+        'claimLease',
+        new PutCommand({
+          TableName: tableName,
+          Item: toItem(record),
+          ...expressions(takeover ? TAKEOVER_CONDITION : CLAIM_CONDITION, {
+            nowSeconds,
+            nowMillis,
+            inProgress: INBOX_STATUS.inProgress,
+            released: RELEASED_LEASE,
+            fingerprint: record.fingerprint,
+            owner: takeover?.owner,
           }),
-        );
-        // Replacing an expired record or a released claim is a first claim; replacing a live
-        // in-progress one is a takeover.
-        const replaced = previous ? toRecord(previous) : undefined;
-        return {
-          kind: 'inserted',
-          takeover:
-            replaced?.status === INBOX_STATUS.inProgress &&
-            replaced.expiresAt > nowSeconds &&
-            replaced.leaseExpiresAt !== RELEASED_LEASE,
-        };
-      } catch (error) {
-        const failure = readConditionalCheckFailure(error);
-        if (!failure) throw classifyAwsError(error, 'claimLease');
-        const existing = await existingRecord(record.pk, failure.item, nowSeconds, 'claimLease', error);
-        return { kind: 'existing', record: existing };
-      }
+          ReturnValues: 'ALL_OLD',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      if (!('output' in written)) return existingRecord(record.pk, written, nowSeconds, 'claimLease');
+      // Replacing an expired record or a released claim is a first claim; replacing a live
+      // in-progress one is a takeover.
+      const previous = written.output.Attributes;
+      const replaced = previous && toRecord(previous);
+      return {
+        kind: 'inserted',
+        takeover:
+          replaced?.status === INBOX_STATUS.inProgress &&
+          replaced.expiresAt > nowSeconds &&
+          replaced.leaseExpiresAt !== RELEASED_LEASE,
+      };
     },
 
-    async complete(pk, owner, update): Promise<FencedResult> {
-      const withResult = update.result !== undefined;
-      return fenced('complete', () =>
-        client.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: { [A.pk]: pk },
-            // The owner stays on the record for operators; the lease no longer means anything.
-            UpdateExpression: `SET #status = :completed, #expiresAt = :expiresAt${
-              withResult ? ', #result = :result' : ''
+    complete(pk, owner, { expiresAt, result }) {
+      return fenced(
+        'complete',
+        new UpdateCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          // The owner stays on the record for operators; the lease no longer means anything.
+          ...expressions(
+            OWNER_CONDITION,
+            {
+              owner,
+              expiresAt,
+              result,
+              inProgress: INBOX_STATUS.inProgress,
+              completed: INBOX_STATUS.completed,
+            },
+            `SET #status = :completed, #expiresAt = :expiresAt${
+              result === undefined ? '' : ', #result = :result'
             } REMOVE #leaseExpiresAt`,
-            ConditionExpression: OWNER_CONDITION,
-            ExpressionAttributeNames: {
-              '#status': A.status,
-              '#expiresAt': A.expiresAt,
-              '#leaseExpiresAt': A.leaseExpiresAt,
-              '#owner': A.owner,
-              ...(withResult ? { '#result': A.result } : {}),
-            },
-            ExpressionAttributeValues: {
-              ':completed': INBOX_STATUS.completed,
-              ':inProgress': INBOX_STATUS.inProgress,
-              ':expiresAt': update.expiresAt,
-              ':owner': owner,
-              ...(withResult ? { ':result': update.result } : {}),
-            },
-          }),
-        ),
+          ),
+        }),
       );
     },
 
-    putIfNewer({ TableName, Item, versionAttribute }): TransactWriteAction {
+    putIfNewer({ TableName, Item, versionAttribute }) {
       return {
         Put: {
           TableName,
           Item,
-          ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
-          ExpressionAttributeNames: { '#version': versionAttribute },
-          ExpressionAttributeValues: { ':version': Item[versionAttribute] },
+          ...expressions(
+            'attribute_not_exists(#version) OR #version < :version',
+            { version: Item[versionAttribute] },
+            undefined,
+            { version: versionAttribute },
+          ),
         },
       };
     },
 
-    async extendLease(pk, owner, leaseExpiresAt): Promise<FencedResult> {
+    extendLease(pk, owner, leaseExpiresAt) {
       return setLease('extendLease', pk, owner, leaseExpiresAt);
     },
   });
-
-  /** Moves the lease end of `owner`'s claim (extension, or release keeping the fingerprint). */
-  function setLease(operation: string, pk: string, owner: string, leaseExpiresAt: number) {
-    return fenced(operation, () =>
-      client.send(
-        new UpdateCommand({
-          TableName: tableName,
-          Key: { [A.pk]: pk },
-          UpdateExpression: 'SET #leaseExpiresAt = :leaseExpiresAt',
-          ConditionExpression: OWNER_CONDITION,
-          ExpressionAttributeNames: {
-            '#leaseExpiresAt': A.leaseExpiresAt,
-            '#owner': A.owner,
-            '#status': A.status,
-          },
-          ExpressionAttributeValues: {
-            ':leaseExpiresAt': leaseExpiresAt,
-            ':owner': owner,
-            ':inProgress': INBOX_STATUS.inProgress,
-          },
-        }),
-      ),
-    );
-  }
-
-  /**
-   * Fallback when the failed put did not return the entity. Reads by partition key only,
-   * so it cannot serve a table with a sort key (DynamoDB returns the item there anyway).
-   */
-  async function readEntity(
-    entity: EntityWrite,
-    nowMillis: number,
-    cause: unknown,
-  ): Promise<Record<string, unknown>> {
-    const key = entity.item[entity.keyAttribute];
-    let item: Record<string, unknown> | undefined;
-    try {
-      ({ Item: item } = await client.send(
-        new GetCommand({
-          TableName: entity.tableName,
-          Key: { [entity.keyAttribute]: key },
-          ConsistentRead: true,
-        }),
-      ));
-    } catch (error) {
-      throw classifyAwsError(error, 'insertEntity (fallback read)');
-    }
-    if (item && toEntityRecord(item, entity.keyAttribute).expiresAt > toSeconds(nowMillis)) return item;
-    throw new EffectivelyOnceError(
-      'TRANSACTION_CONFLICT',
-      `insertEntity: the condition on ${entity.keyAttribute}=${String(key)} failed, but a consistent read found no live item; retry`,
-      { cause },
-    );
-  }
 }
 
-function validateOptions(options: DynamoDbStoreOptions): DynamoDbStoreOptions {
-  const { client, tableName } = options ?? ({} as DynamoDbStoreOptions);
-  if (typeof client?.send !== 'function') {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`client\` to be a DynamoDBDocumentClient, got \`${describe(client)}\``,
-    );
-  }
-  if (typeof tableName !== 'string' || tableName.trim() === '') {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`tableName\` to be a non-empty string, got \`${describe(tableName)}\``,
-    );
-  }
-  return Object.freeze({ client, tableName });
-}
+/** A conditional single-item write. */
+type WriteCommand = PutCommand | UpdateCommand | DeleteCommand;
 
-function assertClaim(record: InboxRecord, nowMillis: number): void {
-  const problem =
-    record.status !== INBOX_STATUS.inProgress
-      ? `\`record.status\` to be \`${INBOX_STATUS.inProgress}\`, got \`${describe(record.status)}\``
-      : typeof record.owner !== 'string' || record.owner === ''
-        ? `\`record.owner\` to be a non-empty string, got \`${describe(record.owner)}\``
-        : // A lease that is absent, zero or already over would be taken over at once.
-          !((record.leaseExpiresAt as number) > nowMillis)
-          ? `\`record.leaseExpiresAt\` to be epoch milliseconds after now (${nowMillis}), got \`${describe(record.leaseExpiresAt)}\``
-          : undefined;
-  if (problem) throw new EffectivelyOnceError('INVALID_OPTIONS', `claimLease: Expected ${problem}`);
-}
+/** A failed condition, with the error that reported it. */
+type ConditionFailure = ConditionalCheckFailure & { readonly error: unknown };
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'object' && value !== null) return value.constructor?.name ?? 'object';
-  return String(value);
+/**
+ * The condition saw a live record (or item), but a consistent read finds none now (released, or
+ * expired in between): the database is the only arbiter, so ask it again by retrying.
+ */
+function vanished(operation: string, key: string, what: string, cause: unknown): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'TRANSACTION_CONFLICT',
+    `${operation}: the condition on ${key} failed, but a consistent read found no live ${what}; retry`,
+    { cause },
+  );
 }
 
 function toSeconds(millis: number): number {
@@ -439,42 +433,38 @@ function toSeconds(millis: number): number {
 
 /** The record as an item, omitting absent optional fields (the store never writes `undefined`). */
 function toItem(record: InboxRecord): Record<string, unknown> {
-  const item: Record<string, unknown> = {
-    [A.pk]: record.pk,
-    [A.status]: record.status,
-    [A.fingerprint]: record.fingerprint,
-    [A.expiresAt]: record.expiresAt,
-    [A.consumer]: record.consumer,
-  };
-  if (record.committedAt !== undefined) item[A.committedAt] = record.committedAt;
-  if (record.leaseExpiresAt !== undefined) item[A.leaseExpiresAt] = record.leaseExpiresAt;
-  if (record.owner !== undefined) item[A.owner] = record.owner;
-  if (record.result !== undefined) item[A.result] = record.result;
-  if (record.takeovers !== undefined) item[A.takeovers] = record.takeovers;
+  const item: Record<string, unknown> = {};
+  for (const field of FIELDS) if (record[field] !== undefined) item[A[field]] = record[field];
   return item;
 }
+
+/** `value` without its `undefined` members. */
+function defined<T extends object>(value: T): T {
+  for (const key in value) if (value[key] === undefined) delete value[key];
+  return value;
+}
+
+/** A string attribute, else `fallback`. */
+const text = (value: unknown, fallback?: string) => (typeof value === 'string' ? value : fallback);
 
 /**
  * The stored item as a record. A record without `expiresAt` never expires; one without a
  * valid status is treated as completed, the conservative reading ("never again").
  */
 function toRecord(item: Record<string, unknown>): InboxRecord {
-  const committedAt = asNumber(item[A.committedAt]);
-  const leaseExpiresAt = asNumber(item[A.leaseExpiresAt]);
-  const takeovers = asNumber(item[A.takeovers]);
-  const owner = item[A.owner];
-  return {
+  const number = (field: keyof typeof A) => asNumber(item[A[field]]);
+  return defined({
     pk: String(item[A.pk]),
     status: item[A.status] === INBOX_STATUS.inProgress ? 'IN_PROGRESS' : 'COMPLETED',
-    fingerprint: typeof item[A.fingerprint] === 'string' ? (item[A.fingerprint] as string) : '',
-    expiresAt: asNumber(item[A.expiresAt]) ?? Number.MAX_SAFE_INTEGER,
-    consumer: typeof item[A.consumer] === 'string' ? (item[A.consumer] as string) : '',
-    ...(committedAt !== undefined ? { committedAt } : {}),
-    ...(leaseExpiresAt !== undefined ? { leaseExpiresAt } : {}),
-    ...(typeof owner === 'string' ? { owner } : {}),
-    ...(item[A.result] !== undefined ? { result: item[A.result] } : {}),
-    ...(takeovers !== undefined ? { takeovers } : {}),
-  };
+    fingerprint: text(item[A.fingerprint], '')!,
+    expiresAt: number('expiresAt') ?? Number.MAX_SAFE_INTEGER,
+    consumer: text(item[A.consumer], '')!,
+    committedAt: number('committedAt'),
+    leaseExpiresAt: number('leaseExpiresAt'),
+    owner: text(item[A.owner]),
+    result: item[A.result],
+    takeovers: number('takeovers'),
+  });
 }
 
 /**
@@ -485,24 +475,22 @@ function toRecord(item: Record<string, unknown>): InboxRecord {
  * no consumer, so `consumer` is `''`.
  */
 function toEntityRecord(item: Record<string, unknown>, keyAttribute: string): InboxRecord {
-  const fingerprint = item[ENTITY_FINGERPRINT_ATTRIBUTE];
   return {
     pk: String(item[keyAttribute]),
     status: 'COMPLETED',
-    fingerprint: typeof fingerprint === 'string' ? fingerprint : '',
+    fingerprint: text(item[ENTITY_FINGERPRINT_ATTRIBUTE], '')!,
     expiresAt: asNumber(item[A.expiresAt]) ?? Number.MAX_SAFE_INTEGER,
     consumer: '',
   };
 }
 
 function asNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
   // A client configured with `wrapNumbers` returns NumberValue objects (or strings).
-  if (typeof value === 'string' || (typeof value === 'object' && value !== null)) {
-    const number = Number(String(value));
-    return Number.isFinite(number) ? number : undefined;
-  }
-  return undefined;
+  const number =
+    typeof value === 'number' || (typeof value === 'object' && value !== null) || typeof value === 'string'
+      ? Number(String(value))
+      : Number.NaN;
+  return Number.isFinite(number) ? number : undefined;
 }
 
 /**
@@ -522,5 +510,5 @@ function isRawAttributeValue(value: unknown): boolean {
     return false;
   }
   const keys = Object.keys(value);
-  return keys.length === 1 && RAW_TYPE_TAGS.has(keys[0]!);
+  return keys.length === 1 && /^(S|N|B|SS|NS|BS|M|L|NULL|BOOL)$/.test(keys[0]!);
 }
