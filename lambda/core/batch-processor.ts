@@ -17,7 +17,7 @@ import {
   resolveOptions,
 } from './options';
 import type { Outcome, OutcomeKind } from './outcome';
-import { processMessage } from './process-message';
+import { type ProcessMessageDeps, processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord } from './sqs-event';
 
@@ -114,15 +114,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     const leaseMillis =
       (mode.mode === 'two-phase' && mode.leaseMillis) ||
       (hasRemaining ? Math.max(MIN_LEASE_MILLIS, Math.floor(remaining)) : DEFAULT_LEASE_MILLIS);
-    const prepared = records.map((record) =>
-      prepareMessage(record, {
-        consumer,
-        dedupKey: config.dedupKey,
-        parse: config.parse,
-        fingerprint: config.fingerprint,
-        correlationId: config.correlationId,
-      }),
-    );
+    const prepared = records.map((record) => prepareMessage(record, config));
 
     const lastOfGroup = new Map<string, number>();
     const lastOfKey = new Map<string, number>();
@@ -148,13 +140,27 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
 
     const acknowledged = records.map(() => false);
     const counts = createOutcomeCounts();
+    // The fields every line of a message carries, built only when something is logged.
+    const fieldsOf = (
+      messageId: string,
+      { scopedKey, correlationId }: { readonly scopedKey?: string; readonly correlationId: string },
+    ) => ({ consumer, ...keyFields(scopedKey), messageId, correlationId });
+    const deps: ProcessMessageDeps<TBody> = {
+      store: config.store,
+      consumer,
+      ttlSeconds: config.ttlSeconds,
+      mode,
+      clock,
+      leaseMillis,
+      log: (message, entry) => log({ ...entry, ...fieldsOf(message.messageId, message) }),
+      onTakeover: () => {
+        counts.takeover += 1;
+      },
+    };
 
     const settle = async (index: number): Promise<void> => {
       const record = records[index]!;
       const current = prepared[index]!;
-      const scopedKey = current.ok ? current.message.scopedKey : current.scopedKey;
-      const correlationId = current.ok ? current.message.correlationId : current.correlationId;
-      const fields = { consumer, ...keyFields(scopedKey), messageId: record.messageId, correlationId };
 
       const previous = groupPrevious[index];
       const now = clock();
@@ -177,18 +183,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
           error,
         };
       } else {
-        outcome = await processMessage(current.message, current.fingerprint, now, {
-          store: config.store,
-          consumer,
-          ttlSeconds: config.ttlSeconds,
-          mode,
-          clock,
-          leaseMillis,
-          log: (entry) => log({ ...entry, ...fields }),
-          onTakeover: () => {
-            counts.takeover += 1;
-          },
-        });
+        outcome = await processMessage(current.message, current.fingerprint, now, deps);
       }
 
       let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'stale';
@@ -206,13 +201,20 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
       acknowledged[index] = ack;
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
-      const entry: Record<string, unknown> = { ...LOG[outcome.kind], ...fields, outcome: outcome.kind };
+      const line = LOG[outcome.kind];
+      // A configuration error met at run time (missing table, access denied) needs a human.
+      const level = 'code' in outcome && ERROR_CODES[outcome.code] === 'configuration' ? 'error' : line.level;
+      if (!isLevelEnabled(level, config.logLevel)) return;
+      const entry: Record<string, unknown> = {
+        ...line,
+        ...fieldsOf(record.messageId, current.ok ? current.message : current),
+        outcome: outcome.kind,
+        level,
+      };
       if ('code' in outcome) {
         entry.code = outcome.code;
         if (outcome.errorName !== undefined) entry.errorName = outcome.errorName;
         entry.reason = outcome.reason;
-        // A configuration error met at run time (missing table, access denied) needs a human.
-        if (ERROR_CODES[outcome.code] === 'configuration') entry.level = 'error';
       } else if (outcome.kind === 'in-flight') {
         entry.code = 'IN_FLIGHT';
       }

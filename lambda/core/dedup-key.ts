@@ -67,7 +67,8 @@ export function scopeKey(consumer: string, dedupKey: string, effect?: string): s
 
 /** Throws `INVALID_OPTIONS` unless `name` can scope keys (a consumer or effect name). */
 export function assertName(field: string, name: unknown): void {
-  expectOption(isValidName(name), field, `a name matching ${NAME_PATTERN}`, name);
+  // Checked for every message: the message is built only for a name that fails.
+  if (!isValidName(name)) expectOption(false, field, `a name matching ${NAME_PATTERN}`, name);
 }
 
 /**

@@ -18,10 +18,11 @@ export function sha256Hex(text: string): string {
  * canonicalJson({ b: 1, a: [true, null] }); // '{"a":[true,null],"b":1}'
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, new Set()) ?? 'null';
+  return write(value, []) ?? 'null';
 }
 
-function write(value: unknown, path: Set<object>): string | undefined {
+/** `value` in canonical form; `path` holds the objects being written, to detect cycles. */
+function write(value: unknown, path: object[]): string | undefined {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -29,7 +30,7 @@ function write(value: unknown, path: Set<object>): string | undefined {
     case 'boolean':
       return JSON.stringify(value);
     case 'bigint':
-      return JSON.stringify(value.toString());
+      return `"${value}"`;
     case 'object':
       break;
     default:
@@ -38,20 +39,25 @@ function write(value: unknown, path: Set<object>): string | undefined {
   }
   const object = value as object & { toJSON?: () => unknown };
   if (typeof object.toJSON === 'function') return write(object.toJSON(), path);
-  if (path.has(object)) throw new TypeError('Cannot fingerprint a cyclic structure');
-  path.add(object);
+  // A short stack of the enclosing objects: cheaper than a set at the depths payloads have.
+  if (path.includes(object)) throw new TypeError('Cannot fingerprint a cyclic structure');
+  path.push(object);
   let out: string;
   if (Array.isArray(object)) {
-    out = `[${object.map((item) => write(item, path) ?? 'null').join(',')}]`;
+    out = '[';
+    for (let index = 0; index < object.length; index++) {
+      out += `${index === 0 ? '' : ','}${write(object[index], path) ?? 'null'}`;
+    }
+    out += ']';
   } else {
-    const members: string[] = [];
+    out = '';
     for (const key of Object.keys(object).sort()) {
       const member = write((object as Record<string, unknown>)[key], path);
-      if (member !== undefined) members.push(`${JSON.stringify(key)}:${member}`);
+      if (member !== undefined) out += `,${JSON.stringify(key)}:${member}`;
     }
-    out = `{${members.join(',')}}`;
+    out = `{${out.slice(1)}}`;
   }
-  path.delete(object);
+  path.pop();
   return out;
 }
 

@@ -25,7 +25,11 @@ export function estimateValueSize(value: unknown): number {
   if (value === null || typeof value === 'boolean') return 1;
   if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
   if (typeof value === 'number' || typeof value === 'bigint') {
-    const digits = String(value).replace(/[^0-9]/g, '').length;
+    const text = String(value);
+    // Digits only: an integer's text is its digits and maybe a sign.
+    const digits = Number.isSafeInteger(value)
+      ? text.length - (text[0] === '-' ? 1 : 0)
+      : text.replace(/[^0-9]/g, '').length;
     return Math.min(21, Math.ceil(digits / 2) + 1);
   }
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value.byteLength;
@@ -50,8 +54,9 @@ export function estimateValueSize(value: unknown): number {
  */
 export function estimateItemSize(item: Readonly<Record<string, unknown>>, perAttribute = 0): number {
   let size = 0;
-  for (const [name, value] of Object.entries(item)) {
-    if (value === undefined) continue;
+  for (const name in item) {
+    const value = item[name];
+    if (value === undefined || !Object.hasOwn(item, name)) continue;
     size += perAttribute + Buffer.byteLength(name, 'utf8') + estimateValueSize(value);
   }
   return size;
@@ -122,7 +127,7 @@ export function assertCommitWithinLimits(record: InboxRecord, writes: readonly T
 export function assertEntityWithinLimits(entity: EntityWrite, fingerprint: string): void {
   const size =
     estimateItemSize(entity.item) +
-    Buffer.byteLength(ENTITY_FINGERPRINT_ATTRIBUTE, 'utf8') +
+    ENTITY_FINGERPRINT_ATTRIBUTE.length +
     Buffer.byteLength(fingerprint, 'utf8');
   if (size > MAX_ITEM_BYTES) throw itemTooLarge(`The entity item for \`${entity.tableName}\``, size);
 }

@@ -25,8 +25,8 @@ export interface ProcessMessageDeps<TBody> {
   readonly clock: Clock;
   /** Two-phase: the lease of this invocation's claims, milliseconds. */
   readonly leaseMillis: number;
-  /** Logs an event of this message; the caller adds the message's fields. */
-  readonly log: (entry: LogEntry) => void;
+  /** Logs an event of `message`; the caller adds the message's fields. */
+  readonly log: (message: Message<TBody>, entry: LogEntry) => void;
   /** Two-phase: counts a claim taken over. */
   readonly onTakeover: () => void;
 }
@@ -59,14 +59,12 @@ function assertEntity(entity: unknown): asserts entity is EntityWrite {
   const candidate = entity as Partial<EntityWrite> | null | undefined;
   const item = candidate?.item;
   const key = candidate?.keyAttribute;
+  const keyType = typeof key === 'string' && typeof item === 'object' && item !== null && typeof item[key];
   const valid =
     typeof candidate?.tableName === 'string' &&
     candidate.tableName !== '' &&
-    typeof key === 'string' &&
-    typeof item === 'object' &&
-    item !== null &&
-    ['string', 'number', 'bigint'].includes(typeof item[key]) &&
-    item[key] !== '';
+    (keyType === 'string' || keyType === 'number' || keyType === 'bigint') &&
+    item![key!] !== '';
   if (!valid) {
     throw new EffectivelyOnceError(
       'VALIDATION',
@@ -106,7 +104,7 @@ export async function processMessage<TBody>(
         } catch (error) {
           // Without the marker a retry runs the effect again; with it, the retry would be acked.
           await store.release(record.pk, { fingerprint }).catch((releaseError) =>
-            deps.log({
+            deps.log(message, {
               level: 'error',
               message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',
               outcome: 'retry',

@@ -162,7 +162,7 @@ export async function processTwoPhase<TBody>(
         if (claimed.kind === 'inserted') {
           if (claimed.takeover) {
             deps.onTakeover();
-            log({
+            log(message, {
               level: 'warn',
               message: 'Lease ended: claim taken over',
               effect: name,
@@ -229,7 +229,7 @@ export async function processTwoPhase<TBody>(
         // have happened (its answer lost), so the claim keeps the payload's fingerprint: another
         // payload reusing the key is a mismatch, not a fresh claim.
         await store.release(pk, { owner }, { keepFingerprint: true }).catch((releaseError) =>
-          log({
+          log(message, {
             level: 'error',
             message: 'Releasing the claim failed: it is taken over when its lease ends',
             effect: name,
@@ -250,7 +250,7 @@ export async function processTwoPhase<TBody>(
         }
         if (result === undefined || estimateItemSize({ ...record, result }) > MAX_ITEM_BYTES) {
           result = undefined;
-          log({
+          log(message, {
             level: 'warn',
             message: 'Effect result not stored: no JSON form, or over the item size limit',
             effect: name,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(__dirname, '..', '..');
 
-async function minifiedBytes(entry: string, external: string[]): Promise<number> {
+async function minifiedBytes(entry: string, external: string[] = []): Promise<number> {
   const result = await build({
     entryPoints: [join(root, entry)],
     bundle: true,
@@ -19,11 +19,17 @@ async function minifiedBytes(entry: string, external: string[]): Promise<number>
 }
 
 describe('bundle size', () => {
-  // The design target is 15 KB for all runtime code a handler bundles; the core and the entry
-  // point are held to this budget, the DynamoDB store (measured separately) adds to it. The
-  // ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
-  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB,
-  // and every mode is in the entry point, so every handler carries them.
+  // The design target is 15 KB for all runtime code a handler bundles. The full path a handler
+  // pays for, `createSqsHandler` with every mode and the DynamoDB store (AWS SDK external),
+  // measured 32,971 bytes before the size work and 30,183 after it (11.8 KB gzipped): every
+  // mode sits behind the one `mode` option, so every handler carries all four. This ratchet
+  // keeps it from growing; the target is not met.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 30 KB minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(30 * 1024);
+  });
+
+  // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
+  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB.
   it('keeps the core and createSqsHandler within 20 KB minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
       20 * 1024,
