@@ -78,8 +78,9 @@ const limit = createLimiter(PARALLEL);
  */
 const SEED_TIMEOUT_MILLIS = Math.max(600_000, Math.ceil((MESSAGES * SEEDS.length * 60) / PARALLEL));
 
+/** The command that replays a seed; `RELIABILITY_TRACE=1` adds what happened to each key a violation names. */
 function replayHint(seed: number): string {
-  return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} npx vitest run --project reliability test/reliability/fault-injection.test.ts`;
+  return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} RELIABILITY_TRACE=1 npx vitest run --project reliability test/reliability/fault-injection.test.ts`;
 }
 
 function describeReport(report: SeedReport): string {

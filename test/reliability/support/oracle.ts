@@ -10,13 +10,13 @@
  * uses two windows: epoch 0 (every instance's clock, within 5 s of the queue's time) and
  * epoch 1 (an expiry redelivery, received alone by an instance whose clock is twice the TTL
  * ahead, where every record written in epoch 0 has expired and every record written in epoch
- * 1 is live for the rest of the run). Each effect appends the epoch it ran in to the business
+ * 1 is live for the rest of the run; time only moves forward, so every later delivery of that
+ * key is in epoch 1 too). Each effect appends the epoch it ran in to the business
  * item (`epochs`, in commit order) next to `ADD effects :one`; an effect that does not open a
  * new, later window is a duplicate effect:
  *
  * - `[0]`, `[1]`, `[0, 1]` are correct (`[0, 1]`: processed, expired, processed again);
- * - `[0, 0]`, `[1, 1]`, `[1, 0]` each hold one duplicate effect (`[1, 0]`: an epoch-0
- *   consumer ignored a live record written in epoch 1);
+ * - `[0, 0]`, `[1, 1]`, `[1, 0]` each hold one duplicate effect;
  * - only messages planned with an expiry redelivery may have an epoch-1 effect.
  *
  * An epoch-1 redelivery stands for a moment a whole TTL later, so the simulation runs it only
@@ -100,6 +100,8 @@ export interface SeedReport {
   readonly virtualSeconds: number;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
+  /** With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation. */
+  readonly traces?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Effects that do not open a new, later live window (`epochs` in the order the effects landed). */
@@ -206,7 +208,7 @@ export async function checkSeed(
       const letters = directByCopy.get(copy.messageId) ?? [];
       if (state !== 'deleted' || letters.length > 0) {
         violate(
-          `m${plan.index} copy ${copy.messageId}: expected acknowledged, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}`,
+          `m${plan.index} (${plan.scopedKey}) copy ${copy.messageId}: expected acknowledged, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}, last outcome ${JSON.stringify(result.lastOutcome.get(copy.messageId))}`,
         );
       }
     }
@@ -393,5 +395,20 @@ export async function checkSeed(
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,
+    ...(result.trace === undefined ? {} : { traces: tracesOf(result.trace, violations) }),
   };
+}
+
+/** The traces of the record keys that violations name (a key, or a message key's effect keys). */
+function tracesOf(
+  trace: ReadonlyMap<string, readonly string[]>,
+  violations: readonly string[],
+): Record<string, readonly string[]> {
+  const named = new Set(violations.flatMap((violation) => violation.match(/[\w.:-]+(?:\/\w+)?#k\d+/g) ?? []));
+  const traces: Record<string, readonly string[]> = {};
+  for (const [pk, events] of trace) {
+    const messageKey = pk.replace(/\/\w+#/, '#');
+    if (named.has(pk) || named.has(messageKey)) traces[pk] = events;
+  }
+  return traces;
 }

@@ -12,7 +12,8 @@
  *   per instance, the partial batch response applied as SQS would, a crashed invocation's
  *   response discarded), each instance's clock (skewed by up to 5 s; an "expiry" redelivery
  *   sees a clock beyond the record TTL, and, standing for a moment that far ahead, runs only
- *   while nothing else of its key runs), and in two-phase seeds the downstream service the
+ *   while nothing else of its key runs, and every later delivery of its key happens that far
+ *   ahead too), and in two-phase seeds the downstream service the
  *   effects call (idempotent by the derived `idempotencyKey`).
  *
  * Faults (each a pure function of the seed and of what is decided, so a seed replays the same
@@ -326,6 +327,11 @@ export interface SimulationResult {
   /** Two-phase: the downstream service the effects call, and what the inbox did around it. */
   readonly downstream: DownstreamLog;
   readonly crashes: Readonly<Record<CrashPoint, number>>;
+  /**
+   * With `RELIABILITY_TRACE=1`: what happened to each inbox record key (requests and their
+   * status, effects, crashes), to explain a violation.
+   */
+  readonly trace: ReadonlyMap<string, readonly string[]> | undefined;
   readonly invocations: number;
   /** Things the runtime saw that must never happen (a handler that threw, a bad batch response). */
   readonly runtimeViolations: readonly string[];
@@ -387,13 +393,18 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const consumer = consumerOf(seed, mode);
   const plans = planMessages(seed, options.messages, consumer, mode);
   const random = createRandom(seed ^ 0x5eed);
+  // Time only moves forward: once a key's expiry redelivery was received, every later delivery
+  // of that key happens a TTL later too (in epoch 1), never back in epoch 0.
+  const keysInEpochOne = new Set<number>();
+  const epochOf = (meta: PlannedCopyMeta): 0 | 1 =>
+    meta.epoch === 1 || keysInEpochOne.has(meta.plan.keyIndex) ? 1 : 0;
   const queue = createSimulatedQueue<PlannedCopyMeta>({
     startMillis: options.startMillis,
     visibilityTimeoutMillis: VISIBILITY_TIMEOUT_MILLIS,
     maxReceiveCount: MAX_RECEIVE_COUNT,
     random,
     skipChance: 0.05,
-    alone: (meta) => meta.epoch === 1,
+    alone: (meta) => epochOf(meta) === 1,
   });
   const sends = plans
     .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
@@ -426,10 +437,21 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     const invocation = invocationContext.getStore();
     return invocation?.instance === instance ? invocation : undefined;
   };
+  const trace = process.env.RELIABILITY_TRACE ? new Map<string, string[]>() : undefined;
+  const note = (pk: string, invocation: Invocation | undefined, text: string): void => {
+    if (trace === undefined) return;
+    const list = trace.get(pk) ?? [];
+    const who = invocation
+      ? `i${invocation.id} e${invocation.epoch} skew ${invocation.instance.skewMillis}`
+      : 'outside';
+    list.push(`${Math.round(performance.now())} ${who}: ${text}`);
+    trace.set(pk, list);
+  };
   const crash = (invocation: Invocation, point: CrashPoint): void => {
     if (invocation.crashed) return;
     invocation.crashed = true;
     crashes[point] += 1;
+    for (const pk of invocation.faultsByKey.keys()) note(pk, invocation, `invocation crashed ${point}`);
   };
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
@@ -470,9 +492,18 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       if (invocation !== undefined) crash(invocation, label as CrashPoint);
     },
     onServerResponse(request, statusCode, repeated) {
-      if (statusCode !== 200 || repeated) return;
       const role = roleOf(request);
       const invocation = current(instance);
+      if (trace !== undefined && role.role !== 'other') {
+        const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+        const item = (request.input.Item ?? {}) as Record<string, unknown>;
+        note(
+          role.pk,
+          invocation,
+          `${request.operation} ${role.role} -> ${statusCode}${repeated ? ' (repeated)' : ''} owner ${String(item.owner ?? values[':owner'] ?? '').slice(0, 8)} lease ${String(item.leaseExpiresAt ?? values[':leaseExpiresAt'] ?? '')} now ${String(values[':nowMillis'] ?? values[':nowSeconds'] ?? '')}`,
+        );
+      }
+      if (statusCode !== 200 || repeated) return;
       if (role.role === 'claim' && mode === 'two-phase') {
         const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
         if (':owner' in values) tag(takeovers, role.pk, invocation?.epoch ?? 0);
@@ -560,6 +591,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (invocation?.crashed) throw new SimulatedCrash('downstream call refused: the invocation crashed');
     const epoch = invocation?.epoch ?? 0;
     tag(executions, pk, epoch);
+    note(pk, invocation, `executed (clock ${clockOf(instance)()})`);
     const previous = applied.get(idempotencyKey);
     if (previous === undefined) applied.set(idempotencyKey, { pk, amount, count: 1 });
     else previous.count += 1;
@@ -571,6 +603,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     }
     if (fault === 'lost-downstream-response') {
       tag(failedAfterExecution, pk, epoch);
+      note(pk, invocation, 'answer lost');
       throw new Error('The downstream service timed out after applying the effect (injected)');
     }
     return { charged: amount };
@@ -650,14 +683,18 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   }
 
   let invocationCount = 0;
-  const invoke = async (instance: Instance, batch: ReceivedMessage<PlannedCopyMeta>[]): Promise<void> => {
+  const invoke = async (
+    instance: Instance,
+    batch: ReceivedMessage<PlannedCopyMeta>[],
+    epoch: 0 | 1,
+  ): Promise<void> => {
     const first = batch[0]!;
     const faults = batch.every((received) => received.receiveCount < FAULT_FREE_FROM_RECEIVE);
     const invocationRoll = chanceOf(seed, 'invocation', first.messageId, first.receiveCount);
     const invocation: Invocation = {
       id: ++invocationCount,
       instance,
-      epoch: first.meta.epoch,
+      epoch,
       startVirtual: queue.now(),
       startReal: performance.now(),
       faultsByKey: new Map(),
@@ -777,11 +814,12 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       while (idle.length > 0) {
         const batch = queue.receive(BATCH_SIZE);
         if (batch.length === 0) break;
-        const epoch = batch[0]!.meta.epoch;
+        const epoch = epochOf(batch[0]!.meta);
         const keys = new Set(batch.map((received) => received.meta.plan.keyIndex));
+        if (epoch === 1) for (const key of keys) keysInEpochOne.add(key);
         while (clashes(epoch, keys)) await Promise.race(running.keys());
         const instance = idle.shift()!;
-        const run: Promise<void> = invoke(instance, batch).finally(() => {
+        const run: Promise<void> = invoke(instance, batch, epoch).finally(() => {
           running.delete(run);
           idle.push(instance);
         });
@@ -808,6 +846,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     markerGaps,
     downstream: { executions, applied, takeovers, failedAfterExecution },
     crashes,
+    trace,
     invocations: invocationCount,
     runtimeViolations,
     virtualMillis: queue.now() - options.startMillis,
