@@ -161,8 +161,8 @@ function serialise(payload: Record<string, unknown>, random: Random): string {
 
 /**
  * The plan of a seed: about 93% valid messages, 2% malformed JSON, 1% without a key, 4% reusing
- * an earlier key with another payload. About 40% of messages get a copy placed one to three
- * batches later (delivered concurrently), 4% a copy resent long after, 2% a copy in the same
+ * an earlier key with another payload. About 40% of messages get a copy placed in the next
+ * batch (delivered concurrently), 4% a copy resent long after, 2% a copy in the same
  * batch, and 5% of valid messages an expiry redelivery; failures and crashes add redeliveries.
  */
 export function planMessages(seed: number, count: number, consumer: string, mode: Mode): PlannedMessage[] {
@@ -197,7 +197,7 @@ export function planMessages(seed: number, count: number, consumer: string, mode
     };
     copy(index, 0);
     const extra = random.next();
-    if (extra < 0.4) copy(index + random.between(BATCH_SIZE, 3 * BATCH_SIZE) + 0.5, 0);
+    if (extra < 0.4) copy(index + random.between(BATCH_SIZE, 2 * BATCH_SIZE - 1) + 0.5, 0);
     // Resends come in waves (a producer's retry schedule), so they also meet concurrently.
     else if (extra < 0.44) copy(index + 0.5, random.between(1, 8) * 15_000);
     else if (extra < 0.46) copy(index + random.between(1, 5) + 0.25, 0);
