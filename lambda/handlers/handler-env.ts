@@ -28,7 +28,8 @@ export function requireEnv(name: string, env: HandlerEnvironment = process.env):
   return value;
 }
 
-function optionalInteger(name: string, env: HandlerEnvironment): number | undefined {
+/** Reads an optional positive integer; anything else is a configuration error at start-up. */
+export function optionalInteger(name: string, env: HandlerEnvironment = process.env): number | undefined {
   const value = env[name];
   if (value === undefined || value === '') return undefined;
   if (!/^\d+$/.test(value)) {

@@ -14,7 +14,8 @@
  *   timestamps, no counters), so replaying the log after the inbox records expired rewrites
  *   the same values.
  *
- * Environment: `ORDERS_TABLE`, plus the toolkit's `EO_*` variables (see `ENV`).
+ * Environment: `ORDERS_TABLE`, plus the toolkit's `EO_*` variables (see `ENV`). The same
+ * definition runs as a long-running `sqs-consumer` worker: see `order-projector-worker.ts`.
  */
 
 import { fromBody } from '../core/dedup-key';
@@ -22,7 +23,14 @@ import { PermanentError } from '../core/errors';
 import type { Message } from '../core/message';
 import type { UnitOfWork } from '../core/unit-of-work';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { createHandlerClients, readToolkitEnvironment, requireEnv, toolkitOptions } from './handler-env';
+import {
+  createHandlerClients,
+  type HandlerClients,
+  type HandlerEnvironment,
+  readToolkitEnvironment,
+  requireEnv,
+  toolkitOptions,
+} from './handler-env';
 
 /** One order event, as the producer sends it. */
 export interface OrderEvent {
@@ -113,11 +121,23 @@ export function orderProjectorOptions(ordersTable: string): Pick<
   };
 }
 
-const environment = readToolkitEnvironment();
-const clients = createHandlerClients(environment);
+/**
+ * The order projector's whole handler definition, read from `env`: the toolkit settings (`EO_*`),
+ * `ORDERS_TABLE`, and SDK clients made once. Both runtimes run it: the Lambda entry point below,
+ * and the long-running worker in `order-projector-worker.ts`. They share the inbox table and the
+ * consumer name, so a message processed by one is a duplicate to the other, and a consumer can
+ * move between Lambda and a container without reprocessing anything.
+ */
+export function orderProjectorDefinition(
+  env: HandlerEnvironment = process.env,
+  clients?: HandlerClients,
+): SqsHandlerOptions<OrderEvent> {
+  const environment = readToolkitEnvironment(env);
+  return {
+    ...toolkitOptions(environment, clients ?? createHandlerClients(environment)),
+    ...orderProjectorOptions(requireEnv('ORDERS_TABLE', env)),
+  };
+}
 
-/** The Lambda handler (bundled by entry path; SDK clients are created once per cold start). */
-export const handler = createSqsHandler<OrderEvent>({
-  ...toolkitOptions(environment, clients),
-  ...orderProjectorOptions(requireEnv('ORDERS_TABLE')),
-});
+/** The Lambda handler (bundled by entry path; read and validated once per cold start). */
+export const handler = createSqsHandler<OrderEvent>(orderProjectorDefinition());

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
@@ -307,5 +309,53 @@ describe('handler environment', () => {
     expect(typeof toolkitOptions(direct, createHandlerClients(direct)).deadLetterSender?.send).toBe(
       'function',
     );
+  });
+});
+
+describe('order projector worker', () => {
+  const root = join(__dirname, '..', '..');
+  async function bundledInputs(entry: string): Promise<string[]> {
+    const result = await build({
+      entryPoints: [join(root, entry)],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+      external: ['@aws-sdk/*'],
+    });
+    return Object.keys(result.metafile.inputs);
+  }
+
+  it('runs the handler module’s definition, while the Lambda bundle never contains the worker adapter', async () => {
+    const lambda = await bundledInputs('lambda/handlers/order-projector.ts');
+    const worker = await bundledInputs('lambda/handlers/order-projector-worker.ts');
+
+    expect(lambda.filter((input) => /sqs-consumer|lambda\/worker\//.test(input))).toEqual([]);
+    expect(worker.some((input) => input.includes('sqs-consumer'))).toBe(true);
+    expect(worker.some((input) => input.endsWith('lambda/handlers/order-projector.ts'))).toBe(true);
+  });
+
+  it('builds a stopped worker from the Lambda’s environment plus ORDERS_QUEUE_URL, and fails fast without it', async () => {
+    const { createOrderProjectorWorker } = await import('../../lambda/handlers/order-projector-worker');
+    const queueUrl = 'https://sqs.us-east-1.amazonaws.com/000000000000/orders.fifo';
+
+    const worker = createOrderProjectorWorker({ ...environment, ORDERS_QUEUE_URL: queueUrl });
+    expect(worker.consumer.status).toMatchObject({ isRunning: false });
+
+    expect(() => createOrderProjectorWorker(environment)).toThrow(
+      'Expected environment variable `ORDERS_QUEUE_URL` to be set, got `undefined`',
+    );
+    expect(() =>
+      createOrderProjectorWorker({
+        ...environment,
+        ORDERS_QUEUE_URL: queueUrl,
+        WORKER_VISIBILITY_TIMEOUT_SECONDS: 'soon',
+      }),
+    ).toThrow('Expected environment variable `WORKER_VISIBILITY_TIMEOUT_SECONDS` to be a positive integer');
+    expect(() =>
+      createOrderProjectorWorker({ ...environment, ORDERS_QUEUE_URL: queueUrl, ORDERS_TABLE: '' }),
+    ).toThrow('Expected environment variable `ORDERS_TABLE` to be set');
   });
 });

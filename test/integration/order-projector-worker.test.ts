@@ -1,0 +1,283 @@
+/**
+ * One consumer of the example app, two runtimes: the order projector's handler module runs as a
+ * long-running worker process (`lambda/handlers/order-projector-worker.ts`, started with tsx,
+ * stopped with SIGTERM) against a real FIFO queue, inbox table and Orders table on the local
+ * endpoint. The sample order log (producer resends, a resend of an old status, a malformed
+ * event) ends as the Lambda run of the main job ends: every status projected once and in
+ * order, the malformed event dead-lettered with its reason. Then the Lambda entry point of the
+ * same module gets the whole log again and finds nothing to do: both runtimes share one inbox.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
+import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
+import { awsConfig, uniqueName } from '../support/aws';
+
+const root = join(__dirname, '..', '..');
+const aws = awsConfig();
+const sqs = new SQSClient(aws);
+const raw = new DynamoDBClient(aws);
+const documents = DynamoDBDocumentClient.from(raw);
+
+interface LogLine {
+  readonly body: Record<string, unknown>;
+  readonly groupId: string;
+  readonly deduplicationId: string;
+}
+const log: LogLine[] = readFileSync(join(root, 'test', 'fixtures', 'order-log.jsonl'), 'utf8')
+  .split('\n')
+  .filter((line) => line.trim() !== '')
+  .map((line) => JSON.parse(line));
+
+const names = {
+  inbox: uniqueName('eo-opw-inbox'),
+  orders: uniqueName('eo-opw-orders'),
+  queue: `${uniqueName('eo-opw-orders')}.fifo`,
+  deadLetterQueue: `${uniqueName('eo-opw-orders-dlq')}.fifo`,
+};
+let queueUrl = '';
+let deadLetterQueueUrl = '';
+let worker: ChildProcess | undefined;
+let stdout = '';
+
+/** The environment the construct gives the Lambda, plus the worker's queue. */
+const environment = () => ({
+  EO_INBOX_TABLE: names.inbox,
+  EO_CONSUMER: 'order-projector',
+  EO_DEAD_LETTER_MODE: 'direct',
+  EO_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+  ORDERS_TABLE: names.orders,
+});
+
+const table = (TableName: string, sortKey: boolean) =>
+  raw.send(
+    new CreateTableCommand({
+      TableName,
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        ...(sortKey ? [{ AttributeName: 'sk', KeyType: 'RANGE' as const }] : []),
+      ],
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        ...(sortKey ? [{ AttributeName: 'sk', AttributeType: 'S' as const }] : []),
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+
+const fifoQueue = async (QueueName: string) =>
+  (await sqs.send(new CreateQueueCommand({ QueueName, Attributes: { FifoQueue: 'true' } }))).QueueUrl!;
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMillis = 45_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMillis;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; worker output:\n${stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function queueDepth(url: string): Promise<number> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+/** Orders table as `orderId → { status, amount, statuses }`. */
+async function orders(): Promise<Record<string, { status: unknown; amount: unknown; statuses: string[] }>> {
+  const { Items = [] } = await documents.send(
+    new ScanCommand({ TableName: names.orders, ConsistentRead: true }),
+  );
+  const result: Record<string, { status: unknown; amount: unknown; statuses: string[] }> = {};
+  for (const item of Items) {
+    const id = String(item.orderId);
+    const order = result[id] ?? { status: undefined, amount: undefined, statuses: [] };
+    result[id] = order;
+    if (item.sk === 'ORDER') Object.assign(order, { status: item.status, amount: item.amount });
+    else order.statuses.push(String(item.status));
+  }
+  for (const order of Object.values(result)) order.statuses.sort();
+  return result;
+}
+
+/** Outcome counts summed from the worker's Embedded Metric Format lines. */
+function metricTotals(output: string): Record<string, number> {
+  const totals: Record<string, number> = {};
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{"_aws"')) continue;
+    const document = JSON.parse(line) as Record<string, unknown>;
+    for (const name of Object.values(METRICS)) {
+      if (typeof document[name] === 'number') totals[name] = (totals[name] ?? 0) + (document[name] as number);
+    }
+  }
+  return totals;
+}
+
+const expectedOrders = {
+  'o-1001': { status: 'SHIPPED', amount: 4200, statuses: ['PAID', 'PLACED', 'SHIPPED'] },
+  'o-1002': { status: 'PAID', amount: 1500, statuses: ['PAID', 'PLACED'] },
+  'o-1003': { status: 'PLACED', amount: 990, statuses: ['PLACED'] },
+};
+
+beforeAll(async () => {
+  await Promise.all([table(names.inbox, false), table(names.orders, true)]);
+  [queueUrl, deadLetterQueueUrl] = await Promise.all([
+    fifoQueue(names.queue),
+    fifoQueue(names.deadLetterQueue),
+  ]);
+});
+
+afterAll(async () => {
+  if (worker && worker.exitCode === null) worker.kill('SIGKILL');
+  await Promise.allSettled([
+    raw.send(new DeleteTableCommand({ TableName: names.inbox })),
+    raw.send(new DeleteTableCommand({ TableName: names.orders })),
+    sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })),
+    sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
+  ]);
+});
+
+describe('the order projector as a worker and as a Lambda, from one handler module', () => {
+  it('runs as a worker process: each status projected once and in order, the malformed event dead-lettered, SIGTERM exits cleanly', async () => {
+    for (const line of log) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: JSON.stringify(line.body),
+          MessageGroupId: line.groupId,
+          MessageDeduplicationId: line.deduplicationId,
+        }),
+      );
+    }
+
+    worker = spawn(
+      process.execPath,
+      [require.resolve('tsx/cli'), 'lambda/handlers/order-projector-worker.ts'],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          ...environment(),
+          ORDERS_QUEUE_URL: queueUrl,
+          WORKER_VISIBILITY_TIMEOUT_SECONDS: '30',
+          AWS_ENDPOINT_URL: aws.endpoint,
+          AWS_REGION: aws.region,
+          AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: aws.credentials.secretAccessKey,
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    worker.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    worker.stderr?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    const exited = new Promise<number | null>((resolve) => worker?.once('exit', (code) => resolve(code)));
+
+    await waitFor('the worker to drain the queue', async () => {
+      const [depth, projected] = await Promise.all([queueDepth(queueUrl), orders()]);
+      return depth === 0 && JSON.stringify(projected) === JSON.stringify(expectedOrders) ? true : undefined;
+    });
+    const deadLetters = await waitFor('the dead letter', async () => {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: deadLetterQueueUrl,
+          MaxNumberOfMessages: 10,
+          MessageAttributeNames: ['All'],
+          WaitTimeSeconds: 1,
+        }),
+      );
+      return Messages.length > 0 ? Messages : undefined;
+    });
+
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    expect(await orders()).toEqual(expectedOrders);
+    expect(deadLetters).toHaveLength(1);
+    expect(JSON.parse(deadLetters[0]?.Body ?? '{}')).toMatchObject({ orderId: 'o-1004' });
+    expect(deadLetters[0]?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).toMatch(
+      /`status`/,
+    );
+    // The broker drops the two resends with a reused deduplication id; the inbox catches the
+    // two with a new one. Malformed: o-1004 has no status.
+    expect(metricTotals(stdout)).toMatchObject({
+      [METRICS.processed]: 6,
+      [METRICS.duplicate]: 2,
+      [METRICS.permanent]: 1,
+    });
+    expect(metricTotals(stdout)[METRICS.retry] ?? 0).toBe(0);
+    // Keys in the logs, never bodies.
+    expect(stdout).not.toContain('2026-03-02T09');
+  }, 90_000);
+
+  it('leaves nothing for the Lambda entry point of the same module: the whole log again is all duplicates', async () => {
+    Object.assign(process.env, environment());
+    const { handler } = await import('../../lambda/handlers/order-projector');
+    const before = await orders();
+    const records: SqsRecord[] = log
+      .filter((line) => typeof line.body.status === 'string')
+      .map((line, index) => ({
+        messageId: `lambda-${index}`,
+        receiptHandle: `handle-${index}`,
+        body: JSON.stringify(line.body),
+        attributes: {
+          ApproximateReceiveCount: '1',
+          SentTimestamp: '0',
+          SenderId: 'test',
+          ApproximateFirstReceiveTimestamp: '0',
+          MessageGroupId: line.groupId,
+          MessageDeduplicationId: `${line.deduplicationId}#lambda`,
+        },
+        messageAttributes: {},
+        md5OfBody: '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:${names.queue}`,
+        awsRegion: aws.region,
+      }));
+    const event: SqsEvent = { Records: records };
+
+    const written: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const response = await handler(event, {} as never).finally(() => write.mockRestore());
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(metricTotals(written.join(''))).toMatchObject({
+      [METRICS.duplicate]: records.length,
+      [METRICS.processed]: 0,
+      [METRICS.mismatch]: 0,
+      [METRICS.retry]: 0,
+      [METRICS.permanent]: 0,
+    });
+    expect(await orders()).toEqual(before);
+  });
+});
