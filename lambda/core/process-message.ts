@@ -91,12 +91,10 @@ export async function processMessage<TBody>(
       case 'marker': {
         stage = 'store';
         // A random owner token tells this claim from any other: when the put's response is lost
-        // and the SDK retries it, the retry meets this very marker, and the effect must still run.
-        const owner = randomUUID();
-        const result = await store.insert({ ...record, owner }, nowMillis);
-        if (result.kind !== 'inserted' && result.record.owner !== owner) {
-          return outcomeOfInsert(result, fingerprint, nowMillis);
-        }
+        // and the SDK retries it, the retry meets this very marker, which the store reports as
+        // inserted, and the effect must still run.
+        const result = await store.insert({ ...record, owner: randomUUID() }, nowMillis);
+        if (result.kind !== 'inserted') return outcomeOfInsert(result, fingerprint, nowMillis);
         try {
           stage = 'handler';
           await mode.handle(message);

@@ -99,7 +99,8 @@ export interface InboxStore {
    * Marker only: insert `record` unless a live record holds its key
    * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`). One request; the existing
    * record comes back from the failed condition (`ALL_OLD`), with a consistent read only
-   * as a fallback.
+   * as a fallback. A live record carrying `record.owner` (set) is this insert's own, met by an
+   * SDK retry after a lost response: `inserted`.
    */
   insert(record: InboxRecord, nowMillis: number): Promise<InsertResult>;
 
@@ -144,7 +145,9 @@ export interface InboxStore {
    * also replace the `IN_PROGRESS` claim of `takeover.owner` whose lease ended before
    * `nowMillis`; `takeover: true` in the result says a live claim was replaced. The owner's
    * complete, release and lease extension fail from then on. Returns the existing record
-   * otherwise. One request. Throws `INVALID_OPTIONS` for a claim without an owner or with a lease that is not after now.
+   * otherwise, unless it carries `record.owner`: the SDK retried this claim after a lost
+   * response and met the claim's own record, so it is `inserted` (`takeover` as asked for, since
+   * the lost attempt's replaced record is unknown). One request. Throws `INVALID_OPTIONS` for a claim without an owner or with a lease that is not after now.
    */
   claimLease(
     record: InboxRecord,

@@ -158,6 +158,8 @@ export async function processTwoPhase<TBody>(
       };
       let takeover: { owner: string } | undefined;
       for (;;) {
+        // A claim whose response was lost, retried by the SDK, meets its own owner token: the
+        // store reports it inserted, so the effect runs now rather than after the lease ends.
         const claimed = await store.claimLease(record, now, takeover);
         if (claimed.kind === 'inserted') {
           if (claimed.takeover) {

@@ -210,7 +210,9 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     async insert(record, nowMillis) {
       const nowSeconds = toSeconds(nowMillis);
       const written = await write('insert', new PutCommand(markerPut(record, nowSeconds)));
-      return 'output' in written ? INSERTED : existingRecord(record.pk, written, nowSeconds, 'insert');
+      if ('output' in written) return INSERTED;
+      const found = await existingRecord(record.pk, written, nowSeconds, 'insert');
+      return isOwnRecord(found, record) ? INSERTED : found;
     },
 
     async commit(record, writes, nowMillis): Promise<CommitResult> {
@@ -350,7 +352,11 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      if (!('output' in written)) return existingRecord(record.pk, written, nowSeconds, 'claimLease');
+      if (!('output' in written)) {
+        const found = await existingRecord(record.pk, written, nowSeconds, 'claimLease');
+        // Whether the lost first attempt replaced a live claim is unknown; a takeover was asked for.
+        return isOwnRecord(found, record) ? { kind: 'inserted', takeover: takeover !== undefined } : found;
+      }
       // Replacing an expired record or a released claim is a first claim; replacing a live
       // in-progress one is a takeover.
       const previous = written.output.Attributes;
@@ -425,6 +431,15 @@ function vanished(operation: string, key: string, what: string, cause: unknown):
     `${operation}: the condition on ${key} failed, but a consistent read found no live ${what}; retry`,
     { cause },
   );
+}
+
+/**
+ * The record a failed condition met carries the caller's own owner token: the SDK retried a
+ * write whose response was lost, and the retry met what its first attempt wrote. Owner tokens
+ * are random per claim, so the write happened, and it was this one.
+ */
+function isOwnRecord(found: InsertResult, record: InboxRecord): boolean {
+  return found.kind === 'existing' && record.owner !== undefined && found.record.owner === record.owner;
 }
 
 function toSeconds(millis: number): number {

@@ -119,6 +119,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const isLive = (item: Item | undefined, nowSeconds: number): item is Item =>
     item !== undefined &&
     !(typeof item[A.expiresAt] === 'number' && (item[A.expiresAt] as number) <= nowSeconds);
+  /** A stored record that carries the owner token of `record`: written by the same claim. */
+  const isOwn = (item: Item | undefined, record: InboxRecord): boolean =>
+    record.owner !== undefined && item?.[A.owner] === record.owner;
 
   const store: MemoryStore = {
     calls,
@@ -127,7 +130,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       await enter('insert', [record, nowMillis]);
       const inbox = table(inboxTable);
       const existing = inbox.get(keyOf(inboxTable, record as unknown as Item));
-      if (isLive(existing, seconds(nowMillis))) return { kind: 'existing', record: toRecord(existing) };
+      if (isLive(existing, seconds(nowMillis))) {
+        // The same insert sent again (an SDK retry after a lost response) meets its own record.
+        return isOwn(existing, record)
+          ? { kind: 'inserted' }
+          : { kind: 'existing', record: toRecord(existing) };
+      }
       inbox.set(keyOf(inboxTable, record as unknown as Item), toItem(record));
       return { kind: 'inserted' };
     },
@@ -253,6 +261,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         inProgress &&
         existing[A.owner] === takeover.owner &&
         (existing[A.leaseExpiresAt] as number) < nowMillis;
+      // The same claim sent again (an SDK retry after a lost response) meets its own record.
+      if (isLive(existing, nowSeconds) && isOwn(existing, record)) {
+        return { kind: 'inserted', takeover: takeover !== undefined };
+      }
       if (isLive(existing, nowSeconds) && !released && !replaceable)
         return { kind: 'existing', record: toRecord(existing) };
       inbox.set(key, toItem(record));

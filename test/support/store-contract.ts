@@ -115,6 +115,20 @@ export function describeInboxStoreContract(
         });
       });
 
+      it('reports an insert sent again with its own owner token as inserted, and another owner’s as existing', async () => {
+        const pk = key('insert-own');
+        const first = marker(pk, { owner: 'owner-a' });
+        await store.insert(first, now);
+
+        // An SDK retry after a lost response sends the same put again.
+        expect(await store.insert(first, now + 1)).toEqual({ kind: 'inserted' });
+        expect(await store.insert(marker(pk, { owner: 'owner-b' }), now + 2)).toEqual({
+          kind: 'existing',
+          record: first,
+        });
+        expect(await store.insert(marker(pk), now + 3)).toEqual({ kind: 'existing', record: first });
+      });
+
       it('keeps a record that expires one second after now', async () => {
         const pk = key('live');
         const live = marker(pk, { expiresAt: nowSeconds + 1 });
@@ -332,6 +346,30 @@ export function describeInboxStoreContract(
         expect(
           await store.claimLease(claim(pk, 'owner-c', later + 60_000), later + 1, { owner: 'owner-a' }),
         ).toEqual({ kind: 'existing', record: successor });
+      });
+
+      it('reports a claim sent again with its own owner token as claimed, a takeover only when one was asked for', async () => {
+        const pk = key('claim-own');
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
+        const later = now + 30_001;
+        const successor = claim(pk, 'owner-b', later + 30_000, { takeovers: 1 });
+        await store.claimLease(successor, later, { owner: 'owner-a' });
+
+        // An SDK retry after a lost response sends the same claim again, and meets the claim itself.
+        expect(await store.claimLease(held, now + 1)).toEqual({
+          kind: 'existing',
+          record: successor,
+        });
+        expect(await store.claimLease(successor, later + 1)).toEqual({ kind: 'inserted', takeover: false });
+        expect(await store.claimLease(successor, later + 2, { owner: 'owner-a' })).toEqual({
+          kind: 'inserted',
+          takeover: true,
+        });
+        expect(await store.claimLease(claim(pk, 'owner-c', later + 60_000), later + 3)).toEqual({
+          kind: 'existing',
+          record: successor,
+        });
       });
 
       it('does not take over a lease that ends exactly now', async () => {

@@ -2,8 +2,8 @@
  * Regressions found by the reliability suite (`test/reliability/`), pinned here on the in-memory
  * store (and, for the marshaller, on a real document client that fails before sending):
  *
- * - marker mode: an SDK retry of a marker put whose response was lost meets the claim's own
- *   marker; the effect must still run;
+ * - marker mode and two-phase: an SDK retry of a marker put (a claim) whose response was lost
+ *   meets the claim's own record; the effect must still run, at once;
  * - two-phase: a claim released after a failed effect must keep the payload's fingerprint, or
  *   another payload reusing the key runs as if new;
  * - no body in logs or dead-letter reasons: a handler's `SyntaxError` and a marshalling error
@@ -54,33 +54,52 @@ function setup(options: Partial<BatchProcessorOptions<Payment>>, store: InboxSto
   return { processBatch, logger, metrics, deadLetters };
 }
 
-describe('marker mode: a lost response to the marker put', () => {
-  it('runs the effect when the retried put meets the marker its own first attempt wrote', async () => {
-    const memory = createMemoryStore();
-    let lost = 1;
-    // The first attempt is applied, its answer lost; the SDK sends the same put again.
-    const store: InboxStore = {
-      ...memory,
-      insert: async (record, nowMillis) => {
-        const first = await memory.insert(record, nowMillis);
-        return lost-- > 0 ? memory.insert(record, nowMillis) : first;
-      },
-    };
-    const performed: number[] = [];
-    const { processBatch, metrics } = setup(
+describe('a lost response to the claim, retried by the SDK', () => {
+  const cases: [string, 'insert' | 'claimLease', Partial<BatchProcessorOptions<Payment>>][] = [
+    [
+      'marker mode',
+      'insert',
       { mode: 'marker', handle: (message) => void performed.push(message.body.amount) },
-      store,
-    );
+    ],
+    [
+      'two-phase',
+      'claimLease',
+      {
+        mode: 'two-phase',
+        leaseMillis: 30_000,
+        handle: (message, effects) => effects.run(() => void performed.push(message.body.amount)),
+      },
+    ],
+  ];
+  let performed: number[] = [];
 
-    expect(await processBatch(sqsEvent(sqsRecord('m-1', { id: 'p-1', amount: 1 })))).toEqual(ids());
-    expect(await processBatch(sqsEvent(sqsRecord('m-2', { id: 'p-1', amount: 1 })))).toEqual(ids());
+  it.each(cases)(
+    '%s: runs the effect at once when the retried claim meets the claim its own first attempt wrote',
+    async (_, method, options) => {
+      performed = [];
+      const memory = createMemoryStore();
+      const send = memory[method] as (...args: unknown[]) => Promise<unknown>;
+      let lost = 1;
+      // The first attempt is applied, its answer lost; the SDK sends the same request again.
+      const store = {
+        ...memory,
+        [method]: async (...args: unknown[]) => {
+          const first = await send(...args);
+          return lost-- > 0 ? send(...args) : first;
+        },
+      } as InboxStore;
+      const { processBatch, metrics } = setup(options, store);
 
-    expect(performed).toEqual([1]);
-    expect(metrics.published.map((published) => published.counts)).toEqual([
-      counts({ processed: 1 }),
-      counts({ duplicate: 1 }),
-    ]);
-  });
+      expect(await processBatch(sqsEvent(sqsRecord('m-1', { id: 'p-1', amount: 1 })))).toEqual(ids());
+      expect(await processBatch(sqsEvent(sqsRecord('m-2', { id: 'p-1', amount: 1 })))).toEqual(ids());
+
+      expect(performed).toEqual([1]);
+      expect(metrics.published.map((published) => published.counts)).toEqual([
+        counts({ processed: 1 }),
+        counts({ duplicate: 1 }),
+      ]);
+    },
+  );
 });
 
 describe('two-phase: a key reused with another payload after a failed effect', () => {
