@@ -6,13 +6,12 @@
  * still running gets 409 with `Retry-After`. A failure releases the claim (`release`) so a retry
  * can run.
  */
-import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEFAULT_METRIC_NAMESPACE, INBOX_STATUS } from '../core/contract';
+import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
-import { dispositionOf, EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
-import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogLevel } from '../core/logger';
+import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
   createOutcomeCounts,
@@ -21,9 +20,9 @@ import {
 } from '../core/metrics';
 import type { Clock } from '../core/options';
 import type { LambdaContext } from '../core/sqs-event';
-import type { InboxRecord, InboxStore } from '../core/store-port';
-import { claimWithTakeover } from '../jobs/lease-claim';
-import { createDynamoDbStore } from '../store/dynamodb-store';
+import type { InboxStore } from '../core/store-port';
+import { createLeaseClaim } from '../jobs/lease-claim';
+import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from '../jobs/lease-options';
 import {
   type HttpEvent,
   type HttpRequest,
@@ -148,55 +147,8 @@ export type IdempotentHttpHandler<TEvent extends HttpEvent, TResult> = (
   context?: LambdaContext,
 ) => Promise<TResult | HttpResponse>;
 
-function invalid(field: string, expected: string, value: unknown): never {
-  const shown =
-    typeof value === 'string'
-      ? JSON.stringify(value)
-      : typeof value === 'function'
-        ? 'a function'
-        : String(value);
-  throw new EffectivelyOnceError(
-    'INVALID_OPTIONS',
-    `Expected \`${field}\` to be ${expected}, got \`${shown}\``,
-  );
-}
-
-function positive(
-  field: string,
-  value: unknown,
-  fallback: number | undefined,
-  max = Number.MAX_SAFE_INTEGER,
-) {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > max) {
-    invalid(
-      field,
-      max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer from 1 to ${max}`,
-      value,
-    );
-  }
-  return value as number;
-}
-
 function optionalFunction(field: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') invalid(field, 'a function', value);
-}
-
-function resolveStore(options: {
-  readonly store?: InboxStore;
-  readonly client?: DynamoDBDocumentClient;
-  readonly tableName?: string;
-}): InboxStore {
-  if (options.store === undefined) {
-    return createDynamoDbStore({ client: options.client!, tableName: options.tableName! });
-  }
-  const store = options.store as Partial<InboxStore> | null;
-  for (const method of ['claimLease', 'complete', 'release'] as const) {
-    if (typeof store?.[method] !== 'function') {
-      invalid('store', 'an object with `claimLease`, `complete`, `release`', store);
-    }
-  }
-  return options.store;
+  if (value !== undefined && typeof value !== 'function') invalidOption(field, 'a function', value);
 }
 
 /** Outcome names of a keyed request, for logs and metrics. */
@@ -237,64 +189,50 @@ type HttpOutcomeKind = keyof OutcomeCounts;
 export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   options: IdempotentHttpHandlerOptions<TEvent, TResult>,
 ): IdempotentHttpHandler<TEvent, TResult> {
-  if (typeof options !== 'object' || options === null) invalid('options', 'an object', options);
+  if (typeof options !== 'object' || options === null) invalidOption('options', 'an object', options);
   const { consumer, handle, caller, fingerprint: pickFingerprint } = options;
-  if (!isValidName(consumer)) invalid('consumer', `a name matching ${NAME_PATTERN}`, consumer);
-  if (typeof handle !== 'function') invalid('handle', 'a function', handle);
+  if (!isValidName(consumer)) invalidOption('consumer', `a name matching ${NAME_PATTERN}`, consumer);
+  if (typeof handle !== 'function') invalidOption('handle', 'a function', handle);
   optionalFunction('caller', caller);
   optionalFunction('fingerprint', pickFingerprint);
   optionalFunction('isReplayable', options.isReplayable);
   optionalFunction('clock', options.clock);
   if (options.required !== undefined && typeof options.required !== 'boolean') {
-    invalid('required', 'a boolean', options.required);
+    invalidOption('required', 'a boolean', options.required);
   }
   const methods = new Set(
     (options.methods ?? DEFAULT_IDEMPOTENT_METHODS).map((method) => {
-      if (typeof method !== 'string' || method === '') invalid('methods', 'a list of HTTP methods', method);
+      if (typeof method !== 'string' || method === '')
+        invalidOption('methods', 'a list of HTTP methods', method);
       return method.toUpperCase();
     }),
   );
-  const ttlSeconds = positive('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS)!;
-  const fixedLeaseMillis = positive('leaseMillis', options.leaseMillis, undefined);
-  const maxResponseBytes = positive(
+  const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS);
+  const fixedLeaseMillis = positiveOption('leaseMillis', options.leaseMillis, undefined);
+  const maxResponseBytes = positiveOption(
     'maxResponseBytes',
     options.maxResponseBytes,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
-  )!;
-  const logLevel = options.logLevel ?? 'info';
-  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
-    invalid('logLevel', "one of 'debug', 'info', 'warn', 'error', 'silent'", logLevel);
-  }
-  if (options.logger !== undefined && typeof options.logger?.log !== 'function') {
-    invalid('logger', 'an object with `log`', options.logger);
-  }
+  );
+  const log = resolveLeaseLog(options);
   if (
     options.metrics !== undefined &&
     options.metrics !== false &&
     typeof options.metrics?.publish !== 'function'
   ) {
-    invalid('metrics', 'an object with `publish`', options.metrics);
+    invalidOption('metrics', 'an object with `publish`', options.metrics);
   }
-  const store = resolveStore(options);
+  const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release']);
   const clock = options.clock ?? Date.now;
   const isReplayable = options.isReplayable ?? isReplayableStatus;
   const required = options.required === true;
-  const logger = options.logger ?? createJsonLogger();
   const metrics =
     options.metrics === false
       ? undefined
       : (options.metrics ??
         createEmfMetricsSink({ namespace: options.metricNamespace ?? DEFAULT_METRIC_NAMESPACE }));
 
-  const log = (entry: LogEntry): void => {
-    if (!isLevelEnabled(entry.level, logLevel)) return;
-    try {
-      logger.log(entry);
-    } catch {
-      // A failing logger must not change the response.
-    }
-  };
   const count = (kind: HttpOutcomeKind): void => {
     if (metrics === undefined) return;
     const counts = createOutcomeCounts();
@@ -359,25 +297,16 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
     const fields = { consumer, ...keyFields(scopedKey), route: request.route };
 
     const now = clock();
-    const leaseMillis = leaseFor(context);
-    const owner = randomUUID();
-    const leaseExpiresAt = now + leaseMillis;
-    const record: InboxRecord = {
-      pk: scopedKey,
-      status: INBOX_STATUS.inProgress,
-      fingerprint,
-      // The claim must outlive its lease, or the key would look free while the first request runs.
-      expiresAt: Math.max(Math.floor(now / 1000) + ttlSeconds, Math.ceil(leaseExpiresAt / 1000) + 1),
-      consumer,
-      committedAt: now,
-      leaseExpiresAt,
-      owner,
-    };
+    const lease = createLeaseClaim(
+      store,
+      { pk: scopedKey, fingerprint, consumer, leaseMillis: leaseFor(context), ttlSeconds },
+      now,
+    );
 
     let decision: ClaimDecision;
     let takeover = false;
     try {
-      const result = await claimWithTakeover(store, record, now);
+      const result = await lease.claim();
       takeover = result.kind === 'inserted' && result.takeover === true;
       decision = decideClaim(result, fingerprint, now);
     } catch (error) {
@@ -437,7 +366,7 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
 
     const releaseClaim = async (reason: string, extra: Record<string, unknown>): Promise<void> => {
       try {
-        await store.release(scopedKey, { owner });
+        await lease.release();
       } catch (error) {
         log({
           level: 'error',
@@ -470,10 +399,7 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
     }
     const capped = capStoredResponse(stored, maxResponseBytes);
     try {
-      const completed = await store.complete(scopedKey, owner, {
-        expiresAt: Math.floor(clock() / 1000) + ttlSeconds,
-        result: JSON.stringify(capped),
-      });
+      const completed = await lease.complete(clock(), JSON.stringify(capped));
       if (completed.kind === 'lost-ownership') {
         log({
           level: 'warn',

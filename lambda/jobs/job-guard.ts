@@ -5,18 +5,17 @@
  * over once its lease ends, optionally resuming from a checkpoint; a completed slot is never run
  * again while its record lives.
  */
-import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf } from '../core/fingerprint';
-import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogLevel } from '../core/logger';
+import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
-import type { InboxRecord, InboxStore } from '../core/store-port';
-import { createDynamoDbStore } from '../store/dynamodb-store';
+import type { InboxStore } from '../core/store-port';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
-import { claimWithTakeover } from './lease-claim';
+import { createLeaseClaim } from './lease-claim';
+import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from './lease-options';
 
 /** Default lease: 15 minutes, the longest a Lambda invocation runs. */
 export const DEFAULT_JOB_LEASE_MILLIS = 15 * 60 * 1000;
@@ -114,38 +113,6 @@ export interface JobGuard {
   run<T>(slot: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>>;
 }
 
-function invalid(field: string, expected: string, value: unknown): never {
-  const shown =
-    typeof value === 'string'
-      ? JSON.stringify(value)
-      : typeof value === 'function'
-        ? 'a function'
-        : String(value);
-  throw new EffectivelyOnceError(
-    'INVALID_OPTIONS',
-    `Expected \`${field}\` to be ${expected}, got \`${shown}\``,
-  );
-}
-
-function positive(field: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) < 1) invalid(field, 'a positive integer', value);
-  return value as number;
-}
-
-function resolveStore(options: JobGuardOptions): InboxStore {
-  if (options.store === undefined) {
-    return createDynamoDbStore({ client: options.client!, tableName: options.tableName! });
-  }
-  const store = options.store as Partial<InboxStore> | null;
-  for (const method of ['claimLease', 'complete', 'release', 'extendLease', 'insert'] as const) {
-    if (typeof store?.[method] !== 'function') {
-      invalid('store', 'an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`', store);
-    }
-  }
-  return options.store;
-}
-
 /**
  * Creates a guard that runs each job slot once. The slot's inbox record is claimed with a
  * lease and an owner token; `complete` marks it done (fenced by the owner), a failure releases
@@ -166,57 +133,36 @@ function resolveStore(options: JobGuardOptions): InboxStore {
  *   });
  */
 export function createJobGuard(options: JobGuardOptions): JobGuard {
-  if (typeof options !== 'object' || options === null) invalid('options', 'an object', options);
+  if (typeof options !== 'object' || options === null) invalidOption('options', 'an object', options);
   const { consumer } = options;
-  if (!isValidName(consumer)) invalid('consumer', `a name matching ${NAME_PATTERN}`, consumer);
-  const leaseMillis = positive('leaseMillis', options.leaseMillis, DEFAULT_JOB_LEASE_MILLIS);
-  const ttlSeconds = positive('ttlSeconds', options.ttlSeconds, DEFAULT_JOB_TTL_SECONDS);
+  if (!isValidName(consumer)) invalidOption('consumer', `a name matching ${NAME_PATTERN}`, consumer);
+  const leaseMillis = positiveOption('leaseMillis', options.leaseMillis, DEFAULT_JOB_LEASE_MILLIS);
+  const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_JOB_TTL_SECONDS);
   if (options.clock !== undefined && typeof options.clock !== 'function') {
-    invalid('clock', 'a function returning epoch milliseconds', options.clock);
+    invalidOption('clock', 'a function returning epoch milliseconds', options.clock);
   }
-  const logLevel = options.logLevel ?? 'info';
-  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
-    invalid('logLevel', "one of 'debug', 'info', 'warn', 'error', 'silent'", logLevel);
-  }
-  if (options.logger !== undefined && typeof options.logger?.log !== 'function') {
-    invalid('logger', 'an object with `log`', options.logger);
-  }
-  const store = resolveStore(options);
+  const log = resolveLeaseLog(options);
+  const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release', 'extendLease', 'insert']);
   const clock = options.clock ?? Date.now;
-  const logger = options.logger ?? createJsonLogger();
-  const log = (entry: LogEntry): void => {
-    if (!isLevelEnabled(entry.level, logLevel)) return;
-    try {
-      logger.log(entry);
-    } catch {
-      // A failing logger must not change what the job does.
-    }
-  };
 
   return {
     async run<T>(target: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>> {
-      if (!isValidName(target?.job)) invalid('job', `a name matching ${NAME_PATTERN}`, target?.job);
-      if (typeof work !== 'function') invalid('work', 'a function', work);
+      if (!isValidName(target?.job)) invalidOption('job', `a name matching ${NAME_PATTERN}`, target?.job);
+      if (typeof work !== 'function') invalidOption('work', 'a function', work);
       const slot = toDedupKey(target.slot);
       const dedupKey = toDedupKey([target.job, slot]);
       const pk = scopeKey(consumer, dedupKey);
       const fields = { consumer, job: target.job, slot, scopedKey: pk };
-      const owner = randomUUID();
       const now = clock();
-      let leaseExpiresAt = now + leaseMillis;
-      const record: InboxRecord = {
-        pk,
-        status: INBOX_STATUS.inProgress,
-        fingerprint: fingerprintOf({ job: target.job, slot }),
-        // The claim outlives its lease, or the slot would look free while this run works.
-        expiresAt: Math.max(Math.floor(now / 1000) + ttlSeconds, Math.ceil(leaseExpiresAt / 1000) + 1),
-        consumer,
-        committedAt: now,
-        leaseExpiresAt,
-        owner,
-      };
+      const lease = createLeaseClaim(
+        store,
+        { pk, fingerprint: fingerprintOf({ job: target.job, slot }), consumer, leaseMillis, ttlSeconds },
+        now,
+      );
+      const { owner } = lease;
+      let { leaseExpiresAt } = lease;
 
-      const claimed = await claimWithTakeover(store, record, now);
+      const claimed = await lease.claim();
       if (claimed.kind === 'existing') {
         const existing = claimed.record;
         if (existing.expiresAt <= Math.floor(now / 1000)) {
@@ -309,7 +255,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
           return { ran: false, reason: 'lease-lost' };
         }
         try {
-          await store.release(pk, { owner });
+          await lease.release();
         } catch (releaseError) {
           log({
             level: 'error',
@@ -329,9 +275,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
         throw error;
       }
 
-      const completed = await store.complete(pk, owner, {
-        expiresAt: Math.floor(clock() / 1000) + ttlSeconds,
-      });
+      const completed = await lease.complete(clock());
       if (completed.kind === 'lost-ownership') {
         log({
           level: 'warn',

@@ -4,8 +4,9 @@
  * ended holds it (its run crashed), take it over, fenced by the owner token that was seen, so
  * two runs that both saw the same stale claim cannot both take it over.
  */
+import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from '../core/contract';
-import type { InboxRecord, InboxStore, InsertResult } from '../core/store-port';
+import type { FencedResult, InboxRecord, InboxStore, InsertResult } from '../core/store-port';
 
 /** What a claim found: inserted (`takeover` when it replaced a crashed run's claim), or the live record. */
 export type LeaseClaimResult = InsertResult & { readonly takeover?: boolean };
@@ -39,4 +40,81 @@ export async function claimWithTakeover(
   if (first.kind === 'inserted' || !isLeaseEnded(first.record, nowMillis)) return first;
   const second = await store.claimLease(record, nowMillis, { owner: first.record.owner! });
   return second.kind === 'inserted' ? { kind: 'inserted', takeover: true } : second;
+}
+
+/** The key a run claims with a lease, and how long its record lives. */
+export interface LeaseTarget {
+  /** The scoped key of the inbox record. */
+  readonly pk: string;
+  /** What must match for another claim of the key to be the same run again. */
+  readonly fingerprint: string;
+  /** Consumer name, unscoped. */
+  readonly consumer: string;
+  /** How long the claim holds the key before another run may take it over. */
+  readonly leaseMillis: number;
+  /** Lifetime of the record (`expiresAt`) from its claim, and again from its completion. */
+  readonly ttlSeconds: number;
+}
+
+/**
+ * One run's claim of a key with a lease: its owner token fences `complete` and `release`.
+ * Created per run; `claim` once, then `complete` or `release`.
+ */
+export interface LeaseClaim {
+  /** The random owner token of this run's claim. */
+  readonly owner: string;
+  /** Epoch milliseconds when the lease of the claim ends. */
+  readonly leaseExpiresAt: number;
+  /** Claims the key, taking over a crashed run (see `claimWithTakeover`). */
+  claim(): Promise<LeaseClaimResult>;
+  /** Marks the claim completed with an optional result, `expiresAt` counted from `nowMillis`. */
+  complete(nowMillis: number, result?: unknown): Promise<FencedResult>;
+  /** Releases the claim after a failed run, so a retry can claim the key again. */
+  release(): Promise<FencedResult>;
+}
+
+/**
+ * Creates the claim of `target` by a new owner, its lease running from `nowMillis`.
+ *
+ * @example
+ * const lease = createLeaseClaim(store, { pk, fingerprint, consumer, leaseMillis, ttlSeconds }, clock());
+ * const claimed = await lease.claim();
+ * if (claimed.kind === 'existing') return skip(claimed.record);
+ * try {
+ *   await work();
+ * } catch (error) {
+ *   await lease.release();
+ *   throw error;
+ * }
+ * await lease.complete(clock());
+ */
+export function createLeaseClaim(
+  store: Pick<InboxStore, 'claimLease' | 'complete' | 'release'>,
+  target: LeaseTarget,
+  nowMillis: number,
+): LeaseClaim {
+  const { pk, fingerprint, consumer, leaseMillis, ttlSeconds } = target;
+  const owner = randomUUID();
+  const leaseExpiresAt = nowMillis + leaseMillis;
+  const record: InboxRecord = {
+    pk,
+    status: INBOX_STATUS.inProgress,
+    fingerprint,
+    // The claim outlives its lease, or the key would look free while this run works.
+    expiresAt: Math.max(Math.floor(nowMillis / 1000) + ttlSeconds, Math.ceil(leaseExpiresAt / 1000) + 1),
+    consumer,
+    committedAt: nowMillis,
+    leaseExpiresAt,
+    owner,
+  };
+  return {
+    owner,
+    leaseExpiresAt,
+    claim: () => claimWithTakeover(store, record, nowMillis),
+    complete(completedAt, result) {
+      const expiresAt = Math.floor(completedAt / 1000) + ttlSeconds;
+      return store.complete(pk, owner, result === undefined ? { expiresAt } : { expiresAt, result });
+    },
+    release: () => store.release(pk, { owner }),
+  };
 }
