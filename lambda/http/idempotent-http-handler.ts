@@ -4,7 +4,7 @@
  * key with a lease (`claimLease`), runs, and its response is stored (`complete`); a retry gets the
  * stored response; the same key on a different request gets 422; a retry while the first is
  * still running gets 409 with `Retry-After`. A failure releases the claim (`release`) so a retry
- * can run.
+ * can run; the released claim keeps its fingerprint, so the key stays bound to its request.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
@@ -162,7 +162,9 @@ type HttpOutcomeKind = keyof OutcomeCounts;
  *   method and route template, and by `caller` when given.
  * - The first request claims the key (`IN_PROGRESS`, with a lease and an owner token), runs,
  *   and its response (status, headers, cookies, body; size-capped) is stored when
- *   `isReplayable(statusCode)`; a thrown error or another status releases the key.
+ *   `isReplayable(statusCode)`; a thrown error or another status releases the key. The released
+ *   claim keeps its fingerprint (lease end `0`): a retry of the same request claims it again in
+ *   one request, a different request with the same key still gets 422.
  * - A retry with the same fingerprint (method, path, body by default) gets the stored response
  *   with `Idempotent-Replayed: true`; a different request with the same key gets 422; a retry
  *   while the first runs gets 409 with `Retry-After` (seconds until the lease ends, at least 1).

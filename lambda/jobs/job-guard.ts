@@ -116,7 +116,8 @@ export interface JobGuard {
 /**
  * Creates a guard that runs each job slot once. The slot's inbox record is claimed with a
  * lease and an owner token; `complete` marks it done (fenced by the owner), a failure releases
- * it. An overlapping run gets `{ ran: false, reason: 'in-progress' }`, a later one
+ * it (kept with its fingerprint and lease end `0`, so a retry of the slot claims it again in one
+ * request). An overlapping run gets `{ ran: false, reason: 'in-progress' }`, a later one
  * `{ ran: false, reason: 'completed' }`. Options are validated here; a bad option throws
  * `INVALID_OPTIONS`.
  *

@@ -1,8 +1,10 @@
 /**
  * A lease claim with takeover, over the store port's `claimLease`, shared by the job guard and
- * the HTTP idempotency wrapper: claim the key; if a live `IN_PROGRESS` claim whose lease has
- * ended holds it (its run crashed), take it over, fenced by the owner token that was seen, so
- * two runs that both saw the same stale claim cannot both take it over.
+ * the HTTP idempotency wrapper: claim the key; if a live `IN_PROGRESS` claim of the same
+ * fingerprint whose lease has ended holds it (its run crashed), take it over, fenced by the
+ * owner token that was seen, so two runs that both saw the same stale claim cannot both take it
+ * over. A claim released after a failure keeps its fingerprint (lease end `0`): the same payload
+ * claims it again at once, another payload meets it as a live record.
  */
 import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from '../core/contract';
@@ -23,9 +25,10 @@ export function isLeaseEnded(record: InboxRecord, nowMillis: number): boolean {
 }
 
 /**
- * Claims `record` (`IN_PROGRESS`, with `owner` and `leaseExpiresAt`) at `nowMillis`. A claim
- * whose lease has ended is taken over with a second `claimLease` naming the owner that was seen.
- * One request, two for a takeover.
+ * Claims `record` (`IN_PROGRESS`, with `owner` and `leaseExpiresAt`) at `nowMillis`. A claim of
+ * the same fingerprint whose lease has ended is taken over with a second `claimLease` naming the
+ * owner that was seen; a claim of another fingerprint is never taken over (its effect may have
+ * happened), it comes back as the existing record. One request, two for a takeover.
  *
  * @example
  * const claimed = await claimWithTakeover(store, record, clock());
@@ -37,7 +40,13 @@ export async function claimWithTakeover(
   nowMillis: number,
 ): Promise<LeaseClaimResult> {
   const first = await store.claimLease(record, nowMillis);
-  if (first.kind === 'inserted' || !isLeaseEnded(first.record, nowMillis)) return first;
+  if (
+    first.kind === 'inserted' ||
+    first.record.fingerprint !== record.fingerprint ||
+    !isLeaseEnded(first.record, nowMillis)
+  ) {
+    return first;
+  }
   const second = await store.claimLease(record, nowMillis, { owner: first.record.owner! });
   return second.kind === 'inserted' ? { kind: 'inserted', takeover: true } : second;
 }
@@ -65,11 +74,14 @@ export interface LeaseClaim {
   readonly owner: string;
   /** Epoch milliseconds when the lease of the claim ends. */
   readonly leaseExpiresAt: number;
-  /** Claims the key, taking over a crashed run (see `claimWithTakeover`). */
+  /** Claims the key, taking over a crashed run of the same fingerprint (see `claimWithTakeover`). */
   claim(): Promise<LeaseClaimResult>;
   /** Marks the claim completed with an optional result, `expiresAt` counted from `nowMillis`. */
   complete(nowMillis: number, result?: unknown): Promise<FencedResult>;
-  /** Releases the claim after a failed run, so a retry can claim the key again. */
+  /**
+   * Releases the claim after a failed run, keeping it bound to its fingerprint (lease end `0`):
+   * a retry of the same run claims it again in one request, another one meets a live record.
+   */
   release(): Promise<FencedResult>;
 }
 
@@ -115,6 +127,7 @@ export function createLeaseClaim(
       const expiresAt = Math.floor(completedAt / 1000) + ttlSeconds;
       return store.complete(pk, owner, result === undefined ? { expiresAt } : { expiresAt, result });
     },
-    release: () => store.release(pk, { owner }),
+    // The run may have had its effect before it failed, so the key stays bound to its fingerprint.
+    release: () => store.release(pk, { owner }, { keepFingerprint: true }),
   };
 }

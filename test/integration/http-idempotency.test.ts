@@ -1,43 +1,31 @@
 /**
  * The HTTP `Idempotency-Key` wrapper over the DynamoDB store on the local endpoint: a retry gets
  * the stored response, a changed request 422, a retry during the first request 409 with
- * `Retry-After`, and a crashed first request is taken over after its lease (injected clock).
+ * `Retry-After`, a crashed first request is taken over after its lease (injected clock), and a
+ * key released after a failure stays bound to its request.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import {
   type ApiGatewayProxyEventV1,
   type ApiGatewayProxyEventV2,
   createIdempotentHttpHandler,
   type HttpEvent,
 } from '../../lambda/http';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, manualClock } from '../support/fixtures';
+import { attachRequestCounter } from '../support/request-counter';
 
-const aws = awsConfig();
-const raw = new DynamoDBClient(aws);
-const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+const local = createLocalResources();
+const client = local.documentClient();
 const tableName = uniqueName('eo-http-inbox');
 const runId = uniqueName('run');
 let sequence = 0;
 const newKey = () => `${runId}-${++sequence}`;
 
-beforeAll(async () => {
-  await raw.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-});
-
-afterAll(async () => {
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled([raw.send(new DeleteTableCommand({ TableName: tableName }))]);
-  raw.destroy();
-});
+beforeAll(() => local.createTable(tableName));
+afterAll(() => local.dispose());
 
 const restEvent = (key: string, body: unknown): ApiGatewayProxyEventV1 => ({
   httpMethod: 'POST',
@@ -59,22 +47,14 @@ const urlEvent = (key: string, body: unknown): ApiGatewayProxyEventV2 => ({
   requestContext: { http: { method: 'POST' } },
 });
 
-function manualClock() {
-  let now = Date.now();
-  const clock = () => now;
-  clock.advance = (millis: number) => {
-    now += millis;
-  };
-  return clock;
-}
-
 function paymentsHandler<TEvent extends HttpEvent>(
   charge: (event: TEvent) => Promise<unknown>,
   clock = manualClock(),
+  handlerClient = client,
 ) {
   return createIdempotentHttpHandler<TEvent, unknown>({
     consumer: 'payments-api',
-    client,
+    client: handlerClient,
     tableName,
     clock,
     leaseMillis: 5_000,
@@ -201,5 +181,82 @@ describe('createIdempotentHttpHandler with DynamoDB', () => {
     await expect(handler(restEvent(key, { amount: 5 }))).rejects.toThrow('provider down');
     expect(await handler(restEvent(key, { amount: 5 }))).toEqual({ statusCode: 201, body: 'charged' });
     expect(calls).toBe(2);
+  });
+
+  it('keeps a released key bound to its request: a different request gets 422, the retry claims it in one request', async () => {
+    const clock = manualClock();
+    const handlerClient = local.documentClient();
+    const counter = attachRequestCounter(handlerClient);
+    const charged: unknown[] = [];
+    let fail = true;
+    const handler = paymentsHandler<ApiGatewayProxyEventV1>(
+      async (event) => {
+        if (fail) throw new Error('provider down');
+        charged.push(JSON.parse(event.body ?? '{}'));
+        return { statusCode: 201, body: 'charged' };
+      },
+      clock,
+      handlerClient,
+    );
+    const key = newKey();
+    const pk = `payments-api#POST /payments:${key}`;
+    const readClaim = async () =>
+      (await client.send(new GetCommand({ TableName: tableName, Key: { pk }, ConsistentRead: true }))).Item;
+
+    await expect(handler(restEvent(key, { amount: 5 }))).rejects.toThrow('provider down');
+    const released = await readClaim();
+    clock.advance(1_000);
+    fail = false;
+    const changed = await handler(restEvent(key, { amount: 50 }));
+    const afterChanged = await readClaim();
+    counter.reset();
+    const retry = await handler(restEvent(key, { amount: 5 }));
+    const retryRequests = counter.counts();
+
+    // Released, the claim stays with the request's fingerprint and lease end 0.
+    expect(released).toEqual({
+      pk,
+      status: 'IN_PROGRESS',
+      fingerprint: fingerprintOf({ method: 'POST', path: '/payments', body: '{"amount":5}' }),
+      consumer: 'payments-api',
+      committedAt: clock() - 1_000,
+      expiresAt: Math.floor((clock() - 1_000) / 1000) + 86_400,
+      leaseExpiresAt: 0,
+      owner: expect.any(String),
+    });
+    expect(changed).toMatchObject({
+      statusCode: 422,
+      headers: { 'Content-Type': 'application/problem+json' },
+    });
+    // The different request neither ran nor took the released claim over.
+    expect(afterChanged).toEqual(released);
+    expect(retry).toEqual({ statusCode: 201, body: 'charged' });
+    // One claim (a conditional put) and one completion, no takeover.
+    expect(retryRequests).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(charged).toEqual([{ amount: 5 }]);
+    expect(await readClaim()).toMatchObject({ status: 'COMPLETED', fingerprint: released!.fingerprint });
+    expect(await handler(restEvent(key, { amount: 5 }))).toMatchObject({
+      statusCode: 201,
+      body: 'charged',
+      headers: { 'Idempotent-Replayed': 'true' },
+    });
+  });
+
+  it('keeps a key released after a 5xx bound to its request as well', async () => {
+    const statuses = [503, 201];
+    const handler = paymentsHandler<ApiGatewayProxyEventV2>(async () => ({
+      statusCode: statuses.shift()!,
+      body: 'answer',
+    }));
+    const key = newKey();
+
+    const unavailable = await handler(urlEvent(key, { amount: 5 }));
+    const changed = await handler(urlEvent(key, { amount: 50 }));
+    const retry = await handler(urlEvent(key, { amount: 5 }));
+
+    expect(unavailable).toEqual({ statusCode: 503, body: 'answer' });
+    expect(changed).toMatchObject({ statusCode: 422 });
+    expect(retry).toEqual({ statusCode: 201, body: 'answer' });
+    expect(statuses).toEqual([]);
   });
 });

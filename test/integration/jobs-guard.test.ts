@@ -1,41 +1,35 @@
 /**
  * The job guard over the DynamoDB store on the local endpoint: two overlapping runs of one
  * scheduled slot (two guards, as two Lambda containers would have) produce one effect, and a
- * crashed run is taken over after its lease and resumed from its checkpoint (injected clock).
+ * crashed run is taken over after its lease and resumed from its checkpoint (injected clock), and
+ * a failed run's slot is released keeping its claim.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobGuard, type JobGuard, type JobRun, scheduledEventSlot } from '../../lambda/jobs';
-import { awsConfig, uniqueName } from '../support/aws';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
+import {
+  createJobGuard,
+  type JobGuard,
+  type JobRun,
+  jobSlotKey,
+  scheduledEventSlot,
+} from '../../lambda/jobs';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, manualClock } from '../support/fixtures';
+import { attachRequestCounter } from '../support/request-counter';
 
-const aws = awsConfig();
-const raw = new DynamoDBClient(aws);
-const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+const local = createLocalResources();
+const client = local.documentClient();
 const inboxTable = uniqueName('eo-jobs-inbox');
 const effectsTable = uniqueName('eo-jobs-effects');
 const runId = uniqueName('run');
 
 beforeAll(async () => {
-  for (const TableName of [inboxTable, effectsTable]) {
-    await raw.send(
-      new CreateTableCommand({
-        TableName,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  }
+  await local.createTable(inboxTable);
+  await local.createTable(effectsTable);
 });
 
-afterAll(async () => {
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled(
-    [inboxTable, effectsTable].map((TableName) => raw.send(new DeleteTableCommand({ TableName }))),
-  );
-  raw.destroy();
-});
+afterAll(() => local.dispose());
 
 /** The effect: one counter increment per call (not idempotent on its own). */
 async function increment(pk: string): Promise<void> {
@@ -57,19 +51,10 @@ async function count(pk: string): Promise<number> {
   return (Item?.count as number | undefined) ?? 0;
 }
 
-function manualClock() {
-  let now = Date.now();
-  const clock = () => now;
-  clock.advance = (millis: number) => {
-    now += millis;
-  };
-  return clock;
-}
-
-const guardOn = (clock: () => number, leaseMillis = 60_000): JobGuard =>
+const guardOn = (clock: () => number, leaseMillis = 60_000, guardClient = client): JobGuard =>
   createJobGuard({
     consumer: 'reports',
-    client,
+    client: guardClient,
     tableName: inboxTable,
     clock,
     leaseMillis,
@@ -168,5 +153,47 @@ describe('createJobGuard with DynamoDB', () => {
     expect(await first).toEqual({ ran: false, reason: 'lease-lost' });
     // Every page once: the crashed run woke up, found its slot taken over, and stopped.
     expect(await Promise.all([0, 1, 2, 3].map((page) => count(pages(page))))).toEqual([1, 1, 1, 1]);
+  });
+
+  it('releases a failed run keeping its claim, so the retry claims the slot in one request', async () => {
+    const clock = manualClock();
+    const guardClient = local.documentClient();
+    const counter = attachRequestCounter(guardClient);
+    const guard = guardOn(clock, 60_000, guardClient);
+    const slot = { job: `retry-${runId}`, slot: '2026-01-01' };
+    const pk = jobSlotKey('reports', slot);
+    const readClaim = async () =>
+      (await client.send(new GetCommand({ TableName: inboxTable, Key: { pk }, ConsistentRead: true }))).Item;
+
+    await expect(
+      guard.run(slot, async () => {
+        throw new Error('export failed');
+      }),
+    ).rejects.toThrow('export failed');
+    const released = await readClaim();
+    clock.advance(1_000);
+    counter.reset();
+    const retry = await guard.run(slot, async () => {
+      await increment(slot.job);
+      return 'exported';
+    });
+    const retryRequests = counter.counts();
+
+    // Released, the claim stays with the slot's fingerprint and lease end 0.
+    expect(released).toEqual({
+      pk,
+      status: 'IN_PROGRESS',
+      fingerprint: fingerprintOf({ job: slot.job, slot: slot.slot }),
+      consumer: 'reports',
+      committedAt: clock() - 1_000,
+      expiresAt: Math.floor((clock() - 1_000) / 1000) + 7 * 24 * 60 * 60,
+      leaseExpiresAt: 0,
+      owner: expect.any(String),
+    });
+    expect(retry).toEqual({ ran: true, result: 'exported', takeover: false });
+    // One claim (a conditional put) and one completion, no takeover.
+    expect(retryRequests).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(await readClaim()).toMatchObject({ status: 'COMPLETED', fingerprint: released!.fingerprint });
+    expect(await count(slot.job)).toBe(1);
   });
 });

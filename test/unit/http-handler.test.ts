@@ -204,10 +204,61 @@ describe('createIdempotentHttpHandler', () => {
     const event = post({ amount: 5 }, { key: 'k-1' });
 
     await expect(handler(event)).rejects.toThrow('downstream timeout');
-    expect(store.items('inbox')).toEqual([]);
+    const [released] = store.items('inbox');
+    expect(released).toMatchObject({ status: 'IN_PROGRESS', leaseExpiresAt: 0 });
+    expect(store.calls.filter((call) => call.method === 'release')).toEqual([
+      {
+        method: 'release',
+        args: [released!.pk, { owner: released!.owner }, { keepFingerprint: true }],
+      },
+    ]);
     fail = false;
     expect(await handler(event)).toEqual({ statusCode: 201, body: 'ok' });
     expect(outcomes()).toEqual(['retry', 'processed']);
+  });
+
+  it('keeps a released key bound to its request: a different request gets 422, the same one claims it in one request', async () => {
+    let fail = true;
+    const { handler, store, handle, outcomes, logs } = setup({
+      handle: vi.fn(async () => {
+        if (fail) throw new Error('downstream timeout');
+        return { statusCode: 201, body: 'ok' };
+      }),
+    });
+    const event = post({ amount: 5 }, { key: 'k-1' });
+
+    await expect(handler(event)).rejects.toThrow('downstream timeout');
+    const changed = await handler(post({ amount: 50 }, { key: 'k-1' }));
+    fail = false;
+    const claimsBefore = store.calls.filter((call) => call.method === 'claimLease').length;
+    const retry = await handler(event);
+
+    expect(changed).toMatchObject({ statusCode: 422 });
+    expect(retry).toEqual({ statusCode: 201, body: 'ok' });
+    // The different request neither took the released claim over nor ran.
+    expect(handle).toHaveBeenCalledTimes(2);
+    expect(store.calls.filter((call) => call.method === 'claimLease')).toHaveLength(claimsBefore + 1);
+    expect(outcomes()).toEqual(['retry', 'mismatch', 'processed']);
+    expect(logs.map((entry) => entry.message)).not.toContain('Lease of a crashed request taken over');
+    expect(store.items('inbox')).toEqual([
+      expect.objectContaining({ status: 'COMPLETED', result: expect.stringContaining('"body":"ok"') }),
+    ]);
+  });
+
+  it('never lets a different request take over the ended lease of a crashed request: it gets 422', async () => {
+    const crashed = deferred<{ statusCode: number; body: string }>();
+    const { handler, clock, handle, store } = setup({ handle: vi.fn(() => crashed.promise) });
+
+    const first = handler(post({ amount: 5 }, { key: 'k-1' }));
+    await settle();
+    clock.advance(10_001);
+    const changed = await handler(post({ amount: 50 }, { key: 'k-1' }));
+    crashed.resolve({ statusCode: 201, body: 'first' });
+    await first;
+
+    expect(changed).toMatchObject({ statusCode: 422 });
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(store.calls.filter((call) => call.method === 'claimLease')).toHaveLength(2);
   });
 
   it('does not store a 5xx or a try-again-later 4xx, and releases the key', async () => {

@@ -91,8 +91,13 @@ describe('createJobGuard', () => {
         throw new Error('export failed');
       }),
     ).rejects.toThrow('export failed');
-    expect(store.read('inbox', PK)).toBeUndefined();
-    expect(await guard.run(SLOT, () => 'ok')).toMatchObject({ ran: true, result: 'ok' });
+    // Released, the claim stays bound to its slot with its lease ended.
+    expect(store.read('inbox', PK)).toMatchObject({ status: 'IN_PROGRESS', leaseExpiresAt: 0 });
+    const claims = store.calls.filter((call) => call.method === 'claimLease').length;
+    expect(await guard.run(SLOT, () => 'ok')).toEqual({ ran: true, result: 'ok', takeover: false });
+    // The retry claims the released slot in one request, as a first claim.
+    expect(store.calls.filter((call) => call.method === 'claimLease')).toHaveLength(claims + 1);
+    expect(store.read('inbox', PK)).toMatchObject({ status: 'COMPLETED' });
   });
 
   it('takes over a crashed run once its lease ends, resumes from its checkpoint, and stops the crashed run at its next checkpoint', async () => {

@@ -56,6 +56,31 @@ describe('claimWithTakeover', () => {
     expect(answers.filter((answer) => answer.kind === 'existing')).toHaveLength(1);
   });
 
+  it('never takes over the ended lease of a claim with another fingerprint', async () => {
+    const store = createMemoryStore();
+    await claimWithTakeover(store, claim('a', T0), T0);
+
+    const answer = await claimWithTakeover(store, { ...claim('b', T0 + 1001), fingerprint: 'g' }, T0 + 1001);
+
+    expect(answer).toMatchObject({ kind: 'existing', record: { owner: 'a', fingerprint: 'f' } });
+    expect(store.calls.filter((call) => call.method === 'claimLease')).toHaveLength(2);
+  });
+
+  it('claims a claim released keeping its fingerprint in one request, and keeps it from another fingerprint', async () => {
+    const store = createMemoryStore();
+    await claimWithTakeover(store, claim('a', T0), T0);
+    await store.release('jobs#report:2026-01-01', { owner: 'a' }, { keepFingerprint: true });
+
+    const other = await claimWithTakeover(store, { ...claim('b', T0 + 1), fingerprint: 'g' }, T0 + 1);
+    const calls = store.calls.length;
+    const same = await claimWithTakeover(store, claim('c', T0 + 2), T0 + 2);
+
+    expect(other).toMatchObject({ kind: 'existing', record: { owner: 'a', leaseExpiresAt: 0 } });
+    expect(same).toEqual({ kind: 'inserted', takeover: false });
+    expect(store.calls).toHaveLength(calls + 1);
+    expect(store.read('inbox', 'jobs#report:2026-01-01')).toMatchObject({ owner: 'c', fingerprint: 'f' });
+  });
+
   it('never takes over a completed record', async () => {
     const store = createMemoryStore();
     await claimWithTakeover(store, claim('a', T0), T0);
