@@ -4,7 +4,7 @@
  * `sqs-consumer` (an optional peer dependency); never imported by the Lambda entry points.
  */
 import { Consumer } from 'sqs-consumer';
-import { EffectivelyOnceError } from '../core/errors';
+import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
 import type { SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
@@ -74,6 +74,29 @@ function whole(field: string, value: unknown, fallback: number, min: number, max
 }
 
 const SETTLE_CHECK_MILLIS = 10;
+
+/**
+ * What is logged of an error `sqs-consumer` reports: its class, the AWS error name and HTTP
+ * status it carries (`SQSError`), and the class and toolkit code of its cause. Never its
+ * message: `sqs-consumer` quotes the message of the error it wraps (`Unexpected message batch
+ * handler failure: ...`), and that may quote a message body.
+ */
+function describeWorkerError(error: unknown): Record<string, string | number> {
+  const { name, code, statusCode, cause } = (error ?? {}) as Record<string, unknown>;
+  const described: Record<string, string | number> = {};
+  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+  const set = (field: string, value: string | number | undefined) => {
+    if (value !== undefined) described[field] = value;
+  };
+  set('errorName', text(name) ?? typeof error);
+  set('awsErrorName', text(code));
+  set('statusCode', typeof statusCode === 'number' ? statusCode : undefined);
+  if (typeof cause === 'object' && cause !== null) {
+    set('causeName', text((cause as Error).name));
+    if (isEffectivelyOnceError(cause)) set('code', cause.code);
+  }
+  return described;
+}
 
 /**
  * Creates a long-running worker that polls `queueUrl` with `sqs-consumer` in batch mode and
@@ -183,8 +206,7 @@ export function createSqsWorker<TBody = unknown>(
       message: `The SQS worker reported an error (${event})`,
       consumer: consumerName,
       queueUrl,
-      errorName: error?.name,
-      reason: error?.message,
+      ...describeWorkerError(error),
     });
   };
   // Without an `error` listener an EventEmitter throws, which would end the process.

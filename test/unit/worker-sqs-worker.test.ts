@@ -1,6 +1,8 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { StandardError, TimeoutError } from 'sqs-consumer';
 import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
+import { EffectivelyOnceError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { Message } from '../../lambda/core/message';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
@@ -160,9 +162,43 @@ describe('createSqsWorker', () => {
         consumer: 'orders',
         queueUrl: QUEUE_URL,
         errorName: 'SQSError',
-        reason: 'SQS receive message failed: denied',
+        awsErrorName: 'AccessDenied',
+        causeName: 'AccessDenied',
       },
     ]);
+  });
+
+  it('logs an error sqs-consumer reports by class and code only, never its message, which may quote a body', async () => {
+    const entries: LogEntry[] = [];
+    const sqs = fakeSqs(() => Promise.resolve({ Messages: [] }));
+    const worker = createSqsWorker(options(entries), { sqs: sqs.client, queueUrl: QUEUE_URL });
+    const body = '{"id":"S3NT1NEL"}';
+    const failure = Object.assign(new StandardError(`Unexpected message batch handler failure: ${body}`), {
+      cause: new EffectivelyOnceError('VALIDATION', `cannot read ${body}`),
+    });
+
+    worker.consumer.emit('processing_error', failure, { MessageId: 'm-1' });
+    worker.consumer.emit('timeout_error', new TimeoutError(`timed out on ${body}`), { MessageId: 'm-2' });
+
+    expect(entries).toEqual([
+      {
+        level: 'error',
+        message: 'The SQS worker reported an error (processing_error)',
+        consumer: 'orders',
+        queueUrl: QUEUE_URL,
+        errorName: 'StandardError',
+        causeName: 'EffectivelyOnceError',
+        code: 'VALIDATION',
+      },
+      {
+        level: 'error',
+        message: 'The SQS worker reported an error (timeout_error)',
+        consumer: 'orders',
+        queueUrl: QUEUE_URL,
+        errorName: 'TimeoutError',
+      },
+    ]);
+    expect(JSON.stringify(entries)).not.toContain('S3NT1NEL');
   });
 
   it('turns the heartbeat off when asked, and when no heartbeat fits a one-second timeout', () => {
