@@ -7,6 +7,7 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
+  NumberValue,
   PutCommand,
   TransactWriteCommand,
   UpdateCommand,
@@ -25,6 +26,7 @@ import type {
 import {
   type ConditionalCheckFailure,
   classifyAwsError,
+  classifyUnmarshallError,
   readConditionalCheckFailure,
   readTransactionCancellation,
 } from './classify-aws-error';
@@ -152,7 +154,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     nowSeconds: number,
     operation: string,
   ): Promise<InsertResult> {
-    const record = item ? toRecord(toDocument(item)) : await readLive(pk, nowSeconds, operation);
+    const record = item ? toRecord(toDocument(item, operation)) : await readLive(pk, nowSeconds, operation);
     if (record) return { kind: 'existing', record };
     throw vanished(operation, pk, 'record', error);
   }
@@ -288,7 +290,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       // with a sort key (DynamoDB returns the item there anyway).
       const key = item[keyAttribute];
       const stored = written.item
-        ? toDocument(written.item)
+        ? toDocument(written.item, 'insertEntity')
         : await read('insertEntity', TableName, { [keyAttribute]: key });
       const record = stored && toEntityRecord(stored, keyAttribute);
       if (record && record.expiresAt > nowSeconds) return { kind: 'existing', record };
@@ -512,12 +514,28 @@ function asNumber(value: unknown): number | undefined {
  * Items inside errors (`ConditionalCheckFailedException.Item`, `CancellationReasons[].Item`)
  * are not unmarshalled by the document client: they arrive as raw `AttributeValue`s. Accept
  * both shapes, so a client or emulator that does unmarshall them keeps working.
+ *
+ * A number JavaScript cannot hold exactly (a business item's 20-digit decimal) is kept as a
+ * `NumberValue` rather than failing the read: the store reads only a few attributes, and a
+ * duplicate must be recognised whatever else the item holds. Anything else the unmarshaller
+ * rejects is classified without its message, which quotes the value.
  */
-function toDocument(item: Record<string, unknown>): Record<string, unknown> {
+function toDocument(item: Record<string, unknown>, operation: string): Record<string, unknown> {
   const values = Object.values(item);
   const raw = values.length > 0 && values.every(isRawAttributeValue);
-  // biome-ignore lint/suspicious/noExplicitAny: unmarshall's parameter type is the raw AttributeValue map.
-  return raw ? unmarshall(item as Record<string, any>) : item;
+  if (!raw) return item;
+  try {
+    // biome-ignore lint/suspicious/noExplicitAny: unmarshall's parameter type is the raw AttributeValue map.
+    return unmarshall(item as Record<string, any>, { wrapNumbers: exactNumber });
+  } catch (error) {
+    throw classifyUnmarshallError(error, `${operation} (returned item)`);
+  }
+}
+
+/** A stored number as a JavaScript number when it holds it within the safe range, else its text. */
+function exactNumber(text: string): number | NumberValue {
+  const number = Number(text);
+  return Math.abs(number) <= Number.MAX_SAFE_INTEGER ? number : NumberValue.from(text);
 }
 
 function isRawAttributeValue(value: unknown): boolean {

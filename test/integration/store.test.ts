@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, NumberValue } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InboxRecord, InboxStore, TransactWriteAction } from '../../lambda/core/store-port';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
@@ -385,6 +385,53 @@ describe('DynamoDB store failures', () => {
       code: 'VALIDATION',
       message: expect.stringContaining('removeUndefinedValues'),
     });
+  });
+});
+
+describe('DynamoDB store reading the item a failed condition returned', () => {
+  // 20 significant digits: DynamoDB keeps them, a JavaScript number cannot.
+  const digits = '98765432109876543210.5';
+
+  it('recognises a duplicate entity whose item holds a number JavaScript cannot hold', async () => {
+    const pk = key('big-number');
+    const entity = {
+      tableName: businessTable,
+      keyAttribute: 'pk',
+      item: { pk, amount: NumberValue.from(digits) },
+    };
+    const store = newStore();
+    await store.insertEntity(entity, 'fp-1', now);
+
+    expect(await store.insertEntity(entity, 'fp-1', now + 1)).toEqual({
+      kind: 'existing',
+      record: {
+        pk,
+        status: 'COMPLETED',
+        fingerprint: 'fp-1',
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        consumer: '',
+      },
+    });
+  });
+
+  it('reports a returned item it cannot unmarshall as VALIDATION, naming the error class only', async () => {
+    const client = newClient({ maxAttempts: 1 });
+    injectResponses(client, () => ({
+      statusCode: 400,
+      type: 'ConditionalCheckFailedException',
+      body: { Item: { pk: { S: 'k' }, note: { S: 'S3NT1NEL' }, amount: { M: { S3NT1NEL: {} } } } },
+    }));
+
+    const failure = newStore(client).insert(marker(key('unreadable')), now);
+
+    await expect(failure).rejects.toMatchObject({
+      code: 'VALIDATION',
+      disposition: 'permanent',
+      message:
+        'insert (returned item): an item DynamoDB returned cannot be unmarshalled (a number JavaScript ' +
+        'cannot hold, or a malformed attribute value) (Error)',
+    });
+    await expect(failure).rejects.toSatisfy((error: Error) => !String(error.message).includes('S3NT1NEL'));
   });
 });
 

@@ -9,7 +9,7 @@
  * sentinel sits in the other fields of the body, and the key is plain.
  */
 import { randomBytes } from 'node:crypto';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { NumberValue, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
@@ -337,6 +337,36 @@ describe('no bodies in logs at default settings', () => {
     const output = await captureOutput(() => handler({ Records: [record(raw)] }));
 
     expectNoBody(output, mark, 'permanent');
+    expect(output).not.toContain(digits.slice(0, 12));
+  });
+
+  // The unmarshaller's message quotes the number it cannot convert, read back from a stored item
+  // (the entity a failed condition returns): the duplicate is recognised all the same.
+  it('writes no part of the body when a stored entity holds a number JavaScript cannot hold', async () => {
+    const mark = sentinel();
+    const digits = '98765432109876543210.5';
+    const used = createLocalClient({ maxAttempts: 3 });
+    clients.push(used);
+    const handler = createSqsHandler<Body & { total: string }>({
+      consumer: uniqueName('no-bodies'),
+      client: used.document,
+      tableName: inboxTable,
+      dedupKey: fromBody<Body>((body) => body.id),
+      mode: 'entity',
+      handle: (message) => ({
+        tableName: businessTable,
+        keyAttribute: 'pk',
+        item: { pk: message.scopedKey, note: message.body.note, total: NumberValue.from(message.body.total) },
+      }),
+    });
+    const raw = bodyWith(mark, { total: digits } as Partial<Body>);
+
+    const output = await captureOutput(async () => {
+      await handler({ Records: [record(raw)] });
+      await handler({ Records: [record(raw)] });
+    });
+
+    expectNoBody(output, mark, 'duplicate');
     expect(output).not.toContain(digits.slice(0, 12));
   });
 });

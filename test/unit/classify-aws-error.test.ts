@@ -11,10 +11,12 @@ import {
   TransactionConflictException,
   TransactionInProgressException,
 } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { EffectivelyOnceError, type ErrorCode } from '../../lambda/core/errors';
 import {
   classifyAwsError,
+  classifyUnmarshallError,
   readConditionalCheckFailure,
   readTransactionCancellation,
 } from '../../lambda/store/classify-aws-error';
@@ -187,6 +189,37 @@ describe('classifyAwsError', () => {
     expect(classifyAwsError(new Error('a value S3NT1NEL'), 'insert').message).toBe(
       'insert: unrecognised failure, retried (Error)',
     );
+  });
+
+  it('classifies an unmarshalling error (the document client reading a response) as VALIDATION, without the value it quotes', () => {
+    const digits = '98765432109876543210.5';
+    let unmarshalling: unknown;
+    try {
+      unmarshall({ amount: { N: digits } });
+    } catch (error) {
+      unmarshalling = error;
+    }
+
+    expect(classifyAwsError(unmarshalling, 'claimLease')).toMatchObject({
+      code: 'VALIDATION',
+      disposition: 'permanent',
+      message:
+        'claimLease: an item DynamoDB returned cannot be unmarshalled (a number JavaScript cannot hold, ' +
+        'or a malformed attribute value) (Error)',
+    });
+  });
+
+  it('classifies any failure to unmarshall a returned item as VALIDATION, naming its class only', () => {
+    const error = new TypeError('S3NT1NEL.map is not a function');
+
+    expect(classifyUnmarshallError(error, 'commit (returned item)')).toMatchObject({
+      code: 'VALIDATION',
+      disposition: 'permanent',
+      message:
+        'commit (returned item): an item DynamoDB returned cannot be unmarshalled (a number JavaScript ' +
+        'cannot hold, or a malformed attribute value) (TypeError)',
+      cause: error,
+    });
   });
 
   it('keeps the message of a network error, which quotes no data', () => {
