@@ -1,6 +1,6 @@
 /**
  * The few Lambda and CloudWatch Logs calls the main job makes, as signed HTTP requests: the
- * project has no SDK clients for those services and adds no dependency for three calls.
+ * project has no SDK clients for those services and adds no dependency for a handful of calls.
  */
 import { signRequest } from '../local-deploy/sigv4';
 
@@ -61,6 +61,53 @@ export async function functionLogGroup(target: AwsHttpTarget, functionName: stri
   return configuration.LoggingConfig?.LogGroup || `/aws/lambda/${functionName}`;
 }
 
+/** A function's environment variables (`Environment.Variables` of its configuration). */
+export async function functionEnvironment(
+  target: AwsHttpTarget,
+  functionName: string,
+): Promise<Record<string, string>> {
+  const path = `/2015-03-31/functions/${encodeURIComponent(functionName)}/configuration`;
+  const response = await call(target, 'lambda', 'GET', path, '', {});
+  const configuration = JSON.parse(response.text) as { Environment?: { Variables?: Record<string, string> } };
+  return { ...configuration.Environment?.Variables };
+}
+
+/**
+ * Turns every event source mapping of a function on or off (`UpdateEventSourceMapping` with
+ * `Enabled`) and returns how many it changed: off, the function no longer polls its queue.
+ */
+export async function setEventSourceMappingsEnabled(
+  target: AwsHttpTarget,
+  functionName: string,
+  enabled: boolean,
+): Promise<number> {
+  const list = await call(
+    target,
+    'lambda',
+    'GET',
+    `/2015-03-31/event-source-mappings/?FunctionName=${encodeURIComponent(functionName)}`,
+    '',
+    {},
+  );
+  const { EventSourceMappings = [] } = JSON.parse(list.text) as {
+    EventSourceMappings?: { UUID?: string }[];
+  };
+  let changed = 0;
+  for (const { UUID } of EventSourceMappings) {
+    if (!UUID) continue;
+    await call(
+      target,
+      'lambda',
+      'PUT',
+      `/2015-03-31/event-source-mappings/${encodeURIComponent(UUID)}`,
+      JSON.stringify({ Enabled: enabled }),
+      { 'content-type': 'application/json' },
+    );
+    changed += 1;
+  }
+  return changed;
+}
+
 /**
  * Every log message of a log group (all streams, following `nextToken`), oldest first. A log
  * group that does not exist yet has no messages.
@@ -103,7 +150,7 @@ interface HttpAnswer {
 async function call(
   target: AwsHttpTarget,
   service: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'PUT',
   path: string,
   body: string,
   extraHeaders: Readonly<Record<string, string>>,
@@ -124,7 +171,7 @@ async function call(
   const response = await fetch(url, {
     method,
     headers,
-    ...(method === 'POST' ? { body } : {}),
+    ...(method === 'GET' ? {} : { body }),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MILLIS),
   });
   const text = await response.text();

@@ -18,6 +18,7 @@ import {
   type SampleLogName,
 } from './sample-logs';
 import type { ExampleObservation, SampleLogs, SampleRun } from './scenario';
+import type { WorkerSwitchResult } from './worker-switch';
 
 /**
  * Aligns rows into columns two spaces apart, every line indented by `indent`. Numbers read best
@@ -242,6 +243,20 @@ export function formatReplay(replay: ReplayLogsResult): string {
       ? `  Orders, Audit and inbox tables before vs after the whole replay: identical (${items ?? 0} items compared field by field)`
       : `  Orders, Audit and inbox tables before vs after the whole replay: ${replay.overall.length} change(s)\n${indent(formatDifferences(replay.overall), '      ')}`,
   );
+  return lines.join('\n');
+}
+
+/** What the order projector did as a worker, in a few lines. */
+export function formatWorkerSwitch(result: WorkerSwitchResult): string {
+  const { worker } = result;
+  const lines = [
+    `  Sent ${result.sent} messages; ${result.expectedDeliveries} reached the worker (the broker dropped the resends of a reused id).`,
+    `  Worker outcomes: ${worker.processed} processed, ${worker.duplicate} duplicate, ${worker.permanent} dead-lettered, ` +
+      `${worker.retry} retried; the Lambda received ${deliveriesOf(result.lambda)} while switched off.`,
+    result.differences.length === 0
+      ? '  Orders and inbox tables before vs after the worker: identical. Moving the consumer reprocessed nothing.'
+      : `  Orders and inbox tables before vs after the worker: ${result.differences.length} change(s)\n${indent(formatDifferences(result.differences), '      ')}`,
+  ];
   return lines.join('\n');
 }
 

@@ -22,6 +22,7 @@ import {
   formatReplay,
   formatRunSummary,
   formatTimings,
+  formatWorkerSwitch,
   seconds,
   type Timing,
 } from './report';
@@ -38,6 +39,12 @@ import {
   runSampleLogs,
   sampleDownstreamFailures,
 } from './scenario';
+import {
+  checkWorkerSwitch,
+  ORDER_PROJECTOR_WORKER_ENTRY,
+  runOrdersOnWorker,
+  WORKER_DEDUP_SUFFIX,
+} from './worker-switch';
 
 /** Options of {@link runMainJob}. */
 export interface MainJobOptions {
@@ -96,7 +103,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     // A broken sample log fails here, before anything is started.
     const logs = loadSampleLogs(root);
 
-    print('[1/5] Local AWS, the downstream service and the example app');
+    print('[1/6] Local AWS, the downstream service and the example app');
     aws = await time('start local AWS and the downstream service', async () => {
       downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
       return startLocalAws({ env: options.env ?? process.env, log: indented });
@@ -126,7 +133,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     harness = createExampleHarness(aws, deployment.outputs, service.ledger);
     const h = harness;
 
-    print('\n[2/5] Sending the sample logs');
+    print('\n[2/6] Sending the sample logs');
     const file = (path: string) => relative(root, path);
     print(
       formatLogStory(logs.orders, `${file(logs.orders.file)} → FIFO queue → order projector (atomic mode)`),
@@ -154,7 +161,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     const sent = SAMPLE_LOG_NAMES.reduce((sum, name) => sum + logs[name].entries.length, 0);
     print(`  Sent ${sent} messages; the queues drained in ${seconds(run.drainMillis)}.`);
 
-    print('\n[3/5] What the consumers did');
+    print('\n[3/6] What the consumers did');
     const first = await time('read metrics, tables and DLQs', () =>
       observeExample(h, firstRunDeliveries(logs)),
     );
@@ -167,7 +174,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print(formatDeadLetters(logs, run, first));
     checks.push(...checkFirstRun(logs, run, first));
 
-    print('\n[4/5] Replaying the whole log (double tap)');
+    print('\n[4/6] Replaying the whole log (double tap)');
     print(
       `  The replay tool's doubleTap helper sends each log twice and snapshots the Orders, Audit and inbox\n` +
         `  tables after each pass. SQS would drop a FIFO resend with a deduplication id it saw in the last\n` +
@@ -198,6 +205,19 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     );
     print(formatDeadLetters(logs, run, second).replace(/^ {2}/gm, '    '));
     checks.push(...checkReplay(logs, first, second, replay));
+
+    print('\n[5/6] The order projector as a long-running worker');
+    print(
+      "  The same handler module runs outside Lambda: the function's event source mapping is turned off,\n" +
+        `  and \`${ORDER_PROJECTOR_WORKER_ENTRY}\` starts as a process of its own (as in a container) with\n` +
+        "  the function's environment plus ORDERS_QUEUE_URL, polling the queue with sqs-consumer. The order log\n" +
+        `  is sent once more with fresh deduplication ids (suffix \`${WORKER_DEDUP_SUFFIX}\`), so the broker passes it.`,
+    );
+    const switched = await time('run the order log through the worker', () =>
+      runOrdersOnWorker(h, logs, { root, log: indented }),
+    );
+    print(formatWorkerSwitch(switched));
+    checks.push(...checkWorkerSwitch(logs, switched));
   } catch (error) {
     checks.push({
       ok: false,
@@ -212,7 +232,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print('\nStopped the downstream service.');
   }
 
-  print('\n[5/5] Checks');
+  print('\n[6/6] Checks');
   print(formatChecks(checks));
 
   if (aws) {

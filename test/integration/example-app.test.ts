@@ -29,6 +29,7 @@ import {
   sampleDownstreamFailures,
 } from '../../scripts/main-job/scenario';
 import { redeliver, sendLog, waitForQueues } from '../../scripts/main-job/traffic';
+import { checkWorkerSwitch, runOrdersOnWorker } from '../../scripts/main-job/worker-switch';
 import { awsConfig, uniqueName } from '../support/aws';
 
 const root = projectRoot();
@@ -260,5 +261,17 @@ describe('the example app deployed to local AWS', () => {
     expect(after.outcomes.payments.processed - before.outcomes.payments.processed).toBe(0);
     expect(after.downstream).toEqual(before.downstream);
     expect(checkReplay(logs, before, after, replay).filter((check) => !check.ok)).toEqual([]);
+  }, 120_000);
+
+  it('moves the order projector to a worker process of the same handler module, which reprocesses nothing', async () => {
+    const { harness } = deployed();
+    const result = await runOrdersOnWorker(harness, logs, { root });
+
+    expect(result.mappingsTurnedOff).toBe(1);
+    expect(result.worker).toMatchObject({ processed: 0, duplicate: 8, permanent: 1, retry: 0, inFlight: 0 });
+    expect(deliveriesOf(result.lambda)).toBe(0);
+    expect(result.differences).toEqual([]);
+    expect(result.exit).toEqual({ code: 0, signal: null });
+    expect(checkWorkerSwitch(logs, result).filter((check) => !check.ok)).toEqual([]);
   }, 120_000);
 });

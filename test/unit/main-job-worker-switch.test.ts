@@ -1,0 +1,62 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { OutcomeTotals } from '../../scripts/main-job/observations';
+import { formatWorkerSwitch } from '../../scripts/main-job/report';
+import { loadSampleLogs } from '../../scripts/main-job/sample-logs';
+import { checkWorkerSwitch, type WorkerSwitchResult } from '../../scripts/main-job/worker-switch';
+
+const logs = loadSampleLogs(join(__dirname, '..', '..'));
+const totals = (fields: Partial<OutcomeTotals>): OutcomeTotals => ({
+  processed: 0,
+  duplicate: 0,
+  inFlight: 0,
+  mismatch: 0,
+  stale: 0,
+  retry: 0,
+  permanent: 0,
+  invocations: 0,
+  ...fields,
+});
+const clean: WorkerSwitchResult = {
+  mappingsTurnedOff: 1,
+  sent: 11,
+  expectedDeliveries: 9,
+  worker: totals({ duplicate: 8, permanent: 1, invocations: 3 }),
+  lambda: totals({}),
+  exit: { code: 0, signal: null },
+  differences: [],
+  bodiesInOutput: 0,
+  millis: 2000,
+};
+
+describe('the main job’s worker switch', () => {
+  it('holds every check when the worker finds only duplicates and the poison line, and stops cleanly', () => {
+    expect(checkWorkerSwitch(logs, clean).filter((check) => !check.ok)).toEqual([]);
+    expect(formatWorkerSwitch(clean)).toContain('0 processed, 8 duplicate, 1 dead-lettered, 0 retried');
+    expect(formatWorkerSwitch(clean)).toContain('identical');
+  });
+
+  it('fails on a reprocessed event, a changed table, a body in the output, a Lambda still polling or an unclean exit', () => {
+    const failed = (result: Partial<WorkerSwitchResult>) =>
+      checkWorkerSwitch(logs, { ...clean, ...result })
+        .filter((check) => !check.ok)
+        .map((check) => check.name);
+
+    expect(failed({ worker: totals({ processed: 1, duplicate: 7, permanent: 1 }) })).toEqual([
+      'orders on the worker: 9 deliveries, none processed again, 8 suppressed by the inbox',
+    ]);
+    expect(
+      failed({ differences: [{ table: 'Orders', key: {}, kind: 'changed', path: 'status' } as never] }),
+    ).toEqual(['orders on the worker: Orders and inbox tables unchanged']);
+    expect(failed({ bodiesInOutput: 1 })).toEqual([
+      'orders on the worker: no message body in the worker output',
+    ]);
+    expect(failed({ lambda: totals({ duplicate: 2 }), mappingsTurnedOff: 0 })).toEqual([
+      'orders on the worker: the Lambda event source mapping turned off',
+      'orders on the worker: the Lambda received nothing while switched off',
+    ]);
+    expect(failed({ exit: { code: null, signal: 'SIGKILL' } })).toEqual([
+      'orders on the worker: stopped by SIGTERM with exit code 0',
+    ]);
+  });
+});
