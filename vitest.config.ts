@@ -1,15 +1,21 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // `effectively-once`, `effectively-once/http`, ... resolve to the TypeScript sources through
+  // the `paths` of tsconfig.json, as they do for tsc and tsx, so the examples import the package
+  // as a user would. Every project extends this root config to inherit it.
+  resolve: { tsconfigPaths: true },
   test: {
     projects: [
       {
+        extends: true,
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
         },
       },
       {
+        extends: true,
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
@@ -19,6 +25,7 @@ export default defineConfig({
         },
       },
       {
+        extends: true,
         test: {
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
@@ -26,6 +33,7 @@ export default defineConfig({
         },
       },
       {
+        extends: true,
         test: {
           name: 'reliability',
           include: ['test/reliability/**/*.test.ts'],

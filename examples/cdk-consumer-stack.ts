@@ -12,7 +12,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { IdempotentConsumer, InboxTable } from '../lib';
+import { IdempotentConsumer, InboxTable } from 'effectively-once/construct';
 
 export class OrdersStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {

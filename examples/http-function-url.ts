@@ -6,7 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ApiGatewayProxyEventV2, createIdempotentHttpHandler } from '../lambda/http/index';
+import { type ApiGatewayProxyEventV2, createIdempotentHttpHandler } from 'effectively-once/http';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
   marshallOptions: { removeUndefinedValues: true },

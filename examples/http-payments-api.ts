@@ -6,7 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ApiGatewayProxyEventV1, createIdempotentHttpHandler } from '../lambda/http/index';
+import { type ApiGatewayProxyEventV1, createIdempotentHttpHandler } from 'effectively-once/http';
 
 /** The event, with the Lambda authorizer's context this API uses. */
 interface PaymentsEvent extends ApiGatewayProxyEventV1 {

@@ -10,7 +10,7 @@ import {
   type JobResult,
   type ScheduledEvent,
   scheduledEventSlot,
-} from '../lambda/jobs/index';
+} from 'effectively-once/jobs';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
   marshallOptions: { removeUndefinedValues: true },

@@ -3,8 +3,8 @@
  * pipeline step, an operator re-running yesterday's import) loads it once.
  */
 
-import type { InboxStore } from '../lambda/index';
-import { createJobGuard, type JobGuard } from '../lambda/jobs/index';
+import type { InboxStore } from 'effectively-once';
+import { createJobGuard, type JobGuard } from 'effectively-once/jobs';
 
 /** One batch to load. */
 export interface BatchInput {

@@ -7,8 +7,8 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { doubleTap, formatDifferences } from 'effectively-once/replay';
 import { describe, expect, it } from 'vitest';
-import { doubleTap, formatDifferences } from '../cli/replay';
 
 const sqs = new SQSClient({});
 const dynamodb = new DynamoDBClient({});

@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsDeadLetterSender, createSqsHandler, fromBody } from '../lambda';
+import { createSqsDeadLetterSender, createSqsHandler, fromBody } from 'effectively-once';
 
 interface ShipmentEvent {
   readonly shipmentId: string;

@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromCloudEvent } from '../lambda';
+import { createSqsHandler, fromCloudEvent } from 'effectively-once';
 
 interface AuditEvent {
   readonly specversion: string;

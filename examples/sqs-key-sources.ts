@@ -8,7 +8,7 @@ import {
   fromDeduplicationId,
   fromMessageId,
   fromRecord,
-} from '../lambda';
+} from 'effectively-once';
 
 interface PaymentEvent {
   readonly tenant: string;

@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromAttribute } from '../lambda';
+import { createSqsHandler, fromAttribute } from 'effectively-once';
 
 interface PurgeRequest {
   readonly path: string;

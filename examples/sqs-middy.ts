@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import { createSqsMiddleware, fromBody } from '../lambda';
+import { createSqsMiddleware, fromBody } from 'effectively-once';
 
 interface InvoiceEvent {
   readonly invoiceId: string;

@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromBody, PermanentError } from '../lambda';
+import { createSqsHandler, fromBody, PermanentError } from 'effectively-once';
 
 interface OrderEvent {
   readonly orderId: string;

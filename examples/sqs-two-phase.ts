@@ -5,7 +5,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromBody } from '../lambda';
+import { createSqsHandler, fromBody } from 'effectively-once';
 
 interface RefundRequest {
   readonly refundId: string;

@@ -7,7 +7,7 @@
  * Run it with `ORDERS_QUEUE_URL=... tsx examples/worker-main.ts`.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createSqsWorker, type SqsWorker } from '../lambda/worker/index';
+import { createSqsWorker, type SqsWorker } from 'effectively-once/worker';
 import { orderProjector } from './worker-order-projector';
 
 /** Starts the worker on `queueUrl` and stops it gracefully on SIGTERM or SIGINT. */

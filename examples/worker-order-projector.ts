@@ -6,7 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromBody, type SqsHandlerOptions } from '../lambda/index';
+import { createSqsHandler, fromBody, type SqsHandlerOptions } from 'effectively-once';
 
 /** An order event as the producer sends it. */
 export interface OrderEvent {
