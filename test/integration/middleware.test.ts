@@ -3,9 +3,8 @@
  * endpoint: for the same batch it must answer exactly as `createSqsHandler` does and leave the
  * same items behind. Each path gets its own inbox and business tables, seeded the same way.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,7 +12,6 @@ import {
   createSqsHandler,
   createSqsMiddleware,
   fromBody,
-  type LambdaContext,
   type Message,
   PermanentError,
   type SqsBatchResponse,
@@ -22,11 +20,18 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import {
+  createLocalResources,
+  injectFaults,
+  lambdaContext,
+  type OrderEvent,
+  sqsRecord,
+  THROTTLED,
+} from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
 
-const aws = awsConfig();
-const rawClients: DynamoDBClient[] = [];
+const local = createLocalResources();
 const now = Date.now();
 
 interface Tables {
@@ -38,75 +43,24 @@ const direct: Tables = { inbox: uniqueName('eo-mw-direct-inbox'), orders: unique
 const viaMiddy: Tables = { inbox: uniqueName('eo-mw-middy-inbox'), orders: uniqueName('eo-mw-middy-orders') };
 const allTables = [direct.inbox, direct.orders, viaMiddy.inbox, viaMiddy.orders];
 
-function newClient(): DynamoDBDocumentClient {
-  // One attempt: the injected throttle fails at once instead of waiting for the SDK's backoff.
-  const raw = new DynamoDBClient({ ...aws, maxAttempts: 1 });
-  rawClients.push(raw);
-  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-}
-
-let admin: DynamoDBDocumentClient;
+// One attempt: the injected throttle fails at once instead of waiting for the SDK's backoff.
+const newClient = () => local.documentClient({ maxAttempts: 1 });
+const admin = newClient();
 
 beforeAll(async () => {
-  admin = newClient();
-  for (const TableName of allTables) {
-    await admin.send(
-      new CreateTableCommand({
-        TableName,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  }
+  for (const TableName of allTables) await local.createTable(TableName);
 });
 
-afterAll(async () => {
-  await Promise.allSettled(allTables.map((TableName) => admin?.send(new DeleteTableCommand({ TableName }))));
-  for (const client of rawClients) client.destroy();
-});
+afterAll(() => local.dispose());
 
 async function scan(TableName: string): Promise<Record<string, unknown>[]> {
   const { Items = [] } = await admin.send(new ScanCommand({ TableName, ConsistentRead: true }));
   return Items.sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
 }
 
-/** A FIFO record as Lambda delivers it. */
-function sqsRecord(body: unknown, groupId: string, rawBody?: string): SqsRecord {
-  const text = rawBody ?? JSON.stringify(body);
-  const sentAt = String(now);
-  return {
-    messageId: randomUUID(),
-    receiptHandle: randomBytes(96).toString('base64'),
-    body: text,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: sentAt,
-      SenderId: 'AROAEXAMPLEPRODUCER:order-service',
-      ApproximateFirstReceiveTimestamp: sentAt,
-      SequenceNumber: String(BigInt(now) * 1000n + BigInt(randomBytes(2).readUInt16BE())),
-      MessageGroupId: groupId,
-      MessageDeduplicationId: createHash('sha256').update(text).digest('hex'),
-    },
-    messageAttributes: {},
-    md5OfBody: createHash('md5').update(text).digest('hex'),
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:orders.fifo`,
-    awsRegion: aws.region,
-  };
-}
-
-const lambdaContext = (): LambdaContext => ({
-  awsRequestId: randomUUID(),
-  functionName: 'order-projector',
-  getRemainingTimeInMillis: () => 60_000,
-});
-
-interface OrderEvent {
-  readonly orderId: string;
-  readonly status: string;
-  readonly amount: number;
-}
+/** A FIFO record as Lambda delivers it, sent at `now`. */
+const fifoRecord = (body: unknown, groupId: string, rawBody?: string): SqsRecord =>
+  sqsRecord(body, { groupId, rawBody, sentAt: now });
 
 /**
  * The options of one path: the order projector over `tables`, with its own client, a
@@ -115,24 +69,7 @@ interface OrderEvent {
 function pathOptions(tables: Tables) {
   const client = newClient();
   const counter = attachRequestCounter(client);
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      const { body } = args.request as { body?: unknown };
-      const text = body instanceof Uint8Array ? new TextDecoder().decode(body) : String(body ?? '');
-      if (!text.includes('throttled')) return next(args);
-      const payload = JSON.stringify({
-        __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException',
-        message: 'Rate of requests exceeds the allowed throughput (injected)',
-      });
-      const response = {
-        statusCode: 400,
-        headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' },
-        body: new TextEncoder().encode(payload),
-      };
-      return { response, output: undefined } as unknown as Awaited<ReturnType<typeof next>>;
-    },
-    { step: 'deserialize', priority: 'low', name: 'faultInjection' },
-  );
+  injectFaults(client, (_, body) => (body.includes('throttled') ? THROTTLED : undefined));
   const lines: string[] = [];
   const options: SqsHandlerOptions<OrderEvent> = {
     consumer: 'order-projector',
@@ -169,16 +106,16 @@ describe('createSqsMiddleware under middy', () => {
       amount,
     });
     const seed = [order('seeded', 'CREATED', 10), order('reused', 'CREATED', 20)];
-    const seedBatch: SqsEvent = { Records: seed.map((body) => sqsRecord(body, body.orderId)) };
+    const seedBatch: SqsEvent = { Records: seed.map((body) => fifoRecord(body, body.orderId)) };
     const records = [
-      sqsRecord(order('fresh', 'CREATED', 30), 'g-fresh'),
-      sqsRecord(order('seeded', 'CREATED', 10), 'g-seeded'), // duplicate
-      sqsRecord(order('reused', 'CREATED', 21), 'g-reused'), // mismatch
-      sqsRecord(undefined, 'g-bad', '{"orderId": '), // malformed
-      sqsRecord(order('negative', 'CREATED', -1), 'g-negative'), // PermanentError
-      sqsRecord(order('throttled', 'CREATED', 40), 'g-throttled'), // injected throttle
-      sqsRecord(order('throttled', 'PAID', 40), 'g-throttled'), // blocked behind it
-      sqsRecord(order('fresh', 'PAID', 30), 'g-fresh'),
+      fifoRecord(order('fresh', 'CREATED', 30), 'g-fresh'),
+      fifoRecord(order('seeded', 'CREATED', 10), 'g-seeded'), // duplicate
+      fifoRecord(order('reused', 'CREATED', 21), 'g-reused'), // mismatch
+      fifoRecord(undefined, 'g-bad', '{"orderId": '), // malformed
+      fifoRecord(order('negative', 'CREATED', -1), 'g-negative'), // PermanentError
+      fifoRecord(order('throttled', 'CREATED', 40), 'g-throttled'), // injected throttle
+      fifoRecord(order('throttled', 'PAID', 40), 'g-throttled'), // blocked behind it
+      fifoRecord(order('fresh', 'PAID', 30), 'g-fresh'),
     ];
     const batch: SqsEvent = { Records: records };
     const plain = pathOptions(direct);

@@ -9,37 +9,25 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  CreateTableCommand,
-  DeleteTableCommand,
-  DynamoDBClient,
   PutItemCommand,
   type TransactionCanceledException,
   TransactWriteItemsCommand,
   UpdateItemCommand,
-  waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  DeleteQueueCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { doubleTap, formatDifferences, type ProgressEvent } from '../../cli/replay';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources } from '../support/fixtures';
 
 const root = resolve(__dirname, '../..');
 const fixtures = join(root, 'test/fixtures/replay');
 const ordersLog = join(fixtures, 'orders.jsonl');
 
-const aws = awsConfig();
-const sqs = new SQSClient(aws);
-const dynamodb = new DynamoDBClient(aws);
-const tables: string[] = [];
-const queueUrls: string[] = [];
+const local = createLocalResources();
+const { aws, sqs } = local;
+const dynamodb = local.dynamoDbClient();
 const consumers: Consumer[] = [];
 let queueUrl = '';
 
@@ -47,7 +35,7 @@ let queueUrl = '';
 const quickDrain = { pollIntervalMillis: 200, stablePolls: 3, timeoutSeconds: 30 } as const;
 
 beforeAll(async () => {
-  queueUrl = await createQueue(uniqueName('replay'));
+  queueUrl = await createQueue('replay');
 });
 
 afterEach(async () => {
@@ -56,13 +44,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled([
-    ...tables.map((TableName) => dynamodb.send(new DeleteTableCommand({ TableName }))),
-    ...queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-  ]);
-  sqs.destroy();
-  dynamodb.destroy();
+  await local.dispose();
 });
 
 describe('doubleTap', () => {
@@ -201,7 +183,7 @@ describe('doubleTap', () => {
   });
 
   it('shows why FIFO replays wait: inside the deduplication window SQS drops the second replay', async () => {
-    const fifoQueueUrl = await createQueue(`${uniqueName('replay')}.fifo`, { FifoQueue: 'true' });
+    const fifoQueueUrl = await createQueue('replay', { FifoQueue: 'true' });
     const orders = await createTable('replay-orders');
     startConsumer(countingHandler(orders), fifoQueueUrl);
 
@@ -535,28 +517,12 @@ function idempotentHandler(orders: string, inbox: string): Handler {
 // ---------------------------------------------------------------------------------------------
 // Resources and processes.
 
-async function createQueue(name: string, attributes: Record<string, string> = {}): Promise<string> {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '5', ...attributes } }),
-  );
-  queueUrls.push(QueueUrl!);
-  return QueueUrl!;
+/** A queue named after `prefix` with a short visibility timeout; its URL. */
+async function createQueue(prefix: string, attributes: Record<string, string> = {}): Promise<string> {
+  return (await local.createQueue(prefix, { VisibilityTimeout: '5', ...attributes })).url;
 }
 
-async function createTable(prefix: string): Promise<string> {
-  const name = uniqueName(prefix);
-  await dynamodb.send(
-    new CreateTableCommand({
-      TableName: name,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  tables.push(name);
-  await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: name });
-  return name;
-}
+const createTable = (prefix: string): Promise<string> => local.createTable(uniqueName(prefix));
 
 function cliArgs(table: string): string[] {
   return [

@@ -6,25 +6,17 @@
  * `sqs-two-phase.ts` calls a payments service played by a local HTTP server; `sqs-marker-mode.ts`
  * calls a CDN over the internet and is only type-checked.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda';
-import { awsConfig, uniqueName } from '../support/aws';
+import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsRecord } from '../../lambda';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 
-const aws = awsConfig();
-const raw = new DynamoDBClient(aws);
-const admin = DynamoDBDocumentClient.from(raw);
-const sqs = new SQSClient(aws);
+const local = createLocalResources();
+const { aws, sqs } = local;
 const run = randomBytes(3).toString('hex');
 
 /** Tables the examples use, by the environment variable that names them, with their key schema. */
@@ -69,22 +61,10 @@ const paymentsServer: Server = createServer((request, response) => {
 
 beforeAll(async () => {
   for (const [variable, keys] of Object.entries(tables)) {
-    await raw.send(
-      new CreateTableCommand({
-        TableName: names[variable as keyof typeof tables],
-        KeySchema: keys.map((AttributeName, index) => ({
-          AttributeName,
-          KeyType: index === 0 ? 'HASH' : 'RANGE',
-        })),
-        AttributeDefinitions: keys.map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
+    await local.createTable(names[variable as keyof typeof tables], keys);
   }
   await new Promise<void>((resolve) => paymentsServer.listen(0, '127.0.0.1', resolve));
-  ({ QueueUrl: deadLetterQueueUrl = '' } = await sqs.send(
-    new CreateQueueCommand({ QueueName: uniqueName('eo-examples-dlq') }),
-  ));
+  ({ url: deadLetterQueueUrl } = await local.createQueue('eo-examples-dlq'));
   // What the deployed function's environment holds; the examples' unconfigured SDK clients
   // then reach the local endpoint.
   Object.assign(process.env, names, {
@@ -100,55 +80,15 @@ beforeAll(async () => {
 afterAll(async () => {
   process.env = savedEnv;
   await new Promise((resolve) => paymentsServer.close(resolve));
-  await Promise.allSettled([
-    ...Object.values(names).map((TableName) => raw.send(new DeleteTableCommand({ TableName }))),
-    sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
-  ]);
-  raw.destroy();
-  sqs.destroy();
+  await local.dispose();
 });
 
-async function readItem(variable: keyof typeof tables, key: Record<string, string>) {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: names[variable], Key: key, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (variable: keyof typeof tables, key: Record<string, string>) =>
+  local.readItem(names[variable], key);
 
-function sqsRecord(body: unknown, attributes: Record<string, string> = {}): SqsRecord {
-  const text = JSON.stringify(body);
-  const messageAttributes: Record<string, SqsMessageAttribute> = {};
-  for (const [name, value] of Object.entries(attributes)) {
-    messageAttributes[name] = {
-      stringValue: value,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: 'String',
-    };
-  }
-  const sentAt = String(Date.now());
-  return {
-    messageId: randomUUID(),
-    receiptHandle: randomBytes(96).toString('base64'),
-    body: text,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: sentAt,
-      SenderId: 'AROAEXAMPLEPRODUCER:producer',
-      ApproximateFirstReceiveTimestamp: sentAt,
-    },
-    messageAttributes,
-    md5OfBody: createHash('md5').update(text).digest('hex'),
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:events`,
-    awsRegion: aws.region,
-  };
-}
-
-const lambdaContext = (): LambdaContext => ({
-  awsRequestId: randomUUID(),
-  getRemainingTimeInMillis: () => 60_000,
-});
+/** A record of the examples' standard queue. */
+const eventRecord = (body: unknown, attributes: Record<string, string> = {}): SqsRecord =>
+  sqsRecord(body, { attributes, queue: 'events' });
 
 type Handler = (event: SqsEvent, context: LambdaContext) => Promise<SqsBatchResponse>;
 
@@ -180,10 +120,10 @@ describe('the README handler examples on the local endpoint', () => {
   it('sqs-order-projector.ts commits an order, acknowledges its replay and rejects a negative amount', async () => {
     const { handler } = await import('../../examples/sqs-order-projector');
     const order = { orderId: `o-${run}`, status: 'PAID', amount: 1250 };
-    const negative = sqsRecord({ orderId: `o-${run}`, status: 'SHIPPED', amount: -1 });
+    const negative = eventRecord({ orderId: `o-${run}`, status: 'SHIPPED', amount: -1 });
 
-    const first = await invoke(handler, sqsRecord(order));
-    const replay = await invoke(handler, sqsRecord(order), negative);
+    const first = await invoke(handler, eventRecord(order));
+    const replay = await invoke(handler, eventRecord(order), negative);
 
     expect(first.response).toEqual({ batchItemFailures: [] });
     expect(replay.response).toEqual({ batchItemFailures: [{ itemIdentifier: negative.messageId }] });
@@ -224,8 +164,8 @@ describe('the README handler examples on the local endpoint', () => {
       data: { orderId: 'o-1' },
     };
 
-    const first = await invoke(handler, sqsRecord(event));
-    const replay = await invoke(handler, sqsRecord(event));
+    const first = await invoke(handler, eventRecord(event));
+    const replay = await invoke(handler, eventRecord(event));
 
     expect([first.response, replay.response]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
     const pk = `audit-recorder#https%3A//shop.example.com/orders:evt-${run}`;
@@ -244,7 +184,7 @@ describe('the README handler examples on the local endpoint', () => {
 
     const responses = [];
     for (let delivery = 0; delivery < 3; delivery += 1) {
-      responses.push((await invoke(handler as unknown as Handler, sqsRecord(invoice))).response);
+      responses.push((await invoke(handler as unknown as Handler, eventRecord(invoice))).response);
     }
 
     expect(responses).toEqual([1, 2, 3].map(() => ({ batchItemFailures: [] })));
@@ -262,9 +202,9 @@ describe('the README handler examples on the local endpoint', () => {
   it('sqs-dead-letter-direct.ts sends a reused shipment id with another carrier to the dead-letter queue', async () => {
     const { handler } = await import('../../examples/sqs-dead-letter-direct');
     const shipment = { shipmentId: `s-${run}`, carrier: 'DHL' };
-    const reused = sqsRecord({ ...shipment, carrier: 'UPS' });
+    const reused = eventRecord({ ...shipment, carrier: 'UPS' });
 
-    await invoke(handler, sqsRecord(shipment));
+    await invoke(handler, eventRecord(shipment));
     const { response, logs } = await invoke(handler, reused);
 
     expect(response).toEqual({ batchItemFailures: [] });
@@ -287,7 +227,7 @@ describe('the README handler examples on the local endpoint', () => {
   it('sqs-two-phase.ts refunds once through a failing and a working call with one idempotency key, and calls nothing on a duplicate', async () => {
     const { handler } = await import('../../examples/sqs-two-phase');
     const request = { refundId: `r-${run}`, paymentId: `p-${run}`, amount: 500 };
-    const first = sqsRecord(request);
+    const first = eventRecord(request);
     const keyOf = (effect: string) => createHash('sha256').update(`refunds/${effect}#r-${run}`).digest('hex');
 
     payments.refundStatus = 503;
@@ -325,8 +265,8 @@ describe('the README handler examples on the local endpoint', () => {
     const eventId = `evt-${run}`;
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
-    const first = await invoke(handler, sqsRecord({ eventId }, { traceparent }));
-    const reused = sqsRecord({ eventId, extra: true }, { traceparent });
+    const first = await invoke(handler, eventRecord({ eventId }, { traceparent }));
+    const reused = eventRecord({ eventId, extra: true }, { traceparent });
     const second = await invoke(handler, reused);
 
     expect(first.logs).toEqual([]); // `warn`: a processed message logs nothing

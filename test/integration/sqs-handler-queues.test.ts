@@ -6,27 +6,21 @@
  * back with their reason.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   ChangeMessageVisibilityBatchCommand,
-  CreateQueueCommand,
   DeleteMessageBatchCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSClient,
   type Message as SqsMessage,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createJsonLogger,
   createSqsDeadLetterSender,
   createSqsHandler,
   type DeadLetterSender,
   fromBody,
-  type LambdaContext,
   type Message,
   PermanentError,
   type SqsBatchResponse,
@@ -36,76 +30,40 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import {
+  captureLogs,
+  createLocalResources,
+  injectFaults,
+  lambdaContext,
+  type OrderEvent,
+  type TestQueue as Queue,
+  THROTTLED,
+} from '../support/fixtures';
 
-const aws = awsConfig();
-const sqs = new SQSClient(aws);
+const local = createLocalResources();
+const { aws, sqs } = local;
 const inboxTable = uniqueName('eo-queues-inbox');
 const ordersTable = uniqueName('eo-queues-orders');
-const rawClients: DynamoDBClient[] = [];
-const queueUrls: string[] = [];
 const now = Date.now();
 const runId = randomUUID().slice(0, 8);
 let sequence = 0;
 const id = (label: string) => `${label}-${runId}-${++sequence}`;
 
-function newClient(config: { maxAttempts?: number } = {}): DynamoDBDocumentClient {
-  const raw = new DynamoDBClient({ ...aws, ...config });
-  rawClients.push(raw);
-  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-}
-
-let admin: DynamoDBDocumentClient;
+const newClient = local.documentClient;
 
 beforeAll(async () => {
-  admin = newClient();
-  for (const name of [inboxTable, ordersTable]) {
-    await admin.send(
-      new CreateTableCommand({
-        TableName: name,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  }
+  await local.createTable(inboxTable);
+  await local.createTable(ordersTable);
 });
 
-afterAll(async () => {
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled([
-    ...[inboxTable, ordersTable].map((TableName) => admin?.send(new DeleteTableCommand({ TableName }))),
-    ...queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-  ]);
-  for (const client of rawClients) client.destroy();
-  sqs.destroy();
-});
+afterAll(() => local.dispose());
 
-async function readItem(tableName: string, pk: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: tableName, Key: { pk }, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (tableName: string, pk: string) => local.readItem(tableName, { pk });
 
-interface Queue {
-  readonly url: string;
-  readonly arn: string;
-}
-
-async function createQueue(prefix: string, fifo = false): Promise<Queue> {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({
-      QueueName: `${uniqueName(prefix)}${fifo ? '.fifo' : ''}`,
-      Attributes: { VisibilityTimeout: '30', ...(fifo ? { FifoQueue: 'true' } : {}) },
-    }),
-  );
-  queueUrls.push(QueueUrl!);
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
-  );
-  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
-}
+/** A standard queue, or a FIFO one, with a 30-second visibility timeout. */
+const createQueue = (prefix: string, fifo = false): Promise<Queue> =>
+  local.createQueue(prefix, fifo ? { FifoQueue: 'true' } : {});
 
 /** A received message as Lambda's event source mapping hands it to the function. */
 function toSqsRecord(message: SqsMessage, queue: Queue): SqsRecord {
@@ -148,12 +106,6 @@ async function receive(queue: Queue): Promise<SqsMessage[]> {
   return Messages;
 }
 
-const lambdaContext = (): LambdaContext => ({
-  awsRequestId: randomUUID(),
-  functionName: 'order-projector',
-  getRemainingTimeInMillis: () => 60_000,
-});
-
 /**
  * What the event source mapping does with one received batch: invoke the function, delete the
  * messages it did not name, and leave the named ones for redelivery. (Lambda waits for their
@@ -191,31 +143,16 @@ async function queueDepth(queue: Queue): Promise<Record<string, string>> {
   return Attributes ?? {};
 }
 
-function captureLogs() {
-  const lines: string[] = [];
-  return {
-    logger: createJsonLogger((line) => lines.push(line)),
-    lines,
-    entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
-  };
-}
-
-interface OrderEvent {
-  readonly orderId: string;
-  readonly status: string;
-  readonly amount: number;
-  readonly note?: string;
-}
-
 function projectOrder(message: Message<OrderEvent>, unitOfWork: UnitOfWork): void {
   const { orderId, status, amount } = message.body;
   if (amount < 0) throw new PermanentError('An order amount cannot be negative');
   unitOfWork.put({ TableName: ordersTable, Item: { pk: `ORDER#${orderId}`, status, amount } });
 }
 
+/** The order projector, dead-lettering directly unless `overrides` says otherwise. */
 function orderProjector(
   overrides: Partial<Omit<SqsHandlerOptions<OrderEvent>, 'mode' | 'handle'>> & {
-    readonly deadLetterSender: DeadLetterSender;
+    readonly deadLetterSender?: DeadLetterSender;
   },
 ): SqsHandler {
   return createSqsHandler<OrderEvent>({
@@ -266,24 +203,7 @@ describe('createSqsHandler with real queues', () => {
     let throttling = true;
     // One attempt: the SDK's own retries would only back off on the injected throttle first.
     const client = newClient({ maxAttempts: 1 });
-    client.middlewareStack.add(
-      (next) => async (args) => {
-        const { body } = args.request as { body?: unknown };
-        const text = body instanceof Uint8Array ? new TextDecoder().decode(body) : String(body ?? '');
-        if (!throttling || !text.includes(`${o1}:CREATED`)) return next(args);
-        const payload = JSON.stringify({
-          __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException',
-          message: 'Rate of requests exceeds the allowed throughput (injected)',
-        });
-        const response = {
-          statusCode: 400,
-          headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' },
-          body: new TextEncoder().encode(payload),
-        };
-        return { response, output: undefined } as unknown as Awaited<ReturnType<typeof next>>;
-      },
-      { step: 'deserialize', priority: 'low', name: 'faultInjection' },
-    );
+    injectFaults(client, (_, body) => (throttling && body.includes(`${o1}:CREATED`) ? THROTTLED : undefined));
     const logs = captureLogs();
     const handler = createSqsHandler<OrderEvent>({
       consumer: 'order-projector',
@@ -551,32 +471,11 @@ describe("createSqsHandler with deadLetter: 'direct'", () => {
 describe("createSqsHandler with deadLetter: 'redrive'", () => {
   it("reports the mismatch until the queue's redrive policy moves it to the dead-letter queue; the reason is in the log line", async () => {
     const deadLetters = await createQueue('eo-orders-dlq');
-    const { QueueUrl } = await sqs.send(
-      new CreateQueueCommand({
-        QueueName: uniqueName('eo-orders'),
-        Attributes: {
-          VisibilityTimeout: '30',
-          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetters.arn, maxReceiveCount: 1 }),
-        },
-      }),
-    );
-    queueUrls.push(QueueUrl!);
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
-    );
-    const source: Queue = { url: QueueUrl!, arn: Attributes!.QueueArn! };
-    const logs = captureLogs();
-    const handler = createSqsHandler<OrderEvent>({
-      consumer: 'order-projector',
-      client: newClient(),
-      tableName: inboxTable,
-      dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-      mode: 'atomic',
-      handle: projectOrder,
-      clock: () => now,
-      logger: logs.logger,
-      metrics: false,
+    const source = await local.createQueue('eo-orders', {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetters.arn, maxReceiveCount: 1 }),
     });
+    const logs = captureLogs();
+    const handler = orderProjector({ deadLetter: 'redrive', logger: logs.logger, logLevel: 'info' });
     const order = { orderId: id('o'), status: 'PAID', amount: 70 };
     const changed = { ...order, amount: 71 };
     await invoke(handler, source, await sendAndReceive(source, { body: JSON.stringify(order) }));

@@ -5,36 +5,41 @@
  * serialisation, retry strategy and deserialisation). Real SQS queues are exercised in
  * `sqs-handler-queues.test.ts`, the middy middleware in `middleware.test.ts`.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createHash, randomBytes } from 'node:crypto';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createEmfMetricsSink,
-  createJsonLogger,
   createSqsHandler,
   type EntityWrite,
   fromAttribute,
   fromBody,
-  type LambdaContext,
   METRICS,
   type Message,
   PermanentError,
   type SqsEvent,
   type SqsHandler,
   type SqsHandlerOptions,
-  type SqsMessageAttribute,
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import {
+  captureLogs,
+  createLocalResources,
+  type FakeError,
+  injectFaults,
+  lambdaContext,
+  type OrderEvent,
+  sqsRecord,
+  THROTTLED,
+} from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
 
-const aws = awsConfig();
+const local = createLocalResources();
 const inboxTable = uniqueName('eo-handler-inbox');
 const businessTable = uniqueName('eo-handler-business');
-const rawClients: DynamoDBClient[] = [];
 /** Every test stamps records at this instant (the clock is injected, never slept on). */
 const now = Date.now();
 const nowSeconds = Math.floor(now / 1000);
@@ -44,97 +49,19 @@ let sequence = 0;
 const id = (label: string) => `${label}-${runId}-${++sequence}`;
 
 /** A document client of its own (its own connections), configured the way the store documents. */
-function newClient(config: { maxAttempts?: number } = {}): DynamoDBDocumentClient {
-  const raw = new DynamoDBClient({ ...aws, ...config });
-  rawClients.push(raw);
-  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-}
-
-let admin: DynamoDBDocumentClient;
+const newClient = local.documentClient;
+const admin = newClient();
 
 beforeAll(async () => {
-  admin = newClient();
-  for (const name of [inboxTable, businessTable]) {
-    await admin.send(
-      new CreateTableCommand({
-        TableName: name,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  }
+  await local.createTable(inboxTable);
+  await local.createTable(businessTable);
 });
 
-afterAll(async () => {
-  for (const name of [inboxTable, businessTable]) {
-    await admin?.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
-  }
-  for (const client of rawClients) client.destroy();
-});
+afterAll(() => local.dispose());
 
-async function readItem(tableName: string, pk: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: tableName, Key: { pk }, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (tableName: string, pk: string) => local.readItem(tableName, { pk });
 
 // --- Lambda-shaped events -------------------------------------------------------------------
-
-interface RecordOptions {
-  readonly messageId?: string;
-  /** Message attributes, string values. */
-  readonly attributes?: Readonly<Record<string, string>>;
-  /** Makes it a FIFO record of this message group. */
-  readonly groupId?: string;
-  readonly deduplicationId?: string;
-  readonly receiveCount?: number;
-  /** The body exactly as sent (default: the JSON of `body`). */
-  readonly rawBody?: string;
-}
-
-let fifoSequence = 18_000_000_000_000_000_000n;
-
-/** One SQS record as Lambda's event source mapping delivers it. */
-function sqsRecord(body: unknown, options: RecordOptions = {}): SqsRecord {
-  const text = options.rawBody ?? JSON.stringify(body);
-  const sentAt = Date.now();
-  const messageAttributes: Record<string, SqsMessageAttribute> = {};
-  for (const [name, value] of Object.entries(options.attributes ?? {})) {
-    messageAttributes[name] = {
-      stringValue: value,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: 'String',
-    };
-  }
-  const fifo = options.groupId !== undefined;
-  return {
-    messageId: options.messageId ?? randomUUID(),
-    receiptHandle: randomBytes(96).toString('base64'),
-    body: text,
-    attributes: {
-      ApproximateReceiveCount: String(options.receiveCount ?? 1),
-      SentTimestamp: String(sentAt),
-      SenderId: 'AROAEXAMPLEPRODUCER:order-service',
-      ApproximateFirstReceiveTimestamp: String(sentAt + 4),
-      ...(fifo
-        ? {
-            SequenceNumber: String(++fifoSequence),
-            MessageGroupId: options.groupId,
-            MessageDeduplicationId:
-              options.deduplicationId ?? createHash('sha256').update(text).digest('hex'),
-          }
-        : {}),
-    },
-    messageAttributes,
-    md5OfBody: createHash('md5').update(text).digest('hex'),
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:orders${fifo ? '.fifo' : ''}`,
-    awsRegion: aws.region,
-  };
-}
 
 /** The same message delivered again (a visibility timeout ran out): same id and body. */
 function redelivered(record: SqsRecord): SqsRecord {
@@ -150,12 +77,6 @@ function redelivered(record: SqsRecord): SqsRecord {
 
 const sqsEvent = (...records: SqsRecord[]): SqsEvent => ({ Records: records });
 
-const lambdaContext = (): LambdaContext => ({
-  awsRequestId: randomUUID(),
-  functionName: 'order-projector',
-  getRemainingTimeInMillis: () => 60_000,
-});
-
 /** Log entries sorted by their record's position in the batch (concurrent records log in any order). */
 function inBatchOrder(records: readonly SqsRecord[], entries: Record<string, unknown>[]) {
   const position = (entry: Record<string, unknown>) =>
@@ -164,16 +85,6 @@ function inBatchOrder(records: readonly SqsRecord[], entries: Record<string, unk
 }
 
 // --- Observability sinks ----------------------------------------------------------------------
-
-/** A JSON-lines logger that keeps its lines (the real serialisation, captured). */
-function captureLogs() {
-  const lines: string[] = [];
-  return {
-    logger: createJsonLogger((line) => lines.push(line)),
-    lines,
-    entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
-  };
-}
 
 /** The default Embedded Metric Format sink, its lines captured; `totals` sums each metric over every line. */
 function captureMetrics() {
@@ -202,48 +113,6 @@ const metricTotals = (nonZero: Record<string, number>) => ({
 
 // --- Fault injection ---------------------------------------------------------------------------
 
-/** A DynamoDB error response, as the service would send it. */
-interface FakeError {
-  readonly statusCode: number;
-  readonly type: string;
-  readonly body?: Record<string, unknown>;
-}
-
-/**
- * Stands in for the server on a real client: when `faultFor` answers for a request (by
- * operation and the serialised request body), the request is not sent and the SDK
- * deserialises the fabricated error response instead, so the handler meets a genuine SDK
- * exception. Attach it after a request counter so injected responses are counted.
- */
-function injectFaults(
-  client: DynamoDBDocumentClient,
-  faultFor: (operation: string, requestBody: string) => FakeError | undefined,
-): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const operation = (context.commandName ?? '').replace(/Command$/, '');
-      const { body } = args.request as { body?: unknown };
-      // JSON protocols serialise the body to bytes (a string in older SDK versions).
-      const text = body instanceof Uint8Array ? new TextDecoder().decode(body) : String(body ?? '');
-      const fault = faultFor(operation, text);
-      if (!fault) return next(args);
-      const payload = JSON.stringify({
-        __type: `com.amazonaws.dynamodb.v20120810#${fault.type}`,
-        message: `${fault.type} (injected)`,
-        ...fault.body,
-      });
-      const response = {
-        statusCode: fault.statusCode,
-        headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' },
-        body: new TextEncoder().encode(payload),
-      };
-      return { response, output: undefined } as unknown as Awaited<ReturnType<typeof next>>;
-    },
-    { step: 'deserialize', priority: 'low', name: 'faultInjection' },
-  );
-}
-
-const THROTTLED: FakeError = { statusCode: 400, type: 'ThrottlingException' };
 /** A cancelled transaction whose business write (index 1) lost a race with another transaction. */
 const CONFLICT: FakeError = {
   statusCode: 400,
@@ -256,13 +125,6 @@ const CONFLICT: FakeError = {
 const UNAVAILABLE: FakeError = { statusCode: 500, type: 'InternalServerError' };
 
 // --- The order projector (atomic mode), as in the README -------------------------------------
-
-interface OrderEvent {
-  readonly orderId: string;
-  readonly status: string;
-  readonly amount: number;
-  readonly note?: string;
-}
 
 /**
  * The order item and one item per status transition. `receiveCount` is a probe: it differs on

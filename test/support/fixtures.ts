@@ -1,8 +1,9 @@
 /**
  * Setup shared by the integration tests: clients, tables and queues on the local AWS endpoint
- * (each removed again by `dispose`), item reads, a manual clock, and DynamoDB faults injected on
- * a real client.
+ * (each removed again by `dispose`), item reads, a manual clock, DynamoDB faults injected on a
+ * real client, SQS records and a context shaped the way Lambda delivers them, and captured logs.
  */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import {
   CreateTableCommand,
   DeleteTableCommand,
@@ -17,6 +18,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { createJsonLogger } from '../../lambda/core/logger';
+import type { LambdaContext, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
 import { awsConfig, type LocalAwsConfig, uniqueName } from './aws';
 
 /** A queue created for a test: its URL and ARN. */
@@ -30,6 +33,8 @@ export interface LocalResources {
   readonly aws: LocalAwsConfig;
   /** One SQS client for the file, destroyed by `dispose`. */
   readonly sqs: SQSClient;
+  /** A DynamoDB client of its own (its own connections); destroyed by `dispose`. */
+  dynamoDbClient(config?: Pick<DynamoDBClientConfig, 'maxAttempts'>): DynamoDBClient;
   /**
    * A document client of its own (its own connections), configured the way the store documents
    * (`removeUndefinedValues`); destroyed by `dispose`.
@@ -79,6 +84,7 @@ export function createLocalResources(): LocalResources {
   return {
     aws,
     sqs,
+    dynamoDbClient: newRawClient,
     documentClient: (config) =>
       DynamoDBDocumentClient.from(newRawClient(config), {
         marshallOptions: { removeUndefinedValues: true },
@@ -188,4 +194,89 @@ export function injectFaults(
     },
     { step: 'deserialize', priority: 'low', name: 'faultInjection' },
   );
+}
+
+/** The order event the integration tests' order projectors consume. */
+export interface OrderEvent {
+  readonly orderId: string;
+  readonly status: string;
+  readonly amount: number;
+  readonly note?: string;
+}
+
+/** How {@link sqsRecord} builds a record. */
+export interface SqsRecordOptions {
+  readonly messageId?: string;
+  /** Message attributes, string values. */
+  readonly attributes?: Readonly<Record<string, string>>;
+  /** Makes it a FIFO record of this message group. */
+  readonly groupId?: string;
+  readonly deduplicationId?: string;
+  readonly receiveCount?: number;
+  /** The body exactly as sent (default: the JSON of `body`). */
+  readonly rawBody?: string;
+  /** Epoch milliseconds when it was sent. @default now */
+  readonly sentAt?: number;
+  /** Name of the source queue, without `.fifo`. @default 'orders' */
+  readonly queue?: string;
+}
+
+let fifoSequence = 18_000_000_000_000_000_000n;
+
+/** One SQS record as Lambda's event source mapping delivers it. */
+export function sqsRecord(body: unknown, options: SqsRecordOptions = {}): SqsRecord {
+  const text = options.rawBody ?? JSON.stringify(body);
+  const sentAt = options.sentAt ?? Date.now();
+  const messageAttributes: Record<string, SqsMessageAttribute> = {};
+  for (const [name, value] of Object.entries(options.attributes ?? {})) {
+    messageAttributes[name] = {
+      stringValue: value,
+      stringListValues: [],
+      binaryListValues: [],
+      dataType: 'String',
+    };
+  }
+  const fifo = options.groupId !== undefined;
+  const { region } = awsConfig();
+  return {
+    messageId: options.messageId ?? randomUUID(),
+    receiptHandle: randomBytes(96).toString('base64'),
+    body: text,
+    attributes: {
+      ApproximateReceiveCount: String(options.receiveCount ?? 1),
+      SentTimestamp: String(sentAt),
+      SenderId: 'AROAEXAMPLEPRODUCER:order-service',
+      ApproximateFirstReceiveTimestamp: String(sentAt + 4),
+      ...(fifo
+        ? {
+            SequenceNumber: String(++fifoSequence),
+            MessageGroupId: options.groupId,
+            MessageDeduplicationId:
+              options.deduplicationId ?? createHash('sha256').update(text).digest('hex'),
+          }
+        : {}),
+    },
+    messageAttributes,
+    md5OfBody: createHash('md5').update(text).digest('hex'),
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:${region}:000000000000:${options.queue ?? 'orders'}${fifo ? '.fifo' : ''}`,
+    awsRegion: region,
+  };
+}
+
+/** The Lambda context of one invocation, with a minute left. */
+export const lambdaContext = (functionName = 'order-projector'): LambdaContext => ({
+  awsRequestId: randomUUID(),
+  functionName,
+  getRemainingTimeInMillis: () => 60_000,
+});
+
+/** A JSON-lines logger that keeps its lines (the real serialisation, captured). */
+export function captureLogs() {
+  const lines: string[] = [];
+  return {
+    logger: createJsonLogger((line) => lines.push(line)),
+    lines,
+    entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
