@@ -38,7 +38,6 @@ type Rule = readonly [code: ErrorCode, what: string];
 const COLLECTION_LIMIT = 'exceeds the 10 GB item collection limit of a local secondary index';
 /** A DynamoDB request limit, as a request exceeds it. */
 const LIMIT = 'exceeds the DynamoDB limit of';
-const UNRECOGNISED: Rule = ['SERVICE_UNAVAILABLE', 'unrecognised failure, retried'];
 
 /** Adds `names` (space-separated) to `table`, each meaning `code`: "`what` (name: message)". */
 function rule(table: Record<string, Rule>, names: string, code: ErrorCode, what: string): Rule {
@@ -114,12 +113,6 @@ const VALIDATION_RULES: readonly (readonly [RegExp, ErrorCode, string])[] = [
 /** Errors that `@aws-sdk/util-dynamodb` throws while marshalling, before anything is sent. */
 const MARSHALL_MESSAGE =
   /removeUndefinedValues|convertClassInstanceToMap|Unsupported type passed|(greater|lesser) than Number\.M(AX|IN)_SAFE_INTEGER/;
-/** Errors that `@aws-sdk/util-dynamodb` throws while unmarshalling an item DynamoDB returned. */
-const UNMARSHALL_MESSAGE = /can't be converted to BigInt|outside SAFE_INTEGER bounds|No value defined/;
-const UNMARSHALL: Rule = [
-  'VALIDATION',
-  'an item DynamoDB returned cannot be unmarshalled (a number JavaScript cannot hold, or a malformed attribute value)',
-];
 
 /** Transaction cancellation reason codes, for one item of the transaction. */
 const REASONS: Record<string, Rule> = {};
@@ -146,7 +139,6 @@ rule(REASONS, 'ItemCollectionSizeLimitExceeded', 'VALIDATION', COLLECTION_LIMIT)
  * | `ValidationException` "Item size has exceeded the maximum allowed size" | `ITEM_TOO_LARGE` | permanent |
  * | `ValidationException` on more than 100 transaction items / more than 4 MB | `TOO_MANY_WRITES` / `TRANSACTION_TOO_LARGE` | permanent |
  * | any other `ValidationException`, `ItemCollectionSizeLimitExceededException`, a marshalling error | `VALIDATION` | permanent |
- * | an unmarshalling error on a returned item (also see `classifyUnmarshallError`) | `VALIDATION` | permanent |
  * | `ResourceNotFoundException` | `MISSING_RESOURCE` | configuration |
  * | `AccessDeniedException`, `UnrecognizedClientException` | `ACCESS_DENIED` | configuration |
  * | anything else | `SERVICE_UNAVAILABLE` | retry |
@@ -183,17 +175,13 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
           ((status as number) >= 500
             ? SERVICE_UNAVAILABLE
             : (network ??
-              (status !== undefined
-                ? UNRECOGNISED
-                : MARSHALL_MESSAGE.test(message)
-                  ? [
-                      'VALIDATION',
-                      'the item cannot be marshalled (create the document client with marshallOptions ' +
-                        '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
-                    ]
-                  : UNMARSHALL_MESSAGE.test(message)
-                    ? UNMARSHALL
-                    : UNRECOGNISED))));
+              (status === undefined && MARSHALL_MESSAGE.test(message)
+                ? [
+                    'VALIDATION',
+                    'the item cannot be marshalled (create the document client with marshallOptions ' +
+                      '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
+                  ]
+                : ['SERVICE_UNAVAILABLE', 'unrecognised failure, retried']))));
   // DynamoDB's own messages name attributes, never values; an error raised in the client (the
   // marshaller: "Number 98765432109876543210 is greater than ...") may quote a value from the
   // body, so only its class is kept. Node's socket errors quote nothing but addresses.
@@ -207,6 +195,8 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
  * Classifies a failure to unmarshall an item DynamoDB returned (`ALL_OLD` of a failed condition,
  * a cancellation reason's `Item`): `VALIDATION`, permanent, since a retry meets the same stored
  * item. The message names the error's class only: the unmarshaller quotes the value it rejects.
+ * (A response the document client unmarshals itself fails inside `send`: `classifyAwsError`
+ * names it by class only too, as an unrecognised failure.)
  *
  * @example
  * try {
@@ -216,9 +206,11 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
  * }
  */
 export function classifyUnmarshallError(error: unknown, operation: string): EffectivelyOnceError {
-  if (isEffectivelyOnceError(error)) return error;
-  const [code, what] = UNMARSHALL;
-  return new EffectivelyOnceError(code, `${operation}: ${what} (${errorName(error)})`, { cause: error });
+  return new EffectivelyOnceError(
+    'VALIDATION',
+    `${operation}: a returned item cannot be unmarshalled (${errorName(error)})`,
+    { cause: error },
+  );
 }
 
 /**

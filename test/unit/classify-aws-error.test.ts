@@ -191,7 +191,7 @@ describe('classifyAwsError', () => {
     );
   });
 
-  it('classifies an unmarshalling error (the document client reading a response) as VALIDATION, without the value it quotes', () => {
+  it('names an unmarshalling error (the document client reading a response) by its class only, as an unrecognised failure', () => {
     const digits = '98765432109876543210.5';
     let unmarshalling: unknown;
     try {
@@ -201,11 +201,8 @@ describe('classifyAwsError', () => {
     }
 
     expect(classifyAwsError(unmarshalling, 'claimLease')).toMatchObject({
-      code: 'VALIDATION',
-      disposition: 'permanent',
-      message:
-        'claimLease: an item DynamoDB returned cannot be unmarshalled (a number JavaScript cannot hold, ' +
-        'or a malformed attribute value) (Error)',
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'claimLease: unrecognised failure, retried (Error)',
     });
   });
 
@@ -215,9 +212,7 @@ describe('classifyAwsError', () => {
     expect(classifyUnmarshallError(error, 'commit (returned item)')).toMatchObject({
       code: 'VALIDATION',
       disposition: 'permanent',
-      message:
-        'commit (returned item): an item DynamoDB returned cannot be unmarshalled (a number JavaScript ' +
-        'cannot hold, or a malformed attribute value) (TypeError)',
+      message: 'commit (returned item): a returned item cannot be unmarshalled (TypeError)',
       cause: error,
     });
   });
