@@ -100,8 +100,10 @@ export async function processMessage<TBody>(
           await mode.handle(message);
           return { kind: 'processed' };
         } catch (error) {
-          // Without the marker a retry runs the effect again; with it, the retry would be acked.
-          await store.release(record.pk, { fingerprint }).catch((releaseError) =>
+          // Released, the retry runs the effect again; kept, it would be acknowledged. The effect may
+          // have partly happened, so the key stays bound to this payload: another payload reusing
+          // it is a mismatch, not a fresh claim.
+          await store.release(record.pk, { fingerprint }, { keepFingerprint: true }).catch((releaseError) =>
             deps.log(message, {
               level: 'error',
               message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',

@@ -97,7 +97,8 @@ export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-owne
 export interface InboxStore {
   /**
    * Marker only: insert `record` unless a live record holds its key
-   * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`). One request; the existing
+   * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`); a released claim of the same
+   * fingerprint (see `release`) does not hold it. One request; the existing
    * record comes back from the failed condition (`ALL_OLD`), with a consistent read only
    * as a fallback. A live record carrying `record.owner` (set) is this insert's own, met by an
    * SDK retry after a lost response: `inserted`.
@@ -127,10 +128,11 @@ export interface InboxStore {
    * marker-only claim, or the owner token of a two-phase claim). Never throws when the
    * record is already gone or owned by someone else.
    *
-   * With `keepFingerprint` (owner guard only), the `IN_PROGRESS` claim is kept instead, its
-   * lease end set to `0`: the effect may have happened, so the key stays bound to its payload.
-   * A claim of the same fingerprint takes it at once (`claimLease`); another payload meets it
-   * as a live record with another fingerprint, a mismatch. One request either way.
+   * With `keepFingerprint`, the record is kept as a released claim instead (`IN_PROGRESS`, lease
+   * end `0`; a marker is turned into one): the effect may have happened, so the key stays bound
+   * to its payload. A claim or an insert of the same fingerprint takes it at once (`claimLease`,
+   * `insert`, `commit`); another payload meets it as a live record with another fingerprint, a
+   * mismatch. One request either way.
    */
   release(
     pk: string,

@@ -50,7 +50,10 @@ const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
 /** The lease end of a claim released after a failed effect, keeping its fingerprint. */
 const RELEASED_LEASE = 0;
-/** A claim takes the key when no live record holds it, or a released claim of the same payload. */
+/**
+ * A claim (or a marker) takes the key when no live record holds it, or a released claim of the
+ * same payload.
+ */
 const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint)`;
 /** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
 const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
@@ -182,7 +185,12 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     return {
       TableName: tableName,
       Item: toItem(record),
-      ...expressions(LIVE_CONDITION, { nowSeconds }),
+      ...expressions(CLAIM_CONDITION, {
+        nowSeconds,
+        inProgress: INBOX_STATUS.inProgress,
+        released: RELEASED_LEASE,
+        fingerprint: record.fingerprint,
+      }),
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
     };
   }
@@ -192,18 +200,20 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     return 'output' in (await write(operation, command)) ? OK : { kind: 'lost-ownership' };
   }
 
-  /** Moves the lease end of `owner`'s claim (extension, or release keeping the fingerprint). */
-  function setLease(operation: string, pk: string, owner: string, leaseExpiresAt: number) {
+  /** A fenced `UpdateItem` of the record at `pk`. */
+  function update(
+    operation: string,
+    pk: string,
+    condition: string,
+    values: Record<string, unknown>,
+    expression: string,
+  ): Promise<FencedResult> {
     return fenced(
       operation,
       new UpdateCommand({
         TableName: tableName,
         Key: Key(pk),
-        ...expressions(
-          OWNER_CONDITION,
-          { leaseExpiresAt, owner, inProgress: INBOX_STATUS.inProgress },
-          'SET #leaseExpiresAt = :leaseExpiresAt',
-        ),
+        ...expressions(condition, values, expression),
       }),
     );
   }
@@ -298,25 +308,22 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     },
 
     async release(pk, guard, releaseOptions) {
-      if (!('owner' in guard)) {
-        return fenced(
+      // An owner releases only its in-progress claim: a completed record means "never again".
+      const condition = 'owner' in guard ? OWNER_CONDITION : '#fingerprint = :fingerprint';
+      const values = { ...guard, inProgress: INBOX_STATUS.inProgress, released: RELEASED_LEASE };
+      // Kept, the record (a claim, or a marker) becomes a released claim of its payload.
+      if (releaseOptions?.keepFingerprint) {
+        return update(
           'release',
-          new DeleteCommand({
-            TableName: tableName,
-            Key: Key(pk),
-            ...expressions('#fingerprint = :fingerprint', guard),
-          }),
+          pk,
+          condition,
+          values,
+          'SET #status = :inProgress, #leaseExpiresAt = :released',
         );
       }
-      if (releaseOptions?.keepFingerprint) return setLease('release', pk, guard.owner, RELEASED_LEASE);
-      // An owner releases only its in-progress claim: a completed record means "never again".
       return fenced(
         'release',
-        new DeleteCommand({
-          TableName: tableName,
-          Key: Key(pk),
-          ...expressions(OWNER_CONDITION, { owner: guard.owner, inProgress: INBOX_STATUS.inProgress }),
-        }),
+        new DeleteCommand({ TableName: tableName, Key: Key(pk), ...expressions(condition, values) }),
       );
     },
 
@@ -373,26 +380,15 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     },
 
     complete(pk, owner, { expiresAt, result }) {
-      return fenced(
+      // The owner stays on the record for operators; the lease no longer means anything.
+      return update(
         'complete',
-        new UpdateCommand({
-          TableName: tableName,
-          Key: Key(pk),
-          // The owner stays on the record for operators; the lease no longer means anything.
-          ...expressions(
-            OWNER_CONDITION,
-            {
-              owner,
-              expiresAt,
-              result,
-              inProgress: INBOX_STATUS.inProgress,
-              completed: INBOX_STATUS.completed,
-            },
-            `SET #status = :completed, #expiresAt = :expiresAt${
-              result === undefined ? '' : ', #result = :result'
-            } REMOVE #leaseExpiresAt`,
-          ),
-        }),
+        pk,
+        OWNER_CONDITION,
+        { owner, expiresAt, result, inProgress: INBOX_STATUS.inProgress, completed: INBOX_STATUS.completed },
+        `SET #status = :completed, #expiresAt = :expiresAt${
+          result === undefined ? '' : ', #result = :result'
+        } REMOVE #leaseExpiresAt`,
       );
     },
 
@@ -412,7 +408,13 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     },
 
     extendLease(pk, owner, leaseExpiresAt) {
-      return setLease('extendLease', pk, owner, leaseExpiresAt);
+      return update(
+        'extendLease',
+        pk,
+        OWNER_CONDITION,
+        { leaseExpiresAt, owner, inProgress: INBOX_STATUS.inProgress },
+        'SET #leaseExpiresAt = :leaseExpiresAt',
+      );
     },
   });
 }

@@ -300,19 +300,11 @@ describe('a claim left behind after an aborted transaction', () => {
     expect(await consumer.effects('conflicted')).toBe(1);
   });
 
-  it.each<{ mode: Mode; released: (fingerprint: string) => unknown }>([
-    // Marker mode deletes its marker.
-    { mode: 'marker', released: () => undefined },
-    // Two-phase keeps the claim with its fingerprint and an ended lease: the effect may have
-    // happened, so the key stays bound to its payload; the same payload takes it at once.
-    {
-      mode: 'two-phase',
-      released: (fingerprint) =>
-        expect.objectContaining({ status: 'IN_PROGRESS', fingerprint, leaseExpiresAt: 0 }),
-    },
-  ])(
-    '$mode: releases the claim when the effect fails, so the redelivery runs the effect once',
-    async ({ mode, released }) => {
+  // Both modes keep the claim with its fingerprint and an ended lease: the effect may have
+  // happened, so the key stays bound to its payload; the same payload takes it at once.
+  it.each<Mode>(['marker', 'two-phase'])(
+    '%s: releases the claim when the effect fails, so the redelivery runs the effect once',
+    async (mode) => {
       const consumer = createConsumer({ mode, failEffects: 1 });
       const message = record({ id: 'failed-effect', amount: 1 });
 
@@ -325,7 +317,11 @@ describe('a claim left behind after an aborted transaction', () => {
         outcome: 'retry',
         code: 'HANDLER_FAILED',
       });
-      expect(left).toEqual(released(fingerprintOf({ id: 'failed-effect', amount: 1 })));
+      expect(left).toMatchObject({
+        status: 'IN_PROGRESS',
+        fingerprint: fingerprintOf({ id: 'failed-effect', amount: 1 }),
+        leaseExpiresAt: 0,
+      });
       expect(second).toEqual({ batchItemFailures: [] });
       expect(outcomesOf(consumer)).toEqual(['retry', 'processed']);
       expect(consumer.counts.reduce((sum, published) => sum + published.takeover, 0)).toBe(0);
@@ -545,6 +541,36 @@ describe('a lost response to a claim (not a peer regression: found by the fault-
 });
 
 describe('a key reused with another payload after a claim was released', () => {
+  // The handler may have done part of its effect before it failed, so the released marker keeps
+  // the payload's fingerprint, as a two-phase claim does: the retry of the same payload claims it
+  // in one request, another payload reusing the key is dead-lettered.
+  it('marker mode: dead-letters a key reused with another payload after the first payload’s handler failed, and runs the first on its retry', async () => {
+    const consumer = createConsumer({ mode: 'marker', failEffects: 1 });
+    const first = record({ id: 'marker-reused-after-release', amount: 1 });
+    const other = record({ id: 'marker-reused-after-release', amount: 2 });
+
+    const responses = [
+      await consumer.handle(first),
+      await consumer.handle(other),
+      await consumer.handle(first),
+    ];
+
+    expect(responses).toEqual([
+      { batchItemFailures: [{ itemIdentifier: first.messageId }] },
+      { batchItemFailures: [] },
+      { batchItemFailures: [] },
+    ]);
+    expect(consumer.performed).toEqual([1]);
+    expect(consumer.deadLetters.map((letter) => [letter.sourceMessageId, letter.code])).toEqual([
+      [other.messageId, 'PAYLOAD_MISMATCH'],
+    ]);
+    expect(outcomesOf(consumer)).toEqual(['retry', 'mismatch', 'processed']);
+    expect(await consumer.inboxRecord('marker-reused-after-release')).toMatchObject({
+      status: 'COMPLETED',
+      fingerprint: fingerprintOf({ id: 'marker-reused-after-release', amount: 1 }),
+    });
+  });
+
   // The effect may have happened with its answer lost, so the released claim keeps the payload's
   // fingerprint: another payload reusing the key must not run (downstream it would meet the
   // same derived idempotency key with another payload), and the first payload completes later.

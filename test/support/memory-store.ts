@@ -119,6 +119,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const isLive = (item: Item | undefined, nowSeconds: number): item is Item =>
     item !== undefined &&
     !(typeof item[A.expiresAt] === 'number' && (item[A.expiresAt] as number) <= nowSeconds);
+  /** A claim released keeping its fingerprint, which a claim or insert of `record` takes. */
+  const isReleasedClaim = (item: Item | undefined, record: InboxRecord): boolean =>
+    item?.[A.status] === INBOX_STATUS.inProgress &&
+    item[A.leaseExpiresAt] === RELEASED_LEASE &&
+    item[A.fingerprint] === record.fingerprint;
   /** A stored record that carries the owner token of `record`: written by the same claim. */
   const isOwn = (item: Item | undefined, record: InboxRecord): boolean =>
     record.owner !== undefined && item?.[A.owner] === record.owner;
@@ -130,7 +135,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       await enter('insert', [record, nowMillis]);
       const inbox = table(inboxTable);
       const existing = inbox.get(keyOf(inboxTable, record as unknown as Item));
-      if (isLive(existing, seconds(nowMillis))) {
+      if (isLive(existing, seconds(nowMillis)) && !isReleasedClaim(existing, record)) {
         // The same insert sent again (an SDK retry after a lost response) meets its own record.
         return isOwn(existing, record)
           ? { kind: 'inserted' }
@@ -163,7 +168,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
       const markerKey = keyOf(inboxTable, record as unknown as Item);
       const existing = table(inboxTable).get(markerKey);
-      if (isLive(existing, seconds(nowMillis))) return { kind: 'existing', record: toRecord(existing) };
+      if (isLive(existing, seconds(nowMillis)) && !isReleasedClaim(existing, record)) {
+        return { kind: 'existing', record: toRecord(existing) };
+      }
       stage(inboxTable, markerKey, toItem(record));
 
       for (const [index, write] of writes.entries()) {
@@ -227,8 +234,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
           ? item[A.owner] === guard.owner && item[A.status] === INBOX_STATUS.inProgress
           : item[A.fingerprint] === guard.fingerprint);
       if (!holds) return { kind: 'lost-ownership' };
-      if (byOwner && releaseOptions?.keepFingerprint) item[A.leaseExpiresAt] = RELEASED_LEASE;
-      else inbox.delete(key);
+      if (releaseOptions?.keepFingerprint) {
+        item[A.status] = INBOX_STATUS.inProgress;
+        item[A.leaseExpiresAt] = RELEASED_LEASE;
+      } else inbox.delete(key);
       return { kind: 'ok' };
     },
 
@@ -252,10 +261,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const nowSeconds = seconds(nowMillis);
       const inProgress = existing?.[A.status] === INBOX_STATUS.inProgress;
       // A claim released keeping its fingerprint is taken by the same payload, as a first claim.
-      const released =
-        inProgress &&
-        existing[A.leaseExpiresAt] === RELEASED_LEASE &&
-        existing[A.fingerprint] === record.fingerprint;
+      const released = isReleasedClaim(existing, record);
       const replaceable =
         takeover !== undefined &&
         inProgress &&

@@ -217,6 +217,36 @@ export function describeInboxStoreContract(
     });
 
     describe('release', () => {
+      it('keeps a marker released with keepFingerprint as a released claim: its payload inserts or commits at once, another payload meets it', async () => {
+        const pk = key('release-marker-keep');
+        await store.insert(marker(pk, { owner: 'owner-a' }), now);
+
+        expect(await store.release(pk, { fingerprint: 'fp-2' }, { keepFingerprint: true })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.release(pk, { fingerprint: 'fp-1' }, { keepFingerprint: true })).toEqual({
+          kind: 'ok',
+        });
+        const released = marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: 0 });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2', owner: 'owner-b' }), now + 1)).toEqual({
+          kind: 'existing',
+          record: released,
+        });
+        const retry = marker(pk, { owner: 'owner-c', committedAt: now + 2 });
+        expect(await store.insert(retry, now + 2)).toEqual({ kind: 'inserted' });
+        expect(await store.insert(marker(pk, { owner: 'owner-d' }), now + 3)).toEqual({
+          kind: 'existing',
+          record: retry,
+        });
+
+        const committed = key('release-commit-keep');
+        await store.insert(marker(committed), now);
+        await store.release(committed, { fingerprint: 'fp-1' }, { keepFingerprint: true });
+        expect(await store.commit(marker(committed), [put(key('after-release'))], now + 1)).toEqual({
+          kind: 'committed',
+        });
+      });
+
       it('deletes the record when the fingerprint guard matches', async () => {
         const pk = key('release');
         await store.insert(marker(pk), now);

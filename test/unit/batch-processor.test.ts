@@ -66,6 +66,9 @@ const marker = (id: string, extra: Partial<InboxRecord> = {}): InboxRecord => ({
   committedAt: T0,
   ...extra,
 });
+/** A marker released after its handler failed, keeping its fingerprint. */
+const released = (id: string) =>
+  marker(id, { status: 'IN_PROGRESS', owner: expect.any(String), leaseExpiresAt: 0 });
 const line = (messageId: string, id: string, fields: Record<string, unknown>) => ({
   consumer: 'orders',
   scopedKey: `orders#${id}`,
@@ -148,9 +151,13 @@ describe('marker mode', () => {
     expect(response).toEqual(ids('m-1'));
     expect(store.calls).toEqual([
       { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
-      { method: 'release', args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }] },
+      {
+        method: 'release',
+        args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }, { keepFingerprint: true }],
+      },
     ]);
-    expect(store.items('inbox')).toEqual([]);
+    // Kept as a released claim: the retry of this payload takes it, another payload meets it.
+    expect(store.items('inbox')).toEqual([released('o-1')]);
     expect(logger.entries).toEqual([
       {
         level: 'warn',
@@ -206,7 +213,7 @@ describe('marker mode', () => {
     });
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids('m-1'));
-    expect(store.items('inbox')).toEqual([]);
+    expect(store.items('inbox')).toEqual([released('o-1')]);
     expect(logger.entries).toEqual([
       {
         level: 'error',

@@ -203,8 +203,9 @@ export type RequestRole =
 
 /**
  * Classifies a request: `TransactWriteItems` and conditional `PutItem` are claims (keyed by the
- * marker's or the entity's `pk`), `UpdateItem` is an effect, `DeleteItem` a release, anything
- * else (fallback reads) `other`.
+ * marker's or the entity's `pk`), `UpdateItem` is an effect (on the inbox table, a release
+ * keeping the fingerprint, or a two-phase complete or lease extension), `DeleteItem` a release,
+ * anything else (fallback reads) `other`.
  */
 export function roleOf(request: DynamoRequest): RequestRole {
   const input = request.input as {

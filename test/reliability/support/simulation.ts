@@ -514,7 +514,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       } else if (role.role === 'effect' && role.tableName === businessTable) {
         bump(effectWrites, role.pk);
         invocation?.effectWritten.add(role.pk);
-      } else if (role.role === 'release') {
+      } else if (role.role === 'release' || role.role === 'effect') {
+        // An update of an inbox record: marker mode releases its marker keeping the fingerprint.
         invocation?.markerReleased.add(role.pk);
       }
     },
