@@ -854,7 +854,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
       'entity: duplicate': { PutItem: 1 },
       'entity: batch of 10 first deliveries': { PutItem: 10 },
       'entity: batch of 10 duplicates': { PutItem: 10 },
-      'marker: handler throws (marker released)': { PutItem: 1, DeleteItem: 1 },
+      'marker: handler throws (marker released)': { PutItem: 1, UpdateItem: 1 },
     });
   });
 
