@@ -6,6 +6,9 @@ export default defineConfig({
   // as a user would. Every project extends this root config to inherit it.
   resolve: { tsconfigPaths: true },
   test: {
+    // The summary reporter prints the lines test files leave in their meta (the reliability
+    // suite's totals) after vitest's own, so they end the run.
+    reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       {
         extends: true,

@@ -6,7 +6,8 @@
  * 10,000), `RELIABILITY_SEEDS` seeds (default 20, seeds 1..n), or one seed alone with
  * `RELIABILITY_SEED=<n>`. A failing seed prints the command that replays it.
  *
- * The run ends with one line on standard output:
+ * The run ends with one line on standard output (printed by `test/support/summary-reporter.ts`
+ * after vitest's totals):
  * `reliability: <N> messages, <D> duplicate deliveries, <C> crashes injected, <E> duplicate effects, <L> lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,16 +43,19 @@ beforeAll(async () => {
   await createTables(admin.raw, inboxTable, businessTable);
 });
 
-afterAll(async () => {
+// biome-ignore lint/correctness/noEmptyPattern: vitest requires a destructuring first argument; the file suite is the second.
+afterAll(async ({}, file) => {
   await deleteTables(admin.raw, inboxTable, businessTable);
   admin.raw.destroy();
   if (reports.length === 0) return;
   const sum = (pick: (report: SeedReport) => number) =>
     reports.reduce((total, report) => total + pick(report), 0);
-  process.stdout.write(
+  const summary =
     `reliability: ${sum((r) => r.messages)} messages, ${sum((r) => r.duplicateDeliveries)} duplicate deliveries, ` +
-      `${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost\n`,
-  );
+    `${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
+  process.stdout.write(`${summary}\n`);
+  // test/support/summary-reporter.ts prints it again after vitest's totals, as the run's last line.
+  file.meta.summary = summary;
 });
 
 /** A counting semaphore: at most `limit` callers inside at a time. */
