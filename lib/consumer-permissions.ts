@@ -30,16 +30,20 @@ export const CONSUMER_MODES: readonly ConsumerMode[] = Object.freeze([
  *
  * | mode        | inbox table actions                                                  |
  * |-------------|----------------------------------------------------------------------|
- * | `marker`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:DeleteItem`        |
- * | `atomic`    | the `marker` actions + `dynamodb:ConditionCheckItem`                 |
+ * | `marker`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`        |
+ * | `atomic`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:ConditionCheckItem` |
  * | `entity`    | none (the business item is the marker)                               |
- * | `two-phase` | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:DeleteItem` |
+ * | `two-phase` | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`        |
+ *
+ * No mode deletes an inbox record: a marker or claim released after a failed run is kept with
+ * its fingerprint (an `UpdateItem`), and expiry is DynamoDB TTL's job. The reliability suite
+ * checks every request the runtime sends in each mode against this table.
  */
 export const INBOX_TABLE_ACTIONS: Readonly<Record<ConsumerMode, readonly string[]>> = Object.freeze({
-  marker: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'],
-  atomic: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+  marker: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  atomic: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:ConditionCheckItem'],
   entity: [],
-  'two-phase': ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+  'two-phase': ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
 });
 
 /** What a consumer may do with a business table's items. */

@@ -67,10 +67,10 @@ export interface IdempotentConsumerProps {
    *
    * | mode        | inbox table                                              | business tables |
    * |-------------|----------------------------------------------------------|-----------------|
-   * | `marker`    | PutItem, GetItem, DeleteItem                             | `access`        |
-   * | `atomic`    | PutItem, GetItem, DeleteItem, ConditionCheckItem         | `access`        |
+   * | `marker`    | PutItem, GetItem, UpdateItem                             | `access`        |
+   * | `atomic`    | PutItem, GetItem, ConditionCheckItem                     | `access`        |
    * | `entity`    | none (no inbox table is created; a given `table` is only named in `EO_INBOX_TABLE`) | `access` (at least one table with `write`) |
-   * | `two-phase` | PutItem, GetItem, UpdateItem, DeleteItem                 | `access`        |
+   * | `two-phase` | PutItem, GetItem, UpdateItem                             | `access`        |
    */
   readonly mode: ConsumerMode;
 

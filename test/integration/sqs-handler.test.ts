@@ -24,6 +24,7 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
+import { INBOX_TABLE_ACTIONS } from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
 import {
   captureLogs,
@@ -809,6 +810,22 @@ function modeHandler(
   }
 }
 
+/**
+ * The inbox-table requests of measured scenarios (labelled `<mode>…: …`) that `IdempotentConsumer`
+ * does not grant in that mode: a transaction's inbox item is its marker `Put`; entity mode writes
+ * business tables only.
+ */
+function ungrantedInboxActions(measured: Record<string, unknown>): string[] {
+  return Object.entries(measured).flatMap(([label, counts]) => {
+    const mode = (['marker', 'atomic', 'two-phase'] as const).find((name) => label.startsWith(name));
+    if (mode === undefined) return [];
+    return Object.keys(counts as Record<string, number>)
+      .map((operation) => `dynamodb:${operation === 'TransactWriteItems' ? 'PutItem' : operation}`)
+      .filter((action) => !INBOX_TABLE_ACTIONS[mode].includes(action))
+      .map((action) => `${label}: ${action}`);
+  });
+}
+
 describe('createSqsHandler DynamoDB round trips', () => {
   it('sends exactly one DynamoDB request per message on first delivery and one on a duplicate, in every mode', async () => {
     const measured: Record<string, unknown> = {};
@@ -856,6 +873,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
       'entity: batch of 10 duplicates': { PutItem: 10 },
       'marker: handler throws (marker released)': { PutItem: 1, UpdateItem: 1 },
     });
+    expect(ungrantedInboxActions(measured)).toEqual([]);
   });
 
   it('sends two requests per effect on first delivery and one on a duplicate in two-phase mode, and one for a stale version', async () => {
@@ -925,6 +943,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
       'two-phase, 2 effects: duplicate': { PutItem: 2 },
       'atomic: stale version (putIfNewer)': { TransactWriteItems: 1 },
     });
+    expect(ungrantedInboxActions(measured)).toEqual([]);
     expect(performed).toHaveLength(3);
     expect(await readItem(businessTable, customer)).toEqual({ pk: customer, version: 5 });
   });

@@ -11,6 +11,11 @@
  * `reliability: <N> messages, <D> duplicate deliveries, <C> crashes injected, <E> duplicate effects, <L> lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BUSINESS_TABLE_ACTIONS,
+  defaultBusinessTableAccess,
+  INBOX_TABLE_ACTIONS,
+} from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
 import { checkSeed, type SeedReport } from './support/oracle';
 import { CRASH_POINTS, runSimulation, type SeedOptions, seedProfile } from './support/simulation';
@@ -91,7 +96,10 @@ function describeReport(report: SeedReport): string {
   return JSON.stringify({ ...report, violations: report.violations.slice(0, 20) }, null, 1);
 }
 
-async function runSeed(seed: number, overrides: Partial<SeedOptions> = {}): Promise<SeedReport> {
+async function runSeed(
+  seed: number,
+  overrides: Partial<SeedOptions> = {},
+): Promise<SeedReport & { readonly ungranted: readonly string[] }> {
   const options: SeedOptions = {
     seed,
     messages: MESSAGES,
@@ -103,7 +111,29 @@ async function runSeed(seed: number, overrides: Partial<SeedOptions> = {}): Prom
     ...overrides,
   };
   const result = await runSimulation(options);
-  return checkSeed(result, admin.document);
+  return {
+    ...(await checkSeed(result, admin.document)),
+    ungranted: ungrantedActions(options, result.actions),
+  };
+}
+
+/**
+ * The actions the seed's requests needed that `IdempotentConsumer` does not grant its function in
+ * the seed's mode (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access).
+ */
+function ungrantedActions(options: SeedOptions, used: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  const granted = new Map<string, readonly string[]>([
+    [options.inboxTable, INBOX_TABLE_ACTIONS[options.mode]],
+    [
+      options.businessTable,
+      defaultBusinessTableAccess(options.mode).flatMap((access) => BUSINESS_TABLE_ACTIONS[access]),
+    ],
+  ]);
+  return [...used].flatMap(([table, actions]) =>
+    [...actions]
+      .filter((action) => !granted.get(table)?.includes(action))
+      .map((action) => `${action} on ${table === options.inboxTable ? 'the inbox' : table}`),
+  );
 }
 
 describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages through the real store`, () => {
@@ -126,6 +156,8 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
       expect(report.violations.slice(0, 20), `seed ${seed} failed; ${replayHint(seed)}`).toEqual([]);
       expect(report.duplicateEffects).toBe(0);
       expect(report.lost).toBe(0);
+      // Every request the runtime sent is allowed by the construct's grants in the seed's mode.
+      expect(report.ungranted, `seed ${seed} (${report.mode})`).toEqual([]);
       // At least 30% of messages delivered twice or more, and at least half of those concurrently.
       expect(
         report.deliveredTwice / report.messages,

@@ -333,6 +333,11 @@ export interface SimulationResult {
    */
   readonly trace: ReadonlyMap<string, readonly string[]> | undefined;
   readonly invocations: number;
+  /**
+   * The IAM actions the requests sent need, by table (`dynamodb:PutItem`, ...; a transaction
+   * needs each of its items' actions on that item's table), to compare with the construct's grants.
+   */
+  readonly actions: ReadonlyMap<string, ReadonlySet<string>>;
   /** Things the runtime saw that must never happen (a handler that threw, a bad batch response). */
   readonly runtimeViolations: readonly string[];
   readonly virtualMillis: number;
@@ -420,6 +425,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const lastOutcome = new Map<string, LoggedOutcome>();
   const deliveries: Delivery[] = [];
   const effectWrites = new Map<string, number>();
+  const actions = new Map<string, Set<string>>();
   const markerGaps = new Map<string, 'crash' | 'lost response'>();
   const crashes = Object.fromEntries(CRASH_POINTS.map((point) => [point, 0])) as Record<CrashPoint, number>;
   const runtimeViolations: string[] = [];
@@ -458,6 +464,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const controllerOf = (instance: Instance): FaultController => ({
     isCrashed: () => current(instance)?.crashed ?? false,
     decide(request: DynamoRequest): RequestFault | undefined {
+      recordActions(actions, request);
       const invocation = current(instance);
       const role = roleOf(request);
       if (invocation === undefined || !invocation.faults || role.role === 'other') return undefined;
@@ -849,7 +856,34 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     crashes,
     trace,
     invocations: invocationCount,
+    actions,
     runtimeViolations,
     virtualMillis: queue.now() - options.startMillis,
   };
+}
+
+/** The IAM action of each kind of `TransactWriteItems` item. */
+const TRANSACTION_ITEM_ACTIONS: Readonly<Record<string, string>> = {
+  Put: 'PutItem',
+  Update: 'UpdateItem',
+  Delete: 'DeleteItem',
+  ConditionCheck: 'ConditionCheckItem',
+};
+
+/** Adds the IAM actions `request` needs, by table, to `actions`. */
+function recordActions(actions: Map<string, Set<string>>, request: DynamoRequest): void {
+  const add = (table: unknown, action: string) => {
+    if (typeof table !== 'string') return;
+    const set = actions.get(table) ?? new Set<string>();
+    set.add(`dynamodb:${action}`);
+    actions.set(table, set);
+  };
+  if (request.operation !== 'TransactWriteItems') {
+    add(request.input.TableName, request.operation);
+    return;
+  }
+  for (const item of (request.input.TransactItems ?? []) as Record<string, { TableName?: unknown }>[]) {
+    for (const [kind, body] of Object.entries(item))
+      add(body?.TableName, TRANSACTION_ITEM_ACTIONS[kind] ?? kind);
+  }
 }
