@@ -3,7 +3,7 @@
  * loads `sqs-consumer` (an optional peer dependency), so the Lambda handler never bundles it.
  *
  * @example
- * import { createSqsWorker } from 'effectively-once/lambda/worker';
+ * import { createSqsWorker } from 'effectively-once/worker';
  */
 export {
   type BatchPlan,
