@@ -10,26 +10,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
 import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, sqsRecord, type TestQueue, waitFor } from '../support/fixtures';
 
 const root = join(__dirname, '..', '..');
-const aws = awsConfig();
-const sqs = new SQSClient(aws);
-const raw = new DynamoDBClient(aws);
-const documents = DynamoDBDocumentClient.from(raw);
+const local = createLocalResources();
+const { aws, sqs } = local;
 
 interface LogLine {
   readonly body: Record<string, unknown>;
@@ -44,11 +34,9 @@ const log: LogLine[] = readFileSync(join(root, 'test', 'fixtures', 'order-log.js
 const names = {
   inbox: uniqueName('eo-opw-inbox'),
   orders: uniqueName('eo-opw-orders'),
-  queue: `${uniqueName('eo-opw-orders')}.fifo`,
-  deadLetterQueue: `${uniqueName('eo-opw-orders-dlq')}.fifo`,
 };
-let queueUrl = '';
-let deadLetterQueueUrl = '';
+let queue: TestQueue;
+let deadLetterQueue: TestQueue;
 let worker: ChildProcess | undefined;
 let stdout = '';
 
@@ -57,62 +45,22 @@ const environment = () => ({
   EO_INBOX_TABLE: names.inbox,
   EO_CONSUMER: 'order-projector',
   EO_DEAD_LETTER_MODE: 'direct',
-  EO_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+  EO_DEAD_LETTER_QUEUE_URL: deadLetterQueue.url,
   ORDERS_TABLE: names.orders,
 });
 
-const table = (TableName: string, sortKey: boolean) =>
-  raw.send(
-    new CreateTableCommand({
-      TableName,
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        ...(sortKey ? [{ AttributeName: 'sk', KeyType: 'RANGE' as const }] : []),
-      ],
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        ...(sortKey ? [{ AttributeName: 'sk', AttributeType: 'S' as const }] : []),
-      ],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-
-const fifoQueue = async (QueueName: string) =>
-  (await sqs.send(new CreateQueueCommand({ QueueName, Attributes: { FifoQueue: 'true' } }))).QueueUrl!;
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMillis = 45_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMillis;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; worker output:\n${stdout}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-async function queueDepth(url: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: url,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)
-  );
-}
+/** Waits on the worker process, naming its output so far when it takes too long. */
+const waitForWorker = <T>(what: string, probe: () => Promise<T | undefined>) =>
+  waitFor(what, probe, {
+    timeoutMillis: 45_000,
+    intervalMillis: 250,
+    detail: () => `worker output:\n${stdout}`,
+  });
 
 /** Orders table as `orderId → { status, amount, statuses }`. */
 async function orders(): Promise<Record<string, { status: unknown; amount: unknown; statuses: string[] }>> {
-  const { Items = [] } = await documents.send(
-    new ScanCommand({ TableName: names.orders, ConsistentRead: true }),
-  );
   const result: Record<string, { status: unknown; amount: unknown; statuses: string[] }> = {};
-  for (const item of Items) {
+  for (const item of await local.scanItems(names.orders)) {
     const id = String(item.orderId);
     const order = result[id] ?? { status: undefined, amount: undefined, statuses: [] };
     result[id] = order;
@@ -143,21 +91,16 @@ const expectedOrders = {
 };
 
 beforeAll(async () => {
-  await Promise.all([table(names.inbox, false), table(names.orders, true)]);
-  [queueUrl, deadLetterQueueUrl] = await Promise.all([
-    fifoQueue(names.queue),
-    fifoQueue(names.deadLetterQueue),
+  await Promise.all([local.createTable(names.inbox), local.createTable(names.orders, ['pk', 'sk'])]);
+  [queue, deadLetterQueue] = await Promise.all([
+    local.createQueue('eo-opw-orders', { FifoQueue: 'true' }),
+    local.createQueue('eo-opw-orders-dlq', { FifoQueue: 'true' }),
   ]);
 });
 
 afterAll(async () => {
   if (worker && worker.exitCode === null) worker.kill('SIGKILL');
-  await Promise.allSettled([
-    raw.send(new DeleteTableCommand({ TableName: names.inbox })),
-    raw.send(new DeleteTableCommand({ TableName: names.orders })),
-    sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })),
-    sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
-  ]);
+  await local.dispose();
 });
 
 describe('the order projector as a worker and as a Lambda, from one handler module', () => {
@@ -165,7 +108,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     for (const line of log) {
       await sqs.send(
         new SendMessageCommand({
-          QueueUrl: queueUrl,
+          QueueUrl: queue.url,
           MessageBody: JSON.stringify(line.body),
           MessageGroupId: line.groupId,
           MessageDeduplicationId: line.deduplicationId,
@@ -181,7 +124,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
         env: {
           ...process.env,
           ...environment(),
-          ORDERS_QUEUE_URL: queueUrl,
+          ORDERS_QUEUE_URL: queue.url,
           WORKER_VISIBILITY_TIMEOUT_SECONDS: '30',
           AWS_ENDPOINT_URL: aws.endpoint,
           AWS_REGION: aws.region,
@@ -200,20 +143,13 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     });
     const exited = new Promise<number | null>((resolve) => worker?.once('exit', (code) => resolve(code)));
 
-    await waitFor('the worker to drain the queue', async () => {
-      const [depth, projected] = await Promise.all([queueDepth(queueUrl), orders()]);
+    await waitForWorker('the worker to drain the queue', async () => {
+      const [depth, projected] = await Promise.all([local.queueDepth(queue.url), orders()]);
       return depth === 0 && JSON.stringify(projected) === JSON.stringify(expectedOrders) ? true : undefined;
     });
-    const deadLetters = await waitFor('the dead letter', async () => {
-      const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: deadLetterQueueUrl,
-          MaxNumberOfMessages: 10,
-          MessageAttributeNames: ['All'],
-          WaitTimeSeconds: 1,
-        }),
-      );
-      return Messages.length > 0 ? Messages : undefined;
+    const deadLetters = await waitForWorker('the dead letter', async () => {
+      const messages = await local.receive(deadLetterQueue.url);
+      return messages.length > 0 ? messages : undefined;
     });
 
     worker.kill('SIGTERM');
@@ -243,24 +179,14 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     const before = await orders();
     const records: SqsRecord[] = log
       .filter((line) => typeof line.body.status === 'string')
-      .map((line, index) => ({
-        messageId: `lambda-${index}`,
-        receiptHandle: `handle-${index}`,
-        body: JSON.stringify(line.body),
-        attributes: {
-          ApproximateReceiveCount: '1',
-          SentTimestamp: '0',
-          SenderId: 'test',
-          ApproximateFirstReceiveTimestamp: '0',
-          MessageGroupId: line.groupId,
-          MessageDeduplicationId: `${line.deduplicationId}#lambda`,
-        },
-        messageAttributes: {},
-        md5OfBody: '',
-        eventSource: 'aws:sqs',
-        eventSourceARN: `arn:aws:sqs:${aws.region}:000000000000:${names.queue}`,
-        awsRegion: aws.region,
-      }));
+      .map((line, index) =>
+        sqsRecord(line.body, {
+          messageId: `lambda-${index}`,
+          groupId: line.groupId,
+          deduplicationId: `${line.deduplicationId}#lambda`,
+          queue: queue.name.replace(/\.fifo$/, ''),
+        }),
+      );
     const event: SqsEvent = { Records: records };
 
     const written: string[] = [];

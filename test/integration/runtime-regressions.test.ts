@@ -8,15 +8,15 @@
  *   payload's fingerprint (one `UpdateItem`), so another payload reusing the key is dead-lettered
  *   as a mismatch, and the first payload's retry takes the released claim in one request.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsHandler } from '../../lambda/sqs-handler';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
 import { captureMetrics, counts, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
 
@@ -25,15 +25,12 @@ interface Payment {
   readonly amount: number;
 }
 
+const local = createLocalResources();
 const inboxTable = uniqueName('eo-runtime-regressions');
-const raws: DynamoDBClient[] = [];
-let admin: DynamoDBDocumentClient;
 
 /** A document client on the local endpoint; `loseFirst` loses the first response to that operation. */
 function newClient(options: { readonly maxAttempts?: number; readonly loseFirst?: string } = {}) {
-  const raw = new DynamoDBClient({ ...awsConfig(), maxAttempts: options.maxAttempts ?? 1 });
-  raws.push(raw);
-  const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+  const client = local.documentClient({ maxAttempts: options.maxAttempts ?? 1 });
   let lose = options.loseFirst !== undefined;
   // Inside the SDK's retry loop, next to the transport: the request reaches DynamoDB and is
   // applied, then its answer is replaced by a connection reset, which the SDK retries.
@@ -51,31 +48,11 @@ function newClient(options: { readonly maxAttempts?: number; readonly loseFirst?
   return client;
 }
 
-async function readItem(pk: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: inboxTable, Key: { pk }, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (pk: string) => local.readItem(inboxTable, { pk });
 
-beforeAll(async () => {
-  const raw = new DynamoDBClient(awsConfig());
-  raws.push(raw);
-  admin = DynamoDBDocumentClient.from(raw);
-  await raw.send(
-    new CreateTableCommand({
-      TableName: inboxTable,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-});
+beforeAll(() => local.createTable(inboxTable));
 
-afterAll(async () => {
-  await admin.send(new DeleteTableCommand({ TableName: inboxTable })).catch(() => undefined);
-  for (const raw of raws) raw.destroy();
-});
+afterAll(() => local.dispose());
 
 const now = Date.now();
 

@@ -6,54 +6,26 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
-  CreateTableCommand,
-  DeleteTableCommand,
-  DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   TransactionCanceledException,
   TransactWriteItemsCommand,
   type TransactWriteItemsCommandInput,
-  waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources } from '../support/fixtures';
 
-const dynamodb = new DynamoDBClient(awsConfig());
-const sqs = new SQSClient(awsConfig());
+const local = createLocalResources();
+/** A raw client: these tests look at the wire format (attribute values, exceptions) themselves. */
+const dynamodb = local.dynamoDbClient();
+const { sqs } = local;
 const tableName = uniqueName('smoke-inbox');
-const queueUrls: string[] = [];
 
-beforeAll(async () => {
-  await dynamodb.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: tableName });
-});
+beforeAll(() => local.createTable(tableName));
 
-afterAll(async () => {
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled([
-    dynamodb.send(new DeleteTableCommand({ TableName: tableName })),
-    ...queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-  ]);
-  dynamodb.destroy();
-  sqs.destroy();
-});
+afterAll(() => local.dispose());
 
 /** Resolves with what `promise` rejected with; fails the test if it resolved. */
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -138,15 +110,7 @@ describe('DynamoDB transaction with the marker at index 0', () => {
 
 describe('SQS redrive', () => {
   async function receive(queueUrl: string, waitTimeSeconds: number): Promise<Message | undefined> {
-    const { Messages } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 1,
-        WaitTimeSeconds: waitTimeSeconds,
-        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
-      }),
-    );
-    return Messages?.[0];
+    return (await local.receive(queueUrl, { maxMessages: 1, waitTimeSeconds }))[0];
   }
 
   /** Receives from `queueUrl` until a message arrives or `deadline` (epoch ms) passes. */
@@ -159,38 +123,26 @@ describe('SQS redrive', () => {
   }
 
   it('redelivers a message that is never deleted, then moves it to the dead-letter queue after maxReceiveCount', async () => {
-    const { QueueUrl: deadLetterUrl } = await sqs.send(
-      new CreateQueueCommand({ QueueName: uniqueName('smoke-dlq') }),
-    );
-    queueUrls.push(deadLetterUrl!);
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: deadLetterUrl, AttributeNames: ['QueueArn'] }),
-    );
-    const { QueueUrl: queueUrl } = await sqs.send(
-      new CreateQueueCommand({
-        QueueName: uniqueName('smoke-queue'),
-        Attributes: {
-          VisibilityTimeout: '1',
-          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: Attributes?.QueueArn, maxReceiveCount: 2 }),
-        },
-      }),
-    );
-    queueUrls.push(queueUrl!);
+    const deadLetter = await local.createQueue('smoke-dlq');
+    const { url: queueUrl } = await local.createQueue('smoke-queue', {
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: 2 }),
+    });
     const body = JSON.stringify({ orderId: 'order-7', status: 'PAID' });
     const { MessageId } = await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
     const deadline = Date.now() + 20_000;
 
-    const first = await receiveBefore(queueUrl!, deadline);
-    const second = await receiveBefore(queueUrl!, deadline);
+    const first = await receiveBefore(queueUrl, deadline);
+    const second = await receiveBefore(queueUrl, deadline);
     // The redrive happens when a receive finds the receive count exhausted: keep receiving from
     // the source queue (any message there now is a third delivery, a failure) until the
     // dead-letter queue has it.
     const thirdDeliveries: Message[] = [];
     let deadLettered: Message | undefined;
     while (!deadLettered && Date.now() < deadline) {
-      const again = await receive(queueUrl!, 1);
+      const again = await receive(queueUrl, 1);
       if (again) thirdDeliveries.push(again);
-      deadLettered = await receive(deadLetterUrl!, 0);
+      deadLettered = await receive(deadLetter.url, 0);
     }
 
     expect(first).toMatchObject({ MessageId, Body: body, Attributes: { ApproximateReceiveCount: '1' } });

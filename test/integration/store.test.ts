@@ -1,60 +1,32 @@
 import { createServer } from 'node:net';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, NumberValue } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, NumberValue } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InboxRecord, InboxStore, TransactWriteAction } from '../../lambda/core/store-port';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, type FakeError, injectFaults, THROTTLED } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
 import { describeInboxStoreContract } from '../support/store-contract';
 
+const local = createLocalResources();
 const inboxTable = uniqueName('eo-store-inbox');
 const businessTable = uniqueName('eo-store-business');
-const clients: DynamoDBClient[] = [];
 
-/** A fresh document client on the local endpoint, configured the way the store documents. */
-function newClient(config: { maxAttempts?: number; endpoint?: string } = {}): DynamoDBDocumentClient {
-  const raw = new DynamoDBClient({ ...awsConfig(), ...config });
-  clients.push(raw);
-  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-}
+/** A document client of its own (its own connections), configured the way the store documents. */
+const newClient = local.documentClient;
 
 function newStore(client = newClient(), tableName = inboxTable): InboxStore {
   return createDynamoDbStore({ client, tableName });
 }
 
-async function createTable(client: DynamoDBClient, name: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: name,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-}
-
-let admin: DynamoDBDocumentClient;
-
 beforeAll(async () => {
-  admin = newClient();
-  await createTable(admin, inboxTable);
-  await createTable(admin, businessTable);
+  await local.createTable(inboxTable);
+  await local.createTable(businessTable);
 });
 
-afterAll(async () => {
-  for (const name of [inboxTable, businessTable]) {
-    await admin?.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
-  }
-  for (const client of clients) client.destroy();
-});
+afterAll(() => local.dispose());
 
-async function readItem(tableName: string, pk: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: tableName, Key: { pk }, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (tableName: string, pk: string) => local.readItem(tableName, { pk });
 
 describeInboxStoreContract('DynamoDB store on the local endpoint', () => ({
   store: newStore(),
@@ -78,46 +50,6 @@ const marker = (pk: string, overrides: Partial<InboxRecord> = {}): InboxRecord =
 const put = (pk: string, item: Record<string, unknown> = {}): TransactWriteAction => ({
   Put: { TableName: businessTable, Item: { pk, ...item } },
 });
-
-/** A DynamoDB error response, as the service would send it. */
-interface FakeResponse {
-  readonly statusCode: number;
-  readonly type: string;
-  readonly body?: Record<string, unknown>;
-}
-
-/**
- * Stands in for the server on a real client: for the attempts `respond` answers, the
- * request is not sent and the SDK deserialises the fabricated response instead (so the
- * error is a genuine SDK exception with `$metadata`, and the SDK's retry strategy sees it).
- * Attach it after a request counter, so fabricated responses count as requests.
- */
-function injectResponses(
-  client: DynamoDBDocumentClient,
-  respond: (operation: string, attempt: number) => FakeResponse | undefined,
-): { attempts(): number } {
-  let attempts = 0;
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      attempts += 1;
-      const fake = respond((context.commandName ?? '').replace(/Command$/, ''), attempts);
-      if (!fake) return next(args);
-      const body = JSON.stringify({
-        __type: `com.amazonaws.dynamodb.v20120810#${fake.type}`,
-        message: `${fake.type} (injected)`,
-        ...fake.body,
-      });
-      const response = {
-        statusCode: fake.statusCode,
-        headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'injected' },
-        body: new TextEncoder().encode(body),
-      };
-      return { response, output: undefined } as unknown as Awaited<ReturnType<typeof next>>;
-    },
-    { step: 'deserialize', priority: 'low', name: 'faultInjection' },
-  );
-  return { attempts: () => attempts };
-}
 
 describe('DynamoDB store round trips', () => {
   it('sends exactly one request per insert, commit and insertEntity, first write and duplicate alike', async () => {
@@ -227,7 +159,7 @@ describe('DynamoDB store failures', () => {
   it('reports a throttled insert as THROTTLED, retryable, after the SDK spent its attempts', async () => {
     const client = newClient({ maxAttempts: 2 });
     const counter = attachRequestCounter(client);
-    injectResponses(client, () => ({ statusCode: 400, type: 'ThrottlingException' }));
+    injectFaults(client, () => THROTTLED);
 
     const failure = newStore(client).insert(marker(key('throttled')), now);
 
@@ -243,8 +175,9 @@ describe('DynamoDB store failures', () => {
   it('recovers when the SDK retry succeeds after one throttled attempt', async () => {
     const client = newClient({ maxAttempts: 3 });
     const counter = attachRequestCounter(client);
-    injectResponses(client, (_, attempt) =>
-      attempt === 1 ? { statusCode: 400, type: 'ProvisionedThroughputExceededException' } : undefined,
+    let attempts = 0;
+    injectFaults(client, () =>
+      ++attempts === 1 ? { statusCode: 400, type: 'ProvisionedThroughputExceededException' } : undefined,
     );
 
     expect(await newStore(client).insert(marker(key('throttled-once')), now)).toEqual({ kind: 'inserted' });
@@ -253,7 +186,7 @@ describe('DynamoDB store failures', () => {
 
   it('reports a TransactionConflictException on a single-item write as TRANSACTION_CONFLICT', async () => {
     const client = newClient({ maxAttempts: 1 });
-    injectResponses(client, () => ({ statusCode: 400, type: 'TransactionConflictException' }));
+    injectFaults(client, () => ({ statusCode: 400, type: 'TransactionConflictException' }));
 
     await expect(newStore(client).insert(marker(key('conflict')), now)).rejects.toMatchObject({
       code: 'TRANSACTION_CONFLICT',
@@ -299,7 +232,7 @@ describe('DynamoDB store failures', () => {
     },
   ])('reports a transaction cancelled for $reasons as $code', async ({ code, disposition, reasons }) => {
     const client = newClient({ maxAttempts: 1 });
-    injectResponses(client, () => ({
+    injectFaults(client, () => ({
       statusCode: 400,
       type: 'TransactionCanceledException',
       body: { Message: 'Transaction cancelled (injected)', CancellationReasons: reasons },
@@ -316,7 +249,7 @@ describe('DynamoDB store failures', () => {
 
   it('reports an HTTP 500 as SERVICE_UNAVAILABLE', async () => {
     const client = newClient({ maxAttempts: 1 });
-    injectResponses(client, () => ({ statusCode: 500, type: 'InternalServerError' }));
+    injectFaults(client, () => ({ statusCode: 500, type: 'InternalServerError' }));
 
     await expect(newStore(client).insert(marker(key('5xx')), now)).rejects.toMatchObject({
       code: 'SERVICE_UNAVAILABLE',
@@ -375,9 +308,7 @@ describe('DynamoDB store failures', () => {
   });
 
   it('reports an undefined value nested in a result as VALIDATION when the client keeps undefined values', async () => {
-    const raw = new DynamoDBClient(awsConfig());
-    clients.push(raw);
-    const store = newStore(DynamoDBDocumentClient.from(raw));
+    const store = newStore(DynamoDBDocumentClient.from(local.dynamoDbClient()));
 
     await expect(
       store.insert(marker(key('undefined'), { result: { a: undefined } }), now),
@@ -416,7 +347,7 @@ describe('DynamoDB store reading the item a failed condition returned', () => {
 
   it('reports a returned item it cannot unmarshall as VALIDATION, naming the error class only', async () => {
     const client = newClient({ maxAttempts: 1 });
-    injectResponses(client, () => ({
+    injectFaults(client, () => ({
       statusCode: 400,
       type: 'ConditionalCheckFailedException',
       body: { Item: { pk: { S: 'k' }, note: { S: 'S3NT1NEL' }, amount: { M: { S3NT1NEL: {} } } } },
@@ -434,7 +365,7 @@ describe('DynamoDB store reading the item a failed condition returned', () => {
 });
 
 describe('DynamoDB store on an endpoint that does not return the old item', () => {
-  const conditionFailedWithoutItem: FakeResponse = {
+  const conditionFailedWithoutItem: FakeError = {
     statusCode: 400,
     type: 'ConditionalCheckFailedException',
   };
@@ -445,9 +376,7 @@ describe('DynamoDB store on an endpoint that does not return the old item', () =
     await newStore().insert(record, now);
     const client = newClient();
     const counter = attachRequestCounter(client);
-    injectResponses(client, (operation) =>
-      operation === 'PutItem' ? conditionFailedWithoutItem : undefined,
-    );
+    injectFaults(client, (operation) => (operation === 'PutItem' ? conditionFailedWithoutItem : undefined));
 
     expect(await newStore(client).insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({
       kind: 'existing',
@@ -462,7 +391,7 @@ describe('DynamoDB store on an endpoint that does not return the old item', () =
     await newStore().insert(record, now);
     const client = newClient();
     const counter = attachRequestCounter(client);
-    injectResponses(client, (operation) =>
+    injectFaults(client, (operation) =>
       operation === 'TransactWriteItems'
         ? {
             statusCode: 400,
@@ -484,7 +413,7 @@ describe('DynamoDB store on an endpoint that does not return the old item', () =
     const record = marker(pk);
     await newStore().insert(record, now);
     const client = newClient({ maxAttempts: 1 });
-    injectResponses(client, (operation) =>
+    injectFaults(client, (operation) =>
       operation === 'TransactWriteItems'
         ? { statusCode: 400, type: 'TransactionCanceledException' }
         : undefined,
@@ -500,9 +429,7 @@ describe('DynamoDB store on an endpoint that does not return the old item', () =
 
   it('asks for a retry when the record vanished between the failed condition and the read', async () => {
     const client = newClient();
-    injectResponses(client, (operation) =>
-      operation === 'PutItem' ? conditionFailedWithoutItem : undefined,
-    );
+    injectFaults(client, (operation) => (operation === 'PutItem' ? conditionFailedWithoutItem : undefined));
 
     await expect(newStore(client).insert(marker(key('vanished')), now)).rejects.toMatchObject({
       code: 'TRANSACTION_CONFLICT',

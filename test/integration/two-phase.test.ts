@@ -7,8 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
@@ -17,7 +16,8 @@ import { deriveEffectKeys, type Effects } from '../../lambda/core/two-phase';
 import { readToolkitEnvironment } from '../../lambda/handlers/handler-env';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
 import {
   captureLogger,
@@ -30,18 +30,15 @@ import {
   sqsRecord,
 } from '../unit/sqs-fixtures';
 
+const local = createLocalResources();
 const inboxTable = uniqueName('eo-two-phase-inbox');
 const customersTable = uniqueName('eo-two-phase-customers');
 const LEASE = 30_000;
 const context = { getRemainingTimeInMillis: () => 60_000 };
-const clients: DynamoDBClient[] = [];
-let admin: DynamoDBDocumentClient;
 
 /** A fresh document client on the local endpoint; `crashOn` makes that operation fail at the transport. */
 function newClient(crashOn?: { operation: string; armed: boolean }): DynamoDBDocumentClient {
-  const raw = new DynamoDBClient({ ...awsConfig(), maxAttempts: 1 });
-  clients.push(raw);
-  const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+  const client = local.documentClient({ maxAttempts: 1 });
   if (crashOn) {
     client.middlewareStack.add(
       (next, commandContext) => async (args) => {
@@ -57,23 +54,7 @@ function newClient(crashOn?: { operation: string; armed: boolean }): DynamoDBDoc
   return client;
 }
 
-async function createTable(name: string): Promise<void> {
-  await admin.send(
-    new CreateTableCommand({
-      TableName: name,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-}
-
-async function readItem(tableName: string, pk: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await admin.send(
-    new GetCommand({ TableName: tableName, Key: { pk }, ConsistentRead: true }),
-  );
-  return Item;
-}
+const readItem = (tableName: string, pk: string) => local.readItem(tableName, { pk });
 
 /** The downstream service: records every request, and answers a repeated Idempotency-Key with the first answer. */
 interface Downstream {
@@ -134,18 +115,14 @@ async function startDownstream(): Promise<Downstream> {
 let downstream: Downstream;
 
 beforeAll(async () => {
-  admin = newClient();
-  await createTable(inboxTable);
-  await createTable(customersTable);
+  await local.createTable(inboxTable);
+  await local.createTable(customersTable);
   downstream = await startDownstream();
 });
 
 afterAll(async () => {
   await downstream?.close();
-  for (const name of [inboxTable, customersTable]) {
-    await admin?.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
-  }
-  for (const client of clients) client.destroy();
+  await local.dispose();
 });
 
 afterEach(() => {

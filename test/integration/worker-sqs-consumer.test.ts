@@ -10,28 +10,17 @@
  * messages come back in order after `ChangeMessageVisibility` to 0, and a send with a new
  * deduplication id is never suppressed.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  SQSClient,
-  type Message as SqsMessage,
-} from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageBatchCommand, type Message as SqsMessage } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsDeadLetterSender, fromBody, type Message, type SqsHandlerOptions } from '../../lambda';
 import { createSqsWorker, type SqsWorker } from '../../lambda/worker';
-import { awsConfig, uniqueName } from '../support/aws';
+import { uniqueName } from '../support/aws';
+import { createLocalResources, waitFor } from '../support/fixtures';
 
-const aws = awsConfig();
-const sqs = new SQSClient(aws);
-const raw = new DynamoDBClient(aws);
-const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+const local = createLocalResources();
+const { sqs } = local;
+const client = local.documentClient();
 const inboxTable = uniqueName('eo-worker-inbox');
-const queueUrls: string[] = [];
 const workers: SqsWorker[] = [];
 
 interface OrderEvent {
@@ -40,75 +29,17 @@ interface OrderEvent {
   readonly seq: number;
 }
 
-beforeAll(async () => {
-  await raw.send(
-    new CreateTableCommand({
-      TableName: inboxTable,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-});
+beforeAll(() => local.createTable(inboxTable));
 
 afterAll(async () => {
   await Promise.allSettled(workers.map((worker) => worker.stop()));
-  // Matters when AWS_ENDPOINT_URL points at a long-lived emulator.
-  await Promise.allSettled([
-    raw.send(new DeleteTableCommand({ TableName: inboxTable })),
-    ...queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-  ]);
-  raw.destroy();
-  sqs.destroy();
+  await local.dispose();
 });
-
-async function createQueue(name: string, attributes: Record<string, string> = {}): Promise<string> {
-  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  queueUrls.push(QueueUrl!);
-  return QueueUrl!;
-}
-
-async function depth(queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)
-  );
-}
-
-/** Polls `condition` until it holds; fails after `timeoutMillis`. */
-async function eventually(
-  condition: () => Promise<boolean> | boolean,
-  timeoutMillis = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMillis;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('Condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function receiveAll(queueUrl: string): Promise<SqsMessage[]> {
-  const { Messages = [] } = await sqs.send(
-    new ReceiveMessageCommand({
-      QueueUrl: queueUrl,
-      MaxNumberOfMessages: 10,
-      WaitTimeSeconds: 1,
-      MessageAttributeNames: ['All'],
-    }),
-  );
-  return Messages;
-}
 
 describe('createSqsWorker on a FIFO queue', () => {
   it('processes a log with resends exactly once, in group order, and dead-letters the poison message', async () => {
-    const queueName = uniqueName('eo-worker-orders');
-    const queueUrl = await createQueue(`${queueName}.fifo`, { FifoQueue: 'true', VisibilityTimeout: '30' });
-    const deadLetterUrl = await createQueue(`${queueName}-dlq.fifo`, { FifoQueue: 'true' });
+    const { url: queueUrl } = await local.createQueue('eo-worker-orders', { FifoQueue: 'true' });
+    const { url: deadLetterUrl } = await local.createQueue('eo-worker-orders-dlq', { FifoQueue: 'true' });
 
     // Three groups of six events; every third event is resent by the producer later in its
     // group (a new deduplication id, as after the five-minute broker window), and group g-1
@@ -170,7 +101,10 @@ describe('createSqsWorker on a FIFO queue', () => {
     workers.push(worker);
 
     worker.start();
-    await eventually(async () => effects.length >= 18 && (await depth(queueUrl)) === 0);
+    await waitFor(
+      'every effect and an empty queue',
+      async () => effects.length >= 18 && (await local.queueDepth(queueUrl)) === 0,
+    );
     await worker.stop();
 
     const ids = effects.map((event) => event.eventId);
@@ -189,13 +123,11 @@ describe('createSqsWorker on a FIFO queue', () => {
     }
     expect(attempts.get('g-2-3')).toBe(2);
 
-    const { Items = [] } = await client.send(
-      new ScanCommand({ TableName: inboxTable, ConsistentRead: true }),
-    );
-    expect(Items.filter((item) => item.consumer === 'order-projector')).toHaveLength(18);
-    expect(Items.every((item) => item.status === 'COMPLETED')).toBe(true);
+    const items = await local.scanItems(inboxTable);
+    expect(items.filter((item) => item.consumer === 'order-projector')).toHaveLength(18);
+    expect(items.every((item) => item.status === 'COMPLETED')).toBe(true);
 
-    const deadLetters = await receiveAll(deadLetterUrl);
+    const deadLetters = await local.receive(deadLetterUrl);
     expect(deadLetters.map((message) => message.Body)).toEqual(['not json']);
     expect(deadLetters[0]?.MessageAttributes?.['eo-code']?.StringValue).toBe('MALFORMED_BODY');
     expect(deadLetters[0]?.MessageAttributes?.['eo-reason']?.StringValue).toBe('The body is not valid JSON');
@@ -204,7 +136,7 @@ describe('createSqsWorker on a FIFO queue', () => {
 
 describe('createSqsWorker heartbeat', () => {
   it('keeps a slow batch invisible past its visibility timeout, so it is processed once', async () => {
-    const queueUrl = await createQueue(uniqueName('eo-worker-slow'), { VisibilityTimeout: '2' });
+    const { url: queueUrl } = await local.createQueue('eo-worker-slow', { VisibilityTimeout: '2' });
     await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: queueUrl,
@@ -235,20 +167,19 @@ describe('createSqsWorker heartbeat', () => {
     workers.push(worker);
 
     worker.start();
-    await eventually(() => started.length === 1, 10_000);
+    await waitFor('the slow batch to start', () => started.length === 1, { timeoutMillis: 10_000 });
     // Real time on a real queue: twice the visibility timeout, during which the heartbeat
     // keeps extending it, so no receive gets the message.
     const waitedUntil = Date.now() + 4_000;
     const stolen: SqsMessage[] = [];
     while (Date.now() < waitedUntil) {
-      const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
-      );
-      stolen.push(...Messages);
+      stolen.push(...(await local.receive(queueUrl, { waitTimeSeconds: 0 })));
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     release();
-    await eventually(async () => (await depth(queueUrl)) === 0, 10_000);
+    await waitFor('an empty queue', async () => (await local.queueDepth(queueUrl)) === 0, {
+      timeoutMillis: 10_000,
+    });
     await worker.stop();
 
     expect(stolen).toEqual([]);

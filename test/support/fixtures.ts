@@ -1,7 +1,8 @@
 /**
  * Setup shared by the integration tests: clients, tables and queues on the local AWS endpoint
- * (each removed again by `dispose`), item reads, a manual clock, DynamoDB faults injected on a
- * real client, SQS records and a context shaped the way Lambda delivers them, and captured logs.
+ * (each removed again by `dispose`), item reads and scans, queue depth and receives, polling
+ * until a condition holds, a manual clock, DynamoDB faults injected on a real client, SQS
+ * records and a context shaped the way Lambda delivers them, and captured logs.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import {
@@ -15,17 +16,67 @@ import {
   CreateQueueCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
+  type Message as QueueMessage,
+  ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createJsonLogger } from '../../lambda/core/logger';
 import type { LambdaContext, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+import { manualClock as clockAt, type ManualClock } from '../unit/sqs-fixtures';
 import { awsConfig, type LocalAwsConfig, uniqueName } from './aws';
+
+/** What a test may set on a DynamoDB client of its own. */
+export type DynamoDbClientConfig = Pick<DynamoDBClientConfig, 'maxAttempts' | 'endpoint'>;
+
+/** A document client on `raw`, configured the way the store documents (`removeUndefinedValues`). */
+export function createDocumentClient(raw: DynamoDBClient): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+}
+
+/**
+ * Creates the on-demand table `name` keyed by string attributes (`keys[0]` the partition key,
+ * `keys[1]` the sort key), waits until it exists, and returns its name.
+ */
+export async function createTable(
+  client: DynamoDBClient,
+  name: string,
+  keys: readonly string[] = ['pk'],
+): Promise<string> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      KeySchema: keys.map((AttributeName, index) => ({
+        AttributeName,
+        KeyType: index === 0 ? 'HASH' : 'RANGE',
+      })),
+      AttributeDefinitions: keys.map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+  return name;
+}
+
+/** Deletes the tables `names`, ignoring ones already gone. */
+export async function deleteTables(client: DynamoDBClient, names: readonly string[]): Promise<void> {
+  await Promise.allSettled(names.map((TableName) => client.send(new DeleteTableCommand({ TableName }))));
+}
 
 /** A queue created for a test: its URL and ARN. */
 export interface TestQueue {
+  /** The queue name, `.fifo` included. */
+  readonly name: string;
   readonly url: string;
   readonly arn: string;
+}
+
+/** How {@link LocalResources.receive} receives. */
+export interface ReceiveOptions {
+  /** @default 10 */
+  readonly maxMessages?: number;
+  /** @default 1 */
+  readonly waitTimeSeconds?: number;
 }
 
 /** The resources of one test file on the local endpoint. */
@@ -34,12 +85,12 @@ export interface LocalResources {
   /** One SQS client for the file, destroyed by `dispose`. */
   readonly sqs: SQSClient;
   /** A DynamoDB client of its own (its own connections); destroyed by `dispose`. */
-  dynamoDbClient(config?: Pick<DynamoDBClientConfig, 'maxAttempts'>): DynamoDBClient;
+  dynamoDbClient(config?: DynamoDbClientConfig): DynamoDBClient;
   /**
    * A document client of its own (its own connections), configured the way the store documents
    * (`removeUndefinedValues`); destroyed by `dispose`.
    */
-  documentClient(config?: Pick<DynamoDBClientConfig, 'maxAttempts'>): DynamoDBDocumentClient;
+  documentClient(config?: DynamoDbClientConfig): DynamoDBDocumentClient;
   /**
    * Creates the on-demand table `name` keyed by string attributes (`keys[0]` the partition key,
    * `keys[1]` the sort key), waits until it exists, and returns its name.
@@ -52,6 +103,12 @@ export interface LocalResources {
   createQueue(prefix: string, attributes?: Readonly<Record<string, string>>): Promise<TestQueue>;
   /** Reads an item by its key with a consistent read; `undefined` when absent. */
   readItem(tableName: string, key: Record<string, unknown>): Promise<Record<string, unknown> | undefined>;
+  /** Every item of a table, read with consistent reads, in the order the scan returns them. */
+  scanItems(tableName: string): Promise<Record<string, unknown>[]>;
+  /** Messages on the queue, visible or in flight. */
+  queueDepth(queueUrl: string): Promise<number>;
+  /** One receive from the queue, with every message attribute and system attribute. */
+  receive(queueUrl: string, options?: ReceiveOptions): Promise<QueueMessage[]>;
   /** Deletes every table and queue created here and destroys every client. */
   dispose(): Promise<void>;
 }
@@ -73,7 +130,7 @@ export function createLocalResources(): LocalResources {
   const tables: string[] = [];
   const queueUrls: string[] = [];
   const sqs = new SQSClient(aws);
-  const newRawClient = (config: Pick<DynamoDBClientConfig, 'maxAttempts'> = {}) => {
+  const newRawClient = (config: DynamoDbClientConfig = {}) => {
     const raw = new DynamoDBClient({ ...aws, ...config });
     rawClients.push(raw);
     return raw;
@@ -85,31 +142,18 @@ export function createLocalResources(): LocalResources {
     aws,
     sqs,
     dynamoDbClient: newRawClient,
-    documentClient: (config) =>
-      DynamoDBDocumentClient.from(newRawClient(config), {
-        marshallOptions: { removeUndefinedValues: true },
-      }),
-    async createTable(name, keys = ['pk']) {
-      await admin.send(
-        new CreateTableCommand({
-          TableName: name,
-          KeySchema: keys.map((AttributeName, index) => ({
-            AttributeName,
-            KeyType: index === 0 ? 'HASH' : 'RANGE',
-          })),
-          AttributeDefinitions: keys.map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
-          BillingMode: 'PAY_PER_REQUEST',
-        }),
-      );
+    documentClient: (config) => createDocumentClient(newRawClient(config)),
+    async createTable(name, keys) {
+      const created = createTable(admin, name, keys);
       tables.push(name);
-      await waitUntilTableExists({ client: admin, maxWaitTime: 30 }, { TableName: name });
-      return name;
+      return created;
     },
     async createQueue(prefix, attributes = {}) {
       const fifo = attributes.FifoQueue === 'true';
+      const name = `${uniqueName(prefix)}${fifo ? '.fifo' : ''}`;
       const { QueueUrl } = await sqs.send(
         new CreateQueueCommand({
-          QueueName: `${uniqueName(prefix)}${fifo ? '.fifo' : ''}`,
+          QueueName: name,
           Attributes: { VisibilityTimeout: '30', ...attributes },
         }),
       );
@@ -117,7 +161,7 @@ export function createLocalResources(): LocalResources {
       const { Attributes } = await sqs.send(
         new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
       );
-      return { url: QueueUrl!, arn: Attributes!.QueueArn! };
+      return { name, url: QueueUrl!, arn: Attributes!.QueueArn! };
     },
     async readItem(tableName, key) {
       const { Item } = await reader.send(
@@ -125,9 +169,45 @@ export function createLocalResources(): LocalResources {
       );
       return Item;
     },
+    async scanItems(tableName) {
+      const items: Record<string, unknown>[] = [];
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        const page = await reader.send(
+          new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey }),
+        );
+        items.push(...(page.Items ?? []));
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      return items;
+    },
+    async queueDepth(queueUrl) {
+      const { Attributes = {} } = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: queueUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return (
+        Number(Attributes.ApproximateNumberOfMessages) +
+        Number(Attributes.ApproximateNumberOfMessagesNotVisible)
+      );
+    },
+    async receive(queueUrl, { maxMessages = 10, waitTimeSeconds = 1 } = {}) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: maxMessages,
+          WaitTimeSeconds: waitTimeSeconds,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
+      );
+      return Messages;
+    },
     async dispose() {
       await Promise.allSettled([
-        ...tables.splice(0).map((TableName) => admin.send(new DeleteTableCommand({ TableName }))),
+        deleteTables(admin, tables.splice(0)),
         ...queueUrls.splice(0).map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
       ]);
       for (const client of rawClients.splice(0)) client.destroy();
@@ -136,20 +216,42 @@ export function createLocalResources(): LocalResources {
   };
 }
 
-/** A clock for injection that stands still until `advance` moves it. */
-export interface ManualClock {
-  (): number;
-  advance(millis: number): void;
+export type { ManualClock };
+
+/** A clock for injection that stands still at `start` (default: now) until the test moves it. */
+export function manualClock(start = Date.now()): ManualClock {
+  return clockAt(start);
 }
 
-/** A manual clock starting at `start` (default: now). */
-export function manualClock(start = Date.now()): ManualClock {
-  let now = start;
-  const clock = (() => now) as ManualClock;
-  clock.advance = (millis) => {
-    now += millis;
-  };
-  return clock;
+/** How {@link waitFor} polls. */
+export interface WaitForOptions {
+  /** @default 30_000 */
+  readonly timeoutMillis?: number;
+  /** @default 100 */
+  readonly intervalMillis?: number;
+  /** What to add to the timeout error (for example a child process's output so far). */
+  readonly detail?: () => string;
+}
+
+/**
+ * Polls `probe` until it returns something other than `undefined` or `false`, and returns that;
+ * fails naming `what` after `timeoutMillis`. For real time that must pass on a real service
+ * (queues draining), never for a clock the test can inject.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  { timeoutMillis = 30_000, intervalMillis = 100, detail }: WaitForOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMillis;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out waiting for ${what}${detail ? `; ${detail()}` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMillis));
+  }
 }
 
 /** A DynamoDB error response, as the service would send it. */
