@@ -1,11 +1,12 @@
 /**
  * Tables and clients on the local emulator for the reliability suite: create and delete tables
  * keyed by `pk`, build document clients configured the way the store documents, and read many
- * items back with consistent reads.
+ * items back with consistent reads. Built on the integration tests' setup.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsConfig } from '../../support/aws';
+import { createDocumentClient, createTable, deleteTables as deleteAll } from '../../support/fixtures';
 
 /** A document client and the client it wraps (to destroy it). */
 export interface LocalClient {
@@ -19,29 +20,17 @@ export interface LocalClient {
  */
 export function createLocalClient(options: { readonly maxAttempts?: number } = {}): LocalClient {
   const raw = new DynamoDBClient({ ...awsConfig(), maxAttempts: options.maxAttempts ?? 1 });
-  const document = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-  return { raw, document };
+  return { raw, document: createDocumentClient(raw) };
 }
 
-/** Creates on-demand tables with a String partition key `pk`. */
+/** Creates on-demand tables with a String partition key `pk`, and waits until they exist. */
 export async function createTables(client: DynamoDBClient, ...names: readonly string[]): Promise<void> {
-  for (const name of names) {
-    await client.send(
-      new CreateTableCommand({
-        TableName: name,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  }
+  for (const name of names) await createTable(client, name);
 }
 
 /** Deletes tables, ignoring ones already gone. */
-export async function deleteTables(client: DynamoDBClient, ...names: readonly string[]): Promise<void> {
-  for (const name of names) {
-    await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
-  }
+export function deleteTables(client: DynamoDBClient, ...names: readonly string[]): Promise<void> {
+  return deleteAll(client, names);
 }
 
 /** Reads the items at `pks` (consistent reads, 100 keys a request); absent items are absent from the map. */
