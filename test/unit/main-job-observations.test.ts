@@ -3,43 +3,23 @@ import { describe, expect, it } from 'vitest';
 import { createEmfMetricsSink, type OutcomeCounts } from '../../lambda';
 import {
   deliveriesOf,
-  type OutcomeTotals,
   subtractTotals,
   summariseTables,
   sumOutcomeMetrics,
 } from '../../scripts/main-job/observations';
-
-const noOutcomes: OutcomeCounts = {
-  processed: 0,
-  duplicate: 0,
-  inFlight: 0,
-  mismatch: 0,
-  stale: 0,
-  retry: 0,
-  permanent: 0,
-  takeover: 0,
-};
+import { counts, outcomeTotals } from './sqs-fixtures';
 
 /** The metric line the runtime writes for one invocation with these counts. */
-function metricLine(counts: Partial<OutcomeCounts>): string {
+function metricLine(partial: Partial<OutcomeCounts>): string {
   const lines: string[] = [];
-  createEmfMetricsSink({ write: (line) => lines.push(line) }).publish(
-    { ...noOutcomes, ...counts },
-    { consumer: 'payment-notifier', timestampMillis: 1_700_000_000_000 },
-  );
+  createEmfMetricsSink({ write: (line) => lines.push(line) }).publish(counts(partial), {
+    consumer: 'payment-notifier',
+    timestampMillis: 1_700_000_000_000,
+  });
   return lines[0]!;
 }
 
-const zero: OutcomeTotals = {
-  processed: 0,
-  duplicate: 0,
-  inFlight: 0,
-  mismatch: 0,
-  stale: 0,
-  retry: 0,
-  permanent: 0,
-  invocations: 0,
-};
+const zero = outcomeTotals({});
 
 describe('sumOutcomeMetrics', () => {
   it('sums every outcome over the Embedded Metric Format lines, one invocation per line', () => {

@@ -1,28 +1,17 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { OutcomeTotals } from '../../scripts/main-job/observations';
 import { formatWorkerSwitch } from '../../scripts/main-job/report';
 import { loadSampleLogs } from '../../scripts/main-job/sample-logs';
 import { checkWorkerSwitch, type WorkerSwitchResult } from '../../scripts/main-job/worker-switch';
+import { outcomeTotals } from './sqs-fixtures';
 
 const logs = loadSampleLogs(join(__dirname, '..', '..'));
-const totals = (fields: Partial<OutcomeTotals>): OutcomeTotals => ({
-  processed: 0,
-  duplicate: 0,
-  inFlight: 0,
-  mismatch: 0,
-  stale: 0,
-  retry: 0,
-  permanent: 0,
-  invocations: 0,
-  ...fields,
-});
 const clean: WorkerSwitchResult = {
   mappingsTurnedOff: 1,
   sent: 11,
   expectedDeliveries: 9,
-  worker: totals({ duplicate: 8, permanent: 1, invocations: 3 }),
-  lambda: totals({}),
+  worker: outcomeTotals({ duplicate: 8, permanent: 1, invocations: 3 }),
+  lambda: outcomeTotals({}),
   exit: { code: 0, signal: null },
   differences: [],
   bodiesInOutput: 0,
@@ -42,7 +31,7 @@ describe('the main job’s worker switch', () => {
         .filter((check) => !check.ok)
         .map((check) => check.name);
 
-    expect(failed({ worker: totals({ processed: 1, duplicate: 7, permanent: 1 }) })).toEqual([
+    expect(failed({ worker: outcomeTotals({ processed: 1, duplicate: 7, permanent: 1 }) })).toEqual([
       'orders on the worker: 9 deliveries, none processed again, 8 suppressed by the inbox',
     ]);
     expect(
@@ -51,7 +40,7 @@ describe('the main job’s worker switch', () => {
     expect(failed({ bodiesInOutput: 1 })).toEqual([
       'orders on the worker: no message body in the worker output',
     ]);
-    expect(failed({ lambda: totals({ duplicate: 2 }), mappingsTurnedOff: 0 })).toEqual([
+    expect(failed({ lambda: outcomeTotals({ duplicate: 2 }), mappingsTurnedOff: 0 })).toEqual([
       'orders on the worker: the Lambda event source mapping turned off',
       'orders on the worker: the Lambda received nothing while switched off',
     ]);

@@ -1,11 +1,19 @@
 /**
- * Builders shared by the unit tests: SQS records and events, a fixed clock, a Lambda context
- * and capturing log and metrics sinks.
+ * Builders shared by the unit tests: SQS records and events, a fixed clock, handler options over
+ * a memory store, capturing log and metrics sinks, outcome counts and totals, and property checks that
+ * print their seed.
  */
 import fc from 'fast-check';
+import { fromBody } from '../../lambda/core/dedup-key';
+import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry, Logger } from '../../lambda/core/logger';
-import type { MetricsSink, OutcomeCounts } from '../../lambda/core/metrics';
+import type { Message } from '../../lambda/core/message';
+import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../../lambda/core/metrics';
+import type { CommonOptions } from '../../lambda/core/options';
 import type { SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+import type { SqsHandlerOptions, SqsHandlerStoreOptions } from '../../lambda/sqs-handler';
+import type { OutcomeTotals } from '../../scripts/main-job/observations';
+import { createMemoryStore } from '../support/memory-store';
 
 /** Epoch milliseconds every test starts at (2026-01-01T00:00:00Z). */
 export const T0 = Date.UTC(2026, 0, 1);
@@ -84,8 +92,13 @@ export function captureMetrics(): MetricsSink & {
   };
 }
 
-/** Counts with every outcome zero except `counts`. */
+/** Counts with every outcome zero except `partial`. */
 export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
+  return { ...createOutcomeCounts(), ...partial };
+}
+
+/** Outcome totals of the main job's observations, every one zero except `partial`. */
+export function outcomeTotals(partial: Partial<OutcomeTotals>): OutcomeTotals {
   return {
     processed: 0,
     duplicate: 0,
@@ -94,9 +107,41 @@ export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
     stale: 0,
     retry: 0,
     permanent: 0,
-    takeover: 0,
+    invocations: 0,
     ...partial,
   };
+}
+
+/** The body of the messages {@link outcomeHandlerOptions} handles: `outcome` picks what happens. */
+export interface OutcomeEvent {
+  readonly id?: string;
+  readonly outcome?: 'ok' | 'throw' | 'permanent';
+}
+
+/**
+ * Options of a marker-mode handler over a fresh memory store, keyed by the body's `id`, at
+ * {@link T0}, silent and without metrics; its handler throws a transient error for
+ * `outcome: 'throw'` and a `PermanentError` for `outcome: 'permanent'`.
+ */
+export function outcomeHandlerOptions(
+  overrides: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions> & {
+    readonly handle?: (message: Message<OutcomeEvent>) => unknown;
+  } = {},
+): SqsHandlerOptions<OutcomeEvent> {
+  return {
+    consumer: 'orders',
+    dedupKey: fromBody('id'),
+    mode: 'marker',
+    handle: (message: Message<OutcomeEvent>) => {
+      if (message.body.outcome === 'throw') throw new Error('transient');
+      if (message.body.outcome === 'permanent') throw new PermanentError('never');
+    },
+    store: createMemoryStore(),
+    clock: () => T0,
+    logLevel: 'silent',
+    metrics: false,
+    ...overrides,
+  } as SqsHandlerOptions<OutcomeEvent>;
 }
 
 /** A promise with its resolver, to hold a handler until the test lets it go. */

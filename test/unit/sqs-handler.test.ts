@@ -1,43 +1,10 @@
 import middy from '@middy/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fromBody } from '../../lambda/core/dedup-key';
-import { PermanentError } from '../../lambda/core/errors';
-import type { Message } from '../../lambda/core/message';
-import type { CommonOptions } from '../../lambda/core/options';
 import type { SqsEvent } from '../../lambda/core/sqs-event';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
-import {
-  createSqsHandler,
-  type SqsHandlerOptions,
-  type SqsHandlerStoreOptions,
-} from '../../lambda/sqs-handler';
+import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createMemoryStore } from '../support/memory-store';
-import { sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
-
-interface OrderEvent {
-  readonly id?: string;
-  readonly outcome?: 'ok' | 'throw' | 'permanent';
-}
-
-const options = (
-  overrides: Partial<CommonOptions<OrderEvent> & SqsHandlerStoreOptions> & {
-    readonly handle?: (message: Message<OrderEvent>) => unknown;
-  } = {},
-): SqsHandlerOptions<OrderEvent> =>
-  ({
-    consumer: 'orders',
-    dedupKey: fromBody('id'),
-    mode: 'marker',
-    handle: (message: Message<OrderEvent>) => {
-      if (message.body.outcome === 'throw') throw new Error('transient');
-      if (message.body.outcome === 'permanent') throw new PermanentError('never');
-    },
-    store: createMemoryStore(),
-    clock: () => T0,
-    logLevel: 'silent',
-    metrics: false,
-    ...overrides,
-  }) as SqsHandlerOptions<OrderEvent>;
+import { outcomeHandlerOptions as options, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 const batch: SqsEvent = sqsEvent(
   sqsRecord('m-1', { id: 'o-1' }, { groupId: 'g-1' }),

@@ -1,24 +1,16 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it, vi } from 'vitest';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
-import { fromBody } from '../../lambda/core/dedup-key';
-import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { Message as CoreMessage } from '../../lambda/core/message';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
-import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createWorkerBatchHandler, planBatch } from '../../lambda/worker/batch-handler';
 import { defaultRetryDelay, resolveRetryDelay } from '../../lambda/worker/retry-delay';
 import { toSqsRecord } from '../../lambda/worker/sqs-record';
 import { createMemoryStore } from '../support/memory-store';
+import { type OutcomeEvent, outcomeHandlerOptions as options } from './sqs-fixtures';
 
-const T0 = Date.UTC(2026, 0, 1);
 const QUEUE_URL = 'http://127.0.0.1:4566/000000000000/orders.fifo';
-
-interface OrderEvent {
-  readonly id?: string;
-  readonly outcome?: 'ok' | 'throw' | 'permanent';
-}
 
 /** A received message as the SDK returns it. */
 function sdkMessage(
@@ -48,23 +40,6 @@ function fakeSqs(answer: (input: unknown) => unknown = () => ({ Successful: [], 
     }),
   };
   return { client: client as unknown as SQSClient, inputs };
-}
-
-function options(overrides: Partial<SqsHandlerOptions<OrderEvent>> = {}): SqsHandlerOptions<OrderEvent> {
-  return {
-    consumer: 'orders',
-    dedupKey: fromBody('id'),
-    mode: 'marker',
-    handle: (message) => {
-      if (message.body.outcome === 'throw') throw new Error('transient');
-      if (message.body.outcome === 'permanent') throw new PermanentError('never');
-    },
-    store: createMemoryStore(),
-    clock: () => T0,
-    logLevel: 'silent',
-    metrics: false,
-    ...overrides,
-  } as SqsHandlerOptions<OrderEvent>;
 }
 
 describe('createWorkerBatchHandler', () => {
@@ -100,7 +75,7 @@ describe('createWorkerBatchHandler', () => {
     const sqs = fakeSqs();
     const effects: string[] = [];
     const handle = createWorkerBatchHandler(
-      options({ store, handle: (message: CoreMessage<OrderEvent>) => void effects.push(message.dedupKey) }),
+      options({ store, handle: (message: CoreMessage<OutcomeEvent>) => void effects.push(message.dedupKey) }),
       { sqs: sqs.client, queueUrl: QUEUE_URL },
     );
 
@@ -117,7 +92,7 @@ describe('createWorkerBatchHandler', () => {
     const order: string[] = [];
     const handle = createWorkerBatchHandler(
       options({
-        handle: (message: CoreMessage<OrderEvent>) => {
+        handle: (message: CoreMessage<OutcomeEvent>) => {
           order.push(message.body.id!);
           if (message.body.outcome === 'throw') throw new Error('transient');
         },
