@@ -164,6 +164,21 @@ function twoPhase(
   return { processBatch, logger, metrics, counter };
 }
 
+/** An effect that counts its runs and holds every run until `gate` is resolved. */
+function gatedEffect() {
+  const gate = deferred();
+  const effect = {
+    gate,
+    runs: 0,
+    handle: (_message: Message<Payment>, effects: Effects) =>
+      effects.run(async () => {
+        effect.runs += 1;
+        await gate.promise;
+      }),
+  };
+  return effect;
+}
+
 const deliver = (paymentId: string, messageId = `m-${paymentId}`) =>
   sqsEvent(sqsRecord(messageId, { paymentId, amount: 1250 }));
 const failed = (...messageIds: string[]) => ({
@@ -251,26 +266,20 @@ describe('two-phase mode on the local endpoint', () => {
   it('reports a live claim of another delivery as in flight with 1 request, without running the effect', async () => {
     const clock = manualClock(Date.now());
     const key = freshKey('live');
-    const gate = deferred();
-    let runs = 0;
-    const handle = (_message: Message<Payment>, effects: Effects) =>
-      effects.run(async () => {
-        runs += 1;
-        await gate.promise;
-      });
-    const first = twoPhase(clock, handle);
-    const second = twoPhase(clock, handle);
+    const effect = gatedEffect();
+    const first = twoPhase(clock, effect.handle);
+    const second = twoPhase(clock, effect.handle);
 
     const running = first.processBatch(deliver(key), context);
-    await vi.waitFor(() => expect(runs).toBe(1));
+    await vi.waitFor(() => expect(effect.runs).toBe(1));
     clock.advance(LEASE);
     expect(await second.processBatch(deliver(key, 'm-again'), context)).toEqual(failed('m-again'));
     expect(second.counter.counts()).toEqual({ PutItem: 1 });
     expect(second.metrics.published[0]?.counts).toEqual(counts({ inFlight: 1 }));
 
-    gate.resolve();
+    effect.gate.resolve();
     expect(await running).toEqual(failed());
-    expect(runs).toBe(1);
+    expect(effect.runs).toBe(1);
   });
 
   it('takes over a claim whose lease ended; the old owner can then not complete it (LEASE_LOST)', async () => {
@@ -424,14 +433,8 @@ describe('two-phase mode on the local endpoint', () => {
   it('lets exactly one of 8 concurrent deliveries run the effect; the others are retried', async () => {
     const clock = manualClock(Date.now());
     const key = freshKey('concurrent');
-    const gate = deferred();
-    let runs = 0;
-    const handle = (_message: Message<Payment>, effects: Effects) =>
-      effects.run(async () => {
-        runs += 1;
-        await gate.promise;
-      });
-    const deliveries = Array.from({ length: 8 }, () => twoPhase(clock, handle));
+    const effect = gatedEffect();
+    const deliveries = Array.from({ length: 8 }, () => twoPhase(clock, effect.handle));
     let settled = 0;
 
     const responses = deliveries.map((delivery, index) =>
@@ -440,10 +443,10 @@ describe('two-phase mode on the local endpoint', () => {
       }),
     );
     await vi.waitFor(() => expect(settled).toBe(7));
-    gate.resolve();
+    effect.gate.resolve();
     const answered = await Promise.all(responses);
 
-    expect(runs).toBe(1);
+    expect(effect.runs).toBe(1);
     expect(answered.filter((response) => response.batchItemFailures.length === 0)).toHaveLength(1);
     const inFlight = deliveries.filter((delivery) => delivery.metrics.published[0]?.counts.inFlight === 1);
     expect(inFlight).toHaveLength(7);
@@ -488,18 +491,12 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const start = clock();
     const key = freshKey('heartbeat');
-    const gate = deferred();
-    let runs = 0;
-    const handle = (_message: Message<Payment>, effects: Effects) =>
-      effects.run(async () => {
-        runs += 1;
-        await gate.promise;
-      });
-    const beating = twoPhase(clock, handle, { heartbeat: true });
-    const other = twoPhase(clock, handle);
+    const effect = gatedEffect();
+    const beating = twoPhase(clock, effect.handle, { heartbeat: true });
+    const other = twoPhase(clock, effect.handle);
 
     const running = beating.processBatch(deliver(key), context);
-    await vi.waitFor(() => expect(runs).toBe(1));
+    await vi.waitFor(() => expect(effect.runs).toBe(1));
     clock.advance(LEASE / 3);
     await vi.advanceTimersByTimeAsync(LEASE / 3);
     await vi.waitFor(() => expect(beating.counter.count('UpdateItem')).toBe(1));
@@ -509,9 +506,9 @@ describe('two-phase mode on the local endpoint', () => {
 
     clock.advance((2 * LEASE) / 3 + 1);
     expect(await other.processBatch(deliver(key, 'm-again'), context)).toEqual(failed('m-again'));
-    expect(runs).toBe(1);
+    expect(effect.runs).toBe(1);
 
-    gate.resolve();
+    effect.gate.resolve();
     expect(await running).toEqual(failed());
     expect(beating.counter.counts()).toEqual({ PutItem: 1, UpdateItem: 2 });
   });
