@@ -1,5 +1,3 @@
-import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
@@ -11,6 +9,7 @@ import {
   toolkitOptions,
 } from '../../lambda/handlers/handler-env';
 import { createMemoryStore } from '../support/memory-store';
+import { bundledInputs } from './bundled-inputs';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 const environment = {
@@ -313,21 +312,6 @@ describe('handler environment', () => {
 });
 
 describe('order projector worker', () => {
-  const root = join(__dirname, '..', '..');
-  async function bundledInputs(entry: string): Promise<string[]> {
-    const result = await build({
-      entryPoints: [join(root, entry)],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      write: false,
-      metafile: true,
-      logLevel: 'silent',
-      external: ['@aws-sdk/*'],
-    });
-    return Object.keys(result.metafile.inputs);
-  }
-
   it('runs the handler module’s definition, while the Lambda bundle never contains the worker adapter', async () => {
     const lambda = await bundledInputs('lambda/handlers/order-projector.ts');
     const worker = await bundledInputs('lambda/handlers/order-projector-worker.ts');

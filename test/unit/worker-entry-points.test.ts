@@ -4,9 +4,9 @@
  * clock (injected), named exports only.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { build } from 'esbuild';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bundledInputs } from './bundled-inputs';
 
 const root = join(__dirname, '..', '..');
 const ADAPTERS = ['lambda/worker', 'lambda/http', 'lambda/jobs'];
@@ -20,20 +20,6 @@ const code = (file: string) =>
   readFileSync(join(root, file), 'utf8')
     .replace(/\/\*[\s\S]*?\*\//g, '')
     .replace(/^\s*\/\/.*$/gm, '');
-
-async function bundledInputs(entry: string): Promise<string[]> {
-  const result = await build({
-    entryPoints: [join(root, entry)],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-    external: ['@aws-sdk/*'],
-  });
-  return Object.keys(result.metafile.inputs).map((input) => relative(root, join(process.cwd(), input)));
-}
 
 describe('adapter entry points', () => {
   it('keeps the worker, HTTP and job adapters and sqs-consumer out of the Lambda SQS handler bundle', async () => {
