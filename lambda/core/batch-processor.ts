@@ -16,19 +16,20 @@ import {
   type ModeOptions,
   resolveOptions,
 } from './options';
-import type { Outcome, OutcomeKind } from './outcome';
+import { type Outcome, type OutcomeKind, outcomeOfError } from './outcome';
 import { type ProcessMessageDeps, processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord } from './sqs-event';
 
-const LOG: Readonly<Record<OutcomeKind, Pick<LogEntry, 'level' | 'message'>>> = {
-  processed: { level: 'debug', message: 'Message processed' },
-  duplicate: { level: 'info', message: 'Duplicate message acknowledged' },
-  stale: { level: 'info', message: 'Stale message acknowledged: a newer version is stored' },
-  'in-flight': { level: 'warn', message: 'Dedup key in flight in another delivery; retrying later' },
-  mismatch: { level: 'error', message: 'Dedup key reused with a different payload' },
-  retry: { level: 'warn', message: 'Message failed; retrying later' },
-  permanent: { level: 'error', message: 'Message failed permanently' },
+/** The level and message of each outcome's log line. */
+const LOG: Readonly<Record<OutcomeKind, readonly [LogEntry['level'], string]>> = {
+  processed: ['debug', 'Message processed'],
+  duplicate: ['info', 'Duplicate message acknowledged'],
+  stale: ['info', 'Stale message acknowledged: a newer version is stored'],
+  'in-flight': ['warn', 'Dedup key in flight in another delivery; retrying later'],
+  mismatch: ['error', 'Dedup key reused with a different payload'],
+  retry: ['warn', 'Message failed; retrying later'],
+  permanent: ['error', 'Message failed permanently'],
 };
 
 /** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
@@ -107,9 +108,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     const records = event.Records;
     const remaining = context?.getRemainingTimeInMillis?.();
     const hasRemaining = typeof remaining === 'number';
-    const deadline = hasRemaining
-      ? clock() + remaining - config.deadlineMarginMillis
-      : Number.POSITIVE_INFINITY;
+    const deadline = hasRemaining ? clock() + remaining - config.deadlineMarginMillis : Infinity;
     // The lease is never zero or absent: by default it covers what is left of this invocation.
     const leaseMillis =
       (mode.mode === 'two-phase' && mode.leaseMillis) ||
@@ -173,17 +172,10 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
         };
       } else if (now >= deadline) {
         outcome = { kind: 'retry', code: 'DEADLINE', reason: 'Not started: too close to the Lambda timeout' };
-      } else if (!current.ok) {
-        const { error } = current;
-        outcome = {
-          kind: error.disposition === 'permanent' ? 'permanent' : 'retry',
-          code: error.code,
-          reason: error.message,
-          errorName: error.name,
-          error,
-        };
       } else {
-        outcome = await processMessage(current.message, current.fingerprint, now, deps);
+        outcome = current.ok
+          ? await processMessage(current.message, current.fingerprint, now, deps)
+          : outcomeOfError(current.error, 'MALFORMED_BODY');
       }
 
       let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'stale';
@@ -201,15 +193,15 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
       acknowledged[index] = ack;
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
-      const line = LOG[outcome.kind];
+      const [lineLevel, lineMessage] = LOG[outcome.kind];
       // A configuration error met at run time (missing table, access denied) needs a human.
-      const level = 'code' in outcome && ERROR_CODES[outcome.code] === 'configuration' ? 'error' : line.level;
+      const level = 'code' in outcome && ERROR_CODES[outcome.code] === 'configuration' ? 'error' : lineLevel;
       if (!isLevelEnabled(level, config.logLevel)) return;
       const entry: Record<string, unknown> = {
-        ...line,
+        level,
+        message: lineMessage,
         ...fieldsOf(record.messageId, current.ok ? current.message : current),
         outcome: outcome.kind,
-        level,
       };
       if ('code' in outcome) {
         entry.code = outcome.code;

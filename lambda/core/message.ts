@@ -80,13 +80,18 @@ function tryParseJson(text: string): unknown {
   }
 }
 
-function permanent(stage: 'MALFORMED_BODY' | 'MISSING_KEY', message: string, cause: unknown) {
-  // An error the user's function raised on purpose keeps its own code.
-  if (isEffectivelyOnceError(cause)) return cause;
-  const { name, message: detail } = (cause ?? {}) as { name?: unknown; message?: unknown };
-  // A SyntaxError from JSON.parse quotes the body, and bodies never reach the logs.
-  const shown = typeof detail === 'string' && name !== 'SyntaxError' ? `${message}: ${detail}` : message;
-  return new EffectivelyOnceError(stage, shown, { cause });
+/** What `run` returns; when it throws, a permanent error `code` explaining `message`. */
+function attempt<T>(run: () => T, code: 'MALFORMED_BODY' | 'MISSING_KEY', message: string): T {
+  try {
+    return run();
+  } catch (cause) {
+    // An error the user's function raised on purpose keeps its own code.
+    if (isEffectivelyOnceError(cause)) throw cause;
+    const { name, message: detail } = (cause ?? {}) as { name?: unknown; message?: unknown };
+    // A SyntaxError from JSON.parse quotes the body, and bodies never reach the logs.
+    const shown = typeof detail === 'string' && name !== 'SyntaxError' ? `${message}: ${detail}` : message;
+    throw new EffectivelyOnceError(code, shown, { cause });
+  }
 }
 
 /**
@@ -110,17 +115,14 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
     } else if (config.parse === 'text') {
       body = rawBody as TBody;
     } else {
-      try {
-        body = config.parse(rawBody);
-      } catch (error) {
-        throw permanent('MALFORMED_BODY', 'The body was rejected by the `parse` option', error);
-      }
+      const parse = config.parse;
+      body = attempt(() => parse(rawBody), 'MALFORMED_BODY', 'The body was rejected by the `parse` option');
     }
-    try {
-      dedupKey = toDedupKey(config.dedupKey(record, body));
-    } catch (error) {
-      throw permanent('MISSING_KEY', 'The `dedupKey` option failed to pick a key', error);
-    }
+    dedupKey = attempt(
+      () => toDedupKey(config.dedupKey(record, body)),
+      'MISSING_KEY',
+      'The `dedupKey` option failed to pick a key',
+    );
     scopedKey = scopeKey(config.consumer, dedupKey);
     const message: Message<TBody> = {
       body,
@@ -134,12 +136,9 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
       record,
     };
     let picked: unknown;
-    if (config.fingerprint) {
-      try {
-        picked = config.fingerprint(message);
-      } catch (error) {
-        throw permanent('MALFORMED_BODY', 'The `fingerprint` option failed', error);
-      }
+    const pick = config.fingerprint;
+    if (pick) {
+      picked = attempt(() => pick(message), 'MALFORMED_BODY', 'The `fingerprint` option failed');
     } else {
       if (json === NOT_JSON) json = tryParseJson(rawBody);
       picked = json === NOT_JSON ? rawBody : json;

@@ -23,16 +23,7 @@ export interface OutcomeCounts {
 
 /** Creates all-zero counts. */
 export function createOutcomeCounts(): OutcomeCounts {
-  return {
-    processed: 0,
-    duplicate: 0,
-    inFlight: 0,
-    mismatch: 0,
-    stale: 0,
-    retry: 0,
-    permanent: 0,
-    takeover: 0,
-  };
+  return Object.fromEntries(Object.keys(METRICS).map((name) => [name, 0])) as unknown as OutcomeCounts;
 }
 
 /** Where the counts of one invocation go. */

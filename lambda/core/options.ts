@@ -322,7 +322,10 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     'a non-empty string of at most 255 characters',
     metricNamespace,
   );
-  port('store', options.store, ['insert', 'commit', 'insertEntity', 'release']);
+  const storeMethods = ['insert', 'commit', 'insertEntity', 'release'];
+  // Two-phase needs the lease methods too; checked in one go, so the message lists them all.
+  if (options.mode === 'two-phase') storeMethods.push('claimLease', 'complete', 'extendLease');
+  port('store', options.store, storeMethods);
   expectOption(isFunction(options.clock), 'clock', 'a function returning epoch milliseconds', options.clock);
   const ttlSeconds = integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1);
   if (options.mode === 'two-phase') {
@@ -340,7 +343,6 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
       const value = options[field];
       expectOption(value === undefined || typeof value === 'boolean', field, 'a boolean', value);
     }
-    port('store', options.store, ['claimLease', 'complete', 'extendLease']);
   }
 
   return Object.freeze({

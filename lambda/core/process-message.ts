@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from './contract';
-import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
+import { EffectivelyOnceError, errorFields } from './errors';
 import { assertCommitWithinLimits, assertEntityWithinLimits } from './item-size';
 import type { LogEntry } from './logger';
 import type { Message } from './message';
@@ -108,8 +108,7 @@ export async function processMessage<TBody>(
               level: 'error',
               message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',
               outcome: 'retry',
-              code: isEffectivelyOnceError(releaseError) ? releaseError.code : 'UNEXPECTED',
-              errorName: (releaseError as Error | undefined)?.name,
+              ...errorFields(releaseError, 'UNEXPECTED'),
             }),
           );
           throw error;

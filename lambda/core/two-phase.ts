@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from './contract';
 import { scopeKey } from './dedup-key';
-import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
+import { EffectivelyOnceError, errorFields } from './errors';
 import { sha256Hex } from './fingerprint';
 import { estimateItemSize, MAX_ITEM_BYTES } from './item-size';
 import type { Message } from './message';
@@ -185,8 +185,8 @@ export async function processTwoPhase<TBody>(
         const takeovers = existing.takeovers ?? 0;
         const since = existing.committedAt ?? now;
         if (
-          takeovers >= (mode.maxTakeovers ?? Number.POSITIVE_INFINITY) ||
-          now - since >= (mode.stuckAfterMillis ?? Number.POSITIVE_INFINITY)
+          takeovers >= (mode.maxTakeovers ?? Infinity) ||
+          now - since >= (mode.stuckAfterMillis ?? Infinity)
         ) {
           throw block({
             kind: 'permanent',
@@ -235,8 +235,7 @@ export async function processTwoPhase<TBody>(
             level: 'error',
             message: 'Releasing the claim failed: it is taken over when its lease ends',
             effect: name,
-            code: isEffectivelyOnceError(releaseError) ? releaseError.code : 'UNEXPECTED',
-            errorName: (releaseError as Error | undefined)?.name,
+            ...errorFields(releaseError, 'UNEXPECTED'),
           }),
         );
         throw error;

@@ -8,7 +8,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
-import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { EffectivelyOnceError, errorFields } from '../core/errors';
 import { fingerprintOf } from '../core/fingerprint';
 import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
@@ -270,8 +270,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
           message: 'Job run failed; the slot is released so a retry can run',
           ...fields,
           outcome: 'retry',
-          code: isEffectivelyOnceError(error) ? error.code : 'HANDLER_FAILED',
-          errorName: (error as Error | undefined)?.name,
+          ...errorFields(error, 'HANDLER_FAILED'),
         });
         throw error;
       }

@@ -66,7 +66,8 @@ rule(
   RULES,
   'TransactionCanceledException',
   'TRANSACTION_CONFLICT',
-  'the transaction was cancelled without cancellation reasons',
+  // Met only when no cancellation reason names a failed item (or none was sent).
+  'the transaction was cancelled, but no cancellation reason names a failed item',
 );
 rule(
   RULES,
@@ -134,7 +135,7 @@ rule(REASONS, 'ItemCollectionSizeLimitExceeded', 'VALIDATION', COLLECTION_LIMIT)
  * |---|---|---|
  * | `ThrottlingException`, `ProvisionedThroughputExceededException`, `RequestLimitExceeded`, HTTP 429 | `THROTTLED` | retry |
  * | `InternalServerError`, `ServiceUnavailable`, any HTTP 5xx | `SERVICE_UNAVAILABLE` | retry |
- * | `TransactionConflictException`, `TransactionInProgressException`, a `TransactionCanceledException` without reasons | `TRANSACTION_CONFLICT` | retry |
+ * | `TransactionConflictException`, `TransactionInProgressException`, a `TransactionCanceledException` whose reasons name no failed item | `TRANSACTION_CONFLICT` | retry |
  * | `ECONNRESET`, `ECONNREFUSED`, `ETIMEDOUT`, `TimeoutError`, `AbortError`, socket hang up | `NETWORK` | retry |
  * | `ValidationException` "Item size has exceeded the maximum allowed size" | `ITEM_TOO_LARGE` | permanent |
  * | `ValidationException` on more than 100 transaction items / more than 4 MB | `TOO_MANY_WRITES` / `TRANSACTION_TOO_LARGE` | permanent |
@@ -258,7 +259,7 @@ function explainReason(reason: unknown, index: number, cause: unknown): Cancella
     (code !== 'ValidationError'
       ? ['SERVICE_UNAVAILABLE', 'failed for an unrecognised reason']
       : ITEM_TOO_LARGE_MESSAGE.test(message ?? '')
-        ? ['ITEM_TOO_LARGE', 'exceeds the 400 KB item size limit']
+        ? ['ITEM_TOO_LARGE', `${LIMIT} 400 KB`]
         : ['VALIDATION', 'is invalid']);
   const detail = message ? `: ${message}` : '';
   return {
@@ -275,19 +276,22 @@ function explainReason(reason: unknown, index: number, cause: unknown): Cancella
 function errorName(error: unknown): string {
   if (typeof error !== 'object' || error === null) return typeof error;
   const { name, code, __type: type } = error as { name?: unknown; code?: unknown; __type?: unknown };
-  if (typeof name === 'string' && name !== '' && name !== 'Error') return name;
-  if (typeof code === 'string' && code !== '') return code;
-  if (typeof type === 'string' && type !== '') return type.slice(type.lastIndexOf('#') + 1);
-  return typeof name === 'string' && name !== '' ? name : 'Error';
+  return (
+    (name !== 'Error' && nonEmpty(name)) ||
+    nonEmpty(code) ||
+    nonEmpty(type)?.slice((type as string).lastIndexOf('#') + 1) ||
+    'Error'
+  );
+}
+
+/** `value` when it is a non-empty string. */
+function nonEmpty(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null) {
-    const { message } = error as { message?: unknown };
-    if (typeof message === 'string') return message;
-  }
-  return String(error);
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
 }
 
 function asItem(value: unknown): Record<string, unknown> | undefined {

@@ -731,7 +731,7 @@ describe('two-phase mode: the lease', () => {
     [{ storeResults: 1 }, 'Expected `storeResults` to be a boolean, got `1`'],
     [
       { store: { insert() {}, commit() {}, insertEntity() {}, release() {} } },
-      'Expected `store` to be an object with `claimLease`, `complete`, `extendLease`, got `an object`',
+      'Expected `store` to be an object with `insert`, `commit`, `insertEntity`, `release`, `claimLease`, `complete`, `extendLease`, got `an object`',
     ],
   ])('rejects %j at cold start with a message naming the option', (options, message) => {
     expect(() => setup(options as never)).toThrow(
