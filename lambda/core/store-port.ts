@@ -90,7 +90,7 @@ export interface VersionedPutWrite {
   readonly versionAttribute: string;
 }
 
-/** What the database said to a fenced update (complete, release, extend) in two-phase mode. */
+/** What the database said to a fenced update (complete, release, extend, replace). */
 export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
 
 /** The inbox store: one DynamoDB request per call unless stated otherwise. */
@@ -157,11 +157,28 @@ export interface InboxStore {
     takeover?: { readonly owner: string },
   ): Promise<InsertResult & { readonly takeover?: boolean }>;
 
-  /** Two-phase: mark completed with an optional result, only while `owner` still holds the claim. */
+  /**
+   * Two-phase: mark completed with an optional result, only while `owner` still holds the claim.
+   * A completed record carrying `owner` is this completion's own, met by an SDK retry after a
+   * lost response (where the store returns the record from the failed condition): `ok`.
+   */
   complete(
     pk: string,
     owner: string,
     update: { readonly expiresAt: number; readonly result?: unknown },
+  ): Promise<FencedResult>;
+
+  /**
+   * Replaces the fingerprint, `expiresAt` and (when given) `result` of the record at `pk`, only
+   * while it carries `fingerprint`: a token of the caller's own last write (job checkpoints).
+   * `lost-ownership` when someone else replaced it or it is gone; `ok` when it already carries
+   * `next.fingerprint`, which must be unique to this write (an SDK retry after a lost response).
+   * One request.
+   */
+  replace(
+    pk: string,
+    fingerprint: string,
+    next: { readonly fingerprint: string; readonly expiresAt: number; readonly result?: unknown },
   ): Promise<FencedResult>;
 
   /** Two-phase: move the lease end to `leaseExpiresAt`, only while `owner` still holds the claim. */

@@ -1,16 +1,18 @@
 /**
- * Checkpoints of a job run, kept in the inbox table through the store port's existing methods
- * only (`insert`, `release`): one record per job slot, under the effect name `checkpoint`,
- * holding `{ value }` as JSON text in its `result`.
+ * Checkpoints of a job run, kept in the inbox table: one record per job slot, under the effect
+ * name `checkpoint`, holding `{ value }` as JSON text in its `result`.
  *
  * - Load: a conditional insert of an empty placeholder; a stored checkpoint stops it and comes
  *   back in the same round trip.
- * - Save: release the record this run last saw (guarded by its fingerprint, a token unique to
- *   this run and save), then insert the new one. If another run wrote in between, the insert
- *   finds its record and the save reports the loss instead of overwriting.
+ * - Save: one conditional `UpdateItem` (`replace`) that writes the new value, a new fingerprint
+ *   and a new `expiresAt`, only while the record still carries the fingerprint this run last
+ *   saw (a token unique to this run and save). If another run wrote in between, the condition
+ *   fails and the save reports the loss instead of overwriting. Nothing is deleted first, so a
+ *   crash at any point leaves either the old checkpoint or the new one.
+ * - Clear: the same fenced write, expiring the record at once (reads treat it as absent; TTL
+ *   reaps it).
  *
- * A crash between the release and the insert loses the checkpoint (the next run starts from
- * the beginning): checkpoints shorten a resumed run, they never decide whether work happened.
+ * Checkpoints shorten a resumed run, they never decide whether work happened.
  */
 import { INBOX_STATUS } from '../core/contract';
 import { sha256Hex } from '../core/fingerprint';
@@ -29,7 +31,7 @@ export interface Checkpoint {
   load(): Promise<unknown>;
   /** Replaces the saved value; `lost-ownership` when another run has written since. */
   save(value: unknown): Promise<CheckpointSaveResult>;
-  /** Deletes the checkpoint this run last saw (after the job completed). */
+  /** Expires the checkpoint this run last saw (after the job completed); nothing if it never loaded. */
   clear(): Promise<void>;
 }
 
@@ -64,20 +66,21 @@ export function createCheckpoint(options: CheckpointOptions): Checkpoint {
   let current: string | undefined;
   let loaded: { value: unknown } | undefined;
 
-  const record = (nowMillis: number, result?: string): InboxRecord => ({
-    pk,
-    status: INBOX_STATUS.completed,
-    fingerprint: sha256Hex(`${owner}:${sequence++}`),
-    expiresAt: Math.floor(nowMillis / 1000) + ttlSeconds,
-    consumer,
-    committedAt: nowMillis,
-    ...(result === undefined ? {} : { result }),
-  });
+  /** A fingerprint unique to this run and write: it tells this run's writes from any other's. */
+  const token = () => sha256Hex(`${owner}:${sequence++}`);
+  const expiresAt = (nowMillis: number) => Math.floor(nowMillis / 1000) + ttlSeconds;
 
   const load = async (): Promise<unknown> => {
     if (loaded !== undefined) return loaded.value;
     const nowMillis = clock();
-    const placeholder = record(nowMillis);
+    const placeholder: InboxRecord = {
+      pk,
+      status: INBOX_STATUS.completed,
+      fingerprint: token(),
+      expiresAt: expiresAt(nowMillis),
+      consumer,
+      committedAt: nowMillis,
+    };
     const answer = await store.insert(placeholder, nowMillis);
     if (answer.kind === 'inserted') {
       current = placeholder.fingerprint;
@@ -89,21 +92,27 @@ export function createCheckpoint(options: CheckpointOptions): Checkpoint {
     return loaded.value;
   };
 
+  /** Replaces the checkpoint this run last saw in one fenced write; false when another run wrote since. */
+  const replace = async (next: { expiresAt: number; result?: string }): Promise<boolean> => {
+    if (current === undefined) await load();
+    const fingerprint = token();
+    const answer = await store.replace(pk, current!, { ...next, fingerprint });
+    if (answer.kind !== 'ok') return false;
+    current = fingerprint;
+    return true;
+  };
+
   return {
     load,
     async save(value) {
-      if (current === undefined) await load();
-      await store.release(pk, { fingerprint: current! });
-      const nowMillis = clock();
-      const next = record(nowMillis, JSON.stringify({ value }));
-      const answer = await store.insert(next, nowMillis);
-      if (answer.kind === 'existing') return 'lost-ownership';
-      current = next.fingerprint;
-      loaded = { value: unwrap(next.result) };
+      const result = JSON.stringify({ value });
+      if (!(await replace({ expiresAt: expiresAt(clock()), result }))) return 'lost-ownership';
+      loaded = { value: unwrap(result) };
       return 'saved';
     },
     async clear() {
-      if (current !== undefined) await store.release(pk, { fingerprint: current });
+      // Expired now, the record reads as absent to every later load (TTL reaps it).
+      if (current !== undefined) await replace({ expiresAt: Math.floor(clock() / 1000) });
     },
   };
 }

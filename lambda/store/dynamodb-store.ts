@@ -44,7 +44,10 @@ export interface DynamoDbStoreOptions {
   readonly tableName: string;
 }
 
-/** A live record: absent, or expired by TTL (reaped lazily), does not hold the key. */
+/**
+ * A live record: absent, or expired by TTL (reaped lazily), does not hold the key. Entity items
+ * too, with `#pk` naming their key attribute.
+ */
 const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
 /** Fences two-phase writes: only the owner of a live claim may touch it. */
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
@@ -58,6 +61,16 @@ const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseE
 /** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
 const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
 
+/** Values every expression may use without passing them: `:inProgress`, `:completed`, `:released`. */
+const CONSTANTS: Readonly<Record<string, unknown>> = {
+  inProgress: INBOX_STATUS.inProgress,
+  completed: INBOX_STATUS.completed,
+  released: RELEASED_LEASE,
+};
+
+/** Asks a failed condition to return the stored item, saving a read. */
+const RETURN_OLD = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
+
 /** The fields of an inbox record, each stored under `INBOX_ATTRIBUTES[field]`. */
 const FIELDS = Object.keys(A) as (keyof InboxRecord & keyof typeof A)[];
 
@@ -70,7 +83,8 @@ const placeholders = new Map<string, string[]>();
 /**
  * The expressions of a request with their attribute names and values, taken from the
  * placeholders in the text: `#word` names attribute `names[word]` (by default the inbox
- * attribute `word`), `:word` is `values[word]`. Only placeholders the text uses are sent.
+ * attribute `word`), `:word` is `values[word]`, else one of `CONSTANTS`. Only placeholders the
+ * text uses are sent.
  */
 function expressions(
   condition: string,
@@ -86,10 +100,11 @@ function expressions(
   }
   const ExpressionAttributeNames: Record<string, string> = {};
   const ExpressionAttributeValues: Record<string, unknown> = {};
+  const known = { ...CONSTANTS, ...values };
   for (const placeholder of found) {
     const word = placeholder.slice(1);
     if (placeholder[0] === '#') ExpressionAttributeNames[placeholder] = names[word]!;
-    else ExpressionAttributeValues[placeholder] = values[word];
+    else ExpressionAttributeValues[placeholder] = known[word];
   }
   return {
     ConditionExpression: condition,
@@ -107,7 +122,7 @@ function expressions(
  * - `putIfNewer`: builds a version-guarded put for a commit; sends nothing.
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
- * - `release`, `complete`, `extendLease`: one conditional `DeleteItem` / `UpdateItem`.
+ * - `release`, `complete`, `extendLease`, `replace`: one conditional `DeleteItem` / `UpdateItem`.
  *
  * Failures are thrown as `EffectivelyOnceError`s classified by `classifyAwsError`.
  *
@@ -150,16 +165,22 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     }
   }
 
-  /** Turns the item a failed condition returned (or a consistent read) into a live record. */
+  /**
+   * Turns the item a failed condition returned (or a consistent read) into a live record;
+   * `inserted` when it carries the caller's `owner` token: the SDK retried a write whose response
+   * was lost, and the retry met what its first attempt wrote. Owner tokens are random per claim,
+   * so the write happened, and it was this one.
+   */
   async function existingRecord(
     pk: string,
     { item, error }: { readonly item?: Record<string, unknown>; readonly error: unknown },
     nowSeconds: number,
     operation: string,
+    owner?: string,
   ): Promise<InsertResult> {
     const record = item ? toRecord(toDocument(item, operation)) : await readLive(pk, nowSeconds, operation);
-    if (record) return { kind: 'existing', record };
-    throw vanished(operation, pk, 'record', error);
+    if (!record) throw vanished(operation, pk, 'record', error);
+    return owner !== undefined && record.owner === owner ? INSERTED : { kind: 'existing', record };
   }
 
   async function readLive(
@@ -187,26 +208,36 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       Item: toItem(record),
       ...expressions(CLAIM_CONDITION, {
         nowSeconds,
-        inProgress: INBOX_STATUS.inProgress,
-        released: RELEASED_LEASE,
         fingerprint: record.fingerprint,
       }),
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+      ...RETURN_OLD,
     };
   }
 
-  /** A write only the owner of a live claim may make: `ok`, or `lost-ownership`. */
-  async function fenced(operation: string, command: WriteCommand): Promise<FencedResult> {
-    return 'output' in (await write(operation, command)) ? OK : { kind: 'lost-ownership' };
+  /**
+   * A write only the holder of the record may make: `ok`, or `lost-ownership`. A failed condition
+   * whose returned record `isOwn` recognises met this very write, sent again by the SDK after a
+   * lost response: `ok`. Without the returned record, the loss stands (no read follows).
+   */
+  async function fenced(
+    operation: string,
+    command: WriteCommand,
+    isOwn?: (record: InboxRecord) => boolean,
+  ): Promise<FencedResult> {
+    const written = await write(operation, command);
+    return 'output' in written || (written.item && isOwn?.(toRecord(toDocument(written.item, operation))))
+      ? OK
+      : { kind: 'lost-ownership' };
   }
 
-  /** A fenced `UpdateItem` of the record at `pk`. */
+  /** A fenced `UpdateItem` of the record at `pk`, returning the stored record when it fails. */
   function update(
     operation: string,
     pk: string,
     condition: string,
     values: Record<string, unknown>,
     expression: string,
+    isOwn?: (record: InboxRecord) => boolean,
   ): Promise<FencedResult> {
     return fenced(
       operation,
@@ -214,7 +245,9 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
         TableName: tableName,
         Key: Key(pk),
         ...expressions(condition, values, expression),
+        ...RETURN_OLD,
       }),
+      isOwn,
     );
   }
 
@@ -222,9 +255,9 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     async insert(record, nowMillis) {
       const nowSeconds = toSeconds(nowMillis);
       const written = await write('insert', new PutCommand(markerPut(record, nowSeconds)));
-      if ('output' in written) return INSERTED;
-      const found = await existingRecord(record.pk, written, nowSeconds, 'insert');
-      return isOwnRecord(found, record) ? INSERTED : found;
+      return 'output' in written
+        ? INSERTED
+        : existingRecord(record.pk, written, nowSeconds, 'insert', record.owner);
     },
 
     async commit(record, writes, nowMillis): Promise<CommitResult> {
@@ -264,11 +297,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
             ...(failed.message !== undefined ? { message: failed.message } : {}),
           };
         }
-        throw new EffectivelyOnceError(
-          'SERVICE_UNAVAILABLE',
-          'commit: the transaction was cancelled, but no cancellation reason names a failed item',
-          { cause: error },
-        );
+        throw classifyAwsError(error, 'commit');
       }
     },
 
@@ -283,16 +312,11 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
           // A business item with a numeric `expiresAt` (epoch seconds) in the past is being
           // reaped by TTL: like an expired inbox record, it does not hold the key. Items
           // without one (the usual case) hold it forever.
-          ...expressions(
-            'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
-            { nowSeconds },
-            undefined,
-            {
-              key: keyAttribute,
-              expiresAt: A.expiresAt,
-            },
-          ),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...expressions(LIVE_CONDITION, { nowSeconds }, undefined, {
+            pk: keyAttribute,
+            expiresAt: A.expiresAt,
+          }),
+          ...RETURN_OLD,
         }),
       );
       if ('output' in written) return INSERTED;
@@ -310,20 +334,19 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     async release(pk, guard, releaseOptions) {
       // An owner releases only its in-progress claim: a completed record means "never again".
       const condition = 'owner' in guard ? OWNER_CONDITION : '#fingerprint = :fingerprint';
-      const values = { ...guard, inProgress: INBOX_STATUS.inProgress, released: RELEASED_LEASE };
       // Kept, the record (a claim, or a marker) becomes a released claim of its payload.
       if (releaseOptions?.keepFingerprint) {
         return update(
           'release',
           pk,
           condition,
-          values,
+          guard,
           'SET #status = :inProgress, #leaseExpiresAt = :released',
         );
       }
       return fenced(
         'release',
-        new DeleteCommand({ TableName: tableName, Key: Key(pk), ...expressions(condition, values) }),
+        new DeleteCommand({ TableName: tableName, Key: Key(pk), ...expressions(condition, guard) }),
       );
     },
 
@@ -352,19 +375,17 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
           ...expressions(takeover ? TAKEOVER_CONDITION : CLAIM_CONDITION, {
             nowSeconds,
             nowMillis,
-            inProgress: INBOX_STATUS.inProgress,
-            released: RELEASED_LEASE,
             fingerprint: record.fingerprint,
             owner: takeover?.owner,
           }),
           ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_OLD,
         }),
       );
       if (!('output' in written)) {
-        const found = await existingRecord(record.pk, written, nowSeconds, 'claimLease');
+        const found = await existingRecord(record.pk, written, nowSeconds, 'claimLease', owner);
         // Whether the lost first attempt replaced a live claim is unknown; a takeover was asked for.
-        return isOwnRecord(found, record) ? { kind: 'inserted', takeover: takeover !== undefined } : found;
+        return found.kind === 'inserted' ? { kind: 'inserted', takeover: takeover !== undefined } : found;
       }
       // Replacing an expired record or a released claim is a first claim; replacing a live
       // in-progress one is a takeover.
@@ -380,15 +401,27 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     },
 
     complete(pk, owner, { expiresAt, result }) {
-      // The owner stays on the record for operators; the lease no longer means anything.
+      // The owner stays on the record for operators; the lease no longer means anything. It also
+      // tells a completion of this claim, met again by an SDK retry, from anyone else's.
       return update(
         'complete',
         pk,
         OWNER_CONDITION,
-        { owner, expiresAt, result, inProgress: INBOX_STATUS.inProgress, completed: INBOX_STATUS.completed },
-        `SET #status = :completed, #expiresAt = :expiresAt${
-          result === undefined ? '' : ', #result = :result'
-        } REMOVE #leaseExpiresAt`,
+        { owner, expiresAt, result },
+        `SET #status = :completed, ${setExpiry(result)} REMOVE #leaseExpiresAt`,
+        (stored) => stored.status === INBOX_STATUS.completed && stored.owner === owner,
+      );
+    },
+
+    replace(pk, fingerprint, next) {
+      // The next fingerprint is unique to this write: an SDK retry meets it on the record.
+      return update(
+        'replace',
+        pk,
+        '#fingerprint = :current',
+        { ...next, current: fingerprint },
+        `SET #fingerprint = :fingerprint, ${setExpiry(next.result)}`,
+        (stored) => stored.fingerprint === next.fingerprint,
       );
     },
 
@@ -412,7 +445,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
         'extendLease',
         pk,
         OWNER_CONDITION,
-        { leaseExpiresAt, owner, inProgress: INBOX_STATUS.inProgress },
+        { leaseExpiresAt, owner },
         'SET #leaseExpiresAt = :leaseExpiresAt',
       );
     },
@@ -437,13 +470,9 @@ function vanished(operation: string, key: string, what: string, cause: unknown):
   );
 }
 
-/**
- * The record a failed condition met carries the caller's own owner token: the SDK retried a
- * write whose response was lost, and the retry met what its first attempt wrote. Owner tokens
- * are random per claim, so the write happened, and it was this one.
- */
-function isOwnRecord(found: InsertResult, record: InboxRecord): boolean {
-  return found.kind === 'existing' && record.owner !== undefined && found.record.owner === record.owner;
+/** Sets `expiresAt`, and `result` when there is one (the document client drops `undefined`). */
+function setExpiry(result: unknown): string {
+  return `#expiresAt = :expiresAt${result === undefined ? '' : ', #result = :result'}`;
 }
 
 function toSeconds(millis: number): number {
@@ -494,21 +523,17 @@ function toRecord(item: Record<string, unknown>): InboxRecord {
  * no consumer, so `consumer` is `''`.
  */
 function toEntityRecord(item: Record<string, unknown>, keyAttribute: string): InboxRecord {
-  return {
-    pk: String(item[keyAttribute]),
-    status: 'COMPLETED',
-    fingerprint: text(item[ENTITY_FINGERPRINT_ATTRIBUTE], '')!,
-    expiresAt: asNumber(item[A.expiresAt]) ?? Number.MAX_SAFE_INTEGER,
-    consumer: '',
-  };
+  return toRecord({
+    [A.pk]: item[keyAttribute],
+    [A.fingerprint]: item[ENTITY_FINGERPRINT_ATTRIBUTE],
+    [A.expiresAt]: item[A.expiresAt],
+  });
 }
 
 function asNumber(value: unknown): number | undefined {
-  // A client configured with `wrapNumbers` returns NumberValue objects (or strings).
-  const number =
-    typeof value === 'number' || (typeof value === 'object' && value !== null) || typeof value === 'string'
-      ? Number(String(value))
-      : Number.NaN;
+  // A client configured with `wrapNumbers` returns NumberValue objects (or strings). Anything
+  // else that is not a number's text (`true`, `null`, an object) reads as `NaN`.
+  const number = Number(String(value));
   return Number.isFinite(number) ? number : undefined;
 }
 

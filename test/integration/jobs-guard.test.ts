@@ -16,7 +16,7 @@ import {
 } from '../../lambda/jobs';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, manualClock } from '../support/fixtures';
-import { attachRequestCounter } from '../support/request-counter';
+import { attachRequestCounter, type RequestCounts } from '../support/request-counter';
 
 const local = createLocalResources();
 const client = local.documentClient();
@@ -195,5 +195,55 @@ describe('createJobGuard with DynamoDB', () => {
     expect(retryRequests).toEqual({ PutItem: 1, UpdateItem: 1 });
     expect(await readClaim()).toMatchObject({ status: 'COMPLETED', fingerprint: released!.fingerprint });
     expect(await count(slot.job)).toBe(1);
+  });
+  it('saves each checkpoint in one fenced UpdateItem, and stops a run whose checkpoint another run wrote', async () => {
+    const clock = manualClock();
+    const guardClient = local.documentClient();
+    const counter = attachRequestCounter(guardClient);
+    const guard = guardOn(clock, 60_000, guardClient);
+    const slot = { job: `checkpoint-${runId}`, slot: '2026-01-01' };
+    const checkpointPk = jobSlotKey('reports', slot).replace('reports#', 'reports/checkpoint#');
+    const readCheckpoint = async () =>
+      (
+        await client.send(
+          new GetCommand({ TableName: inboxTable, Key: { pk: checkpointPk }, ConsistentRead: true }),
+        )
+      ).Item;
+    const saves: RequestCounts[] = [];
+    let saved: Record<string, unknown> | undefined;
+
+    const result = await guard.run(slot, async (run) => {
+      await run.loadCheckpoint();
+      for (const page of [1, 2]) {
+        counter.reset();
+        await run.saveCheckpoint(page);
+        saves.push(counter.counts());
+      }
+      saved = await readCheckpoint();
+      // Another run writes the checkpoint (as one that took the slot over would).
+      await client.send(
+        new UpdateCommand({
+          TableName: inboxTable,
+          Key: { pk: checkpointPk },
+          UpdateExpression: 'SET #fingerprint = :other',
+          ExpressionAttributeNames: { '#fingerprint': 'fingerprint' },
+          ExpressionAttributeValues: { ':other': 'another-run' },
+        }),
+      );
+      counter.reset();
+      await run.saveCheckpoint(3);
+      return 'exported';
+    });
+
+    // Each save: the lease extension and one conditional write of the checkpoint, nothing deleted.
+    expect(saves).toEqual([{ UpdateItem: 2 }, { UpdateItem: 2 }]);
+    expect(saved).toMatchObject({ status: 'COMPLETED', result: JSON.stringify({ value: 2 }) });
+    expect(result).toEqual({ ran: false, reason: 'lease-lost' });
+    // The refused save was one request too, and left the other run's checkpoint in place.
+    expect(counter.counts()).toEqual({ UpdateItem: 2 });
+    expect(await readCheckpoint()).toMatchObject({
+      fingerprint: 'another-run',
+      result: JSON.stringify({ value: 2 }),
+    });
   });
 });

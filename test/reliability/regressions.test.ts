@@ -540,6 +540,30 @@ describe('a lost response to a claim (not a peer regression: found by the fault-
   });
 });
 
+describe('a lost response to a two-phase complete (found by review of the owner-token rule)', () => {
+  // The SDK retry of the fenced UpdateItem fails its condition: the record is already COMPLETED,
+  // by this claim. Its owner token, returned with the failed condition, says the completion was
+  // this one, so the message is processed instead of retried as LEASE_LOST and redelivered.
+  it('two-phase: acknowledges the message when the SDK retry of a complete whose response was lost meets its own completed record', async () => {
+    let lost = 1;
+    const requests: string[] = [];
+    const client = faultyClient((request) => {
+      requests.push(request.operation);
+      return request.operation === 'UpdateItem' && lost-- > 0 ? { kind: 'lost-response' } : undefined;
+    }, 3);
+    const consumer = createConsumer({ mode: 'two-phase', client });
+    const message = record({ id: 'lost-complete', amount: 1 });
+
+    expect(await consumer.handle(message)).toEqual({ batchItemFailures: [] });
+
+    expect(outcomesOf(consumer)).toEqual(['processed']);
+    // Claim and complete, each sent once by the toolkit (the SDK retried the complete itself).
+    expect(requests).toEqual(['PutItem', 'UpdateItem']);
+    expect(await consumer.effects('lost-complete')).toBe(1);
+    expect(await consumer.inboxRecord('lost-complete')).toMatchObject({ status: 'COMPLETED' });
+  });
+});
+
 describe('a key reused with another payload after a claim was released', () => {
   // The handler may have done part of its effect before it failed, so the released marker keeps
   // the payload's fingerprint, as a two-phase claim does: the retry of the same payload claims it

@@ -7,7 +7,8 @@
  *   conditions evaluated, a failed one reported by its index in the writes;
  * - entity insert, release guards (a two-phase release keeping the fingerprint leaves the claim
  *   with lease end 0, which a claim of the same fingerprint takes), two-phase claim / takeover /
- *   complete / extend with owner fencing, and the version-guarded put builder (`putIfNewer`).
+ *   complete / extend with owner fencing (a completion met again by its own owner is `ok`), the
+ *   fingerprint-fenced `replace`, and the version-guarded put builder (`putIfNewer`).
  *
  * Business writes understand a small subset of DynamoDB expressions (conditions with
  * `attribute_exists`, `attribute_not_exists`, comparisons, `AND`/`OR`/`NOT`, parentheses;
@@ -295,11 +296,28 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     async complete(pk, owner, update): Promise<FencedResult> {
       await enter('complete', [pk, owner, update]);
       const item = ownedItem(pk, owner);
-      if (!item) return { kind: 'lost-ownership' };
+      if (!item) {
+        // The same completion sent again (an SDK retry after a lost response) meets its own record.
+        const stored = table(inboxTable).get(keyOf(inboxTable, { [A.pk]: pk }));
+        const own = stored?.[A.status] === INBOX_STATUS.completed && stored[A.owner] === owner;
+        return { kind: own ? 'ok' : 'lost-ownership' };
+      }
       item[A.status] = INBOX_STATUS.completed;
       item[A.expiresAt] = update.expiresAt;
       if (update.result !== undefined) item[A.result] = clone(update.result);
       delete item[A.leaseExpiresAt];
+      return { kind: 'ok' };
+    },
+
+    async replace(pk, fingerprint, next): Promise<FencedResult> {
+      await enter('replace', [pk, fingerprint, next]);
+      const item = table(inboxTable).get(keyOf(inboxTable, { [A.pk]: pk }));
+      // The same replacement sent again (an SDK retry after a lost response) meets its own record.
+      if (item?.[A.fingerprint] === next.fingerprint) return { kind: 'ok' };
+      if (item?.[A.fingerprint] !== fingerprint) return { kind: 'lost-ownership' };
+      item[A.fingerprint] = next.fingerprint;
+      item[A.expiresAt] = next.expiresAt;
+      if (next.result !== undefined) item[A.result] = clone(next.result);
       return { kind: 'ok' };
     },
 

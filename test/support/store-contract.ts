@@ -499,21 +499,34 @@ export function describeInboxStoreContract(
         expect(after.kind === 'existing' && after.record.result).toBeUndefined();
       });
 
-      it('refuses to complete twice, or to release a completed record by its owner', async () => {
+      it('reports a completion sent again by its own owner as ok without rewriting it, and refuses to release or extend it', async () => {
         const pk = key('complete-twice');
         await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
         await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour, result: 'first' });
 
+        // An SDK retry of a completion whose response was lost meets the claim's own completed record.
         expect(
-          await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour, result: 'second' }),
-        ).toEqual({
+          await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + 2 * hour, result: 'second' }),
+        ).toEqual({ kind: 'ok' });
+        expect(await store.complete(pk, 'owner-b', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
         expect(await store.extendLease(pk, 'owner-a', now + 60_000)).toEqual({ kind: 'lost-ownership' });
         expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
         expect(await store.insert(marker(pk), now)).toMatchObject({
           kind: 'existing',
-          record: { status: 'COMPLETED', result: 'first' },
+          record: { status: 'COMPLETED', result: 'first', expiresAt: nowSeconds + hour },
+        });
+      });
+
+      it('refuses a completion by the owner of a claim taken over and completed by another', async () => {
+        const pk = key('complete-after-takeover');
+        await store.claimLease(claim(pk, 'owner-a', now + 1_000), now);
+        await store.claimLease(claim(pk, 'owner-b', now + 60_000), now + 2_000, { owner: 'owner-a' });
+        await store.complete(pk, 'owner-b', { expiresAt: nowSeconds + hour });
+
+        expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
+          kind: 'lost-ownership',
         });
       });
 
@@ -539,6 +552,64 @@ export function describeInboxStoreContract(
         expect(await store.complete(key('absent'), 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
+      });
+    });
+
+    describe('replace', () => {
+      it('replaces the fingerprint, result and expiry while the record carries the given fingerprint', async () => {
+        const pk = key('replace');
+        await store.insert(marker(pk, { fingerprint: 'token-1' }), now);
+
+        expect(
+          await store.replace(pk, 'token-1', {
+            fingerprint: 'token-2',
+            expiresAt: nowSeconds + 2 * hour,
+            result: '{"value":1}',
+          }),
+        ).toEqual({ kind: 'ok' });
+        expect(
+          await store.replace(pk, 'token-2', { fingerprint: 'token-3', expiresAt: nowSeconds + 3 * hour }),
+        ).toEqual({ kind: 'ok' });
+
+        expect(await store.insert(marker(pk), now)).toEqual({
+          kind: 'existing',
+          record: marker(pk, {
+            fingerprint: 'token-3',
+            expiresAt: nowSeconds + 3 * hour,
+            result: '{"value":1}',
+          }),
+        });
+      });
+
+      it('reports a replacement sent again with its own next fingerprint as ok, and a stale or absent one as lost-ownership', async () => {
+        const pk = key('replace-fenced');
+        await store.insert(marker(pk, { fingerprint: 'token-1' }), now);
+        const next = { fingerprint: 'token-2', expiresAt: nowSeconds + hour, result: '"mine"' };
+        await store.replace(pk, 'token-1', next);
+
+        // An SDK retry of a replacement whose response was lost meets its own fingerprint.
+        expect(await store.replace(pk, 'token-1', next)).toEqual({ kind: 'ok' });
+        expect(
+          await store.replace(pk, 'token-1', { fingerprint: 'token-x', expiresAt: nowSeconds + hour }),
+        ).toEqual({ kind: 'lost-ownership' });
+        expect(
+          await store.replace(key('replace-absent'), 'token-1', {
+            fingerprint: 'token-y',
+            expiresAt: nowSeconds + hour,
+          }),
+        ).toEqual({ kind: 'lost-ownership' });
+        expect(await store.insert(marker(pk), now)).toMatchObject({
+          record: { fingerprint: 'token-2', result: '"mine"' },
+        });
+      });
+
+      it('expires a record replaced with an expiry of now, so an insert takes the key', async () => {
+        const pk = key('replace-expire');
+        await store.insert(marker(pk, { fingerprint: 'token-1' }), now);
+
+        await store.replace(pk, 'token-1', { fingerprint: 'token-2', expiresAt: nowSeconds });
+
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-new' }), now)).toEqual({ kind: 'inserted' });
       });
     });
 

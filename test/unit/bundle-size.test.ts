@@ -21,11 +21,13 @@ async function minifiedBytes(entry: string, external: string[] = []): Promise<nu
 describe('bundle size', () => {
   // The design target is 15 KB for all runtime code a handler bundles. The full path a handler
   // pays for, `createSqsHandler` with every mode and the DynamoDB store (AWS SDK external),
-  // measured 32,971 bytes before the size work and 30,183 after it (11.8 KB gzipped): every
-  // mode sits behind the one `mode` option, so every handler carries all four. This ratchet
-  // keeps it from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 30 KB minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(30 * 1024);
+  // measured 32,971 bytes before the size work and 30,183 after it; it grew to 30,692 and was
+  // trimmed to 29,851 (11.6 KB gzipped), including the owner check of a retried complete and the
+  // store's fenced checkpoint `replace`: every mode sits behind the one `mode` option, so every
+  // handler carries all four. This ratchet (the size rounded up to the next 256 bytes) keeps it
+  // from growing; the target is not met.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 29,952 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(29_952);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,

@@ -129,7 +129,27 @@ describe('createJobGuard', () => {
     expect(await first).toEqual({ ran: false, reason: 'lease-lost' });
     expect(pages).toEqual([0, 1, 2, 3, 2]);
     expect(store.read('inbox', PK)).toMatchObject({ status: 'COMPLETED' });
-    expect(store.read('inbox', CHECKPOINT_PK)).toBeUndefined();
+    // Cleared by the run that completed: expired at once, so a later load finds none (TTL reaps it).
+    expect(store.read('inbox', CHECKPOINT_PK)).toMatchObject({
+      expiresAt: Math.floor((T0 + 60_001) / 1000),
+    });
+  });
+
+  it('writes each checkpoint save, and the clear, as one fenced replace, deleting nothing', async () => {
+    const { guard, store } = setup();
+    await guard.run(SLOT, async (run) => {
+      await run.saveCheckpoint('a');
+      await run.saveCheckpoint('b');
+    });
+
+    const checkpointCalls = store.calls.filter(
+      (call) => call.args[0] === CHECKPOINT_PK || (call.args[0] as { pk?: unknown }).pk === CHECKPOINT_PK,
+    );
+    expect(checkpointCalls.map((call) => call.method)).toEqual(['insert', 'replace', 'replace', 'replace']);
+    expect(store.read('inbox', CHECKPOINT_PK)).toMatchObject({
+      result: JSON.stringify({ value: 'b' }),
+      expiresAt: Math.floor(T0 / 1000),
+    });
   });
 
   it('keeps the checkpoint of a failed run for the retry', async () => {
