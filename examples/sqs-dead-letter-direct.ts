@@ -21,7 +21,6 @@ const sqs = new SQSClient({});
 export const handler = createSqsHandler<ShipmentEvent>({
   consumer: 'shipment-tracker',
   client,
-  tableName: process.env.EO_INBOX_TABLE!,
   dedupKey: fromBody('shipmentId'),
   mode: 'entity',
   handle: (message) => ({

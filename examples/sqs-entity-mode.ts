@@ -21,8 +21,8 @@ const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
 
 export const handler = createSqsHandler<AuditEvent>({
   consumer: 'audit-recorder',
+  // No inbox table: the audit item is the marker.
   client,
-  tableName: process.env.EO_INBOX_TABLE!,
   dedupKey: fromCloudEvent(),
   mode: 'entity',
   handle: (message) => ({

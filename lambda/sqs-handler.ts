@@ -22,7 +22,10 @@ export interface SqsHandlerStoreOptions {
    * `marshallOptions: { removeUndefinedValues: true }`). Used when `store` is not given.
    */
   readonly client?: DynamoDBDocumentClient;
-  /** Name of the inbox table. Used when `store` is not given. */
+  /**
+   * Name of the inbox table. Used when `store` is not given; `entity` mode needs none (the
+   * business item is the marker, and the construct creates no inbox table for it).
+   */
   readonly tableName?: string;
   /**
    * Epoch milliseconds now.
@@ -61,7 +64,13 @@ export function createSqsHandler<TBody = unknown>(options: SqsHandlerOptions<TBo
   const { store, client, tableName, clock, ...rest } = options;
   return createBatchProcessor<TBody>({
     ...(rest as CommonOptions<TBody> & ModeOptions<TBody>),
-    store: store ?? createDynamoDbStore({ client: client!, tableName: tableName! }),
+    store:
+      store ??
+      createDynamoDbStore({
+        client: client!,
+        // Entity mode never reads or writes the inbox table; the name only satisfies the store.
+        tableName: tableName ?? (rest.mode === 'entity' ? 'no-inbox-table-in-entity-mode' : tableName!),
+      }),
     clock: clock ?? Date.now,
   });
 }

@@ -63,6 +63,26 @@ describe('createSqsHandler', () => {
     });
   });
 
+  it('needs no inbox table in entity mode, and fails at cold start without one in the other modes', async () => {
+    const sent: { input: Record<string, unknown> }[] = [];
+    const client = { send: async (command: (typeof sent)[number]) => void sent.push(command) };
+    const entity = createSqsHandler<{ id: string }>({
+      consumer: 'audit',
+      client: client as never,
+      dedupKey: (record) => JSON.parse(record.body).id,
+      mode: 'entity',
+      handle: (message) => ({ tableName: 'Audit', keyAttribute: 'pk', item: { pk: message.scopedKey } }),
+      logLevel: 'silent',
+      metrics: false,
+    });
+
+    expect(await entity(sqsEvent(sqsRecord('m-1', { id: 'o-1' })))).toEqual({ batchItemFailures: [] });
+    expect(sent.map((command) => command.input.TableName)).toEqual(['Audit']);
+    expect(() => createSqsHandler(options({ store: undefined, client: client as never }))).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`tableName`') }),
+    );
+  });
+
   it('fails at cold start without a store or a client', () => {
     expect(() => createSqsHandler(options({ store: undefined }))).toThrow(
       expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`client`') }),
