@@ -103,7 +103,7 @@ export async function processMessage<TBody>(
           // Released, the retry runs the effect again; kept, it would be acknowledged. The effect may
           // have partly happened, so the key stays bound to this payload: another payload reusing
           // it is a mismatch, not a fresh claim.
-          await store.release(record.pk, { fingerprint }, { keepFingerprint: true }).catch((releaseError) =>
+          await store.release(record.pk, { fingerprint }).catch((releaseError) =>
             deps.log(message, {
               level: 'error',
               message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',

@@ -124,20 +124,18 @@ export interface InboxStore {
   insertEntity(entity: EntityWrite, fingerprint: string, nowMillis: number): Promise<InsertResult>;
 
   /**
-   * Deletes the record at `pk` only if it still carries `guard` (the fingerprint of a
-   * marker-only claim, or the owner token of a two-phase claim). Never throws when the
-   * record is already gone or owned by someone else.
-   *
-   * With `keepFingerprint`, the record is kept as a released claim instead (`IN_PROGRESS`, lease
-   * end `0`; a marker is turned into one): the effect may have happened, so the key stays bound
-   * to its payload. A claim or an insert of the same fingerprint takes it at once (`claimLease`,
-   * `insert`, `commit`); another payload meets it as a live record with another fingerprint, a
-   * mismatch. One request either way.
+   * Releases the record at `pk` only if it still carries `guard` (the fingerprint of a
+   * marker-only claim, or the owner token of an in-progress two-phase claim), keeping it as a released
+   * claim (`IN_PROGRESS`, lease end `0`; a marker is turned into one): the effect may have
+   * happened, so the key stays bound to its payload. A claim or an insert of the same
+   * fingerprint takes it at once (`claimLease`, `insert`, `commit`); another payload meets it as
+   * a live record with another fingerprint, a mismatch. One request. Never throws when the
+   * record is gone or owned by someone else (`lost-ownership`); a release sent again by its
+   * holder (an SDK retry after a lost response) is `ok`.
    */
   release(
     pk: string,
     guard: { readonly fingerprint: string } | { readonly owner: string },
-    options?: { readonly keepFingerprint?: boolean },
   ): Promise<FencedResult>;
 
   /**

@@ -230,7 +230,7 @@ export async function processTwoPhase<TBody>(
         // Released, the retry runs the effect again, with the same derived keys. The effect may
         // have happened (its answer lost), so the claim keeps the payload's fingerprint: another
         // payload reusing the key is a mismatch, not a fresh claim.
-        await store.release(pk, { owner }, { keepFingerprint: true }).catch((releaseError) =>
+        await store.release(pk, { owner }).catch((releaseError) =>
           log(message, {
             level: 'error',
             message: 'Releasing the claim failed: it is taken over when its lease ends',

@@ -128,6 +128,6 @@ export function createLeaseClaim(
       return store.complete(pk, owner, result === undefined ? { expiresAt } : { expiresAt, result });
     },
     // The run may have had its effect before it failed, so the key stays bound to its fingerprint.
-    release: () => store.release(pk, { owner }, { keepFingerprint: true }),
+    release: () => store.release(pk, { owner }),
   };
 }

@@ -216,7 +216,7 @@ export function classifyUnmarshallError(error: unknown, operation: string): Effe
 
 /**
  * Recognises a `ConditionalCheckFailedException` from a single-item write (PutItem,
- * UpdateItem, DeleteItem). Returns `undefined` for every other error.
+ * UpdateItem). Returns `undefined` for every other error.
  */
 export function readConditionalCheckFailure(error: unknown): ConditionalCheckFailure | undefined {
   if (errorName(error) !== 'ConditionalCheckFailedException') return undefined;

@@ -4,7 +4,6 @@
  * failed condition did not return the stored item (`ALL_OLD` unsupported by the endpoint).
  */
 import {
-  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   NumberValue,
@@ -122,7 +121,8 @@ function expressions(
  * - `putIfNewer`: builds a version-guarded put for a commit; sends nothing.
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
- * - `release`, `complete`, `extendLease`, `replace`: one conditional `DeleteItem` / `UpdateItem`.
+ * - `release`, `complete`, `extendLease`, `replace`: one conditional `UpdateItem`; nothing is
+ *   ever deleted (a released record is kept as a released claim, bound to its payload).
  *
  * Failures are thrown as `EffectivelyOnceError`s classified by `classifyAwsError`.
  *
@@ -331,22 +331,15 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       throw vanished('insertEntity', `${keyAttribute}=${String(key)}`, 'item', written.error);
     },
 
-    async release(pk, guard, releaseOptions) {
+    release(pk, guard) {
       // An owner releases only its in-progress claim: a completed record means "never again".
-      const condition = 'owner' in guard ? OWNER_CONDITION : '#fingerprint = :fingerprint';
-      // Kept, the record (a claim, or a marker) becomes a released claim of its payload.
-      if (releaseOptions?.keepFingerprint) {
-        return update(
-          'release',
-          pk,
-          condition,
-          guard,
-          'SET #status = :inProgress, #leaseExpiresAt = :released',
-        );
-      }
-      return fenced(
+      // The record (a claim, or a marker) becomes a released claim of its payload.
+      return update(
         'release',
-        new DeleteCommand({ TableName: tableName, Key: Key(pk), ...expressions(condition, guard) }),
+        pk,
+        'owner' in guard ? OWNER_CONDITION : '#fingerprint = :fingerprint',
+        guard,
+        'SET #status = :inProgress, #leaseExpiresAt = :released',
       );
     },
 
@@ -453,7 +446,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
 }
 
 /** A conditional single-item write. */
-type WriteCommand = PutCommand | UpdateCommand | DeleteCommand;
+type WriteCommand = PutCommand | UpdateCommand;
 
 /** A failed condition, with the error that reported it. */
 type ConditionFailure = ConditionalCheckFailure & { readonly error: unknown };

@@ -89,7 +89,7 @@ describe('DynamoDB store round trips', () => {
       'claimLease duplicate': { PutItem: 1 },
       extendLease: { UpdateItem: 1 },
       complete: { UpdateItem: 1 },
-      release: { DeleteItem: 1 },
+      release: { UpdateItem: 1 },
     });
   });
 });

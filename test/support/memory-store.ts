@@ -223,8 +223,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return { kind: 'inserted' };
     },
 
-    async release(pk, guard, releaseOptions): Promise<FencedResult> {
-      await enter('release', releaseOptions === undefined ? [pk, guard] : [pk, guard, releaseOptions]);
+    async release(pk, guard): Promise<FencedResult> {
+      await enter('release', [pk, guard]);
       const inbox = table(inboxTable);
       const key = keyOf(inboxTable, { [A.pk]: pk });
       const item = inbox.get(key);
@@ -235,10 +235,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
           ? item[A.owner] === guard.owner && item[A.status] === INBOX_STATUS.inProgress
           : item[A.fingerprint] === guard.fingerprint);
       if (!holds) return { kind: 'lost-ownership' };
-      if (releaseOptions?.keepFingerprint) {
-        item[A.status] = INBOX_STATUS.inProgress;
-        item[A.leaseExpiresAt] = RELEASED_LEASE;
-      } else inbox.delete(key);
+      item[A.status] = INBOX_STATUS.inProgress;
+      item[A.leaseExpiresAt] = RELEASED_LEASE;
       return { kind: 'ok' };
     },
 

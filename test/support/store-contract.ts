@@ -217,14 +217,14 @@ export function describeInboxStoreContract(
     });
 
     describe('release', () => {
-      it('keeps a marker released with keepFingerprint as a released claim: its payload inserts or commits at once, another payload meets it', async () => {
+      it('keeps a released marker as a released claim: its payload inserts or commits at once, another payload meets it', async () => {
         const pk = key('release-marker-keep');
         await store.insert(marker(pk, { owner: 'owner-a' }), now);
 
-        expect(await store.release(pk, { fingerprint: 'fp-2' }, { keepFingerprint: true })).toEqual({
+        expect(await store.release(pk, { fingerprint: 'fp-2' })).toEqual({
           kind: 'lost-ownership',
         });
-        expect(await store.release(pk, { fingerprint: 'fp-1' }, { keepFingerprint: true })).toEqual({
+        expect(await store.release(pk, { fingerprint: 'fp-1' })).toEqual({
           kind: 'ok',
         });
         const released = marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: 0 });
@@ -241,18 +241,23 @@ export function describeInboxStoreContract(
 
         const committed = key('release-commit-keep');
         await store.insert(marker(committed), now);
-        await store.release(committed, { fingerprint: 'fp-1' }, { keepFingerprint: true });
+        await store.release(committed, { fingerprint: 'fp-1' });
         expect(await store.commit(marker(committed), [put(key('after-release'))], now + 1)).toEqual({
           kind: 'committed',
         });
       });
 
-      it('deletes the record when the fingerprint guard matches', async () => {
-        const pk = key('release');
+      it('reports a marker release sent again by its holder as ok, the released claim unchanged', async () => {
+        const pk = key('release-again');
         await store.insert(marker(pk), now);
+        await store.release(pk, { fingerprint: 'fp-1' });
 
+        // An SDK retry of a release whose response was lost meets the released claim it made.
         expect(await store.release(pk, { fingerprint: 'fp-1' })).toEqual({ kind: 'ok' });
-        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({ kind: 'inserted' });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now + 1)).toEqual({
+          kind: 'existing',
+          record: marker(pk, { status: 'IN_PROGRESS', leaseExpiresAt: 0 }),
+        });
       });
 
       it('returns lost-ownership and keeps the record when the guard does not match', async () => {
@@ -275,9 +280,10 @@ export function describeInboxStoreContract(
         expect(await store.release(key('absent'), { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
       });
 
-      it('deletes an in-progress claim when the owner guard matches', async () => {
-        const pk = key('release-owner');
+      it('reports a claim release sent again by its owner as ok, and lets a retry of the payload take it without a takeover', async () => {
+        const pk = key('release-owner-again');
         await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        await store.release(pk, { owner: 'owner-a' });
 
         expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'ok' });
         const again = await store.claimLease(claim(pk, 'owner-b', now + 30_000), now);
@@ -285,12 +291,12 @@ export function describeInboxStoreContract(
         expect(again.takeover ?? false).toBe(false);
       });
 
-      it('keeps an in-progress claim released with keepFingerprint, its lease end 0, for another payload to meet as a mismatch', async () => {
+      it('keeps a released in-progress claim, its lease end 0, for another payload to meet as a mismatch', async () => {
         const pk = key('release-keep');
         const held = claim(pk, 'owner-a', now + 30_000);
         await store.claimLease(held, now);
 
-        expect(await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true })).toEqual({
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({
           kind: 'ok',
         });
         const released = { ...held, leaseExpiresAt: 0 };
@@ -306,7 +312,7 @@ export function describeInboxStoreContract(
       it('lets a claim of the same fingerprint take a released claim at once, as a first claim', async () => {
         const pk = key('release-reclaim');
         await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
-        await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true });
+        await store.release(pk, { owner: 'owner-a' });
         const retry = claim(pk, 'owner-b', now + 40_000, { committedAt: now + 10 });
 
         const result = await store.claimLease(retry, now + 10);
@@ -320,16 +326,16 @@ export function describeInboxStoreContract(
         expect(await store.complete(pk, 'owner-b', { expiresAt: nowSeconds + hour })).toEqual({ kind: 'ok' });
       });
 
-      it('refuses to release a claim keeping its fingerprint for a stranger, or a completed record', async () => {
+      it('refuses to release a claim for a stranger, or a completed record', async () => {
         const pk = key('release-keep-fenced');
         const held = claim(pk, 'owner-a', now + 30_000);
         await store.claimLease(held, now);
 
-        expect(await store.release(pk, { owner: 'owner-x' }, { keepFingerprint: true })).toEqual({
+        expect(await store.release(pk, { owner: 'owner-x' })).toEqual({
           kind: 'lost-ownership',
         });
         await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour });
-        expect(await store.release(pk, { owner: 'owner-a' }, { keepFingerprint: true })).toEqual({
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({
           kind: 'lost-ownership',
         });
         expect(await store.claimLease(claim(pk, 'owner-b', now + 40_000), now + 1)).toMatchObject({

@@ -153,7 +153,7 @@ describe('marker mode', () => {
       { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
       {
         method: 'release',
-        args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }, { keepFingerprint: true }],
+        args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }],
       },
     ]);
     // Kept as a released claim: the retry of this payload takes it, another payload meets it.

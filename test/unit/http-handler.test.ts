@@ -209,7 +209,7 @@ describe('createIdempotentHttpHandler', () => {
     expect(store.calls.filter((call) => call.method === 'release')).toEqual([
       {
         method: 'release',
-        args: [released!.pk, { owner: released!.owner }, { keepFingerprint: true }],
+        args: [released!.pk, { owner: released!.owner }],
       },
     ]);
     fail = false;

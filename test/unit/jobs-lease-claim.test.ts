@@ -66,10 +66,10 @@ describe('claimWithTakeover', () => {
     expect(store.calls.filter((call) => call.method === 'claimLease')).toHaveLength(2);
   });
 
-  it('claims a claim released keeping its fingerprint in one request, and keeps it from another fingerprint', async () => {
+  it('claims a released claim in one request, and keeps it from another fingerprint', async () => {
     const store = createMemoryStore();
     await claimWithTakeover(store, claim('a', T0), T0);
-    await store.release('jobs#report:2026-01-01', { owner: 'a' }, { keepFingerprint: true });
+    await store.release('jobs#report:2026-01-01', { owner: 'a' });
 
     const other = await claimWithTakeover(store, { ...claim('b', T0 + 1), fingerprint: 'g' }, T0 + 1);
     const calls = store.calls.length;

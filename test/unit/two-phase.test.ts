@@ -253,7 +253,7 @@ describe('two-phase mode: one unnamed effect', () => {
     expect(await processBatch(event('m-1', 'p-1'))).toEqual(ids('m-1'));
     expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'release']);
     const owner = (store.calls[0]!.args[0] as InboxRecord).owner;
-    expect(store.calls[1]!.args).toEqual(['payments#p-1', { owner }, { keepFingerprint: true }]);
+    expect(store.calls[1]!.args).toEqual(['payments#p-1', { owner }]);
     // The effect may have happened: the claim stays with its fingerprint, its lease ended (0).
     expect(store.read('inbox', 'payments#p-1')).toEqual(
       claimOf('payments#p-1', { owner, leaseExpiresAt: 0 }),

@@ -197,15 +197,13 @@ export type RequestRole =
   | { readonly role: 'claim'; readonly pk: string; readonly tableName: string }
   /** A business write outside the transaction (marker mode's effect), by its key. */
   | { readonly role: 'effect'; readonly pk: string; readonly tableName: string }
-  /** Releasing a marker. */
-  | { readonly role: 'release'; readonly pk: string; readonly tableName: string }
   | { readonly role: 'other' };
 
 /**
  * Classifies a request: `TransactWriteItems` and conditional `PutItem` are claims (keyed by the
- * marker's or the entity's `pk`), `UpdateItem` is an effect (on the inbox table, a release
- * keeping the fingerprint, or a two-phase complete or lease extension), `DeleteItem` a release,
- * anything else (fallback reads) `other`.
+ * marker's or the entity's `pk`), `UpdateItem` is an effect (on the inbox table, a release,
+ * which keeps the record as a released claim, or a two-phase complete or lease extension),
+ * anything else (fallback reads) `other`. The store deletes nothing.
  */
 export function roleOf(request: DynamoRequest): RequestRole {
   const input = request.input as {
@@ -227,10 +225,6 @@ export function roleOf(request: DynamoRequest): RequestRole {
     case 'UpdateItem': {
       const pk = pkOf(input.Key);
       return pk === undefined ? { role: 'other' } : { role: 'effect', pk, tableName: input.TableName ?? '' };
-    }
-    case 'DeleteItem': {
-      const pk = pkOf(input.Key);
-      return pk === undefined ? { role: 'other' } : { role: 'release', pk, tableName: input.TableName ?? '' };
     }
     default:
       return { role: 'other' };

@@ -521,8 +521,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       } else if (role.role === 'effect' && role.tableName === businessTable) {
         bump(effectWrites, role.pk);
         invocation?.effectWritten.add(role.pk);
-      } else if (role.role === 'release' || role.role === 'effect') {
-        // An update of an inbox record: marker mode releases its marker keeping the fingerprint.
+      } else if (role.role === 'effect') {
+        // An update of an inbox record: marker mode's release of its marker (kept as a released
+        // claim, bound to its payload), the only update marker mode makes.
         invocation?.markerReleased.add(role.pk);
       }
     },
