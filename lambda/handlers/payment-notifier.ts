@@ -15,7 +15,7 @@
  *
  * Environment: `DOWNSTREAM_URL`, plus the toolkit's `EO_*` variables (see `ENV`);
  * `EO_LEASE_MILLIS` is the lease (the construct sets the function timeout). Permissions on the
- * inbox table: `dynamodb:PutItem`, `GetItem`, `UpdateItem`, `DeleteItem`.
+ * inbox table: `dynamodb:PutItem`, `GetItem`, `UpdateItem`.
  */
 import { fromBody } from '../core/dedup-key';
 import { EffectivelyOnceError, PermanentError } from '../core/errors';
