@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { type Difference, diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
+import { localAwsEnv } from '../local-aws-lib';
 import { functionEnvironment, setEventSourceMappingsEnabled } from './aws-http';
 import { type Check, check } from './checks';
 import {
@@ -98,10 +99,7 @@ export async function runOrdersOnWorker(
         ...process.env,
         ...environment,
         ORDERS_QUEUE_URL: consumer.queueUrl,
-        AWS_ENDPOINT_URL: http.endpoint,
-        AWS_REGION: http.region,
-        AWS_ACCESS_KEY_ID: http.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: http.credentials.secretAccessKey,
+        ...localAwsEnv(http),
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

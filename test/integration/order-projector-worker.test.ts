@@ -14,6 +14,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
 import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
+import { localAwsEnv } from '../../scripts/local-aws-lib';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, sqsRecord, type TestQueue, waitFor } from '../support/fixtures';
 
@@ -126,10 +127,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
           ...environment(),
           ORDERS_QUEUE_URL: queue.url,
           WORKER_VISIBILITY_TIMEOUT_SECONDS: '30',
-          AWS_ENDPOINT_URL: aws.endpoint,
-          AWS_REGION: aws.region,
-          AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: aws.credentials.secretAccessKey,
+          ...localAwsEnv(aws),
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         },
         stdio: ['ignore', 'pipe', 'pipe'],

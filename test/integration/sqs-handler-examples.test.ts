@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsRecord } from '../../lambda';
+import { localAwsEnv } from '../../scripts/local-aws-lib';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 
@@ -70,10 +71,7 @@ beforeAll(async () => {
   Object.assign(process.env, names, {
     EO_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
     PAYMENTS_URL: `http://127.0.0.1:${(paymentsServer.address() as AddressInfo).port}`,
-    AWS_ENDPOINT_URL: aws.endpoint,
-    AWS_REGION: aws.region,
-    AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: aws.credentials.secretAccessKey,
+    ...localAwsEnv(aws),
   });
 });
 
