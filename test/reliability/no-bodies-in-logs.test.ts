@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { NumberValue, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
@@ -19,22 +19,10 @@ import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { attachFaultInjection } from './support/fault-injection';
-import { createLocalClient, createTables, deleteTables, type LocalClient } from './support/tables';
+import { createLocalClient, type LocalClient, useFileTables } from './support/tables';
 
-const inboxTable = uniqueName('eo-logs-inbox');
-const businessTable = uniqueName('eo-logs-business');
-const clients: LocalClient[] = [];
-let admin: LocalClient;
-
-beforeAll(async () => {
-  admin = createLocalClient({ maxAttempts: 3 });
-  await createTables(admin.raw, inboxTable, businessTable);
-});
-
-afterAll(async () => {
-  await deleteTables(admin.raw, inboxTable, businessTable);
-  for (const client of [admin, ...clients]) client.raw.destroy();
-});
+const files = useFileTables('eo-logs');
+const { inboxTable, businessTable, clients } = files;
 
 /** A sentinel unique to one test: if any part of it shows up in a log line, a body leaked. */
 function sentinel(): string {
@@ -259,7 +247,7 @@ describe('no bodies in logs at default settings', () => {
     });
     const body = bodyWith(mark);
     const now = Date.now();
-    await admin.document.send(
+    await files.admin.document.send(
       new PutCommand({
         TableName: inboxTable,
         Item: {

@@ -8,29 +8,17 @@
  * Sizes: 1,000 keys for 2 and 8 consumers; fewer keys for 32 and 100 consumers (3,200 and
  * 2,000 claims) so the suite fits CI. `RELIABILITY_RACE_KEYS=<n>` runs every race over n keys.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsBatchResponse, SqsRecord } from '../../lambda/core/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
-import { createLocalClient, createTables, deleteTables, type LocalClient, readItems } from './support/tables';
+import { createLocalClient, readItems, useFileTables } from './support/tables';
 
 const RACE_KEYS = process.env.RELIABILITY_RACE_KEYS ? Number(process.env.RELIABILITY_RACE_KEYS) : undefined;
-const inboxTable = uniqueName('eo-race-inbox');
-const businessTable = uniqueName('eo-race-business');
-const clients: LocalClient[] = [];
-let admin: LocalClient;
-
-beforeAll(async () => {
-  admin = createLocalClient({ maxAttempts: 3 });
-  await createTables(admin.raw, inboxTable, businessTable);
-});
-
-afterAll(async () => {
-  await deleteTables(admin.raw, inboxTable, businessTable);
-  for (const client of [admin, ...clients]) client.raw.destroy();
-});
+const files = useFileTables('eo-race');
+const { inboxTable, businessTable, clients } = files;
 
 /** Every waiter is released once `parties` of them wait; then the next round begins. */
 function createBarrier(parties: number): () => Promise<void> {
@@ -180,7 +168,7 @@ describe('races between concurrent consumers on the local emulator', () => {
       expect(tally.filter((outcome) => outcome === 'duplicate')).toHaveLength((consumers - 1) * keys);
       expect(result.responses.flatMap((response) => response.batchItemFailures)).toEqual([]);
       const items = await readItems(
-        admin.document,
+        files.admin.document,
         businessTable,
         [...result.outcomes.keys()].map((key) => `${result.consumer}#${key}`),
       );

@@ -12,7 +12,7 @@
  *   deletes expired items lazily, up to days later).
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
@@ -25,22 +25,10 @@ import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { attachFaultInjection, type DynamoRequest, type RequestFault } from './support/fault-injection';
-import { createLocalClient, createTables, deleteTables, type LocalClient, readItems } from './support/tables';
+import { createLocalClient, type LocalClient, readItems, useFileTables } from './support/tables';
 
-const inboxTable = uniqueName('eo-regr-inbox');
-const businessTable = uniqueName('eo-regr-business');
-const clients: LocalClient[] = [];
-let admin: LocalClient;
-
-beforeAll(async () => {
-  admin = createLocalClient({ maxAttempts: 3 });
-  await createTables(admin.raw, inboxTable, businessTable);
-});
-
-afterAll(async () => {
-  await deleteTables(admin.raw, inboxTable, businessTable);
-  for (const client of [admin, ...clients]) client.raw.destroy();
-});
+const files = useFileTables('eo-regr');
+const { inboxTable, businessTable, clients } = files;
 
 type Mode = 'atomic' | 'marker' | 'entity' | 'two-phase';
 type Body = { id: string; amount: number; note?: string; extra?: unknown };
@@ -199,13 +187,13 @@ function createConsumer(options: ConsumerOptions): Consumer {
     async effects(key) {
       if (options.mode === 'marker' || options.mode === 'two-phase') return calls.get(key) ?? 0;
       const pk = scopeKey(name, key);
-      const item = (await readItems(admin.document, businessTable, [pk])).get(pk);
+      const item = (await readItems(files.admin.document, businessTable, [pk])).get(pk);
       return item === undefined ? 0 : Number(item.effects);
     },
     async inboxRecord(key) {
       const pk = scopeKey(name, key);
       const table = options.mode === 'entity' ? businessTable : inboxTable;
-      return (await readItems(admin.document, table, [pk])).get(pk);
+      return (await readItems(files.admin.document, table, [pk])).get(pk);
     },
   };
 }
@@ -347,7 +335,7 @@ describe('a claim left behind after an aborted transaction', () => {
 
 /** Writes an inbox record directly, as another version of the toolkit (or an operator) left it. */
 async function seedInbox(consumer: Consumer, key: string, item: Record<string, unknown>): Promise<void> {
-  await admin.document.send(
+  await files.admin.document.send(
     new PutCommand({ TableName: inboxTable, Item: { pk: scopeKey(consumer.name, key), ...item } }),
   );
 }
@@ -467,7 +455,7 @@ describe('a record past its TTL that the sweeper has not deleted yet', () => {
     const nowSeconds = Math.floor(consumer.clock.now / 1000);
     const body = { id: 'expired-entity', amount: 9 };
     const pk = scopeKey(consumer.name, body.id);
-    await admin.document.send(
+    await files.admin.document.send(
       new PutCommand({
         TableName: businessTable,
         Item: { pk, amount: 1, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'f'.repeat(64), expiresAt: nowSeconds - 10 },

@@ -5,7 +5,8 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { awsConfig } from '../../support/aws';
+import { afterAll, beforeAll } from 'vitest';
+import { awsConfig, uniqueName } from '../../support/aws';
 import { createDocumentClient, createTable, deleteTables as deleteAll } from '../../support/fixtures';
 
 /** A document client and the client it wraps (to destroy it). */
@@ -31,6 +32,44 @@ export async function createTables(client: DynamoDBClient, ...names: readonly st
 /** Deletes tables, ignoring ones already gone. */
 export function deleteTables(client: DynamoDBClient, ...names: readonly string[]): Promise<void> {
   return deleteAll(client, names);
+}
+
+/** An inbox and a business table for one test file, and the clients its tests make. */
+export interface FileTables {
+  readonly inboxTable: string;
+  readonly businessTable: string;
+  /** Clients the tests create; each is destroyed after the file. */
+  readonly clients: LocalClient[];
+  /** A client with SDK retries, for setup and reading back (available once the file's tests run). */
+  readonly admin: LocalClient;
+}
+
+/**
+ * Creates an inbox and a business table (names starting with `prefix`) before the file's tests,
+ * and deletes them and destroys every client in `clients` after them.
+ */
+export function useFileTables(prefix: string): FileTables {
+  const inboxTable = uniqueName(`${prefix}-inbox`);
+  const businessTable = uniqueName(`${prefix}-business`);
+  const clients: LocalClient[] = [];
+  let admin: LocalClient | undefined;
+  beforeAll(async () => {
+    admin = createLocalClient({ maxAttempts: 3 });
+    await createTables(admin.raw, inboxTable, businessTable);
+  });
+  afterAll(async () => {
+    if (admin) await deleteTables(admin.raw, inboxTable, businessTable);
+    for (const client of [...(admin ? [admin] : []), ...clients]) client.raw.destroy();
+  });
+  return {
+    inboxTable,
+    businessTable,
+    clients,
+    get admin() {
+      if (!admin) throw new Error('The file tables are created in beforeAll: use admin inside a test');
+      return admin;
+    },
+  };
 }
 
 /** Reads the items at `pks` (consistent reads, 100 keys a request); absent items are absent from the map. */
