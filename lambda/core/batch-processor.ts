@@ -8,7 +8,7 @@ import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './err
 import { sha256Hex } from './fingerprint';
 import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
 import { type Prepared, prepareMessage } from './message';
-import { createEmfMetricsSink, createOutcomeCounts } from './metrics';
+import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
 import {
   type BatchProcessorOptions,
   DEFAULT_LEASE_MILLIS,
@@ -222,18 +222,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
 
     await runWithDependencies(dependencies, config.concurrency, settle);
 
-    if (metrics !== undefined) {
-      try {
-        metrics.publish(counts, { consumer, timestampMillis: clock() });
-      } catch (error) {
-        log({
-          level: 'error',
-          message: 'Publishing metrics failed',
-          consumer,
-          errorName: (error as Error)?.name,
-        });
-      }
-    }
+    if (metrics !== undefined) publishCounts(metrics, counts, { consumer, timestampMillis: clock() }, log);
 
     const failed = new Set<string>();
     records.forEach((record, index) => {

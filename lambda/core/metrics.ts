@@ -3,7 +3,7 @@
  * CloudWatch Embedded Metric Format line, so no API call is made.
  */
 import { DEFAULT_METRIC_NAMESPACE, METRIC_DIMENSION_CONSUMER, METRICS } from './contract';
-import { type LineWriter, writeStdoutLine } from './logger';
+import { type LineWriter, type LogEntry, writeStdoutLine } from './logger';
 
 /**
  * Messages per outcome in one invocation; each message is counted exactly once in one of
@@ -32,6 +32,28 @@ export interface MetricsSink {
     counts: Readonly<OutcomeCounts>,
     context: { readonly consumer: string; readonly timestampMillis: number },
   ): void;
+}
+
+/**
+ * Publishes one invocation's counts. A sink that throws is logged (`Publishing metrics failed`),
+ * never rethrown: metrics never fail the work they count.
+ */
+export function publishCounts(
+  metrics: MetricsSink,
+  counts: Readonly<OutcomeCounts>,
+  context: { readonly consumer: string; readonly timestampMillis: number },
+  log: (entry: LogEntry) => void,
+): void {
+  try {
+    metrics.publish(counts, context);
+  } catch (error) {
+    log({
+      level: 'error',
+      message: 'Publishing metrics failed',
+      consumer: context.consumer,
+      errorName: (error as Error)?.name,
+    });
+  }
 }
 
 /** Options of {@link createEmfMetricsSink}. */

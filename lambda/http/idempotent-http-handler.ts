@@ -17,6 +17,7 @@ import {
   createOutcomeCounts,
   type MetricsSink,
   type OutcomeCounts,
+  publishCounts,
 } from '../core/metrics';
 import type { Clock } from '../core/options';
 import type { LambdaContext } from '../core/sqs-event';
@@ -239,16 +240,7 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
     if (metrics === undefined) return;
     const counts = createOutcomeCounts();
     counts[kind] = 1;
-    try {
-      metrics.publish(counts, { consumer, timestampMillis: clock() });
-    } catch (error) {
-      log({
-        level: 'error',
-        message: 'Publishing metrics failed',
-        consumer,
-        errorName: (error as Error)?.name,
-      });
-    }
+    publishCounts(metrics, counts, { consumer, timestampMillis: clock() }, log);
   };
   const keyFields = (scopedKey: string): Record<string, string> =>
     options.logKeys === 'hash' ? { scopedKeyHash: sha256Hex(scopedKey) } : { scopedKey };
