@@ -905,6 +905,24 @@ describe('batches', () => {
 });
 
 describe('observability', () => {
+  it('logs a metrics sink that throws and still answers the batch: metrics never fail the work they count', async () => {
+    const failing = {
+      publish: () => {
+        throw new TypeError('sink down');
+      },
+    };
+    const { processBatch, logger, handled } = setup({ metrics: failing });
+
+    expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual({ batchItemFailures: [] });
+    expect(handled).toHaveLength(1);
+    expect(logger.entries).toContainEqual({
+      level: 'error',
+      message: 'Publishing metrics failed',
+      consumer: 'orders',
+      errorName: 'TypeError',
+    });
+  });
+
   it('logs the SHA-256 of the scoped key instead of the key when logKeys is hash', async () => {
     const { processBatch, logger } = setup({ logKeys: 'hash' });
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
