@@ -4,7 +4,8 @@
  * fails the synth.
  *
  * Context values:
- * - `local=true` shapes the stack for the local emulator (see `ExampleStack`);
+ * - `local=true` shapes the stack for the local emulator (see `ExampleStack`) and publishes its
+ *   assets with the caller's credentials (`CliCredentialsStackSynthesizer`);
  * - `downstreamUrl` is the base URL the payment notifier posts to. On AWS, set it to a real
  *   endpoint that deduplicates on `Idempotency-Key`; without it the stack uses a placeholder
  *   that never resolves (and warns);
@@ -14,7 +15,7 @@
  * @example
  * npx cdk deploy -c downstreamUrl=https://notifications.example.com
  */
-import { App, Validations } from 'aws-cdk-lib';
+import { App, CliCredentialsStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { ExampleStack } from '../lib/example-stack';
 
@@ -27,6 +28,9 @@ new ExampleStack(app, 'EffectivelyOnceExample', {
   local,
   ...(downstreamUrl === undefined ? {} : { downstreamUrl }),
   ...(stackName === undefined ? {} : { stackName }),
+  // Locally, assets are published with the caller's credentials: an emulator that enforces IAM
+  // denies the bootstrap roles' publishing (see README, Local AWS).
+  ...(local ? { synthesizer: new CliCredentialsStackSynthesizer() } : {}),
   description: 'effectively-once example: idempotent SQS → Lambda → DynamoDB consumers',
 });
 

@@ -1,5 +1,14 @@
 import * as path from 'node:path';
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Token } from 'aws-cdk-lib';
+import {
+  Annotations,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { IdempotentConsumer } from './idempotent-consumer';
@@ -10,8 +19,9 @@ export interface ExampleStackProps extends StackProps {
   /**
    * Shape the stack for the local emulator: FIFO queues get explicit `.fifo` names (the
    * emulator's CloudFormation drops `FifoQueue` otherwise), the duplicate-rate alarms are left
-   * out (the emulator rejects metric-math alarms), and everything that holds data is destroyed
-   * with the stack.
+   * out (the emulator rejects metric-math alarms), the queues have no SSL-only policy (the
+   * emulator serves plain HTTP, and with IAM enforced the policy would deny every call), and
+   * everything that holds data is destroyed with the stack.
    *
    * @default false
    */
@@ -177,6 +187,21 @@ export class ExampleStack extends Stack {
       removalPolicy,
       ...consumerDefaults,
     });
+
+    if (local) {
+      for (const consumer of [this.orderProjector, this.auditRecorder, this.paymentNotifier]) {
+        for (const queue of [consumer.queue, consumer.deadLetterQueue!]) {
+          // The emulator speaks plain HTTP on loopback, and the main job runs it with IAM
+          // enforced: the SSL-only queue policy would deny every call to the queue there.
+          queue.node.tryRemoveChild('Policy');
+          Validations.of(queue).acknowledge({
+            id: 'AwsSolutions-SQS4',
+            reason:
+              'Local stage only: the emulator serves plain HTTP on 127.0.0.1; every other stage keeps the SSL-only queue policy.',
+          });
+        }
+      }
+    }
 
     const outputs: Record<string, string> = {
       OrderEventsQueueUrl: this.orderProjector.queue.queueUrl,

@@ -80,6 +80,14 @@ export interface StartLocalAwsOptions {
    * @default no output
    */
   readonly log?: (message: string) => void;
+  /**
+   * Start MiniStack with IAM enforced (`AUTH=true`): the Lambda functions it runs get sessions of
+   * their execution roles, and a request their policies do not allow is denied, as on AWS. The
+   * credentials this module hands out stay the account's root. Ignored when `AWS_ENDPOINT_URL`
+   * is reused.
+   * @default false
+   */
+  readonly enforceIam?: boolean;
 }
 
 /** Options for {@link ensureMiniStack}. */
@@ -247,8 +255,18 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     const port = await freeLoopbackPort();
     const logFile = join(logsDir(root), `ministack-${timestamp()}-${port}.log`);
     try {
-      const aws = await launch({ installation, root, port, region, logFile, readyTimeoutMillis });
-      options.log?.(`Started MiniStack ${MINISTACK_VERSION} at ${aws.endpoint} (log: ${logFile})`);
+      const aws = await launch({
+        installation,
+        root,
+        port,
+        region,
+        logFile,
+        readyTimeoutMillis,
+        enforceIam: options.enforceIam ?? false,
+      });
+      options.log?.(
+        `Started MiniStack ${MINISTACK_VERSION} at ${aws.endpoint}${options.enforceIam ? ' with IAM enforced' : ''} (log: ${logFile})`,
+      );
       return aws;
     } catch (error) {
       lastError = error;
@@ -313,10 +331,11 @@ interface LaunchSettings {
   readonly region: string;
   readonly logFile: string;
   readonly readyTimeoutMillis: number;
+  readonly enforceIam: boolean;
 }
 
 async function launch(settings: LaunchSettings): Promise<LocalAws> {
-  const { installation, root, port, region, logFile, readyTimeoutMillis } = settings;
+  const { installation, root, port, region, logFile, readyTimeoutMillis, enforceIam } = settings;
   const endpoint = `http://127.0.0.1:${port}`;
   const watchdog = writeWatchdog(root);
   const logFd = openSync(logFile, 'a');
@@ -327,7 +346,7 @@ async function launch(settings: LaunchSettings): Promise<LocalAws> {
       cwd: logsDir(root),
       detached: true,
       stdio: ['pipe', logFd, logFd],
-      env: ministackEnv(port, region, endpoint),
+      env: ministackEnv(port, region, endpoint, enforceIam),
     });
   } finally {
     closeSync(logFd);
@@ -391,7 +410,12 @@ async function launch(settings: LaunchSettings): Promise<LocalAws> {
   };
 }
 
-function ministackEnv(port: number, region: string, endpoint: string): NodeJS.ProcessEnv {
+function ministackEnv(
+  port: number,
+  region: string,
+  endpoint: string,
+  enforceIam: boolean,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   // Pass through only what a process needs to run; drop AWS_* and proxy settings of the caller.
   for (const key of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ', 'USER']) {
@@ -417,6 +441,8 @@ function ministackEnv(port: number, region: string, endpoint: string): NodeJS.Pr
     // MiniStack injects this into the Lambdas it runs, so their SDK clients reach it over loopback.
     AWS_ENDPOINT_URL: endpoint,
     PYTHONUNBUFFERED: '1',
+    // IAM evaluation of every request signed by a non-root key (the Lambdas' role sessions).
+    AUTH: enforceIam ? 'true' : 'false',
   };
 }
 

@@ -106,7 +106,9 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print('[1/6] Local AWS, the downstream service and the example app');
     aws = await time('start local AWS and the downstream service', async () => {
       downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
-      return startLocalAws({ env: options.env ?? process.env, log: indented });
+      // IAM enforced: the functions run with their execution roles, so a grant the construct
+      // forgot fails the run here instead of on AWS.
+      return startLocalAws({ env: options.env ?? process.env, log: indented, enforceIam: true });
     });
     const service = downstream!;
     indented(

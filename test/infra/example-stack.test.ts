@@ -188,10 +188,23 @@ describe('ExampleStack', () => {
   it('has no unacknowledged cdk-nag findings', () => {
     expect(nagFindings(app)).toEqual([]);
   });
+
+  it('keeps an SSL-only policy on every queue outside the local stage', () => {
+    const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy'));
+    expect(policies).toHaveLength(6);
+    for (const policy of policies) {
+      expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
+    }
+  });
 });
 
 describe('ExampleStack in the local stage', () => {
-  const { stack, template } = synthExample(true);
+  const { app, stack, template } = synthExample(true);
+
+  it('has no SSL-only queue policy (the emulator serves plain HTTP and may enforce IAM), acknowledged for cdk-nag', () => {
+    template.resourceCountIs('AWS::SQS::QueuePolicy', 0);
+    expect(nagFindings(app)).toEqual([]);
+  });
 
   it('names FIFO queues explicitly with the .fifo suffix', () => {
     const queues = template.findResources('AWS::SQS::Queue');
