@@ -31,6 +31,20 @@ export interface OutcomeTotals {
   readonly invocations: number;
 }
 
+/** Outcome totals, every one zero. */
+export function zeroOutcomeTotals(): OutcomeTotals {
+  return {
+    processed: 0,
+    duplicate: 0,
+    inFlight: 0,
+    mismatch: 0,
+    stale: 0,
+    retry: 0,
+    permanent: 0,
+    invocations: 0,
+  };
+}
+
 /**
  * Every delivery a consumer counted: each message of an invocation counts once, in one outcome
  * (`Takeover` counts events on top of outcomes, so it is left out).
@@ -70,16 +84,7 @@ const OUTCOME_METRICS: Readonly<Record<Exclude<keyof OutcomeTotals, 'invocations
  * from on AWS). Other lines are skipped.
  */
 export function sumOutcomeMetrics(messages: readonly string[]): OutcomeTotals {
-  const totals = {
-    processed: 0,
-    duplicate: 0,
-    inFlight: 0,
-    mismatch: 0,
-    stale: 0,
-    retry: 0,
-    permanent: 0,
-    invocations: 0,
-  };
+  const totals = { ...zeroOutcomeTotals() };
   for (const message of messages) {
     if (!message.includes('"CloudWatchMetrics"')) continue;
     let document: Record<string, unknown>;

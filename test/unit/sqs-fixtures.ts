@@ -12,7 +12,7 @@ import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../..
 import type { CommonOptions } from '../../lambda/core/options';
 import type { SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
 import type { SqsHandlerOptions, SqsHandlerStoreOptions } from '../../lambda/sqs-handler';
-import type { OutcomeTotals } from '../../scripts/main-job/observations';
+import { type OutcomeTotals, zeroOutcomeTotals } from '../../scripts/main-job/observations';
 import { createMemoryStore } from '../support/memory-store';
 
 /** Epoch milliseconds every test starts at (2026-01-01T00:00:00Z). */
@@ -99,17 +99,7 @@ export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
 
 /** Outcome totals of the main job's observations, every one zero except `partial`. */
 export function outcomeTotals(partial: Partial<OutcomeTotals>): OutcomeTotals {
-  return {
-    processed: 0,
-    duplicate: 0,
-    inFlight: 0,
-    mismatch: 0,
-    stale: 0,
-    retry: 0,
-    permanent: 0,
-    invocations: 0,
-    ...partial,
-  };
+  return { ...zeroOutcomeTotals(), ...partial };
 }
 
 /** The body of the messages {@link outcomeHandlerOptions} handles: `outcome` picks what happens. */
