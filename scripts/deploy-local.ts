@@ -14,7 +14,7 @@ import {
   readAssemblyStacks,
   resetLocalEmulator,
   selectStacks,
-} from './deploy-local-lib';
+} from '../cli/local/deploy';
 import { type LocalAws, localAwsEnv, projectRoot, startLocalAws } from './local-aws-lib';
 
 const USAGE = `Usage:

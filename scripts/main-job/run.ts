@@ -7,7 +7,7 @@
  * what it started.
  */
 import { relative } from 'node:path';
-import { destroyLocal } from '../deploy-local-lib';
+import { destroyLocal } from '../../cli/local/deploy';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws-lib';
 import type { Check } from './checks';
 import { type Downstream, startDownstream } from './downstream';

@@ -16,29 +16,24 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { applyStackFixups, type LocalFixupResult } from './local-deploy/apply-fixups';
-import { type CdkLocalTarget, runCdk } from './local-deploy/cdk-cli';
-import {
-  type AssemblyStack,
-  readAssemblyStacks,
-  readTemplate,
-  selectStacks,
-} from './local-deploy/cloud-assembly';
+import { applyStackFixups, type LocalFixupResult } from './apply-fixups';
+import { type CdkLocalTarget, runCdk } from './cdk-cli';
+import { type AssemblyStack, readAssemblyStacks, readTemplate, selectStacks } from './cloud-assembly';
 import {
   type CloudFormationError,
   type CloudFormationTarget,
   deleteStack,
   describeStack,
   type StackSummary,
-} from './local-deploy/cloudformation';
-import { LocalDeployError } from './local-deploy/errors';
+} from './cloudformation';
+import { LocalDeployError } from './errors';
 
-export type { LocalFixupResult, LocalFixupStatus } from './local-deploy/apply-fixups';
-export type { AssemblyStack } from './local-deploy/cloud-assembly';
-export { deletionOrder, readAssemblyStacks, selectStacks } from './local-deploy/cloud-assembly';
-export { LocalDeployError, type LocalDeployErrorCode } from './local-deploy/errors';
-export type { LocalFixupCheck, LocalFixupKind, LocalFixupPlan } from './local-deploy/fixup-plan';
-export { planLocalFixups } from './local-deploy/fixup-plan';
+export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
+export type { AssemblyStack } from './cloud-assembly';
+export { deletionOrder, readAssemblyStacks, selectStacks } from './cloud-assembly';
+export { LocalDeployError, type LocalDeployErrorCode } from './errors';
+export type { LocalFixupCheck, LocalFixupKind, LocalFixupPlan } from './fixup-plan';
+export { planLocalFixups } from './fixup-plan';
 
 /** Account id local emulators use for the dummy `test` credentials. */
 export const LOCAL_ACCOUNT = '000000000000';
