@@ -20,7 +20,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { formatSeconds, reportWhileWaiting } from './progress';
 
 /** The MiniStack version the project is tested against. Changing it reinstalls the venv on next use. */
 export const MINISTACK_VERSION = '1.5.33';
@@ -179,7 +181,7 @@ export async function ensureMiniStack(options: EnsureMiniStackOptions): Promise<
       what: `create the virtual environment ${venv}`,
       hint: INSTALL_HINT,
     });
-    await run(
+    const pipInstall = run(
       installation.python,
       ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wanted],
       {
@@ -190,6 +192,9 @@ export async function ensureMiniStack(options: EnsureMiniStackOptions): Promise<
           'or MiniStack container.',
       },
     );
+    await reportWhileWaiting(pipInstall, {
+      report: (elapsed) => options.log?.(`  still installing ${wanted} (${formatSeconds(elapsed)})`),
+    });
     writeFileSync(stamp, `${wanted}\n`);
     return { ...installation, installed: true };
   } finally {
@@ -276,12 +281,16 @@ class PortTakenError extends Error {
 /**
  * Runs in the venv's Python between node and MiniStack. It leads its own process group
  * (spawned detached), so MiniStack and the Lambda workers it forks can be stopped as one
- * group. It stops them when node closes its stdin (node exited, even by SIGKILL) or on
- * SIGTERM/SIGINT/SIGHUP.
+ * group. It stops them on SIGTERM/SIGINT/SIGHUP and, unless started with `--detached`, when
+ * node closes its stdin (node exited, even by SIGKILL).
  */
 const WATCHDOG = `# Written by effectively-once (cli/local/emulator.ts); see WATCHDOG there.
 import os, signal, subprocess, sys, threading, time
-ministack = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+command = sys.argv[1:]
+detached = command[:1] == ['--detached']
+if detached:
+    command = command[1:]
+ministack = subprocess.Popen(command, stdin=subprocess.DEVNULL)
 stopping = threading.Event()
 def watch_parent():
     try:
@@ -290,7 +299,8 @@ def watch_parent():
     except OSError:
         pass
     stopping.set()
-threading.Thread(target=watch_parent, daemon=True).start()
+if not detached:
+    threading.Thread(target=watch_parent, daemon=True).start()
 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(s, lambda *_: stopping.set())
 while not stopping.is_set() and ministack.poll() is None:
@@ -696,4 +706,200 @@ function timestamp(): string {
 
 function delay(millis: number): Promise<void> {
   return new Promise((done) => setTimeout(done, millis));
+}
+
+/** What `effectively-once local up` records about the emulator it started, in {@link emulatorStateFile}. */
+export interface EmulatorState {
+  /** Pid of the watchdog, which leads the emulator's process group. */
+  readonly pid: number;
+  readonly port: number;
+  /** For example `http://127.0.0.1:41234`. */
+  readonly endpoint: string;
+  readonly region: string;
+  /** The MiniStack version it runs ({@link MINISTACK_VERSION} when it was started). */
+  readonly version: string;
+  readonly logFile: string;
+  /** ISO 8601. */
+  readonly startedAt: string;
+}
+
+/**
+ * The per-user home of the emulator `effectively-once local up` starts:
+ * `$XDG_CACHE_HOME/effectively-once`, or `~/.cache/effectively-once`.
+ */
+export function userCacheDir(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  const cache =
+    env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
+  return join(cache, 'effectively-once');
+}
+
+/** The state file of a detached emulator: `emulator.json` in its home. */
+export function emulatorStateFile(home: string): string {
+  return join(home, 'emulator.json');
+}
+
+/**
+ * The recorded state of the detached emulator, or `undefined` when there is none. A file that is
+ * not a state record (hand-edited, half-written by a crash) reads as none.
+ */
+export function readEmulatorState(home: string): EmulatorState | undefined {
+  const text = readIfExists(emulatorStateFile(home));
+  if (text === '') return undefined;
+  let value: Partial<EmulatorState>;
+  try {
+    value = JSON.parse(text) as Partial<EmulatorState>;
+  } catch {
+    return undefined;
+  }
+  const isState =
+    Number.isInteger(value.pid) &&
+    (value.pid ?? 0) > 0 &&
+    Number.isInteger(value.port) &&
+    typeof value.endpoint === 'string' &&
+    typeof value.region === 'string' &&
+    typeof value.version === 'string' &&
+    typeof value.logFile === 'string' &&
+    typeof value.startedAt === 'string';
+  return isState ? (value as EmulatorState) : undefined;
+}
+
+/** Records `state` (atomically: a concurrent reader sees the old file or the new one). */
+export function writeEmulatorState(home: string, state: EmulatorState): void {
+  mkdirSync(home, { recursive: true });
+  const file = emulatorStateFile(home);
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(state, null, 2)}\n`);
+  renameSync(temporary, file);
+}
+
+/** Forgets the detached emulator. */
+export function removeEmulatorState(home: string): void {
+  rmSync(emulatorStateFile(home), { force: true });
+}
+
+/**
+ * `true` when the recorded emulator still runs: its pid is alive and its health endpoint answers
+ * with the recorded version (a pid reused by another process does not answer there).
+ */
+export async function isEmulatorRunning(state: EmulatorState): Promise<boolean> {
+  if (!isAlive(state.pid)) return false;
+  try {
+    const response = await fetch(`${state.endpoint}/_ministack/health`, {
+      signal: AbortSignal.timeout(2_000),
+    });
+    const body = (await response.json().catch(() => ({}))) as { version?: unknown };
+    return response.ok && body.version === state.version;
+  } catch {
+    return false;
+  }
+}
+
+/** Options for {@link startDetachedMiniStack}. */
+export interface StartDetachedOptions {
+  /** Directory holding the emulator's `venv/`, `logs/` and state file. */
+  readonly home: string;
+  /** @default 'us-east-1' ({@link DEFAULT_REGION}) */
+  readonly region?: string;
+  /** @default 30000 */
+  readonly readyTimeoutMillis?: number;
+  /** @default no output */
+  readonly log?: (message: string) => void;
+}
+
+/**
+ * Installs MiniStack if needed, starts it on a free 127.0.0.1 port in its own session (it outlives
+ * this process, and a closed terminal does not stop it), waits until it is healthy and records it
+ * in the state file. Stop it with {@link stopDetachedMiniStack}.
+ *
+ * @throws Error when it cannot be installed or does not become healthy (it is stopped again).
+ */
+export async function startDetachedMiniStack(options: StartDetachedOptions): Promise<EmulatorState> {
+  const { home } = options;
+  const region = options.region ?? DEFAULT_REGION;
+  const readyTimeoutMillis = options.readyTimeoutMillis ?? 30_000;
+  const installation = await ensureMiniStack({ home, ...(options.log ? { log: options.log } : {}) });
+  mkdirSync(logsDir(home), { recursive: true });
+  const watchdog = writeWatchdog(home);
+
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freeLoopbackPort();
+    const endpoint = `http://127.0.0.1:${port}`;
+    const logFile = join(logsDir(home), `ministack-${timestamp()}-${port}.log`);
+    const logFd = openSync(logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(installation.python, [watchdog, '--detached', installation.ministack], {
+        cwd: logsDir(home),
+        detached: true,
+        stdio: ['ignore', logFd, logFd],
+        env: ministackEnv(port, region, endpoint, false),
+      });
+    } finally {
+      closeSync(logFd);
+    }
+    const pid = child.pid;
+    if (pid === undefined)
+      throw new Error(`Could not start MiniStack with ${installation.python}; see ${logFile}`);
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    // Do not keep this process alive for the emulator: it runs on after `local up` exits.
+    child.unref();
+    try {
+      await waitForHealth(endpoint, readyTimeoutMillis, () => exited);
+    } catch (error) {
+      signalGroup(pid, 'SIGKILL');
+      const log = tail(logFile);
+      if (/already in use/i.test(log)) {
+        lastError = new Error(`Port ${port} was taken before MiniStack bound it`);
+        continue;
+      }
+      throw new Error(
+        `MiniStack did not become healthy at ${endpoint}/_ministack/health: ${(error as Error).message}.\n` +
+          `Log: ${logFile}\n${log}`,
+      );
+    }
+    const state: EmulatorState = {
+      pid,
+      port,
+      endpoint,
+      region,
+      version: MINISTACK_VERSION,
+      logFile,
+      startedAt: new Date().toISOString(),
+    };
+    writeEmulatorState(home, state);
+    return state;
+  }
+  throw lastError;
+}
+
+/** How {@link stopDetachedMiniStack} ended. */
+export type StopDetachedOutcome = 'stopped' | 'not-running';
+
+/**
+ * Stops the emulator recorded in `home` (its whole process group, by the recorded pid, and only
+ * when that pid is still the emulator) and removes the state file.
+ *
+ * @example
+ * const outcome = await stopDetachedMiniStack({ home: userCacheDir() }); // 'stopped'
+ */
+export async function stopDetachedMiniStack(options: {
+  readonly home: string;
+  /** @default 15000 */
+  readonly timeoutMillis?: number;
+}): Promise<StopDetachedOutcome> {
+  const state = readEmulatorState(options.home);
+  if (state === undefined || !(await isEmulatorRunning(state))) {
+    removeEmulatorState(options.home);
+    return 'not-running';
+  }
+  signalGroup(state.pid, 'SIGTERM');
+  const deadline = Date.now() + (options.timeoutMillis ?? 15_000);
+  while (isAlive(state.pid) && Date.now() < deadline) await delay(100);
+  if (isAlive(state.pid)) signalGroup(state.pid, 'SIGKILL');
+  removeEmulatorState(options.home);
+  return 'stopped';
 }
