@@ -20,11 +20,11 @@ import {
 import {
   DEFAULT_REGION,
   type EmulatorState,
+  ensureDetachedMiniStack,
   isEmulatorRunning,
   LOCAL_CREDENTIALS,
   logsDir,
   readEmulatorState,
-  startDetachedMiniStack,
   stopDetachedMiniStack,
   userCacheDir,
 } from './emulator';
@@ -248,16 +248,15 @@ export async function runLocal(
         io.stdout.write(`${exportLine(endpoint.endpoint, endpoint.region)}\n`);
         return 0;
       }
-      if (endpoint.kind === 'embedded') {
-        log(
-          `MiniStack ${endpoint.state.version} already runs at ${endpoint.state.endpoint} (pid ${endpoint.state.pid}).`,
-        );
-        io.stdout.write(`${exportLine(endpoint.state.endpoint, endpoint.state.region)}\n`);
+      const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || DEFAULT_REGION;
+      if (endpoint.kind === 'none') log(`Starting MiniStack (home: ${home})...`);
+      // Checked again under the lock: another `local up` may have started one meanwhile.
+      const { state, started } = await ensureDetachedMiniStack({ home, region, log });
+      if (!started) {
+        log(`MiniStack ${state.version} already runs at ${state.endpoint} (pid ${state.pid}).`);
+        io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
         return 0;
       }
-      const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || DEFAULT_REGION;
-      log(`Starting MiniStack (home: ${home})...`);
-      const state = await startDetachedMiniStack({ home, region, log });
       log(
         `Started MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}, log: ${state.logFile}). ` +
           'Stop it with `effectively-once local down`. Point your shell at it:',

@@ -778,11 +778,13 @@ export function removeEmulatorState(home: string): void {
 }
 
 /**
- * `true` when the recorded emulator still runs: its pid is alive and its health endpoint answers
- * with the recorded version (a pid reused by another process does not answer there).
+ * `true` when the recorded emulator still runs: its pid is alive and is the watchdog (its command
+ * line, where the system shows it), or its health endpoint answers with the recorded version. A
+ * pid reused by another process is neither; a busy emulator slow to answer is still the watchdog.
  */
 export async function isEmulatorRunning(state: EmulatorState): Promise<boolean> {
   if (!isAlive(state.pid)) return false;
+  if (commandLineOf(state.pid).includes('ministack-watchdog.py')) return true;
   try {
     const response = await fetch(`${state.endpoint}/_ministack/health`, {
       signal: AbortSignal.timeout(2_000),
@@ -791,6 +793,29 @@ export async function isEmulatorRunning(state: EmulatorState): Promise<boolean> 
     return response.ok && body.version === state.version;
   } catch {
     return false;
+  }
+}
+
+/** The command line of a process, `''` where the system does not show it (no `/proc`). */
+function commandLineOf(pid: number): string {
+  return readIfExists(`/proc/${pid}/cmdline`).replace(/\0/g, ' ');
+}
+
+/**
+ * The recorded emulator when it runs, else a newly started one ({@link startDetachedMiniStack}).
+ * Serialised by a lock in `home`, so two `local up` at once start one emulator.
+ */
+export async function ensureDetachedMiniStack(
+  options: StartDetachedOptions,
+): Promise<{ readonly state: EmulatorState; readonly started: boolean }> {
+  mkdirSync(options.home, { recursive: true });
+  const release = await acquireLock(join(options.home, 'emulator.lock'));
+  try {
+    const recorded = readEmulatorState(options.home);
+    if (recorded && (await isEmulatorRunning(recorded))) return { state: recorded, started: false };
+    return { state: await startDetachedMiniStack(options), started: true };
+  } finally {
+    release();
   }
 }
 

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { dockerFallbackHint } from '../../cli/local/deploy';
 import {
   type EmulatorState,
   emulatorStateFile,
+  isEmulatorRunning,
   readEmulatorState,
   stopDetachedMiniStack,
   userCacheDir,
@@ -161,6 +163,22 @@ describe('the emulator state file', () => {
     expect(readEmulatorState(home)).toBeUndefined();
     writeFileSync(emulatorStateFile(home), JSON.stringify({ ...recorded, pid: 'x' }));
     expect(readEmulatorState(home)).toBeUndefined();
+  });
+
+  it('counts a live watchdog slow to answer as running, and a pid reused by another process as not', async () => {
+    const watchdog = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)', 'ministack-watchdog.py'], {
+      stdio: 'ignore',
+    });
+    try {
+      // Port 9 (discard) never answers HTTP: only the command line can tell.
+      const closed = { ...recorded, endpoint: 'http://127.0.0.1:9' };
+      expect(await isEmulatorRunning({ ...closed, pid: watchdog.pid ?? 0 })).toBe(
+        process.platform === 'linux',
+      );
+      expect(await isEmulatorRunning({ ...closed, pid: process.pid })).toBe(false);
+    } finally {
+      watchdog.kill('SIGKILL');
+    }
   });
 
   it('is removed by a stop whose emulator is gone, without signalling anything', async () => {
