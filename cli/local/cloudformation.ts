@@ -1,14 +1,19 @@
 /**
- * A minimal CloudFormation client over the query API (form-encoded POST, XML answer): just the
- * calls the local deploy needs to find physical ids and delete stacks by name.
+ * The CloudFormation calls the local deploy needs (find physical ids, delete stacks by name),
+ * through the AWS SDK v3 client: plain AWS APIs, nothing emulator-specific.
  */
-import { type SigningCredentials, signRequest } from './sigv4';
+import {
+  CloudFormationClient,
+  DeleteStackCommand,
+  DescribeStacksCommand,
+  paginateListStackResources,
+} from '@aws-sdk/client-cloudformation';
 
 /** Where and as whom to call CloudFormation. */
 export interface CloudFormationTarget {
   readonly endpoint: string;
   readonly region: string;
-  readonly credentials: SigningCredentials;
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
 /** One resource of a deployed stack. */
@@ -26,42 +31,45 @@ export interface StackSummary {
   readonly status: string;
 }
 
-/** A CloudFormation error answer, recognised by `code` (for example `ValidationError`). */
-export class CloudFormationError extends Error {
-  override readonly name = 'CloudFormationError';
-
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly httpStatus: number,
-  ) {
-    super(message);
+/**
+ * Runs `call` with a client for `target`, destroyed afterwards (no idle connection outlives the
+ * call and keeps the process alive).
+ */
+async function withClient<T>(
+  target: CloudFormationTarget,
+  call: (client: CloudFormationClient) => Promise<T>,
+): Promise<T> {
+  const client = new CloudFormationClient({
+    endpoint: target.endpoint,
+    region: target.region,
+    credentials: { ...target.credentials },
+    // A local endpoint that refuses the connection should say so at once, not after backoff.
+    maxAttempts: 2,
+  });
+  try {
+    return await call(client);
+  } finally {
+    client.destroy();
   }
 }
-
-const API_VERSION = '2010-05-15';
-const REQUEST_TIMEOUT_MILLIS = 30_000;
 
 /** The stack named `stackName`, or `undefined` when CloudFormation says it does not exist. */
 export async function describeStack(
   target: CloudFormationTarget,
   stackName: string,
 ): Promise<StackSummary | undefined> {
-  let xml: string;
+  let stack: { StackId?: string; StackName?: string; StackStatus?: string } | undefined;
   try {
-    xml = await callCloudFormation(target, 'DescribeStacks', { StackName: stackName });
+    const response = await withClient(target, (client) =>
+      client.send(new DescribeStacksCommand({ StackName: stackName })),
+    );
+    stack = response.Stacks?.[0];
   } catch (error) {
     if (isStackMissing(error)) return undefined;
     throw error;
   }
-  // One stack was asked for, so the first of each element is its own (nested members are outputs).
-  const status = xmlText(xml, 'StackStatus');
-  if (status === undefined) return undefined;
-  return {
-    stackId: xmlText(xml, 'StackId') ?? '',
-    stackName: xmlText(xml, 'StackName') ?? stackName,
-    status,
-  };
+  if (stack?.StackStatus === undefined) return undefined;
+  return { stackId: stack.StackId ?? '', stackName: stack.StackName ?? stackName, status: stack.StackStatus };
 }
 
 /** Every resource of a stack, following `NextToken` pages. */
@@ -69,93 +77,38 @@ export async function listStackResources(
   target: CloudFormationTarget,
   stackName: string,
 ): Promise<StackResource[]> {
-  const resources: StackResource[] = [];
-  let nextToken: string | undefined;
-  do {
-    const xml = await callCloudFormation(target, 'ListStackResources', {
-      StackName: stackName,
-      ...(nextToken ? { NextToken: nextToken } : {}),
-    });
-    for (const member of xmlElements(xml, 'member')) {
-      resources.push({
-        logicalId: xmlText(member, 'LogicalResourceId') ?? '',
-        physicalId: xmlText(member, 'PhysicalResourceId') || undefined,
-        type: xmlText(member, 'ResourceType') ?? '',
-        status: xmlText(member, 'ResourceStatus') ?? '',
-      });
+  return withClient(target, async (client) => {
+    const resources: StackResource[] = [];
+    for await (const page of paginateListStackResources({ client }, { StackName: stackName })) {
+      for (const summary of page.StackResourceSummaries ?? []) {
+        resources.push({
+          logicalId: summary.LogicalResourceId ?? '',
+          physicalId: summary.PhysicalResourceId || undefined,
+          type: summary.ResourceType ?? '',
+          status: summary.ResourceStatus ?? '',
+        });
+      }
     }
-    nextToken = xmlText(xml, 'NextToken') || undefined;
-  } while (nextToken);
-  return resources;
+    return resources;
+  });
 }
 
 /** Asks CloudFormation to delete a stack. Returns at once; poll {@link describeStack} to wait. */
 export async function deleteStack(target: CloudFormationTarget, stackName: string): Promise<void> {
-  await callCloudFormation(target, 'DeleteStack', { StackName: stackName });
+  await withClient(target, (client) => client.send(new DeleteStackCommand({ StackName: stackName })));
 }
 
 /** `true` for the error CloudFormation answers when a stack does not exist. */
 export function isStackMissing(error: unknown): boolean {
-  return (
-    error instanceof Error &&
-    (error as Partial<CloudFormationError>).code === 'ValidationError' &&
-    /does not exist/i.test(error.message)
-  );
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return name === 'ValidationError' && typeof message === 'string' && /does not exist/i.test(message);
 }
 
-async function callCloudFormation(
-  target: CloudFormationTarget,
-  action: string,
-  params: Readonly<Record<string, string>>,
-): Promise<string> {
-  const body = new URLSearchParams({ Action: action, Version: API_VERSION, ...params }).toString();
-  const url = `${target.endpoint.replace(/\/+$/, '')}/`;
-  const headers = signRequest({
-    method: 'POST',
-    url,
-    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-    body,
-    service: 'cloudformation',
-    region: target.region,
-    credentials: target.credentials,
-    now: new Date(),
-  });
-  // `fetch` sets Host itself and refuses to be told.
-  delete headers.host;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers,
-    body,
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MILLIS),
-  });
-  const text = await response.text();
-  if (!response.ok) {
-    throw new CloudFormationError(
-      xmlText(text, 'Code') ?? `HTTP${response.status}`,
-      `CloudFormation ${action} failed: ${xmlText(text, 'Message') ?? text.slice(0, 200)}`,
-      response.status,
-    );
-  }
-  return text;
-}
-
-/** The inner XML of every `<tag>` element; the tag must not nest inside itself. */
-function xmlElements(xml: string, tag: string): string[] {
-  const pattern = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g');
-  return [...xml.matchAll(pattern)].map((match) => match[1] ?? '');
-}
-
-/** The decoded text of the first `<tag>` element, `''` for `<tag/>`, `undefined` when absent. */
-function xmlText(xml: string, tag: string): string | undefined {
-  if (new RegExp(`<${tag}\\s*/>`).test(xml)) return '';
-  const match = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(xml);
-  return match ? decodeXmlEntities(match[1] ?? '') : undefined;
-}
-
-function decodeXmlEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-fA-F]+|#\d+|amp|lt|gt|quot|apos);/g, (_, entity: string) => {
-    if (entity.startsWith('#x')) return String.fromCodePoint(Number.parseInt(entity.slice(2), 16));
-    if (entity.startsWith('#')) return String.fromCodePoint(Number.parseInt(entity.slice(1), 10));
-    return { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }[entity] ?? '';
-  });
+/**
+ * `true` when CloudFormation answered with an error (the endpoint is reachable), as opposed to a
+ * connection failure: service errors carry the HTTP status of the answer.
+ */
+export function isServiceAnswer(error: unknown): boolean {
+  const { $metadata } = (error ?? {}) as { $metadata?: { httpStatusCode?: number } };
+  return typeof $metadata?.httpStatusCode === 'number';
 }

@@ -26,10 +26,10 @@ import {
   selectStacks,
 } from './cloud-assembly';
 import {
-  type CloudFormationError,
   type CloudFormationTarget,
   deleteStack,
   describeStack,
+  isServiceAnswer,
   type StackSummary,
 } from './cloudformation';
 import { LocalDeployError } from './errors';
@@ -460,12 +460,12 @@ async function describeReachably(
   try {
     return await describeStack(target, stackName);
   } catch (error) {
-    if ((error as Partial<CloudFormationError>).name === 'CloudFormationError') throw error;
-    const cause = (error as { cause?: { code?: string } }).cause;
+    if (isServiceAnswer(error)) throw error;
+    const { code, cause } = error as { code?: string; cause?: { code?: string } };
     throw new LocalDeployError(
       'ENDPOINT_UNREACHABLE',
       `The local AWS endpoint ${target.endpoint} does not answer ` +
-        `(${cause?.code ?? (error as Error).message}). Is the emulator running?`,
+        `(${code ?? cause?.code ?? (error as Error).message}). Is the emulator running?`,
       { cause: error },
     );
   }

@@ -70,8 +70,16 @@ function runCli(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): P
       stderr += chunk.toString();
     });
     child.once('error', fail);
-    child.once('close', (code) => done({ code, stdout, stderr }));
+    child.once('close', (code) => done({ code, stdout, stderr: withoutSdkNodeWarning(stderr) }));
   });
+}
+
+/** Drops the AWS SDK's warning about this host's Node 20 (see the README's Local AWS section). */
+function withoutSdkNodeWarning(text: string): string {
+  return text.replace(
+    /\(node:\d+\) Warning: NodeVersionSupportWarning[\s\S]*?\(Use `node --trace-warnings[^\n]*\n/g,
+    '',
+  );
 }
 
 function isAlive(pid: number): boolean {

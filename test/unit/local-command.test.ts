@@ -224,6 +224,17 @@ describe('runLocal', () => {
     expect(JSON.parse(readFileSync(emulatorStateFile(home), 'utf8'))).toEqual(recorded);
   });
 
+  it('fails with ENDPOINT_UNREACHABLE when a given AWS_ENDPOINT_URL refuses the connection', async () => {
+    const home = scratch();
+    await expect(
+      runLocal({ kind: 'up', cacheDir: home }, io({ AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, home).io),
+    ).rejects.toMatchObject({
+      code: 'ENDPOINT_UNREACHABLE',
+      message:
+        'The local AWS endpoint http://127.0.0.1:9 does not answer (ECONNREFUSED). Is the emulator running?',
+    });
+  });
+
   it('fails a destroy with NO_EMULATOR when nothing runs and AWS_ENDPOINT_URL is unset', async () => {
     const home = scratch();
     await expect(
