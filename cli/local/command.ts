@@ -21,6 +21,7 @@ import {
   DEFAULT_REGION,
   type EmulatorState,
   ensureDetachedMiniStack,
+  httpUrl,
   isEmulatorRunning,
   LOCAL_CREDENTIALS,
   logsDir,
@@ -195,16 +196,11 @@ export function chooseEndpoint(env: NodeJS.ProcessEnv, running: EmulatorState | 
 }
 
 function normaliseUrl(value: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+  const url = httpUrl(value);
+  if (url === undefined) {
     throw new LocalUsageError(`Expected AWS_ENDPOINT_URL to be an http(s) URL, got \`${value}\``);
   }
-  return url.toString().replace(/\/+$/, '');
+  return url;
 }
 
 /** The shell line that points SDKs and the CDK CLI at an endpoint. */

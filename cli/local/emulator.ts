@@ -337,27 +337,46 @@ interface LaunchSettings {
   readonly enforceIam: boolean;
 }
 
-async function launch(settings: LaunchSettings): Promise<LocalAws> {
-  const { installation, home, port, region, logFile, readyTimeoutMillis, enforceIam } = settings;
-  const endpoint = `http://127.0.0.1:${port}`;
+/**
+ * Spawns the watchdog and MiniStack under it, leading their own process group, with output in
+ * `logFile`. Attached, the watchdog watches a stdin pipe from this process; detached, it has no
+ * stdin and runs until signalled.
+ */
+function spawnWatchdog(
+  settings: Omit<LaunchSettings, 'readyTimeoutMillis'> & {
+    readonly endpoint: string;
+    readonly detached: boolean;
+  },
+): { readonly child: ChildProcess; readonly pid: number } {
+  const { installation, home, port, region, endpoint, logFile, enforceIam, detached } = settings;
   const watchdog = writeWatchdog(home);
   const logFd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(installation.python, [watchdog, installation.ministack], {
-      // Anything MiniStack writes relative to its working directory lands next to its logs.
-      cwd: logsDir(home),
-      detached: true,
-      stdio: ['pipe', logFd, logFd],
-      env: ministackEnv(port, region, endpoint, enforceIam),
-    });
+    child = spawn(
+      installation.python,
+      [watchdog, ...(detached ? ['--detached'] : []), installation.ministack],
+      {
+        // Anything MiniStack writes relative to its working directory lands next to its logs.
+        cwd: logsDir(home),
+        detached: true,
+        stdio: [detached ? 'ignore' : 'pipe', logFd, logFd],
+        env: ministackEnv(port, region, endpoint, enforceIam),
+      },
+    );
   } finally {
     closeSync(logFd);
   }
-  const pid = child.pid;
-  if (pid === undefined) {
+  if (child.pid === undefined) {
     throw new Error(`Could not start MiniStack with ${installation.python}; see ${logFile}`);
   }
+  return { child, pid: child.pid };
+}
+
+async function launch(settings: LaunchSettings): Promise<LocalAws> {
+  const { port, region, logFile, readyTimeoutMillis } = settings;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const { child, pid } = spawnWatchdog({ ...settings, endpoint, detached: false });
 
   let exited = false;
   const exit = new Promise<void>((done) => {
@@ -556,17 +575,22 @@ async function waitForEndpoint(endpoint: string, timeoutMillis: number): Promise
   );
 }
 
-function normaliseEndpoint(value: string): string {
+/** `value` as an http(s) URL without trailing slashes, or `undefined` when it is not one. */
+export function httpUrl(value: string): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new Error(`Expected AWS_ENDPOINT_URL to be an http(s) URL, got \`${value}\``);
+    return undefined;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Error(`Expected AWS_ENDPOINT_URL to be an http(s) URL, got \`${value}\``);
-  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
   return url.toString().replace(/\/+$/, '');
+}
+
+function normaliseEndpoint(value: string): string {
+  const url = httpUrl(value);
+  if (url === undefined) throw new Error(`Expected AWS_ENDPOINT_URL to be an http(s) URL, got \`${value}\``);
+  return url;
 }
 
 function describeFetchError(error: unknown): string {
@@ -844,28 +868,21 @@ export async function startDetachedMiniStack(options: StartDetachedOptions): Pro
   const readyTimeoutMillis = options.readyTimeoutMillis ?? 30_000;
   const installation = await ensureMiniStack({ home, ...(options.log ? { log: options.log } : {}) });
   mkdirSync(logsDir(home), { recursive: true });
-  const watchdog = writeWatchdog(home);
-
   let lastError: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
     const port = await freeLoopbackPort();
     const endpoint = `http://127.0.0.1:${port}`;
     const logFile = join(logsDir(home), `ministack-${timestamp()}-${port}.log`);
-    const logFd = openSync(logFile, 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(installation.python, [watchdog, '--detached', installation.ministack], {
-        cwd: logsDir(home),
-        detached: true,
-        stdio: ['ignore', logFd, logFd],
-        env: ministackEnv(port, region, endpoint, false),
-      });
-    } finally {
-      closeSync(logFd);
-    }
-    const pid = child.pid;
-    if (pid === undefined)
-      throw new Error(`Could not start MiniStack with ${installation.python}; see ${logFile}`);
+    const { child, pid } = spawnWatchdog({
+      installation,
+      home,
+      port,
+      region,
+      endpoint,
+      logFile,
+      enforceIam: false,
+      detached: true,
+    });
     let exited = false;
     child.once('exit', () => {
       exited = true;
