@@ -130,14 +130,14 @@ export function toKeyPart(value: unknown, index?: number): string {
 export function inexactNumberKey(label = 'The dedup key'): EffectivelyOnceError {
   return new EffectivelyOnceError(
     'INVALID_KEY',
-    `${label} is a number that parses inexactly (beyond Number.MAX_SAFE_INTEGER, or more digits than a double keeps); send it as a string`,
+    `${label} is a number that a double cannot hold exactly; send it as a string`,
   );
 }
 
 function illFormedKey(label: string): EffectivelyOnceError {
   return new EffectivelyOnceError(
     'INVALID_KEY',
-    `${label} is not well-formed UTF-16 (it holds a lone surrogate, which has no UTF-8 form)`,
+    `${label} is not well-formed UTF-16 (it holds a lone surrogate)`,
   );
 }
 
@@ -209,7 +209,7 @@ export function fromBody<TBody>(
     if (typeof value === 'object' && value !== null) {
       throw new EffectivelyOnceError(
         'INVALID_KEY',
-        `The body field \`${shown}\` holds ${Array.isArray(value) ? 'an array' : 'an object'}, not a key (a string, a finite number or a bigint); a composite key comes from a function`,
+        `The body field \`${shown}\` must be a string, a finite number or a bigint, got ${Array.isArray(value) ? 'an array' : 'an object'}`,
       );
     }
     return value as KeyValue;

@@ -8,14 +8,17 @@ import { canonicalNumber, isNumberLiteral, type JsonNode, readJson } from './jso
 /**
  * SHA-256 of `text`, lowercase hex. Well-formed text is hashed as its UTF-8 bytes. A lone
  * surrogate has no UTF-8 form (the encoder would write U+FFFD for every one of them, so texts
- * differing only in lone surrogates would hash the same); it is hashed as its generalized UTF-8
- * (WTF-8) bytes instead, which no well-formed text produces.
+ * differing only in lone surrogates would hash the same): text holding one is hashed as the byte
+ * `0xFF` (which no UTF-8 text contains) followed by its UTF-16 code units, so it is distinct
+ * from every other text.
  */
 export function sha256Hex(text: string): string {
   const hash = createHash('sha256');
   if (isWellFormedText(text)) return hash.update(text, 'utf8').digest('hex');
-  return hash.update(toWtf8(text)).digest('hex');
+  return hash.update(ILL_FORMED_TEXT_MARK).update(text, 'utf16le').digest('hex');
 }
+
+const ILL_FORMED_TEXT_MARK = Buffer.from([0xff]);
 
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
@@ -26,26 +29,6 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
 export function isWellFormedText(text: string): boolean {
   // With the `u` flag a surrogate pair is one code point, so only a lone surrogate matches.
   return !LONE_SURROGATE.test(text);
-}
-
-/** UTF-8 of `text` where each lone surrogate is written as the 3-byte form of its code point. */
-function toWtf8(text: string): Buffer {
-  const chunks: Buffer[] = [];
-  let start = 0;
-  for (let index = 0; index < text.length; index++) {
-    const unit = text.charCodeAt(index);
-    if (unit < 0xd800 || unit > 0xdfff) continue;
-    const next = text.charCodeAt(index + 1);
-    if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-      index++; // a pair: UTF-8 encodes it
-      continue;
-    }
-    chunks.push(Buffer.from(text.slice(start, index), 'utf8'));
-    chunks.push(Buffer.from([0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)]));
-    start = index + 1;
-  }
-  chunks.push(Buffer.from(text.slice(start), 'utf8'));
-  return Buffer.concat(chunks);
 }
 
 /**

@@ -148,8 +148,7 @@ describe('toDedupKey', () => {
   });
 
   it('rejects an integer beyond Number.MAX_SAFE_INTEGER as INVALID_KEY, asking for a string without quoting it', () => {
-    const message =
-      'The dedup key is a number that parses inexactly (beyond Number.MAX_SAFE_INTEGER, or more digits than a double keeps); send it as a string';
+    const message = 'The dedup key is a number that a double cannot hold exactly; send it as a string';
     for (const value of [Number('12345678901234567890'), 2 ** 53, -(2 ** 53), 1e300]) {
       expect(() => toDedupKey(value)).toThrow(expect.objectContaining({ code: 'INVALID_KEY', message }));
     }
@@ -166,8 +165,7 @@ describe('toDedupKey', () => {
   });
 
   it('rejects a key holding a lone surrogate as INVALID_KEY without quoting it, and keeps surrogate pairs', () => {
-    const message =
-      'The dedup key is not well-formed UTF-16 (it holds a lone surrogate, which has no UTF-8 form)';
+    const message = 'The dedup key is not well-formed UTF-16 (it holds a lone surrogate)';
     for (const value of ['\ud800', 'o-\udc00', 'o-\ude00\ud83d']) {
       expect(() => toDedupKey(value)).toThrow(expect.objectContaining({ code: 'INVALID_KEY', message }));
     }
@@ -195,14 +193,13 @@ describe('fromBody(path)', () => {
     expect(() => fromBody('ids')(record, body)).toThrow(
       expect.objectContaining({
         code: 'INVALID_KEY',
-        message:
-          'The body field `ids` holds an array, not a key (a string, a finite number or a bigint); a composite key comes from a function',
+        message: 'The body field `ids` must be a string, a finite number or a bigint, got an array',
       }),
     );
     expect(() => fromBody('order')(record, body)).toThrow(
       expect.objectContaining({
         code: 'INVALID_KEY',
-        message: expect.stringContaining('`order` holds an object'),
+        message: expect.stringMatching(/^The body field `order` .* got an object$/),
       }),
     );
     expect(toDedupKey(fromBody((input: typeof body) => input.ids)(record, body))).toBe('a:b');

@@ -86,10 +86,10 @@ describe('sha256Hex', () => {
     expect(sha256Hex('é😀')).toBe(createHash('sha256').update(Buffer.from('é😀', 'utf8')).digest('hex'));
     const hashes = ['\ud800', '\udc00', '\ufffd', 'a\ud800b', 'a\udbffb'].map(sha256Hex);
     expect(new Set(hashes).size).toBe(5);
-    // WTF-8: the lone surrogate U+D800 is the bytes ED A0 80.
+    // 0xFF, then the UTF-16 code units: 'a' is 61 00, the lone surrogate U+D800 is 00 D8.
     expect(sha256Hex('a\ud800')).toBe(
       createHash('sha256')
-        .update(Buffer.from([0x61, 0xed, 0xa0, 0x80]))
+        .update(Buffer.from([0xff, 0x61, 0x00, 0x00, 0xd8]))
         .digest('hex'),
     );
   });

@@ -24,8 +24,7 @@ const prepare = <TBody>(
   overrides: Partial<PrepareConfig<TBody>> = {},
 ) => prepareMessage(sqsRecord('m-1', undefined, { rawBody }), config(source, overrides));
 
-const INEXACT =
-  'The dedup key is a number that parses inexactly (beyond Number.MAX_SAFE_INTEGER, or more digits than a double keeps); send it as a string';
+const INEXACT = 'The dedup key is a number that a double cannot hold exactly; send it as a string';
 
 describe('prepareMessage: numbers', () => {
   it('keys a body path holding an integer beyond a double by every digit of its literal', () => {
