@@ -21,6 +21,9 @@ export type JsonNode =
   | ReadonlyMap<string, JsonNode>;
 
 const WHITESPACE = /[ \t\n\r]*/y;
+/** A string without escapes or control characters: its text is its value. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: a JSON string holds no raw U+0000 to U+001F, so they end the plain form
+const PLAIN_STRING = /"([^"\\\x00-\x1f]*)"/y;
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const LITERALS = [
   ['true', true],
@@ -44,6 +47,9 @@ export function readJson(text: string): JsonNode {
     throw new SyntaxError(`Unexpected JSON at position ${at}`);
   };
   const skipWhitespace = (): void => {
+    // Compact JSON has none: skip the regex unless a whitespace character is next.
+    const code = text.charCodeAt(at);
+    if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) return;
     WHITESPACE.lastIndex = at;
     WHITESPACE.exec(text);
     at = WHITESPACE.lastIndex;
@@ -56,6 +62,12 @@ export function readJson(text: string): JsonNode {
     return true;
   };
   const readString = (): string => {
+    PLAIN_STRING.lastIndex = at;
+    const plain = PLAIN_STRING.exec(text);
+    if (plain !== null) {
+      at = PLAIN_STRING.lastIndex;
+      return plain[1]!;
+    }
     const start = at;
     let index = start + 1;
     for (;;) {
@@ -95,11 +107,10 @@ export function readJson(text: string): JsonNode {
       return items;
     }
     if (char === '"') return readString();
-    for (const [word, value] of LITERALS) {
-      if (text.startsWith(word, at)) {
-        at += word.length;
-        return value;
-      }
+    const literal = LITERALS.find(([word]) => word[0] === char && text.startsWith(word, at));
+    if (literal !== undefined) {
+      at += literal[0].length;
+      return literal[1];
     }
     NUMBER.lastIndex = at;
     const match = NUMBER.exec(text) ?? fail();
@@ -195,6 +206,8 @@ export function exactIntegerText(literal: string): string | undefined {
  * canonicalNumber('12345678901234567890'); // '1234567890123456789E1' (JSON.parse: 12345678901234567000)
  */
 export function canonicalNumber(literal: string): string {
+  // The common case: the literal is already what JSON.stringify writes for its double.
+  if (String(Number(literal)) === literal) return literal;
   if (isExactNumberLiteral(literal)) return JSON.stringify(Number(literal));
   const { negative, digits, power } = toDecimal(literal);
   return `${negative ? '-' : ''}${digits}E${power}`;

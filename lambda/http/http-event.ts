@@ -18,7 +18,7 @@ export interface ApiGatewayProxyEventV1 {
   readonly multiValueHeaders?: Readonly<Record<string, readonly string[] | undefined>> | null;
   /** The last value of each query parameter (decoded by API Gateway; as sent by an ALB). */
   readonly queryStringParameters?: Readonly<Record<string, string | undefined>> | null;
-  /** Every value of each query parameter, in order (when enabled on an ALB target group). */
+  /** Every value of each query parameter, in order (API Gateway; an ALB with multi-value headers on). */
   readonly multiValueQueryStringParameters?: Readonly<Record<string, readonly string[] | undefined>> | null;
   readonly body?: string | null;
   readonly isBase64Encoded?: boolean;
