@@ -20,6 +20,7 @@ import {
   defaultBusinessTableAccess,
   grantItemActions,
   INBOX_TABLE_ACTIONS,
+  ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
 } from './consumer-permissions';
 import { assertInboxTableShape, InboxTable } from './inbox-table';
@@ -1100,7 +1101,15 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   }
 
   private grantAccess(props: IdempotentConsumerProps): void {
-    if (this.inboxTable) grantItemActions(this.handler, this.inboxTable, INBOX_TABLE_ACTIONS[this.mode]);
+    if (this.inboxTable) {
+      // Scoped to this consumer's own records: a shared inbox table holds other consumers' too.
+      grantItemActions(
+        this.handler,
+        this.inboxTable,
+        INBOX_TABLE_ACTIONS[this.mode],
+        ownInboxRecordsCondition(this.consumerName),
+      );
+    }
     for (const business of props.businessTables ?? []) {
       const access = business.access ?? defaultBusinessTableAccess(this.mode);
       grantItemActions(this.handler, business.table, actionsForAccess(access));

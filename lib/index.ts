@@ -5,6 +5,8 @@ export {
   type ConsumerMode,
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
+  inboxKeyPatterns,
+  ownInboxRecordsCondition,
 } from './consumer-permissions';
 export {
   type BusinessTable,

@@ -1,6 +1,7 @@
 import { CfnParameter, Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -13,8 +14,9 @@ import {
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from '../../lambda/core/contract';
+import { scopeKey } from '../../lambda/core/dedup-key';
 import { IdempotentConsumer, type IdempotentConsumerProps, InboxTable } from '../../lib';
-import { INBOX_TABLE_ACTIONS } from '../../lib/consumer-permissions';
+import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
 import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
 
 const SQS_CONSUME = [
@@ -1065,5 +1067,116 @@ describe('IdempotentConsumer prop validation', () => {
   it('warns when maxReceiveCount leaves transient failures too few retries', () => {
     const { annotations } = synth({ maxReceiveCount: 1 });
     annotations.hasWarning('/TestStack/Consumer', Match.stringLikeRegexp('`maxReceiveCount` is 1'));
+  });
+});
+
+/** The statements of `role`'s inline policies that name `table`'s ARN, as synthesized. */
+function statementsOn(template: Template, role: iam.IRole, table: dynamodb.ITable): unknown[] {
+  const roleId = logicalId(role);
+  const tableArn = { 'Fn::GetAtt': [logicalId(table), 'Arn'] };
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) =>
+      ((policy.Properties.Roles ?? []) as { Ref?: string }[]).some((ref) => ref.Ref === roleId),
+    )
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Record<string, unknown>[])
+    .filter((statement) => JSON.stringify([statement.Resource].flat()).includes(JSON.stringify(tableArn)));
+}
+
+describe('IdempotentConsumer inbox access scoped to the consumer’s own records', () => {
+  it('conditions every inbox statement on the consumer’s own key prefixes, in every mode that uses the inbox', () => {
+    for (const mode of ['marker', 'atomic', 'two-phase'] as const) {
+      const { template, consumer } = synth({ mode, consumerName: 'billing' });
+      expect({ mode, statements: statementsOn(template, consumer.role!, consumer.inboxTable!) }).toEqual({
+        mode,
+        statements: [
+          {
+            Action: [...INBOX_TABLE_ACTIONS[mode]],
+            Condition: {
+              'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['billing#*', 'billing/*'] },
+            },
+            Effect: 'Allow',
+            Resource: { 'Fn::GetAtt': [logicalId(consumer.inboxTable!), 'Arn'] },
+          },
+        ],
+      });
+    }
+  });
+
+  it('gives each consumer of a shared inbox table its own prefixes and leaves business tables unconditioned', () => {
+    const { stack } = newStack();
+    const inbox = new InboxTable(stack, 'Inbox');
+    const orders = new dynamodb.Table(stack, 'Orders', {
+      partitionKey: { name: 'orderId', type: dynamodb.AttributeType.STRING },
+    });
+    const projector = new IdempotentConsumer(stack, 'Projector', {
+      mode: 'atomic',
+      entry: FIXTURE_ENTRY,
+      table: inbox.table,
+      consumerName: 'order-projector',
+      businessTables: [{ table: orders }],
+    });
+    const notifier = new IdempotentConsumer(stack, 'Notifier', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      table: inbox.table,
+      consumerName: 'payment-notifier',
+    });
+    const template = Template.fromStack(stack);
+    const keysOf = (consumer: IdempotentConsumer) =>
+      statementsOn(template, consumer.role!, inbox.table).map(
+        (statement) => (statement as { Condition: unknown }).Condition,
+      );
+    expect(keysOf(projector)).toEqual([
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['order-projector#*', 'order-projector/*'] } },
+    ]);
+    expect(keysOf(notifier)).toEqual([
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['payment-notifier#*', 'payment-notifier/*'] } },
+    ]);
+    expect(statementsOn(template, projector.role!, orders)).toEqual([
+      {
+        Action: [
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [logicalId(orders), 'Arn'] },
+      },
+    ]);
+  });
+
+  it('scopes the derived consumer name the same way', () => {
+    const { template, consumer } = synth();
+    const [statement] = statementsOn(template, consumer.role!, consumer.inboxTable!) as {
+      Condition: unknown;
+    }[];
+    expect(statement!.Condition).toEqual({
+      'ForAllValues:StringLike': {
+        'dynamodb:LeadingKeys': [`${consumer.consumerName}#*`, `${consumer.consumerName}/*`],
+      },
+    });
+  });
+
+  it('matches exactly the keys scopeKey builds for the consumer, effects and hashed keys included', () => {
+    const patterns = inboxKeyPatterns('billing').map(
+      (pattern) => new RegExp(`^${pattern.replaceAll('.', '\\.').replaceAll('*', '.*')}$`),
+    );
+    const matches = (key: string) => patterns.some((pattern) => pattern.test(key));
+    expect(
+      [
+        scopeKey('billing', 'order-1'),
+        scopeKey('billing', 'order-1', 'send-invoice'),
+        scopeKey('billing', 'x'.repeat(2000)),
+      ].map(matches),
+    ).toEqual([true, true, true]);
+    expect(
+      [
+        scopeKey('billing-eu', 'order-1'),
+        scopeKey('billing.v2', 'order-1', 'send-invoice'),
+        scopeKey('shipping', 'billing#order-1'),
+      ].map(matches),
+    ).toEqual([false, false, false]);
   });
 });
