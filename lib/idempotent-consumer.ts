@@ -25,6 +25,7 @@ import {
 } from './consumer-permissions';
 import { assertInboxTableShape, InboxTable } from './inbox-table';
 import {
+  DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
   knownQueueRetention,
   knownVisibilityTimeout,
@@ -318,12 +319,14 @@ export interface IdempotentConsumerProps {
 
   /**
    * How long an inbox record lives (`EO_TTL_SECONDS`). A record that expires while a copy of
-   * its message can still arrive lets that copy be processed again, so the default covers
-   * the redelivery window: the longest of the queue retention, the dead-letter queue
-   * retention and 3 × `producerRetryHorizon`, plus one day. With the defaults that is
-   * max(4 days, 14 days, 3 hours) + 1 day = 15 days. A retention that cannot be known at
-   * synth time (an imported queue or DLQ, or a token) is taken as the SQS maximum of 14
-   * days. Setting a TTL shorter than the redelivery window draws a synth-time warning.
+   * its message can still arrive lets that copy be processed again, so the default covers the
+   * whole redelivery path: the longer of queue retention + dead-letter queue retention +
+   * `redriveAllowance` (a FIFO queue resets the enqueue time on the move to its DLQ, and a
+   * redrive creates a new message) and 3 × `producerRetryHorizon`, plus one day. With the
+   * defaults that is max(4 + 14 + 14 days, 3 hours) + 1 day = 33 days. A retention that cannot
+   * be known at synth time (an imported queue or DLQ, or a token) is taken as the SQS maximum
+   * of 14 days, and an imported `queue` without a `deadLetterQueue` is assumed to have such a
+   * DLQ. Setting a TTL shorter than the redelivery window draws a synth-time warning.
    *
    * @default - derived from the queue settings as described above
    */
@@ -336,6 +339,17 @@ export interface IdempotentConsumerProps {
    * @default Duration.hours(1)
    */
   readonly producerRetryHorizon?: Duration;
+
+  /**
+   * How long after leaving the dead-letter queue a message can still arrive: a redrive (the
+   * console's, or `StartMessageMoveTask`) creates a new message in the queue it moves to, which
+   * keeps it up to that queue's retention, and operators who keep dead letters elsewhere may
+   * replay them later. The default record TTL covers queue retention + dead-letter queue
+   * retention + this. Not counted without a dead-letter queue.
+   *
+   * @default Duration.days(14)
+   */
+  readonly redriveAllowance?: Duration;
 
   /**
    * Two-phase mode: how long an in-progress claim stays valid before another delivery may
@@ -562,17 +576,11 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     this.deadLetterQueue = deadLetterQueue;
     this.checkVisibilityTimeout(props, functionTimeout);
 
-    // Record TTL from the redelivery window.
-    const queueRetention = props.queue
-      ? (knownQueueRetention(props.queue) ?? SQS_MAX_RETENTION)
-      : (props.retentionPeriod ?? SQS_DEFAULT_RETENTION);
-    const deadLetterQueueRetention = deadLetterQueue
-      ? (knownQueueRetention(deadLetterQueue) ?? SQS_MAX_RETENTION)
-      : undefined;
+    // Record TTL from the whole redelivery path.
     const derived = deriveRedeliveryWindow({
-      queueRetention: concreteOr(queueRetention, SQS_MAX_RETENTION),
-      deadLetterQueueRetention:
-        deadLetterQueueRetention && concreteOr(deadLetterQueueRetention, SQS_MAX_RETENTION),
+      queueRetention: this.queueRetention(props),
+      deadLetterQueueRetention: this.deadLetterQueueRetention(props, deadLetterQueue),
+      redriveAllowance: props.redriveAllowance ?? DEFAULT_REDRIVE_ALLOWANCE,
       producerRetryHorizon: props.producerRetryHorizon ?? DEFAULT_PRODUCER_RETRY_HORIZON,
     });
     this.redeliveryWindow = derived.window;
@@ -830,6 +838,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     );
     checkDuration(fail, 'recordTtl', props.recordTtl, Duration.seconds(1), undefined);
     checkDuration(fail, 'producerRetryHorizon', props.producerRetryHorizon, Duration.seconds(0), undefined);
+    checkDuration(fail, 'redriveAllowance', props.redriveAllowance, Duration.seconds(0), undefined);
     checkDuration(fail, 'lease', props.lease, Duration.seconds(1), undefined);
     checkDuration(
       fail,
@@ -1006,6 +1015,30 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
         `[${this.node.path}] ${source} (${visibility.toHumanString()}) must be at least ${VISIBILITY_FACTOR} × the function timeout (${functionTimeout.toHumanString()})${window} = ${required.toHumanString()}, so a message is not delivered again while an invocation still processes it`,
       );
     }
+  }
+
+  /** How long the source queue keeps a message, the SQS maximum when that is unknown. */
+  private queueRetention(props: IdempotentConsumerProps): Duration {
+    const retention = props.queue
+      ? knownQueueRetention(props.queue)
+      : (props.retentionPeriod ?? SQS_DEFAULT_RETENTION);
+    return retention === undefined ? SQS_MAX_RETENTION : concreteOr(retention, SQS_MAX_RETENTION);
+  }
+
+  /**
+   * How long the dead-letter queue keeps a message, the SQS maximum when that is unknown;
+   * `undefined` only when the queue is known to have no dead-letter queue. An imported queue's
+   * redrive policy cannot be read at synth time, so it is assumed to have a DLQ.
+   */
+  private deadLetterQueueRetention(
+    props: IdempotentConsumerProps,
+    deadLetterQueue: sqs.IQueue | undefined,
+  ): Duration | undefined {
+    if (!deadLetterQueue) {
+      const knownWithoutDeadLetterQueue = props.queue instanceof sqs.Queue;
+      return knownWithoutDeadLetterQueue ? undefined : SQS_MAX_RETENTION;
+    }
+    return concreteOr(knownQueueRetention(deadLetterQueue) ?? SQS_MAX_RETENTION, SQS_MAX_RETENTION);
   }
 
   private resolveInboxTable(props: IdempotentConsumerProps): dynamodb.ITable | undefined {

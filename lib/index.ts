@@ -17,6 +17,7 @@ export {
 } from './idempotent-consumer';
 export { InboxTable, type InboxTableProps } from './inbox-table';
 export {
+  DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
   PRODUCER_RETRY_FACTOR,
   RECORD_TTL_MARGIN,

@@ -175,7 +175,7 @@ describe('IdempotentConsumer with default props', () => {
       NODE_OPTIONS: '--enable-source-maps',
       [ENV.inboxTable]: { Ref: logicalId(consumer.inboxTable!) },
       [ENV.consumer]: consumer.consumerName,
-      [ENV.ttlSeconds]: String(Duration.days(15).toSeconds()),
+      [ENV.ttlSeconds]: String(Duration.days(33).toSeconds()),
       [ENV.deadLetterMode]: 'redrive',
       [ENV.leaseMillis]: '30000',
       [ENV.metricNamespace]: DEFAULT_METRIC_NAMESPACE,
@@ -198,9 +198,9 @@ describe('IdempotentConsumer with default props', () => {
     );
   });
 
-  it('derives the record TTL from the dead-letter retention: max(4 days, 14 days, 3 hours) + 1 day', () => {
-    expect(built.consumer.redeliveryWindow.toDays()).toBe(14);
-    expect(built.consumer.recordTtl.toDays()).toBe(15);
+  it('derives the record TTL from the whole dead-letter path: max(4 + 14 + 14 days, 3 hours) + 1 day', () => {
+    expect(built.consumer.redeliveryWindow.toDays()).toBe(32);
+    expect(built.consumer.recordTtl.toDays()).toBe(33);
     built.annotations.hasNoWarning('*', Match.anyValue());
   });
 
@@ -370,7 +370,8 @@ describe('IdempotentConsumer queue options', () => {
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(dlq), 'Arn'] }, maxReceiveCount: 8 },
     });
     expect(consumer.deadLetterQueue).toBe(dlq);
-    expect(consumer.recordTtl.toDays()).toBe(11);
+    // 4 days + 10 days + 14 days of redrive allowance, + 1 day
+    expect(consumer.recordTtl.toDays()).toBe(29);
   });
 
   it('consumes a given queue, keeps its settings and finds its dead-letter queue', () => {
@@ -390,12 +391,12 @@ describe('IdempotentConsumer queue options', () => {
     template.resourceCountIs('AWS::SQS::Queue', 2);
     expect(consumer.queue).toBe(queue);
     expect(consumer.deadLetterQueue).toBe(dlq);
-    // DLQ retention defaults to SQS's 4 days: max(2 days, 4 days, 3 hours) + 1 day
-    expect(consumer.recordTtl.toDays()).toBe(5);
+    // DLQ retention defaults to SQS's 4 days: max(2 + 4 + 14 days, 3 hours) + 1 day
+    expect(consumer.recordTtl.toDays()).toBe(21);
     expect(consumer.deadLetterQueueAlarm).toBeDefined();
   });
 
-  it('warns when a given queue has no known dead-letter queue and assumes 14 days of retention', () => {
+  it('warns when an imported queue has no known dead-letter queue, and covers 14 days in it and in a DLQ it cannot see', () => {
     const { stack } = newStack();
     const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
     const consumer = new IdempotentConsumer(stack, 'Consumer', {
@@ -409,8 +410,25 @@ describe('IdempotentConsumer queue options', () => {
     );
     expect(consumer.deadLetterQueue).toBeUndefined();
     expect(consumer.deadLetterQueueAlarm).toBeUndefined();
-    expect(consumer.recordTtl.toDays()).toBe(15);
+    // Its redrive policy cannot be read: 14 days + an assumed 14-day DLQ + 14 days, + 1 day
+    expect(consumer.redeliveryWindow.toDays()).toBe(42);
+    expect(consumer.recordTtl.toDays()).toBe(43);
     expect(consumer.alarms).toHaveLength(3);
+  });
+
+  it('counts neither a dead-letter queue nor a redrive for a queue of this app that has none', () => {
+    const { stack } = newStack();
+    const queue = new sqs.Queue(stack, 'Queue', {
+      visibilityTimeout: Duration.minutes(3),
+      retentionPeriod: Duration.days(2),
+    });
+    const consumer = new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'marker',
+      entry: FIXTURE_ENTRY,
+      queue,
+    });
+    expect(consumer.redeliveryWindow.toDays()).toBe(2);
+    expect(consumer.recordTtl.toDays()).toBe(3);
   });
 
   it('assumes 14 days for an imported dead-letter queue', () => {
@@ -422,7 +440,8 @@ describe('IdempotentConsumer queue options', () => {
       deadLetterQueue: dlq,
       retentionPeriod: Duration.days(1),
     });
-    expect(consumer.redeliveryWindow.toDays()).toBe(14);
+    // 1 day + 14 days + 14 days of redrive allowance
+    expect(consumer.redeliveryWindow.toDays()).toBe(29);
   });
 });
 
@@ -839,24 +858,45 @@ describe('IdempotentConsumer record TTL', () => {
     const { consumer, template } = synth({
       retentionPeriod: Duration.days(2),
       deadLetterRetentionPeriod: Duration.days(3),
-      producerRetryHorizon: Duration.days(2),
+      redriveAllowance: Duration.days(1),
+      producerRetryHorizon: Duration.days(3),
     });
-    expect(consumer.redeliveryWindow.toDays()).toBe(6);
-    expect(consumer.recordTtl.toDays()).toBe(7);
-    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(7).toSeconds()));
+    // 3 × 3 days beats 2 + 3 + 1 days
+    expect(consumer.redeliveryWindow.toDays()).toBe(9);
+    expect(consumer.recordTtl.toDays()).toBe(10);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(10).toSeconds()));
   });
 
-  it('warns at synth time when recordTtl is shorter than the redelivery window, naming both', () => {
-    const { annotations, consumer } = synth({ recordTtl: Duration.days(7) });
-    expect(consumer.recordTtl.toDays()).toBe(7);
-    annotations.hasWarning(
-      '/TestStack/Consumer',
-      Match.stringLikeRegexp('`recordTtl` \\(7 days\\) is shorter than the redelivery window \\(14 days'),
+  it('derives the same whole-path TTL for a FIFO queue, whose move to the DLQ resets the enqueue time', () => {
+    const { consumer, template } = synth({ fifo: true });
+    expect(consumer.redeliveryWindow.toDays()).toBe(32);
+    expect(consumer.recordTtl.toDays()).toBe(33);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(33).toSeconds()));
+  });
+
+  it('adds the declared redriveAllowance after the queue and dead-letter retentions', () => {
+    const { consumer, template } = synth({
+      retentionPeriod: Duration.days(2),
+      deadLetterRetentionPeriod: Duration.days(7),
+      redriveAllowance: Duration.days(3),
+    });
+    expect(consumer.redeliveryWindow.toDays()).toBe(12);
+    expect(consumer.recordTtl.toDays()).toBe(13);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(13).toSeconds()));
+  });
+
+  it('warns at synth time when recordTtl is shorter than the whole redelivery path, naming each term', () => {
+    const { annotations, consumer } = synth({ recordTtl: Duration.days(15) });
+    expect(consumer.recordTtl.toDays()).toBe(15);
+    expect(annotations.findWarning('/TestStack/Consumer', Match.anyValue()).map((w) => w.entry.data)).toEqual(
+      [
+        '`recordTtl` (15 days) is shorter than the redelivery window (32 days: the longer of queue retention 4 days + dead-letter queue retention 14 days + redriveAllowance 14 days = 32 days and 3 × producerRetryHorizon 3 hours). A message redelivered or redriven after its inbox record expired is processed again. Set `recordTtl` to at least 32 days, or leave it unset (default 33 days). [ack: effectively-once:recordTtlShorterThanRedeliveryWindow]',
+      ],
     );
   });
 
   it('does not warn when recordTtl covers the redelivery window', () => {
-    const { annotations } = synth({ recordTtl: Duration.days(14) });
+    const { annotations } = synth({ recordTtl: Duration.days(32) });
     annotations.hasNoWarning('*', Match.anyValue());
   });
 
