@@ -11,7 +11,13 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_METRIC_NAMESPACE, ENV, METRIC_DIMENSION_CONSUMER, METRICS } from '../lambda/core/contract';
+import {
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
+  DEFAULT_METRIC_NAMESPACE,
+  ENV,
+  METRIC_DIMENSION_CONSUMER,
+  METRICS,
+} from '../lambda/core/contract';
 import {
   actionsForAccess,
   type BusinessTableAccess,
@@ -112,7 +118,9 @@ export interface IdempotentConsumerProps {
   readonly memorySize?: number;
 
   /**
-   * Function timeout (at most 15 minutes). Only with `entry`.
+   * Function timeout (at most 15 minutes). It must be longer than the runtime's default
+   * deadline margin (`deadlineMarginMillis`, 2 seconds): the batch processor starts no message
+   * once less than the margin is left, so a shorter timeout throws. Only with `entry`.
    *
    * @default Duration.seconds(30)
    */
@@ -569,6 +577,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       Names.uniqueResourceName(this, { maxLength: 100, separator: '-', allowedSpecialCharacters: '-._:' });
 
     const functionTimeout = props.handler ? timeoutOf(props.handler) : (props.timeout ?? DEFAULT_TIMEOUT);
+    this.checkDeadlineMargin(props, functionTimeout);
 
     // Queue and dead-letter queue.
     const { queue, deadLetterQueue } = this.resolveQueues(props, functionTimeout);
@@ -1015,6 +1024,21 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
         `[${this.node.path}] ${source} (${visibility.toHumanString()}) must be at least ${VISIBILITY_FACTOR} × the function timeout (${functionTimeout.toHumanString()})${window} = ${required.toHumanString()}, so a message is not delivered again while an invocation still processes it`,
       );
     }
+  }
+
+  /**
+   * Throws when the function timeout leaves no time before the runtime's deadline margin: the
+   * batch processor starts no message once less than the margin is left, so such a function
+   * would answer every batch with retries and process nothing, ever.
+   */
+  private checkDeadlineMargin(props: IdempotentConsumerProps, functionTimeout: Duration | undefined): void {
+    if (!functionTimeout || functionTimeout.isUnresolved()) return;
+    const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);
+    if (functionTimeout.toMilliseconds() > margin.toMilliseconds()) return;
+    const source = props.handler ? 'The timeout of `handler`' : '`timeout`';
+    throw new Error(
+      `[${this.node.path}] ${source} (${functionTimeout.toHumanString()}) must be longer than the runtime's deadline margin (\`deadlineMarginMillis\`, default ${margin.toHumanString()}): the batch processor starts no message once less than the margin is left, so the function would process nothing`,
+    );
   }
 
   /** How long the source queue keeps a message, the SQS maximum when that is unknown. */

@@ -8,6 +8,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
   ENV,
   INBOX_ATTRIBUTES,
@@ -15,6 +16,7 @@ import {
   METRICS,
 } from '../../lambda/core/contract';
 import { scopeKey } from '../../lambda/core/dedup-key';
+import { DEFAULT_DEADLINE_MARGIN_MILLIS as RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/options';
 import { IdempotentConsumer, type IdempotentConsumerProps, InboxTable } from '../../lib';
 import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
 import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
@@ -1107,6 +1109,40 @@ describe('IdempotentConsumer prop validation', () => {
   it('warns when maxReceiveCount leaves transient failures too few retries', () => {
     const { annotations } = synth({ maxReceiveCount: 1 });
     annotations.hasWarning('/TestStack/Consumer', Match.stringLikeRegexp('`maxReceiveCount` is 1'));
+  });
+});
+
+describe('IdempotentConsumer function timeout and the runtime deadline margin', () => {
+  it('throws when the timeout is at or below the deadline margin, naming both', () => {
+    expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(2000);
+    for (const seconds of [1, 2]) {
+      expectThrow(
+        { timeout: Duration.seconds(seconds) },
+        `[TestStack/Consumer] \`timeout\` (${seconds} second${seconds === 1 ? '' : 's'}) must be longer than the runtime's deadline margin (\`deadlineMarginMillis\`, default 2 seconds): the batch processor starts no message once less than the margin is left, so the function would process nothing`,
+      );
+    }
+  });
+
+  it('accepts a timeout just above the deadline margin', () => {
+    const { template } = synth({ timeout: Duration.seconds(3) });
+    template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 3 });
+  });
+
+  it('throws for a given function whose timeout is at or below the deadline margin', () => {
+    const { stack } = newStack();
+    const handler = new lambda.Function(stack, 'Handler', {
+      runtime: lambda.Runtime.NODEJS_24_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('exports.handler = async () => ({ batchItemFailures: [] });'),
+      timeout: Duration.seconds(2),
+    });
+    expect(() => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', handler })).toThrow(
+      "[TestStack/Consumer] The timeout of `handler` (2 seconds) must be longer than the runtime's deadline margin",
+    );
+  });
+
+  it('mirrors the batch processor default margin in the contract', () => {
+    expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS);
   });
 });
 
