@@ -33,6 +33,7 @@ import { assertInboxTableShape, InboxTable } from './inbox-table';
 import {
   DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
+  knownMaxReceiveCount,
   knownQueueRetention,
   knownVisibilityTimeout,
   SQS_DEFAULT_RETENTION,
@@ -334,7 +335,9 @@ export interface IdempotentConsumerProps {
    * defaults that is max(4 + 14 + 14 days, 3 hours) + 1 day = 33 days. A retention that cannot
    * be known at synth time (an imported queue or DLQ, or a token) is taken as the SQS maximum
    * of 14 days, and an imported `queue` without a `deadLetterQueue` is assumed to have such a
-   * DLQ. Setting a TTL shorter than the redelivery window draws a synth-time warning.
+   * DLQ. Setting a TTL shorter than the redelivery window draws a synth-time warning. In
+   * `two-phase` mode it must be longer than the `lease`, otherwise the construct throws (the
+   * runtime would reject it at cold start).
    *
    * @default - derived from the queue settings as described above
    */
@@ -362,7 +365,10 @@ export interface IdempotentConsumerProps {
   /**
    * Two-phase mode: how long an in-progress claim stays valid before another delivery may
    * take it over (`EO_LEASE_MILLIS`). A lease shorter than the function timeout lets a slow
-   * invocation be taken over while it still runs, which draws a warning.
+   * invocation be taken over while it still runs, which draws a warning; so does a lease longer
+   * than the queue's visibility timeout × (`maxReceiveCount` - 1), because the message of a
+   * crashed claim then reaches the dead-letter queue before any delivery may take the claim
+   * over. A lease at least as long as `recordTtl` throws (a claim must never outlive its record).
    *
    * @default - the function timeout (15 minutes when the timeout of a given `handler` is unknown)
    */
@@ -606,19 +612,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     }
 
     this.lease = props.lease ?? functionTimeout ?? LAMBDA_MAX_TIMEOUT;
-    if (
-      this.mode === 'two-phase' &&
-      props.lease &&
-      functionTimeout &&
-      !props.lease.isUnresolved() &&
-      !functionTimeout.isUnresolved() &&
-      props.lease.toMilliseconds() < functionTimeout.toMilliseconds()
-    ) {
-      Annotations.of(this).addWarningV2(
-        `${WARNING_PREFIX}:leaseShorterThanTimeout`,
-        `\`lease\` (${props.lease.toHumanString()}) is shorter than the function timeout (${functionTimeout.toHumanString()}): another delivery can take over a claim while the invocation that holds it is still running, and the effect runs twice.`,
-      );
-    }
+    if (this.mode === 'two-phase') this.checkLease(props, functionTimeout, queue);
 
     // Inbox table.
     this.inboxTable = this.resolveInboxTable(props);
@@ -1063,6 +1057,54 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       return knownWithoutDeadLetterQueue ? undefined : SQS_MAX_RETENTION;
     }
     return concreteOr(knownQueueRetention(deadLetterQueue) ?? SQS_MAX_RETENTION, SQS_MAX_RETENTION);
+  }
+
+  /**
+   * The two-phase lease rules: shorter than the record TTL (the runtime's cold-start rule, so
+   * synth fails the same way), no shorter than the function timeout, and no longer than the
+   * queue keeps redelivering a crashed claim's message.
+   */
+  private checkLease(
+    props: IdempotentConsumerProps,
+    functionTimeout: Duration | undefined,
+    queue: sqs.IQueue,
+  ): void {
+    const lease = this.lease;
+    if (lease.isUnresolved()) return;
+    if (!this.recordTtl.isUnresolved() && lease.toMilliseconds() >= this.recordTtl.toMilliseconds()) {
+      const source = props.lease
+        ? '`lease`'
+        : 'The default lease (the function timeout, or 15 minutes when it is unknown)';
+      throw new Error(
+        `[${this.node.path}] ${source} (${lease.toHumanString()}) must be shorter than \`recordTtl\` (${this.recordTtl.toHumanString()}) in two-phase mode: a claim must never outlive its record, and the runtime rejects \`leaseMillis\` >= \`ttlSeconds\` at cold start`,
+      );
+    }
+    if (props.lease && functionTimeout && !functionTimeout.isUnresolved()) {
+      if (props.lease.toMilliseconds() < functionTimeout.toMilliseconds()) {
+        Annotations.of(this).addWarningV2(
+          `${WARNING_PREFIX}:leaseShorterThanTimeout`,
+          `\`lease\` (${props.lease.toHumanString()}) is shorter than the function timeout (${functionTimeout.toHumanString()}): another delivery can take over a claim while the invocation that holds it is still running, and the effect runs twice.`,
+        );
+      }
+    }
+    const visibility = props.queue
+      ? knownVisibilityTimeout(props.queue)
+      : (props.visibilityTimeout ?? requiredVisibility(functionTimeout, props.maxBatchingWindow));
+    const receives = props.queue
+      ? knownMaxReceiveCount(queue)
+      : (props.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT);
+    if (!visibility || visibility.isUnresolved() || receives === undefined || Token.isUnresolved(receives)) {
+      return;
+    }
+    // The receive whose invocation crashed is the first of `receives`; the message comes back
+    // one visibility timeout after each, and the receive after the last moves it to the DLQ.
+    const lastRedelivery = Duration.seconds(visibility.toSeconds() * (receives - 1));
+    if (lease.toMilliseconds() > lastRedelivery.toMilliseconds()) {
+      Annotations.of(this).addWarningV2(
+        `${WARNING_PREFIX}:leaseOutlivesRedelivery`,
+        `The two-phase lease (${lease.toHumanString()}) is longer than the queue's visibility timeout (${visibility.toHumanString()}) × (maxReceiveCount (${receives}) - 1) = ${lastRedelivery.toHumanString()}, when the last delivery of a message comes after the one whose invocation crashed holding its claim: every later delivery meets a live lease, and SQS moves the message to the dead-letter queue before any delivery may take the claim over. Shorten \`lease\`, or raise the visibility timeout or maxReceiveCount.`,
+      );
+    }
   }
 
   private resolveInboxTable(props: IdempotentConsumerProps): dynamodb.ITable | undefined {

@@ -120,3 +120,14 @@ export function knownVisibilityTimeout(queue: sqs.IQueue): Duration | undefined 
   if (seconds === undefined) return SQS_DEFAULT_VISIBILITY_TIMEOUT;
   return Token.isUnresolved(seconds) ? undefined : Duration.seconds(seconds);
 }
+
+/**
+ * How many receives the redrive policy of a queue allows before the dead-letter queue, when the
+ * app defines the queue with one; `undefined` when it cannot be known at synth time (an imported
+ * queue, no redrive policy, or a token).
+ */
+export function knownMaxReceiveCount(queue: sqs.IQueue): number | undefined {
+  if (!(queue instanceof sqs.Queue)) return undefined;
+  const count = queue.deadLetterQueue?.maxReceiveCount;
+  return count === undefined || Token.isUnresolved(count) ? undefined : count;
+}

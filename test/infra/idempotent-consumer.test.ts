@@ -1146,6 +1146,76 @@ describe('IdempotentConsumer function timeout and the runtime deadline margin', 
   });
 });
 
+describe('IdempotentConsumer two-phase lease rules', () => {
+  it('throws when recordTtl is shorter than the lease, as the runtime does at cold start', () => {
+    expectThrow(
+      { mode: 'two-phase', lease: Duration.minutes(15), recordTtl: Duration.minutes(10) },
+      '[TestStack/Consumer] `lease` (15 minutes) must be shorter than `recordTtl` (10 minutes) in two-phase mode: a claim must never outlive its record, and the runtime rejects `leaseMillis` >= `ttlSeconds` at cold start',
+    );
+  });
+
+  it('throws when recordTtl equals the default lease, the function timeout', () => {
+    expectThrow(
+      { mode: 'two-phase', recordTtl: Duration.seconds(30) },
+      '[TestStack/Consumer] The default lease (the function timeout, or 15 minutes when it is unknown) (30 seconds) must be shorter than `recordTtl` (30 seconds) in two-phase mode',
+    );
+  });
+
+  it('accepts a recordTtl shorter than the lease outside two-phase mode, where no lease is taken', () => {
+    const { consumer } = synth({ mode: 'marker', recordTtl: Duration.seconds(10) });
+    expect(consumer.recordTtl.toSeconds()).toBe(10);
+  });
+
+  it('warns when the lease outlasts the last redelivery, visibilityTimeout × (maxReceiveCount - 1), so a crashed claim is dead-lettered first', () => {
+    const { annotations } = synth({ mode: 'two-phase', lease: Duration.minutes(13) });
+    expect(annotations.findWarning('/TestStack/Consumer', Match.anyValue()).map((w) => w.entry.data)).toEqual(
+      [
+        "The two-phase lease (13 minutes) is longer than the queue's visibility timeout (3 minutes) × (maxReceiveCount (5) - 1) = 12 minutes, when the last delivery of a message comes after the one whose invocation crashed holding its claim: every later delivery meets a live lease, and SQS moves the message to the dead-letter queue before any delivery may take the claim over. Shorten `lease`, or raise the visibility timeout or maxReceiveCount. [ack: effectively-once:leaseOutlivesRedelivery]",
+      ],
+    );
+  });
+
+  it('does not warn when the lease ends exactly as the last redelivery becomes possible', () => {
+    const { annotations } = synth({ mode: 'two-phase', lease: Duration.minutes(12) });
+    annotations.hasNoWarning('*', Match.anyValue());
+  });
+
+  it('reads visibility timeout and maxReceiveCount of a given queue of this app for the lease warning', () => {
+    const { stack } = newStack();
+    const dlq = new sqs.Queue(stack, 'Dlq');
+    const queue = new sqs.Queue(stack, 'Queue', {
+      visibilityTimeout: Duration.minutes(4),
+      deadLetterQueue: { queue: dlq, maxReceiveCount: 2 },
+    });
+    new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      queue,
+      lease: Duration.minutes(5),
+    });
+    Annotations.fromStack(stack).hasWarning(
+      '/TestStack/Consumer',
+      Match.stringLikeRegexp(
+        "The two-phase lease \\(5 minutes\\) is longer than the queue's visibility timeout \\(4 minutes\\) × \\(maxReceiveCount \\(2\\) - 1\\) = 4 minutes,",
+      ),
+    );
+  });
+
+  it('skips the lease warning when the given queue is imported', () => {
+    const { stack } = newStack();
+    const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
+    const dlq = sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
+    new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      queue,
+      deadLetterQueue: dlq,
+      lease: Duration.hours(2),
+    });
+    Annotations.fromStack(stack).hasNoWarning('*', Match.anyValue());
+  });
+});
+
 /** The statements of `role`'s inline policies that name `table`'s ARN, as synthesized. */
 function statementsOn(template: Template, role: iam.IRole, table: dynamodb.ITable): unknown[] {
   const roleId = logicalId(role);

@@ -2,7 +2,7 @@ import { Duration, Stack } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REDRIVE_ALLOWANCE, deriveRedeliveryWindow, RECORD_TTL_MARGIN } from '../../lib';
-import { knownQueueRetention, knownVisibilityTimeout } from '../../lib/record-ttl';
+import { knownMaxReceiveCount, knownQueueRetention, knownVisibilityTimeout } from '../../lib/record-ttl';
 
 describe('deriveRedeliveryWindow', () => {
   it('adds queue retention, dead-letter retention and redrive allowance, then one day', () => {
@@ -74,5 +74,16 @@ describe('queue settings known at synth time', () => {
     const imported = sqs.Queue.fromQueueArn(stack, 'Imported', 'arn:aws:sqs:eu-west-1:123456789012:orders');
     expect(knownQueueRetention(imported)).toBeUndefined();
     expect(knownVisibilityTimeout(imported)).toBeUndefined();
+    expect(knownMaxReceiveCount(imported)).toBeUndefined();
+  });
+
+  it('reads maxReceiveCount from the redrive policy of a queue of this app, none without one', () => {
+    const stack = new Stack();
+    const dlq = new sqs.Queue(stack, 'Dlq');
+    const redriven = new sqs.Queue(stack, 'Redriven', {
+      deadLetterQueue: { queue: dlq, maxReceiveCount: 7 },
+    });
+    expect(knownMaxReceiveCount(redriven)).toBe(7);
+    expect(knownMaxReceiveCount(dlq)).toBeUndefined();
   });
 });
