@@ -22,7 +22,11 @@ export interface InboxRecord {
   readonly status: InboxStatus;
   /** SHA-256 hex of the canonical payload. */
   readonly fingerprint: string;
-  /** TTL, epoch seconds. Reads treat a record with `expiresAt <= now` as absent. */
+  /**
+   * TTL, epoch seconds. Reads treat a record with `expiresAt <= now` as absent. A record in
+   * progress lives `ttlSeconds` past its lease end (`claimExpiresAt`), a completed one
+   * `ttlSeconds` past its completion.
+   */
   readonly expiresAt: number;
   /** Consumer name, unscoped. */
   readonly consumer: string;
@@ -34,9 +38,9 @@ export interface InboxRecord {
    */
   readonly leaseExpiresAt?: number;
   /**
-   * The random token of the claim that wrote the record. Two-phase: fences complete, release and
-   * lease extension. Marker only: tells the claim's own marker, met again by an SDK retry after
-   * a lost response, from another delivery's.
+   * The random token of the claim that wrote the record: fences every later write of that claim
+   * (two-phase complete, release and lease extension; a marker's release), and tells the claim's
+   * own record, met again by an SDK retry after a lost response, from another delivery's.
    */
   readonly owner?: string;
   /** Two-phase: stored result of a completed effect (the core stores JSON text). */
