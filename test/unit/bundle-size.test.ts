@@ -23,11 +23,13 @@ describe('bundle size', () => {
   // pays for, `createSqsHandler` with every mode and the DynamoDB store (AWS SDK external),
   // measured 32,971 bytes before the size work and 30,183 after it; it grew to 30,692 and was
   // trimmed to 29,851 (11.6 KB gzipped), including the owner check of a retried complete and the
-  // store's fenced checkpoint `replace`, then 29,764 with one kind of release (29,805 with the shared metrics publish): every mode sits behind the one `mode` option, so every
-  // handler carries all four. This ratchet (the size rounded up to the next 256 bytes) keeps it
+  // store's fenced checkpoint `replace`, then 29,764 with one kind of release (29,805 with the shared metrics publish), then 30,420
+  // with every claim write fenced by owner and status, the TTL moved with every lease extension
+  // and the heartbeat awaited before a release (issue 12 items 2 to 4): every mode sits behind the
+  // one `mode` option, so every handler carries all four. This ratchet (the size rounded up to the next 256 bytes) keeps it
   // from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 29,952 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(29_952);
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 30,464 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(30_464);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
