@@ -24,17 +24,21 @@ describe('bundle size', () => {
   // measured 32,971 bytes before the size work and 30,183 after it; it grew to 30,692 and was
   // trimmed to 29,851 (11.6 KB gzipped), including the owner check of a retried complete and the
   // store's fenced checkpoint `replace`, then 29,764 with one kind of release (29,805 with the shared metrics publish): every mode sits behind the one `mode` option, so every
-  // handler carries all four. This ratchet (the size rounded up to the next 256 bytes) keeps it
-  // from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 29,952 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(29_952);
+  // handler carries all four. Issue 12 added lossless keys and fingerprints (a JSON reader that
+  // keeps number literals, exact-number checks, ill-formed key checks: about 3.2 KB) and claim
+  // writes fenced by owner and status, the TTL moved with every lease extension and the heartbeat
+  // awaited before a release (about 0.6 KB): 33,651 bytes. This ratchet (the size rounded up to the
+  // next 256 bytes) keeps it from growing; the target is not met.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 33,792 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(33_792);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
-  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB.
-  it('keeps the core and createSqsHandler within 20 KB minified, AWS SDK and store excluded', async () => {
+  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB;
+  // lossless keys and fingerprints and fenced claim writes (issue 12) about 2.9 KB more: 22,971 bytes, ratcheted (next 256).
+  it('keeps the core and createSqsHandler within 23,040 bytes minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      20 * 1024,
+      23_040,
     );
   });
 });
