@@ -55,9 +55,10 @@ export interface SqsWorker {
   /** Starts polling. Calling it again while running does nothing. */
   start(): void;
   /**
-   * Stops polling and resolves once the batch in progress, if any, has finished and its
-   * acknowledged messages are deleted. An idle long poll is aborted; messages that arrive while
-   * stopping are handed back to the queue untouched.
+   * Stops polling and resolves once the receive in flight has returned (an idle long poll ends
+   * within `waitTimeSeconds`) and the batch in progress, if any, has finished and its
+   * acknowledged messages are deleted. Messages a receive returns while stopping are handed back
+   * to the queue untouched (visibility 0), so after `stop` resolves the worker holds none.
    */
   stop(): Promise<void>;
 }
@@ -160,7 +161,6 @@ export function createSqsWorker<TBody = unknown>(
   const consumerName = options.consumer;
 
   let stopping = false;
-  let busy = false;
 
   const consumer = Consumer.create({
     queueUrl,
@@ -190,17 +190,11 @@ export function createSqsWorker<TBody = unknown>(
         );
         return [];
       }
-      busy = true;
       return handleBatch(messages);
     },
   });
 
-  consumer.on('response_processed', () => {
-    busy = false;
-  });
   const report = (event: string) => (error: Error) => {
-    // An aborted idle long poll is how stop() ends the wait; nothing went wrong.
-    if (stopping && error?.name === 'AbortError') return;
     log({
       level: 'error',
       message: `The SQS worker reported an error (${event})`,
@@ -223,12 +217,13 @@ export function createSqsWorker<TBody = unknown>(
     async stop() {
       if (!consumer.status.isRunning && !consumer.status.isPolling) return;
       stopping = true;
-      // A batch in progress finishes and deletes; only an idle long poll is cut short.
-      consumer.stop({ abort: !busy });
+      // Never aborted: SQS keeps a long poll running after its client gives up, and a message
+      // it then takes stays in flight, out of reach, until its visibility timeout ends. Waiting
+      // for the receive to return gets such a message, which is handed back at once.
+      consumer.stop();
       while (consumer.status.isPolling) {
         await new Promise((resolve) => setTimeout(resolve, SETTLE_CHECK_MILLIS));
       }
-      busy = false;
     },
   };
 }
