@@ -21,8 +21,13 @@ export interface DeadLetterMessage {
   readonly sourceMessageId: string;
   /** The original message attributes. */
   readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
-  /** The FIFO message group, when the source queue is FIFO. */
+  /** The message group, when the message has one (FIFO, or a fair queue's tenant). */
   readonly groupId?: string;
+  /**
+   * The original FIFO deduplication id (`fromDeduplicationId`'s key), when the message has one:
+   * sent as `eo-deduplication-id` so a redriven message keeps its key.
+   */
+  readonly deduplicationId?: string;
 }
 
 /** Sends one message to the dead-letter queue; a rejection means it was not sent. */

@@ -5,6 +5,7 @@
  */
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { errorMessageField } from '../core/outcome';
 import type { SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
@@ -111,7 +112,9 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  *
  * Every attribute is received (`RECEIVE_ALL_ATTRIBUTES`). Options are validated here; a bad
  * option throws `INVALID_OPTIONS`. Errors the consumer reports (a failed receive or delete) are
- * logged through the options' logger at `error` level.
+ * logged through the options' logger at `error` level, by class and code (their message too with
+ * `logErrorMessages`). A queue is FIFO when its URL ends in `.fifo`: group ids on a standard
+ * (fair) queue keep no order.
  *
  * @example
  * const worker = createSqsWorker(orderProjector, {
@@ -201,6 +204,7 @@ export function createSqsWorker<TBody = unknown>(
       consumer: consumerName,
       queueUrl,
       ...describeWorkerError(error),
+      ...errorMessageField(error, options.logErrorMessages),
     });
   };
   // Without an `error` listener an EventEmitter throws, which would end the process.
