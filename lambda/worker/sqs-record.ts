@@ -94,6 +94,8 @@ export function toSqsRecord(message: Message, source?: RecordSource): SqsRecord 
   }
   const messageAttributes: Record<string, SqsMessageAttribute> = {};
   for (const [name, value] of Object.entries(message.MessageAttributes ?? {})) {
+    // A value the SDK could not read (its deserializer drops a `__proto__` entry's) is no attribute.
+    if (typeof value !== 'object' || value === null) continue;
     // Assignment would set the prototype for `__proto__` instead of adding the attribute.
     Object.defineProperty(messageAttributes, name, {
       value: toAttribute(value),

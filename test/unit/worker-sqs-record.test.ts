@@ -141,3 +141,21 @@ describe('toSqsRecord and its source', () => {
     });
   });
 });
+
+describe('toSqsRecord and unreadable attributes', () => {
+  it('skips an attribute whose value the SDK could not read instead of failing the message', () => {
+    // The JS SDK's receive leaves a `__proto__` entry with no value.
+    const attributes = Object.defineProperty(
+      { tenant: { DataType: 'String', StringValue: 't-1' } },
+      '__proto__',
+      {
+        value: undefined,
+        enumerable: true,
+      },
+    );
+
+    const record = toSqsRecord({ MessageId: 'm-1', Body: 'x', MessageAttributes: attributes as never });
+
+    expect(Object.keys(record.messageAttributes)).toEqual(['tenant']);
+  });
+});
