@@ -213,8 +213,8 @@ describe('direct dead letters SQS must accept', () => {
       dedupKey: fromBody('id'),
       mode: 'marker',
       handle: () => {
-        // 1023 letters, then emoji: a cut by UTF-16 units would leave half a pair.
-        throw new PermanentError(`${'x'.repeat(1023)}${'😀'.repeat(10)}`);
+        // 1022 letters, then emoji: a cut at 1023 UTF-16 units would leave half a pair.
+        throw new PermanentError(`${'x'.repeat(1022)}${'😀'.repeat(10)}`);
       },
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterQueue.url }),
@@ -236,7 +236,7 @@ describe('direct dead letters SQS must accept', () => {
     expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
 
     const [deadLetter] = await local.receive(deadLetterQueue.url);
-    expect(deadLetter?.MessageAttributes?.['eo-reason']?.StringValue).toBe(`${'x'.repeat(1023)}…`);
+    expect(deadLetter?.MessageAttributes?.['eo-reason']?.StringValue).toBe(`${'x'.repeat(1022)}😀…`);
     // Sent and stored under its name. (The JS SDK's receive of this version then drops the value
     // of a `__proto__` entry, so only the name is checked here.)
     expect(Object.keys(deadLetter?.MessageAttributes ?? {})).toContain('__proto__');
