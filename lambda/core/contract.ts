@@ -113,3 +113,12 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   /** The original FIFO deduplication id: see {@link DEDUPLICATION_ID_ATTRIBUTE}. */
   deduplicationId: DEDUPLICATION_ID_ATTRIBUTE,
 });
+
+// Runtime rules the construct checks at synth time: `lib/` may import nothing else from
+// `lambda/`, so the values it mirrors live here.
+
+/**
+ * The batch processor's default `deadlineMarginMillis`: it starts no message once less than
+ * this is left of the invocation. The construct rejects a function timeout at or below it.
+ */
+export const DEFAULT_DEADLINE_MARGIN_MILLIS = 2000;

@@ -30,7 +30,8 @@ export interface SqsWorkerOptions extends WorkerBatchHandlerOptions {
   readonly waitTimeSeconds?: number;
   /**
    * Visibility timeout of received messages, and the length of each extension while a batch
-   * runs.
+   * runs. In two-phase mode it is also the default `leaseMillis`, extended by the lease
+   * heartbeat while the visibility heartbeat runs (unless the options set `heartbeat`).
    * @default 30
    */
   readonly visibilityTimeoutSeconds?: number;
@@ -76,6 +77,27 @@ function whole(field: string, value: unknown, fallback: number, min: number, max
 }
 
 const SETTLE_CHECK_MILLIS = 10;
+
+/**
+ * Two-phase defaults of a worker, which has no invocation time to derive a lease from: the lease
+ * is the visibility timeout, so a crashed worker's claim ends when its messages come back and the
+ * first redelivery takes it over (a 15-minute lease against a 30-second visibility timeout would
+ * see every receive answered in flight and the message dead-lettered first); and while the
+ * visibility heartbeat keeps a batch hidden, the lease heartbeat keeps its claims held. Options
+ * the user set are kept as they are.
+ */
+function withWorkerLease<TBody>(
+  options: SqsHandlerOptions<TBody>,
+  visibilityTimeoutSeconds: number,
+  visibilityHeartbeat: boolean,
+): SqsHandlerOptions<TBody> {
+  if (options?.mode !== 'two-phase') return options;
+  return {
+    ...options,
+    leaseMillis: options.leaseMillis ?? visibilityTimeoutSeconds * 1000,
+    heartbeat: options.heartbeat ?? visibilityHeartbeat,
+  };
+}
 
 /**
  * What is logged of an error `sqs-consumer` reports: its class, the AWS error name and HTTP
@@ -159,7 +181,10 @@ export function createSqsWorker<TBody = unknown>(
     0,
     Number.MAX_SAFE_INTEGER,
   );
-  const handleBatch = createWorkerBatchHandler(options, worker);
+  const handleBatch = createWorkerBatchHandler(
+    withWorkerLease(options, visibilityTimeout, heartbeat !== undefined),
+    worker,
+  );
   const log = createWorkerLog(options);
   const consumerName = options.consumer;
 

@@ -153,7 +153,8 @@ describe('marker mode', () => {
       { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
       {
         method: 'release',
-        args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }],
+        // Fenced by the marker's own owner token, not by the payload's fingerprint.
+        args: ['orders#o-1', { owner: (store.calls[0]!.args[0] as InboxRecord).owner, status: 'COMPLETED' }],
       },
     ]);
     // Kept as a released claim: the retry of this payload takes it, another payload meets it.
