@@ -11,6 +11,7 @@ import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
+import { isLeaseWithinTtl } from '../core/lease';
 import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
@@ -241,6 +242,13 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   );
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS);
   const fixedLeaseMillis = positiveOption('leaseMillis', options.leaseMillis, undefined);
+  if (fixedLeaseMillis !== undefined && !isLeaseWithinTtl(fixedLeaseMillis, ttlSeconds)) {
+    invalidOption(
+      'leaseMillis',
+      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
+      fixedLeaseMillis,
+    );
+  }
   const maxResponseBytes = positiveOption(
     'maxResponseBytes',
     options.maxResponseBytes,
