@@ -179,7 +179,9 @@ export interface CommonOptions<TBody> {
   readonly concurrency?: number;
   /**
    * Records that have not started this long before the Lambda timeout are reported as batch
-   * item failures (`DEADLINE`) instead of being started.
+   * item failures (`DEADLINE`) instead of being started. Capped at half the time an invocation
+   * has left when it starts (`deadlineMarginFor`), so a function timeout at or below the margin
+   * still processes records.
    * @default 2000
    */
   readonly deadlineMarginMillis?: number;
@@ -205,6 +207,16 @@ export interface CommonOptions<TBody> {
   readonly logKeys?: 'plain' | 'hash';
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
+  /**
+   * Log (and dead-letter with) the messages of errors thrown by user code and the libraries it
+   * calls. Off, a failure shows the error's class, its `code` when it has one, and the
+   * toolkit's own reason: such messages may quote data (`assert.match(card, ...)` quotes the
+   * card), and they would reach CloudWatch and the `eo-reason` attribute. Messages of toolkit
+   * errors (including a `PermanentError` a handler throws) are always shown; a `SyntaxError`'s
+   * never is (it quotes the body).
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
   /**
    * Where the counts of each invocation go; `false` publishes nothing.
    * @default one Embedded Metric Format line on standard output
@@ -324,6 +336,8 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
   const deadLetter = oneOf('deadLetter', options.deadLetter, ['redrive', 'direct'], 'redrive');
   if (deadLetter === 'direct') port('deadLetterSender', options.deadLetterSender, ['send']);
   if (logger !== undefined) port('logger', logger, ['log']);
+  const { logErrorMessages = false } = options;
+  expectOption(typeof logErrorMessages === 'boolean', 'logErrorMessages', 'a boolean', logErrorMessages);
   if (metrics !== undefined && metrics !== false) port('metrics', metrics, ['publish']);
   expectOption(
     typeof metricNamespace === 'string' && metricNamespace !== '' && metricNamespace.length <= 255,
@@ -368,6 +382,7 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     deadLetter,
     logLevel: oneOf('logLevel', options.logLevel, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
+    logErrorMessages,
     metricNamespace,
   }) as ResolvedOptions<TBody>;
 }

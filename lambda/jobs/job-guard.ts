@@ -13,6 +13,7 @@ import { fingerprintOf } from '../core/fingerprint';
 import { claimExpiresAt, isLeaseWithinTtl } from '../core/lease';
 import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
+import { errorMessageField } from '../core/outcome';
 import type { InboxStore } from '../core/store-port';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
 import { createLeaseClaim } from './lease-claim';
@@ -62,6 +63,12 @@ export interface JobGuardOptions {
   readonly logLevel?: LogLevel;
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
+  /**
+   * Log the message of an error the job's work throws (`errorMessage`), as well as its class.
+   * Off, only the class and the toolkit's code are logged: such messages may quote data.
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
 }
 
 /** Which slot of which job a run is for. */
@@ -152,6 +159,9 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
   }
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     invalidOption('clock', 'a function returning epoch milliseconds', options.clock);
+  }
+  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
+    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
   }
   const log = resolveLeaseLog(options);
   const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release', 'extendLease', 'insert']);
@@ -283,6 +293,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
           ...fields,
           outcome: 'retry',
           ...errorFields(error, 'HANDLER_FAILED'),
+          ...errorMessageField(error, options.logErrorMessages),
         });
         throw error;
       }

@@ -5,6 +5,7 @@
  */
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { errorMessageField } from '../core/outcome';
 import type { SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
@@ -56,9 +57,10 @@ export interface SqsWorker {
   /** Starts polling. Calling it again while running does nothing. */
   start(): void;
   /**
-   * Stops polling and resolves once the batch in progress, if any, has finished and its
-   * acknowledged messages are deleted. An idle long poll is aborted; messages that arrive while
-   * stopping are handed back to the queue untouched.
+   * Stops polling and resolves once the receive in flight has returned (an idle long poll ends
+   * within `waitTimeSeconds`) and the batch in progress, if any, has finished and its
+   * acknowledged messages are deleted. Messages a receive returns while stopping are handed back
+   * to the queue untouched (visibility 0), so after `stop` resolves the worker holds none.
    */
   stop(): Promise<void>;
 }
@@ -132,7 +134,9 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  *
  * Every attribute is received (`RECEIVE_ALL_ATTRIBUTES`). Options are validated here; a bad
  * option throws `INVALID_OPTIONS`. Errors the consumer reports (a failed receive or delete) are
- * logged through the options' logger at `error` level.
+ * logged through the options' logger at `error` level, by class and code (their message too with
+ * `logErrorMessages`). A queue is FIFO when its URL ends in `.fifo`: group ids on a standard
+ * (fair) queue keep no order.
  *
  * @example
  * const worker = createSqsWorker(orderProjector, {
@@ -185,7 +189,6 @@ export function createSqsWorker<TBody = unknown>(
   const consumerName = options.consumer;
 
   let stopping = false;
-  let busy = false;
 
   const consumer = Consumer.create({
     queueUrl,
@@ -215,23 +218,18 @@ export function createSqsWorker<TBody = unknown>(
         );
         return [];
       }
-      busy = true;
       return handleBatch(messages);
     },
   });
 
-  consumer.on('response_processed', () => {
-    busy = false;
-  });
   const report = (event: string) => (error: Error) => {
-    // An aborted idle long poll is how stop() ends the wait; nothing went wrong.
-    if (stopping && error?.name === 'AbortError') return;
     log({
       level: 'error',
       message: `The SQS worker reported an error (${event})`,
       consumer: consumerName,
       queueUrl,
       ...describeWorkerError(error),
+      ...errorMessageField(error, options.logErrorMessages),
     });
   };
   // Without an `error` listener an EventEmitter throws, which would end the process.
@@ -248,12 +246,13 @@ export function createSqsWorker<TBody = unknown>(
     async stop() {
       if (!consumer.status.isRunning && !consumer.status.isPolling) return;
       stopping = true;
-      // A batch in progress finishes and deletes; only an idle long poll is cut short.
-      consumer.stop({ abort: !busy });
+      // Never aborted: SQS keeps a long poll running after its client gives up, and a message
+      // it then takes stays in flight, out of reach, until its visibility timeout ends. Waiting
+      // for the receive to return gets such a message, which is handed back at once.
+      consumer.stop();
       while (consumer.status.isPolling) {
         await new Promise((resolve) => setTimeout(resolve, SETTLE_CHECK_MILLIS));
       }
-      busy = false;
     },
   };
 }
