@@ -5,7 +5,7 @@
  */
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
-import type { SqsHandlerOptions } from '../sqs-handler';
+import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
   createWorkerLog,
@@ -123,10 +123,12 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  * process.once('SIGTERM', () => void worker.stop());
  */
 export function createSqsWorker<TBody = unknown>(
-  options: SqsHandlerOptions<TBody>,
+  given: SqsHandlerOptions<TBody>,
   worker: SqsWorkerOptions,
 ): SqsWorker {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
+  // The construct's `EO_*` settings, resolved once, so the logs name the same consumer.
+  const options = resolveSqsHandlerOptions(given);
   const visibilityTimeout = whole(
     'visibilityTimeoutSeconds',
     worker.visibilityTimeoutSeconds,
@@ -157,7 +159,8 @@ export function createSqsWorker<TBody = unknown>(
   );
   const handleBatch = createWorkerBatchHandler(options, worker);
   const log = createWorkerLog(options);
-  const consumerName = options.consumer;
+  // Checked by `createWorkerBatchHandler` above.
+  const consumerName = options.consumer as string;
 
   let stopping = false;
   let busy = false;

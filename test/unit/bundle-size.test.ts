@@ -26,15 +26,16 @@ describe('bundle size', () => {
   // store's fenced checkpoint `replace`, then 29,764 with one kind of release (29,805 with the shared metrics publish): every mode sits behind the one `mode` option, so every
   // handler carries all four. This ratchet (the size rounded up to the next 256 bytes) keeps it
   // from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 29,952 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(29_952);
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 34,304 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(34_304);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
-  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB.
-  it('keeps the core and createSqsHandler within 20 KB minified, AWS SDK and store excluded', async () => {
+  // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB;
+  // the construct's `EO_*` contract and the default dead-letter sender 3.3 KB more (23,791).
+  it('keeps the core and createSqsHandler within 23,808 bytes minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      20 * 1024,
+      23_808,
     );
   });
 });
