@@ -43,7 +43,8 @@ export interface SqsHandlerStoreOptions {
  * Where the construct's settings come from. Inside a function that `IdempotentConsumer`
  * configured, every option it sets an `EO_*` variable for defaults to that variable:
  * `consumer`, `tableName`, `ttlSeconds`, `deadLetter` (and for `direct` a sender to
- * `EO_DEAD_LETTER_QUEUE_URL`), two-phase `leaseMillis`, `metricNamespace` and `logLevel`.
+ * `EO_DEAD_LETTER_QUEUE_URL`), two-phase `leaseMillis` (`createSqsWorker` uses its visibility
+ * timeout instead), `metricNamespace` and `logLevel`.
  * An explicit option wins; an explicit `consumer` or `tableName` other than the construct's
  * fails the cold start (`INVALID_OPTIONS`), and so does a malformed variable.
  */

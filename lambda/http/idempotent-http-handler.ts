@@ -8,9 +8,10 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
-import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
+import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
+import { isLeaseWithinTtl } from '../core/lease';
 import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
@@ -20,6 +21,7 @@ import {
   publishCounts,
 } from '../core/metrics';
 import type { Clock } from '../core/options';
+import { errorMessageField } from '../core/outcome';
 import type { LambdaContext } from '../core/sqs-event';
 import type { InboxStore } from '../core/store-port';
 import { createLeaseClaim } from '../jobs/lease-claim';
@@ -80,7 +82,8 @@ export interface IdempotentHttpHandlerOptions<TEvent extends HttpEvent, TResult>
   readonly caller?: (request: HttpRequest<TEvent>) => KeyPart | null | undefined;
   /**
    * Picks what must match for a retry to get the stored response; hashed as canonical JSON.
-   * @default `{ method, path, body }`
+   * @default `{ method, path, query, body }`: `query` holds the query parameters sorted by name (the
+   * values of a repeated name in the order sent), and is left out when there are none
    */
   readonly fingerprint?: (request: HttpRequest<TEvent>) => unknown;
   /**
@@ -132,6 +135,12 @@ export interface IdempotentHttpHandlerOptions<TEvent extends HttpEvent, TResult>
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
   /**
+   * Log the message of an error the handler throws (`errorMessage`), as well as its class. Off,
+   * only the class and the toolkit's code are logged: such messages may quote request data.
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
+  /**
    * Where each keyed request's outcome count goes (`processed`, `duplicate` for a replay,
    * `inFlight` for a 409, `mismatch` for a 422, `retry` for a released key, `permanent` for an
    * invalid key); `false` publishes nothing.
@@ -147,6 +156,24 @@ export type IdempotentHttpHandler<TEvent extends HttpEvent, TResult> = (
   event: TEvent,
   context?: LambdaContext,
 ) => Promise<TResult | HttpResponse>;
+
+/**
+ * What the default fingerprint covers: method, path, the query parameters (sorted by name, the
+ * values of a repeated name kept in the order sent) and the body as delivered. `query` is left
+ * out when there is none, so a request without a query string fingerprints as `{ method, path,
+ * body }`, as before query strings were covered.
+ *
+ * @example
+ * // POST /payments?b=2&a=1&a=0
+ * defaultHttpFingerprint(request); // { method: 'POST', path: '/payments', query: [['a', '1'], ['a', '0'], ['b', '2']], body: '…' }
+ */
+export function defaultHttpFingerprint(request: HttpRequest): Record<string, unknown> {
+  const { method, path, body } = request;
+  if (request.query.length === 0) return { method, path, body };
+  // A stable sort: parameter order across names carries no meaning, order within one name may.
+  const query = [...request.query].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
+  return { method, path, query, body };
+}
 
 function optionalFunction(field: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'function') invalidOption(field, 'a function', value);
@@ -166,7 +193,7 @@ type HttpOutcomeKind = keyof OutcomeCounts;
  *   `isReplayable(statusCode)`; a thrown error or another status releases the key. The released
  *   claim keeps its fingerprint (lease end `0`): a retry of the same request claims it again in
  *   one request, a different request with the same key still gets 422.
- * - A retry with the same fingerprint (method, path, body by default) gets the stored response
+ * - A retry with the same fingerprint (method, path, query string, body by default) gets the stored response
  *   with `Idempotent-Replayed: true`; a different request with the same key gets 422; a retry
  *   while the first runs gets 409 with `Retry-After` (seconds until the lease ends, at least 1).
  *   After the lease ends, a retry takes the key over (the first request crashed).
@@ -203,6 +230,9 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   if (options.required !== undefined && typeof options.required !== 'boolean') {
     invalidOption('required', 'a boolean', options.required);
   }
+  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
+    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
+  }
   const methods = new Set(
     (options.methods ?? DEFAULT_IDEMPOTENT_METHODS).map((method) => {
       if (typeof method !== 'string' || method === '')
@@ -212,6 +242,13 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   );
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS);
   const fixedLeaseMillis = positiveOption('leaseMillis', options.leaseMillis, undefined);
+  if (fixedLeaseMillis !== undefined && !isLeaseWithinTtl(fixedLeaseMillis, ttlSeconds)) {
+    invalidOption(
+      'leaseMillis',
+      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
+      fixedLeaseMillis,
+    );
+  }
   const maxResponseBytes = positiveOption(
     'maxResponseBytes',
     options.maxResponseBytes,
@@ -270,12 +307,11 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
     let scopedKey: string;
     let fingerprint: string;
     try {
-      const scope = caller === undefined ? [] : [toDedupKey(caller(request))];
+      // The caller is one part of the composite (checked once here, escaped once by toDedupKey).
+      const scope = caller === undefined ? [] : [toKeyPart(caller(request))];
       scopedKey = scopeKey(consumer, toDedupKey([request.route, ...scope, header.key]));
       fingerprint = fingerprintOf(
-        pickFingerprint === undefined
-          ? { method: request.method, path: request.path, body: request.body }
-          : pickFingerprint(request),
+        pickFingerprint === undefined ? defaultHttpFingerprint(request) : pickFingerprint(request),
       );
     } catch (error) {
       log({
@@ -380,6 +416,7 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
       await releaseClaim('The handler failed; the key is released so a retry runs again', {
         code: 'HANDLER_FAILED',
         errorName: (error as Error | undefined)?.name,
+        ...errorMessageField(error, options.logErrorMessages),
       });
       throw error;
     }

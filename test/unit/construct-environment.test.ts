@@ -5,9 +5,11 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import { readConstructSettings } from '../../lambda/core/environment';
 import { PermanentError } from '../../lambda/core/errors';
 import type { Message } from '../../lambda/core/message';
+import type { Effects } from '../../lambda/core/two-phase';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createWorkerBatchHandler } from '../../lambda/worker/batch-handler';
+import { createSqsWorker } from '../../lambda/worker/sqs-worker';
 import { createMemoryStore } from '../support/memory-store';
 import { captureLogger, captureMetrics, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
@@ -308,5 +310,60 @@ describe('entry points configured by the construct', () => {
     ).toThrow(
       expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`other-inbox`') }),
     );
+  });
+
+  /** A two-phase handler over `store` whose one effect records the lease end it was claimed with. */
+  function twoPhase(store: ReturnType<typeof createMemoryStore>, leases: unknown[]) {
+    return {
+      dedupKey: fromBody('id'),
+      mode: 'two-phase',
+      handle: (_message: Message<Order>, effects: Effects) =>
+        effects.run('charge', () => {
+          leases.push(...store.items('billing-inbox').map((item) => item.leaseExpiresAt));
+        }),
+      store,
+      clock: () => T0,
+      logLevel: 'silent',
+      metrics: false,
+      environment: construct,
+    } satisfies SqsHandlerOptions<Order>;
+  }
+
+  it('createSqsHandler claims two-phase effects for EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    const handler = createSqsHandler(twoPhase(store, leases));
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
+
+    expect(leases).toEqual([T0 + 30_000]);
+  });
+
+  it('the worker claims for its visibility timeout rather than the Lambda lease in EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    let receives = 0;
+    const sqs = {
+      send: async (command: { constructor: { name: string } }) => {
+        if (command.constructor.name !== 'ReceiveMessageCommand') return {};
+        receives += 1;
+        if (receives > 1) return new Promise((resolve) => setImmediate(() => resolve({})));
+        return {
+          Messages: [{ MessageId: 'm-1', ReceiptHandle: 'rh-1', Body: '{"id":"o-1"}', Attributes: {} }],
+        };
+      },
+    } as unknown as SQSClient;
+    const worker = createSqsWorker(twoPhase(store, leases), {
+      sqs,
+      queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/billing',
+      visibilityTimeoutSeconds: 45,
+    });
+
+    worker.start();
+    await vi.waitFor(() => expect(leases).toHaveLength(1));
+    await worker.stop();
+
+    expect(leases).toEqual([T0 + 45_000]);
+    expect(store.items('billing-inbox').map((item) => item.pk)).toEqual(['billing/charge#o-1']);
   });
 });
