@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -15,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws-lib';
 import { awsConfig, uniqueName } from '../support/aws';
+import { type CommandRun, isAlive, runCommand } from '../support/child-process';
 
 const root = projectRoot();
 const cli = join(root, 'cli', 'effectively-once.ts');
@@ -47,31 +47,10 @@ function makeUserApp(dir: string): void {
   writeFileSync(join(dir, 'cdk.json'), JSON.stringify({ app: 'npx tsx bin/app.ts' }));
 }
 
-interface CliRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Runs `effectively-once <args>` in `cwd` with exactly `env` (plus PATH and HOME). */
-function runCli(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
-  return new Promise((done, fail) => {
-    const child = spawn(tsx, [cli, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.once('error', fail);
-    child.once('close', (code) => done({ code, stdout, stderr: withoutSdkNodeWarning(stderr) }));
-  });
+async function runCli(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CommandRun> {
+  const run = await runCommand(tsx, [cli, ...args], cwd, env);
+  return { ...run, stderr: withoutSdkNodeWarning(run.stderr) };
 }
 
 /** Drops the AWS SDK's warning about this host's Node 20 (see the README's Local AWS section). */
@@ -80,15 +59,6 @@ function withoutSdkNodeWarning(text: string): string {
     /\(node:\d+\) Warning: NodeVersionSupportWarning[\s\S]*?\(Use `node --trace-warnings[^\n]*\n/g,
     '',
   );
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const EXPORT_LINE =
