@@ -125,8 +125,20 @@ describe('README code samples', () => {
     );
   });
 
+  it('shows the quickstart app (handler, stack and app) and its message log as they are', () => {
+    expect(taggedBlocks.map((block) => block.file)).toEqual(
+      expect.arrayContaining([
+        'examples/my-app/lambda/orders.ts',
+        'examples/my-app/lib/my-app-stack.ts',
+        'examples/my-app/bin/my-app.ts',
+      ]),
+    );
+    const log = /^```jsonl file=examples\/my-app\/orders-log\.jsonl\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(log).toBe(readFileSync(join(root, 'examples', 'my-app', 'orders-log.jsonl'), 'utf8'));
+  });
+
   it('shows every file under examples/ as a tagged sample', () => {
-    const files = readdirSync(join(root, 'examples'))
+    const files = readdirSync(join(root, 'examples'), { recursive: true, encoding: 'utf8' })
       .filter((name) => name.endsWith('.ts'))
       .map((name) => `examples/${name}`)
       .sort();
