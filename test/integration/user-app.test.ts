@@ -222,8 +222,15 @@ describe("the README quickstart: a user's own CDK app, deployed locally with the
     symlinkSync(join(installation.python, '..', '..'), join(cache, 'effectively-once', 'venv'), 'dir');
   }, 120_000);
 
+  /** Rethrows a failed wait with what the function logged, the first thing to read when it did not act. */
+  const withFunctionLogs = async (error: Error): Promise<never> => {
+    const logs = await logMessages(started!.endpoint, outputs.LogGroupName!).catch(String);
+    throw new Error(`${error.message}; the function logged:\n${[logs].flat().join('\n')}`);
+  };
+
   afterAll(async () => {
     // Whatever failed above, never leave the stack or the emulator behind.
+    started ??= readEmulatorState(join(cache, 'effectively-once'));
     clients?.sqs.destroy();
     clients?.dynamodb.destroy();
     if (started && isAlive(started.pid)) {
@@ -299,14 +306,11 @@ describe("the README quickstart: a user's own CDK app, deployed locally with the
         return received.Messages?.length ? received.Messages : undefined;
       },
       { timeoutMillis: 60_000, intervalMillis: 500 },
-    );
+    ).catch(withFunctionLogs);
     await waitFor('two customers totalled', async () => (await readTotals()).length === 2, {
       timeoutMillis: 30_000,
       intervalMillis: 500,
-    }).catch(async (error: Error) => {
-      const logs = await logMessages(started!.endpoint, outputs.LogGroupName!).catch(String);
-      throw new Error(`${error.message}; the function logged:\n${[logs].flat().join('\n')}`);
-    });
+    }).catch(withFunctionLogs);
     const after = Math.ceil(Date.now() / 1000);
 
     const totals = (await readTotals()).sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
