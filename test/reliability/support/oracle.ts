@@ -240,10 +240,21 @@ export async function checkSeed(
     for (const copy of plan.copies) {
       const state = queue.stateOf(copy.messageId);
       const letters = directByCopy.get(copy.messageId) ?? [];
-      const expected = plan.outage && redriven.has(copy.messageId) ? 'dead-lettered' : 'deleted';
-      // A marker-mode gap (the marker without its effect) acknowledges every later delivery.
-      const gap = mode === 'marker' && result.markerGaps.has(plan.scopedKey ?? '') && state === 'deleted';
-      if ((state !== expected && !gap) || letters.length > 0) {
+      // Dead-lettered in the outage: directly (acknowledged, one dead letter at least, PERMANENT),
+      // or by the queue's redrive policy.
+      const directly = options.deadLetter === 'direct';
+      const source = plan.outage && redriven.has(copy.messageId);
+      const expected = source && !directly ? 'dead-lettered' : 'deleted';
+      const lettersOk =
+        source && directly
+          ? letters.length > 0 && letters.every((letter) => letter.code === 'PERMANENT')
+          : letters.length === 0;
+      // Marker mode acknowledges a delivery that meets a marker as a duplicate: after a gap (the
+      // marker without its effect), or while the marker's own delivery still runs its effect
+      // (which then fails in the outage and is released).
+      const gap =
+        mode === 'marker' && (result.markerGaps.has(plan.scopedKey ?? '') || source) && state === 'deleted';
+      if ((state !== expected && !gap) || !(lettersOk || gap)) {
         violate(
           `m${plan.index} (${plan.scopedKey}) copy ${copy.messageId}: expected ${expected === 'deleted' ? 'acknowledged' : 'in the dead-letter queue, redriven'}, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}, last outcome ${JSON.stringify(result.lastOutcome.get(copy.messageId))}`,
         );

@@ -35,12 +35,20 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
-import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
+import { fromBody, fromDeduplicationId, scopeKey } from '../../../lambda/core/dedup-key';
+import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
-import type { SqsBatchResponse, SqsHandler, SqsRecord } from '../../../lambda/core/sqs-event';
+import type {
+  SqsBatchResponse,
+  SqsHandler,
+  SqsMessageAttribute,
+  SqsRecord,
+} from '../../../lambda/core/sqs-event';
+import { toDeadLetterAttributes } from '../../../lambda/sqs/dead-letter-sender';
 import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { toSqsRecord } from '../../../lambda/worker/sqs-record';
 import {
   attachFaultInjection,
   type DynamoRequest,
@@ -69,6 +77,14 @@ export const LEASE_MILLIS = 8000;
 
 /** How permanent failures reach the dead-letter queue. */
 export type DeadLetterStyle = 'direct' | 'redrive';
+
+/**
+ * Where the dedup key comes from: the body's `id`, or the FIFO `MessageDeduplicationId` the
+ * producer set to that id (`fromDeduplicationId`). A redrive gives a message a new
+ * deduplication id, as AWS does, so a dedup-id consumer recognises a redriven message only by
+ * what the direct dead-letter sender attached to it (issue 12 item 5).
+ */
+export type KeySourceStyle = 'body' | 'deduplication-id';
 
 /** Inbox record lifetime in the simulation. */
 export const TTL_SECONDS = 86_400;
@@ -121,6 +137,11 @@ export interface PlannedCopy {
    * dead-letter queue, or acknowledged for a completed message redriven again).
    */
   readonly redriveOf?: string;
+  /**
+   * The FIFO `MessageDeduplicationId`: the producer's id (the message's key) on the copies the
+   * producer sent, a new one on a redriven copy; absent on poison input without a key.
+   */
+  readonly deduplicationId?: string;
 }
 
 /** One logical message: what the producer meant to send once. */
@@ -166,6 +187,7 @@ export interface SeedOptions {
   readonly messages: number;
   readonly mode: Mode;
   readonly deadLetter: DeadLetterStyle;
+  readonly keySource: KeySourceStyle;
   readonly instances: number;
   readonly inboxTable: string;
   readonly businessTable: string;
@@ -179,9 +201,16 @@ export interface SeedOptions {
  * The mode and dead-letter style a seed runs: atomic in two seeds of five, marker, entity and
  * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly.
  */
-export function seedProfile(seed: number): { readonly mode: Mode; readonly deadLetter: DeadLetterStyle } {
+export function seedProfile(seed: number): {
+  readonly mode: Mode;
+  readonly deadLetter: DeadLetterStyle;
+  readonly keySource: KeySourceStyle;
+} {
   const modes: readonly Mode[] = ['atomic', 'marker', 'atomic', 'entity', 'two-phase'];
-  return { mode: modes[seed % modes.length]!, deadLetter: seed % 3 === 2 ? 'redrive' : 'direct' };
+  const deadLetter = seed % 3 === 2 ? 'redrive' : 'direct';
+  // Seeds 4, 12, 16, ... (direct dead-lettering) key by the FIFO deduplication id.
+  const keySource = seed % 4 === 0 && deadLetter === 'direct' ? 'deduplication-id' : 'body';
+  return { mode: modes[seed % modes.length]!, deadLetter, keySource };
 }
 
 /** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
@@ -207,7 +236,13 @@ function serialise(payload: Record<string, unknown>, random: Random): string {
  * redriven once more after they completed, and in two-phase seeds 0.5% have their record
  * expire while their effect runs.
  */
-export function planMessages(seed: number, count: number, consumer: string, mode: Mode): PlannedMessage[] {
+export function planMessages(
+  seed: number,
+  count: number,
+  consumer: string,
+  mode: Mode,
+  keySource: KeySourceStyle = 'body',
+): PlannedMessage[] {
   const random = createRandom(seed);
   const plans: PlannedMessage[] = [];
   const partnerable: number[] = [];
@@ -245,7 +280,10 @@ export function planMessages(seed: number, count: number, consumer: string, mode
     const outage = kind === 'valid' && !expiry && random.chance(0.01);
     const expiryMidEffect =
       mode === 'two-phase' && kind === 'valid' && !expiry && !outage && random.chance(0.005);
-    const redriveCompleted = kind === 'valid' && !expiry && !outage && random.chance(0.02);
+    // A completed message reaches the dead-letter queue only by the queue's redrive policy, which
+    // attaches nothing: a consumer keyed by the deduplication id could not recognise it.
+    const redriveCompleted =
+      kind === 'valid' && !expiry && !outage && random.chance(0.02) && keySource === 'body';
     const copies: PlannedCopy[] = [];
     const copy = (position: number, delayMillis: number, epoch: 0 | 1 = 0): void => {
       const body =
@@ -259,7 +297,16 @@ export function planMessages(seed: number, count: number, consumer: string, mode
                   bigKey!,
                 )
               : serialise(payload, random);
-      copies.push({ messageId: `s${seed}-m${index}-c${copies.length}`, position, delayMillis, epoch, body });
+      const deduplicationId =
+        kind === 'malformed' || kind === 'missing-key' ? undefined : (bigKey ?? messageKey);
+      copies.push({
+        messageId: `s${seed}-m${index}-c${copies.length}`,
+        position,
+        delayMillis,
+        epoch,
+        body,
+        ...(deduplicationId === undefined ? {} : { deduplicationId }),
+      });
     };
     copy(index, 0);
     const extra = random.next();
@@ -271,11 +318,13 @@ export function planMessages(seed: number, count: number, consumer: string, mode
     // Redriven copies keep the body (and attributes) and get a new message id, as AWS does.
     const redriven = outage ? [...copies] : redriveCompleted ? [copies[0]!] : [];
     for (const source of redriven) {
+      const messageId = `${source.messageId}-redriven`;
       copies.push({
         ...source,
-        messageId: `${source.messageId}-redriven`,
+        messageId,
         position: count + index,
         redriveOf: source.messageId,
+        deduplicationId: messageId,
       });
     }
 
@@ -411,6 +460,9 @@ function recordFaultOf(
 export interface PlannedCopyMeta {
   readonly plan: PlannedMessage;
   readonly epoch: 0 | 1;
+  readonly deduplicationId?: string;
+  /** Message attributes (a redriven dead letter's, as the direct dead-letter sender set them). */
+  readonly attributes?: Readonly<Record<string, SqsMessageAttribute>>;
 }
 
 /** One delivery of one copy, timed in real time to find concurrent deliveries. */
@@ -590,7 +642,7 @@ async function settlesWithin(promise: Promise<unknown>, millis: number): Promise
 export async function runSimulation(options: SeedOptions): Promise<SimulationResult> {
   const { seed, mode, inboxTable, businessTable } = options;
   const consumer = consumerOf(seed, mode);
-  const plans = planMessages(seed, options.messages, consumer, mode);
+  const plans = planMessages(seed, options.messages, consumer, mode, options.keySource);
   const planByMessageId = new Map(
     plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
   );
@@ -637,15 +689,22 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     skipChance: 0.05,
     alone: (meta) => epochOf(meta) === 1 || meta.plan.expiryMidEffect,
   });
+  const metaOf = (
+    plan: PlannedMessage,
+    copy: PlannedCopy,
+    attributes?: Readonly<Record<string, SqsMessageAttribute>>,
+  ): PlannedCopyMeta => ({
+    plan,
+    epoch: copy.epoch,
+    ...(copy.deduplicationId === undefined ? {} : { deduplicationId: copy.deduplicationId }),
+    ...(attributes === undefined ? {} : { attributes }),
+  });
   const sends = plans
     .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
     .filter(({ copy }) => copy.redriveOf === undefined)
     .sort((a, b) => a.copy.position - b.copy.position);
   for (const { plan, copy } of sends) {
-    queue.send(
-      { messageId: copy.messageId, body: copy.body, meta: { plan, epoch: copy.epoch } },
-      copy.delayMillis,
-    );
+    queue.send({ messageId: copy.messageId, body: copy.body, meta: metaOf(plan, copy) }, copy.delayMillis);
   }
 
   const directDeadLetters: DeadLetterMessage[] = [];
@@ -891,6 +950,15 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   /** True while the downstream outage of `messageId`'s message lasts (until the redrive). */
   const inOutage = (messageId: string): boolean =>
     phase === 1 && planByMessageId.get(messageId)?.outage === true;
+  /**
+   * The failure an outage causes: permanent where the consumer dead-letters directly (the direct
+   * sender then attaches the key to the dead letter), retried until the queue's redrive policy
+   * moves the message otherwise.
+   */
+  const outageError = (what: string): Error =>
+    options.deadLetter === 'direct'
+      ? new PermanentError(`${what} (injected outage)`)
+      : new Error(`${what} (injected outage)`);
 
   /** A call to the downstream service from inside a two-phase effect. */
   const callDownstream = async (
@@ -907,7 +975,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (inOutage(messageId) && pk === plan?.effectKeys?.at(-1)) {
       // The first effect completed; the second cannot: the message is half-completed.
       note(pk, invocation, 'downstream outage');
-      throw new Error('The downstream service is down (injected outage)');
+      throw outageError('The downstream service is down');
     }
     if (fault === 'effect-fails') {
       note(pk, invocation, 'effect failed before it happened');
@@ -1035,7 +1103,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   };
   /** Atomic and entity handlers: nothing to write while the downstream outage lasts. */
   const failInOutage = (messageId: string): void => {
-    if (inOutage(messageId)) throw new Error('A downstream dependency is down (injected outage)');
+    if (inOutage(messageId)) throw outageError('A downstream dependency is down');
   };
   for (const instance of instances) {
     attachFaultInjection(instance.client.document, controllerOf(instance));
@@ -1045,7 +1113,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       client: instance.client.document,
       tableName: inboxTable,
       clock: clockOf(instance),
-      dedupKey: fromBody<Body>((body) => body.id),
+      dedupKey:
+        options.keySource === 'deduplication-id' ? fromDeduplicationId() : fromBody<Body>((body) => body.id),
       ttlSeconds: TTL_SECONDS,
       logger: loggerOf(instance),
       logLevel: 'debug' as const,
@@ -1072,10 +1141,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
               handle: async (message) => {
                 noteKey(message);
                 const invocation = current(instance);
-                if (
-                  inOutage(message.messageId) ||
-                  faultOf(invocation, message.scopedKey) === 'effect-fails'
-                ) {
+                if (inOutage(message.messageId)) throw outageError('The effect failed before it happened');
+                if (faultOf(invocation, message.scopedKey) === 'effect-fails') {
                   note(message.scopedKey, invocation, 'effect failed before it happened');
                   throw new Error('The effect failed before it happened (injected)');
                 }
@@ -1192,8 +1259,13 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         SentTimestamp: String(received.sentAt),
         SenderId: 'AIDAEXAMPLE',
         ApproximateFirstReceiveTimestamp: String(received.sentAt),
+        // The queue stays a standard one (no group order): the records carry the FIFO
+        // deduplication id only, for the seeds keyed by it.
+        ...(options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
+          ? { MessageDeduplicationId: received.meta.deduplicationId }
+          : {}),
       },
-      messageAttributes: {},
+      messageAttributes: { ...received.meta.attributes },
       eventSource: 'aws:sqs',
       eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
       awsRegion: 'us-east-1',
@@ -1310,6 +1382,11 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     }
   };
 
+  /** The message attributes a dead letter sent by the real SQS sender arrives with. */
+  const redrivenAttributes = (letter: DeadLetterMessage): Record<string, SqsMessageAttribute> =>
+    toSqsRecord({ MessageId: letter.sourceMessageId, MessageAttributes: toDeadLetterAttributes(letter) })
+      .messageAttributes;
+
   /** Lets every late copy still on its way land (the queue drained: nothing follows on its record). */
   const landLate = async (): Promise<void> => {
     for (const pk of [...lateByKey.keys()]) sendLate(pk);
@@ -1326,16 +1403,24 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       for (const copy of plan.copies) {
         if (copy.redriveOf === undefined) continue;
         const state = queue.stateOf(copy.redriveOf);
-        // Marker mode's at-most-once gaps may have acknowledged a message in the outage.
-        const expected = plan.outage ? 'dead-lettered' : 'deleted';
-        const gap = mode === 'marker' && plan.scopedKey !== undefined && markerGaps.has(plan.scopedKey);
-        if (state !== expected && !gap) {
+        // Dead-lettered directly, the redriven message carries what the sender attached.
+        const letter = directDeadLetters.find((candidate) => candidate.sourceMessageId === copy.redriveOf);
+        const direct = plan.outage && options.deadLetter === 'direct';
+        const expected = !plan.outage ? 'deleted' : direct ? 'dead-lettered directly' : 'dead-lettered';
+        const actual = direct && state === 'deleted' && letter !== undefined ? expected : state;
+        // Marker mode acknowledges a copy meeting a marker as a duplicate, in the outage too.
+        const gap = mode === 'marker' && (plan.outage || markerGaps.has(plan.scopedKey ?? ''));
+        if (actual !== expected && !gap) {
           runtimeViolations.push(
-            `m${plan.index}: ${copy.redriveOf} is ${state} before its redrive, expected ${expected}`,
+            `m${plan.index}: ${copy.redriveOf} is ${actual} before its redrive, expected ${expected}`,
           );
         }
         injected.redrives += 1;
-        queue.send({ messageId: copy.messageId, body: copy.body, meta: { plan, epoch: copy.epoch } });
+        queue.send({
+          messageId: copy.messageId,
+          body: copy.body,
+          meta: metaOf(plan, copy, letter === undefined ? undefined : redrivenAttributes(letter)),
+        });
       }
     }
     await drain();
