@@ -37,7 +37,8 @@ export const CONSUMER_MODES: readonly ConsumerMode[] = Object.freeze([
  *
  * No mode deletes an inbox record: a marker or claim released after a failed run is kept with
  * its fingerprint (an `UpdateItem`), and expiry is DynamoDB TTL's job. The reliability suite
- * checks every request the runtime sends in each mode against this table.
+ * checks every request the runtime sends in each mode against this table. The construct grants
+ * these actions only on the consumer's own records (see `ownInboxRecordsCondition`).
  */
 export const INBOX_TABLE_ACTIONS: Readonly<Record<ConsumerMode, readonly string[]>> = Object.freeze({
   marker: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
@@ -45,6 +46,27 @@ export const INBOX_TABLE_ACTIONS: Readonly<Record<ConsumerMode, readonly string[
   entity: [],
   'two-phase': ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
 });
+
+/**
+ * The partition keys of a consumer's own inbox records, as IAM `StringLike` patterns:
+ * `<consumer>#*` for its dedup keys and `<consumer>/*` for its per-effect keys
+ * (`<consumer>/<effect>#<dedup key>`), the two shapes `scopeKey` builds. A long key hashed to
+ * `#sha256:…` keeps its scope prefix, and a consumer name cannot hold `#`, `/`, `*` or `?`, so
+ * the patterns of two consumers never match each other's records.
+ */
+export function inboxKeyPatterns(consumerName: string): string[] {
+  return [`${consumerName}#*`, `${consumerName}/*`];
+}
+
+/**
+ * The condition on every statement that grants a consumer item actions on an inbox table: each
+ * item the request touches (`dynamodb:LeadingKeys`, the partition key; every item of a
+ * transaction is authorised on its own) must be one of the consumer's own records, so
+ * consumers sharing an inbox table cannot write, read or release each other's records.
+ */
+export function ownInboxRecordsCondition(consumerName: string): Record<string, Record<string, unknown>> {
+  return { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': inboxKeyPatterns(consumerName) } };
+}
 
 /** What a consumer may do with a business table's items. */
 export type BusinessTableAccess = 'read' | 'write' | 'conditionCheck';
@@ -94,16 +116,17 @@ export const QUEUE_KEY_SEND_ACTIONS: readonly string[] = Object.freeze([
 ]);
 
 /**
- * Grants exactly `actions` on the items of `table` (the table ARN, no index ARNs), plus the
- * KMS actions its customer-managed key needs, if it has one.
+ * Grants exactly `actions` on the items of `table` (the table ARN, no index ARNs), under
+ * `conditions` when given, plus the KMS actions its customer-managed key needs, if it has one.
  */
 export function grantItemActions(
   grantee: iam.IGrantable,
   table: dynamodb.ITable,
   actions: readonly string[],
+  conditions?: Record<string, Record<string, unknown>>,
 ): void {
   if (actions.length === 0) return;
-  iam.Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+  iam.Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn], conditions });
   if (table.encryptionKey) {
     const reads = actions.every((action) => action === 'dynamodb:GetItem');
     table.encryptionKey.grant(grantee, ...(reads ? TABLE_KEY_READ_ACTIONS : TABLE_KEY_WRITE_ACTIONS));

@@ -11,7 +11,13 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_METRIC_NAMESPACE, ENV, METRIC_DIMENSION_CONSUMER, METRICS } from '../lambda/core/contract';
+import {
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
+  DEFAULT_METRIC_NAMESPACE,
+  ENV,
+  METRIC_DIMENSION_CONSUMER,
+  METRICS,
+} from '../lambda/core/contract';
 import {
   actionsForAccess,
   type BusinessTableAccess,
@@ -20,11 +26,14 @@ import {
   defaultBusinessTableAccess,
   grantItemActions,
   INBOX_TABLE_ACTIONS,
+  ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
 } from './consumer-permissions';
 import { assertInboxTableShape, InboxTable } from './inbox-table';
 import {
+  DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
+  knownMaxReceiveCount,
   knownQueueRetention,
   knownVisibilityTimeout,
   SQS_DEFAULT_RETENTION,
@@ -110,7 +119,9 @@ export interface IdempotentConsumerProps {
   readonly memorySize?: number;
 
   /**
-   * Function timeout (at most 15 minutes). Only with `entry`.
+   * Function timeout (at most 15 minutes). It must be longer than the runtime's default
+   * deadline margin (`deadlineMarginMillis`, 2 seconds): the batch processor starts no message
+   * once less than the margin is left, so a shorter timeout throws. Only with `entry`.
    *
    * @default Duration.seconds(30)
    */
@@ -317,12 +328,16 @@ export interface IdempotentConsumerProps {
 
   /**
    * How long an inbox record lives (`EO_TTL_SECONDS`). A record that expires while a copy of
-   * its message can still arrive lets that copy be processed again, so the default covers
-   * the redelivery window: the longest of the queue retention, the dead-letter queue
-   * retention and 3 × `producerRetryHorizon`, plus one day. With the defaults that is
-   * max(4 days, 14 days, 3 hours) + 1 day = 15 days. A retention that cannot be known at
-   * synth time (an imported queue or DLQ, or a token) is taken as the SQS maximum of 14
-   * days. Setting a TTL shorter than the redelivery window draws a synth-time warning.
+   * its message can still arrive lets that copy be processed again, so the default covers the
+   * whole redelivery path: the longer of queue retention + dead-letter queue retention +
+   * `redriveAllowance` (a FIFO queue resets the enqueue time on the move to its DLQ, and a
+   * redrive creates a new message) and 3 × `producerRetryHorizon`, plus one day. With the
+   * defaults that is max(4 + 14 + 14 days, 3 hours) + 1 day = 33 days. A retention that cannot
+   * be known at synth time (an imported queue or DLQ, or a token) is taken as the SQS maximum
+   * of 14 days, and an imported `queue` without a `deadLetterQueue` is assumed to have such a
+   * DLQ. Setting a TTL shorter than the redelivery window draws a synth-time warning. In
+   * `two-phase` mode it must be longer than the `lease`, otherwise the construct throws (the
+   * runtime would reject it at cold start).
    *
    * @default - derived from the queue settings as described above
    */
@@ -337,9 +352,23 @@ export interface IdempotentConsumerProps {
   readonly producerRetryHorizon?: Duration;
 
   /**
+   * How long after leaving the dead-letter queue a message can still arrive: a redrive (the
+   * console's, or `StartMessageMoveTask`) creates a new message in the queue it moves to, which
+   * keeps it up to that queue's retention, and operators who keep dead letters elsewhere may
+   * replay them later. The default record TTL covers queue retention + dead-letter queue
+   * retention + this. Not counted without a dead-letter queue.
+   *
+   * @default Duration.days(14)
+   */
+  readonly redriveAllowance?: Duration;
+
+  /**
    * Two-phase mode: how long an in-progress claim stays valid before another delivery may
    * take it over (`EO_LEASE_MILLIS`). A lease shorter than the function timeout lets a slow
-   * invocation be taken over while it still runs, which draws a warning.
+   * invocation be taken over while it still runs, which draws a warning; so does a lease longer
+   * than the queue's visibility timeout × (`maxReceiveCount` - 1), because the message of a
+   * crashed claim then reaches the dead-letter queue before any delivery may take the claim
+   * over. A lease at least as long as `recordTtl` throws (a claim must never outlive its record).
    *
    * @default - the function timeout (15 minutes when the timeout of a given `handler` is unknown)
    */
@@ -554,6 +583,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       Names.uniqueResourceName(this, { maxLength: 100, separator: '-', allowedSpecialCharacters: '-._:' });
 
     const functionTimeout = props.handler ? timeoutOf(props.handler) : (props.timeout ?? DEFAULT_TIMEOUT);
+    this.checkDeadlineMargin(props, functionTimeout);
 
     // Queue and dead-letter queue.
     const { queue, deadLetterQueue } = this.resolveQueues(props, functionTimeout);
@@ -561,17 +591,11 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     this.deadLetterQueue = deadLetterQueue;
     this.checkVisibilityTimeout(props, functionTimeout);
 
-    // Record TTL from the redelivery window.
-    const queueRetention = props.queue
-      ? (knownQueueRetention(props.queue) ?? SQS_MAX_RETENTION)
-      : (props.retentionPeriod ?? SQS_DEFAULT_RETENTION);
-    const deadLetterQueueRetention = deadLetterQueue
-      ? (knownQueueRetention(deadLetterQueue) ?? SQS_MAX_RETENTION)
-      : undefined;
+    // Record TTL from the whole redelivery path.
     const derived = deriveRedeliveryWindow({
-      queueRetention: concreteOr(queueRetention, SQS_MAX_RETENTION),
-      deadLetterQueueRetention:
-        deadLetterQueueRetention && concreteOr(deadLetterQueueRetention, SQS_MAX_RETENTION),
+      queueRetention: this.queueRetention(props),
+      deadLetterQueueRetention: this.deadLetterQueueRetention(props, deadLetterQueue),
+      redriveAllowance: props.redriveAllowance ?? DEFAULT_REDRIVE_ALLOWANCE,
       producerRetryHorizon: props.producerRetryHorizon ?? DEFAULT_PRODUCER_RETRY_HORIZON,
     });
     this.redeliveryWindow = derived.window;
@@ -588,19 +612,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     }
 
     this.lease = props.lease ?? functionTimeout ?? LAMBDA_MAX_TIMEOUT;
-    if (
-      this.mode === 'two-phase' &&
-      props.lease &&
-      functionTimeout &&
-      !props.lease.isUnresolved() &&
-      !functionTimeout.isUnresolved() &&
-      props.lease.toMilliseconds() < functionTimeout.toMilliseconds()
-    ) {
-      Annotations.of(this).addWarningV2(
-        `${WARNING_PREFIX}:leaseShorterThanTimeout`,
-        `\`lease\` (${props.lease.toHumanString()}) is shorter than the function timeout (${functionTimeout.toHumanString()}): another delivery can take over a claim while the invocation that holds it is still running, and the effect runs twice.`,
-      );
-    }
+    if (this.mode === 'two-phase') this.checkLease(props, functionTimeout, queue);
 
     // Inbox table.
     this.inboxTable = this.resolveInboxTable(props);
@@ -829,6 +841,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     );
     checkDuration(fail, 'recordTtl', props.recordTtl, Duration.seconds(1), undefined);
     checkDuration(fail, 'producerRetryHorizon', props.producerRetryHorizon, Duration.seconds(0), undefined);
+    checkDuration(fail, 'redriveAllowance', props.redriveAllowance, Duration.seconds(0), undefined);
     checkDuration(fail, 'lease', props.lease, Duration.seconds(1), undefined);
     checkDuration(
       fail,
@@ -1007,6 +1020,93 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     }
   }
 
+  /**
+   * Throws when the function timeout leaves no time before the runtime's deadline margin: the
+   * batch processor starts no message once less than the margin is left, so such a function
+   * would answer every batch with retries and process nothing, ever.
+   */
+  private checkDeadlineMargin(props: IdempotentConsumerProps, functionTimeout: Duration | undefined): void {
+    if (!functionTimeout || functionTimeout.isUnresolved()) return;
+    const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);
+    if (functionTimeout.toMilliseconds() > margin.toMilliseconds()) return;
+    const source = props.handler ? 'The timeout of `handler`' : '`timeout`';
+    throw new Error(
+      `[${this.node.path}] ${source} (${functionTimeout.toHumanString()}) must be longer than the runtime's deadline margin (\`deadlineMarginMillis\`, default ${margin.toHumanString()}): the batch processor starts no message once less than the margin is left, so the function would process nothing`,
+    );
+  }
+
+  /** How long the source queue keeps a message, the SQS maximum when that is unknown. */
+  private queueRetention(props: IdempotentConsumerProps): Duration {
+    const retention = props.queue
+      ? knownQueueRetention(props.queue)
+      : (props.retentionPeriod ?? SQS_DEFAULT_RETENTION);
+    return retention === undefined ? SQS_MAX_RETENTION : concreteOr(retention, SQS_MAX_RETENTION);
+  }
+
+  /**
+   * How long the dead-letter queue keeps a message, the SQS maximum when that is unknown;
+   * `undefined` only when the queue is known to have no dead-letter queue. An imported queue's
+   * redrive policy cannot be read at synth time, so it is assumed to have a DLQ.
+   */
+  private deadLetterQueueRetention(
+    props: IdempotentConsumerProps,
+    deadLetterQueue: sqs.IQueue | undefined,
+  ): Duration | undefined {
+    if (!deadLetterQueue) {
+      const knownWithoutDeadLetterQueue = props.queue instanceof sqs.Queue;
+      return knownWithoutDeadLetterQueue ? undefined : SQS_MAX_RETENTION;
+    }
+    return concreteOr(knownQueueRetention(deadLetterQueue) ?? SQS_MAX_RETENTION, SQS_MAX_RETENTION);
+  }
+
+  /**
+   * The two-phase lease rules: shorter than the record TTL (the runtime's cold-start rule, so
+   * synth fails the same way), no shorter than the function timeout, and no longer than the
+   * queue keeps redelivering a crashed claim's message.
+   */
+  private checkLease(
+    props: IdempotentConsumerProps,
+    functionTimeout: Duration | undefined,
+    queue: sqs.IQueue,
+  ): void {
+    const lease = this.lease;
+    if (lease.isUnresolved()) return;
+    if (!this.recordTtl.isUnresolved() && lease.toMilliseconds() >= this.recordTtl.toMilliseconds()) {
+      const source = props.lease
+        ? '`lease`'
+        : 'The default lease (the function timeout, or 15 minutes when it is unknown)';
+      throw new Error(
+        `[${this.node.path}] ${source} (${lease.toHumanString()}) must be shorter than \`recordTtl\` (${this.recordTtl.toHumanString()}) in two-phase mode: a claim must never outlive its record, and the runtime rejects \`leaseMillis\` >= \`ttlSeconds\` at cold start`,
+      );
+    }
+    if (props.lease && functionTimeout && !functionTimeout.isUnresolved()) {
+      if (props.lease.toMilliseconds() < functionTimeout.toMilliseconds()) {
+        Annotations.of(this).addWarningV2(
+          `${WARNING_PREFIX}:leaseShorterThanTimeout`,
+          `\`lease\` (${props.lease.toHumanString()}) is shorter than the function timeout (${functionTimeout.toHumanString()}): another delivery can take over a claim while the invocation that holds it is still running, and the effect runs twice.`,
+        );
+      }
+    }
+    const visibility = props.queue
+      ? knownVisibilityTimeout(props.queue)
+      : (props.visibilityTimeout ?? requiredVisibility(functionTimeout, props.maxBatchingWindow));
+    const receives = props.queue
+      ? knownMaxReceiveCount(queue)
+      : (props.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT);
+    if (!visibility || visibility.isUnresolved() || receives === undefined || Token.isUnresolved(receives)) {
+      return;
+    }
+    // The receive whose invocation crashed is the first of `receives`; the message comes back
+    // one visibility timeout after each, and the receive after the last moves it to the DLQ.
+    const lastRedelivery = Duration.seconds(visibility.toSeconds() * (receives - 1));
+    if (lease.toMilliseconds() > lastRedelivery.toMilliseconds()) {
+      Annotations.of(this).addWarningV2(
+        `${WARNING_PREFIX}:leaseOutlivesRedelivery`,
+        `The two-phase lease (${lease.toHumanString()}) is longer than the queue's visibility timeout (${visibility.toHumanString()}) × (maxReceiveCount (${receives}) - 1) = ${lastRedelivery.toHumanString()}, when the last delivery of a message comes after the one whose invocation crashed holding its claim: every later delivery meets a live lease, and SQS moves the message to the dead-letter queue before any delivery may take the claim over. Shorten \`lease\`, or raise the visibility timeout or maxReceiveCount.`,
+      );
+    }
+  }
+
   private resolveInboxTable(props: IdempotentConsumerProps): dynamodb.ITable | undefined {
     if (props.table) {
       const ttl = assertInboxTableShape(this, props.table);
@@ -1100,7 +1200,15 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   }
 
   private grantAccess(props: IdempotentConsumerProps): void {
-    if (this.inboxTable) grantItemActions(this.handler, this.inboxTable, INBOX_TABLE_ACTIONS[this.mode]);
+    if (this.inboxTable) {
+      // Scoped to this consumer's own records: a shared inbox table holds other consumers' too.
+      grantItemActions(
+        this.handler,
+        this.inboxTable,
+        INBOX_TABLE_ACTIONS[this.mode],
+        ownInboxRecordsCondition(this.consumerName),
+      );
+    }
     for (const business of props.businessTables ?? []) {
       const access = business.access ?? defaultBusinessTableAccess(this.mode);
       grantItemActions(this.handler, business.table, actionsForAccess(access));

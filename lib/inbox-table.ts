@@ -44,7 +44,8 @@ export interface InboxTableProps {
  *
  * Records are keyed by consumer name plus dedup key, so several consumers can share one table
  * without suppressing each other: create one `InboxTable` and pass `inbox.table` to each
- * `IdempotentConsumer`.
+ * `IdempotentConsumer`. Each consumer is granted access to its own records only (a
+ * `dynamodb:LeadingKeys` condition on its key prefixes, see `ownInboxRecordsCondition`).
  *
  * @example
  * const inbox = new InboxTable(this, 'Inbox');

@@ -5,6 +5,8 @@ export {
   type ConsumerMode,
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
+  inboxKeyPatterns,
+  ownInboxRecordsCondition,
 } from './consumer-permissions';
 export {
   type BusinessTable,
@@ -15,6 +17,7 @@ export {
 } from './idempotent-consumer';
 export { InboxTable, type InboxTableProps } from './inbox-table';
 export {
+  DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
   PRODUCER_RETRY_FACTOR,
   RECORD_TTL_MARGIN,

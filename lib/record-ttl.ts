@@ -13,22 +13,43 @@ export const SQS_DEFAULT_VISIBILITY_TIMEOUT = Duration.seconds(30);
 /** How many producer retry horizons the default record TTL covers. */
 export const PRODUCER_RETRY_FACTOR = 3;
 
-/** Added on top of the redelivery window so a message redriven on its last day still finds its record. */
+/** Added on top of the redelivery window so a message that arrives at the very end of its path still finds its record. */
 export const RECORD_TTL_MARGIN = Duration.days(1);
 
-/** What the redelivery window is made of; every duration is concrete (no tokens). */
+/**
+ * How long a message can still arrive after it leaves the dead-letter queue, when
+ * `redriveAllowance` is not set: a redrive creates a new message in the queue it moves to, and
+ * SQS keeps that one up to 14 days, its maximum retention.
+ */
+export const DEFAULT_REDRIVE_ALLOWANCE = SQS_MAX_RETENTION;
+
+/** What the redelivery window is made of; every duration given is concrete (no tokens). */
 export interface RedeliveryWindowInputs {
   /** How long the source queue keeps a message. */
   readonly queueRetention: Duration;
-  /** How long the dead-letter queue keeps a message; `undefined` when the consumer has no known DLQ. */
+  /**
+   * How long the dead-letter queue keeps a message; `undefined` when the queue has no
+   * dead-letter queue (then nothing is redriven either).
+   */
   readonly deadLetterQueueRetention?: Duration;
+  /**
+   * How long a message can still arrive after it leaves the dead-letter queue (a redrive makes
+   * it a new message, kept again for the retention of the queue it moves to). Only counted with
+   * a dead-letter queue.
+   *
+   * @default DEFAULT_REDRIVE_ALLOWANCE (14 days)
+   */
+  readonly redriveAllowance?: Duration;
   /** How long a producer keeps resending the same message. */
   readonly producerRetryHorizon: Duration;
 }
 
 /** The longest time after a first delivery at which the same message can still arrive again. */
 export interface RedeliveryWindow {
-  /** `max(queueRetention, deadLetterQueueRetention, 3 × producerRetryHorizon)`. */
+  /**
+   * `max(queueRetention + deadLetterQueueRetention + redriveAllowance, 3 × producerRetryHorizon)`,
+   * or `max(queueRetention, 3 × producerRetryHorizon)` without a dead-letter queue.
+   */
   readonly window: Duration;
   /** `window + RECORD_TTL_MARGIN`: the default record TTL. */
   readonly defaultRecordTtl: Duration;
@@ -39,31 +60,40 @@ export interface RedeliveryWindow {
 /**
  * Derives the redelivery window and the default record TTL from the queue settings.
  *
- * A duplicate can arrive as long as a copy of the message still exists somewhere: in the
- * source queue (its retention), in the dead-letter queue waiting for an operator to redrive
- * it (the DLQ retention), or in a producer that keeps resending (its retry horizon, tripled
- * because producers back off and restart). The record must outlive all of them, so the
- * default TTL is the longest of the three plus a one-day margin.
+ * A duplicate can arrive as long as a copy of the message still exists somewhere. The longest
+ * path a copy takes runs through the dead-letter queue: it waits in the source queue up to the
+ * queue retention, then in the dead-letter queue up to the DLQ retention (a FIFO queue resets
+ * the enqueue time on the move, so the two add up; a standard queue keeps the first enqueue
+ * time, and the sum is then an upper bound), then an operator redrives it, which creates a new
+ * message that can arrive up to the redrive allowance later. A producer that keeps resending
+ * makes another path (its retry horizon, tripled because producers back off and restart). The
+ * record must outlive the longer of the two, so the default TTL is that plus a one-day margin.
  */
 export function deriveRedeliveryWindow(inputs: RedeliveryWindowInputs): RedeliveryWindow {
   const producerSeconds = inputs.producerRetryHorizon.toSeconds() * PRODUCER_RETRY_FACTOR;
-  const windowSeconds = Math.max(
-    inputs.queueRetention.toSeconds(),
-    inputs.deadLetterQueueRetention?.toSeconds() ?? 0,
-    producerSeconds,
-  );
-  const window = Duration.seconds(windowSeconds);
-  const terms = [
+  const deadLetter = inputs.deadLetterQueueRetention;
+  const redriveAllowance = inputs.redriveAllowance ?? DEFAULT_REDRIVE_ALLOWANCE;
+  const pathSeconds =
+    inputs.queueRetention.toSeconds() +
+    (deadLetter ? deadLetter.toSeconds() + redriveAllowance.toSeconds() : 0);
+  const windowSeconds = Math.max(pathSeconds, producerSeconds);
+  const pathTerms = [
     `queue retention ${inputs.queueRetention.toHumanString()}`,
-    inputs.deadLetterQueueRetention
-      ? `dead-letter queue retention ${inputs.deadLetterQueueRetention.toHumanString()}`
-      : undefined,
-    `${PRODUCER_RETRY_FACTOR} × producerRetryHorizon ${Duration.seconds(producerSeconds).toHumanString()}`,
-  ].filter((term): term is string => term !== undefined);
+    ...(deadLetter
+      ? [
+          `dead-letter queue retention ${deadLetter.toHumanString()}`,
+          `redriveAllowance ${redriveAllowance.toHumanString()}`,
+        ]
+      : []),
+  ];
+  const path =
+    pathTerms.length > 1
+      ? `${pathTerms.join(' + ')} = ${Duration.seconds(pathSeconds).toHumanString()}`
+      : pathTerms[0];
   return {
-    window,
+    window: Duration.seconds(windowSeconds),
     defaultRecordTtl: Duration.seconds(windowSeconds + RECORD_TTL_MARGIN.toSeconds()),
-    explanation: `the longest of ${terms.join(', ')}`,
+    explanation: `the longer of ${path} and ${PRODUCER_RETRY_FACTOR} × producerRetryHorizon ${Duration.seconds(producerSeconds).toHumanString()}`,
   };
 }
 
@@ -89,4 +119,15 @@ export function knownVisibilityTimeout(queue: sqs.IQueue): Duration | undefined 
   const seconds = resource.visibilityTimeout;
   if (seconds === undefined) return SQS_DEFAULT_VISIBILITY_TIMEOUT;
   return Token.isUnresolved(seconds) ? undefined : Duration.seconds(seconds);
+}
+
+/**
+ * How many receives the redrive policy of a queue allows before the dead-letter queue, when the
+ * app defines the queue with one; `undefined` when it cannot be known at synth time (an imported
+ * queue, no redrive policy, or a token).
+ */
+export function knownMaxReceiveCount(queue: sqs.IQueue): number | undefined {
+  if (!(queue instanceof sqs.Queue)) return undefined;
+  const count = queue.deadLetterQueue?.maxReceiveCount;
+  return count === undefined || Token.isUnresolved(count) ? undefined : count;
 }

@@ -95,3 +95,12 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   dedupKey: 'eo-dedup-key',
   sourceMessageId: 'eo-source-message-id',
 });
+
+// Runtime rules the construct checks at synth time: `lib/` may import nothing else from
+// `lambda/`, so the values it mirrors live here.
+
+/**
+ * The batch processor's default `deadlineMarginMillis`: it starts no message once less than
+ * this is left of the invocation. The construct rejects a function timeout at or below it.
+ */
+export const DEFAULT_DEADLINE_MARGIN_MILLIS = 2000;

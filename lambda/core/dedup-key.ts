@@ -7,7 +7,7 @@
  * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
  */
 import { EffectivelyOnceError, expectOption } from './errors';
-import { sha256Hex } from './fingerprint';
+import { isWellFormedText, sha256Hex } from './fingerprint';
 import type { SqsRecord } from './sqs-event';
 
 /** One part of a dedup key. */
@@ -44,7 +44,8 @@ export function isValidName(name: unknown): name is string {
  * `<consumer>/<effect>#<dedupKey>` for a named effect. A key whose scoped form would exceed
  * {@link SCOPED_KEY_HASH_THRESHOLD_BYTES}, or that itself starts with `sha256:`, is replaced by
  * `sha256:<hex of the key>` so every scoped key fits DynamoDB and no literal key can collide
- * with a hashed one.
+ * with a hashed one. A key holding a lone surrogate (ill-formed UTF-16, which has no UTF-8 form)
+ * is a permanent `INVALID_KEY`.
  *
  * @example
  * scopeKey('billing', 'order-1:PAID');            // 'billing#order-1:PAID'
@@ -54,6 +55,7 @@ export function scopeKey(consumer: string, dedupKey: string, effect?: string): s
   assertName('consumer', consumer);
   if (effect !== undefined) assertName('effect', effect);
   if (dedupKey === '') throw new EffectivelyOnceError('MISSING_KEY', 'The dedup key is empty');
+  if (!isWellFormedText(dedupKey)) throw illFormedKey('The dedup key');
   const scope = effect === undefined ? `${consumer}#` : `${consumer}/${effect}#`;
   const scoped = scope + dedupKey;
   if (
@@ -72,29 +74,70 @@ export function assertName(field: string, name: unknown): void {
 }
 
 /**
- * Turns a key source's value into the dedup key. Parts of a composite key are joined with
- * `:` after escaping `%` and `:` in each part, so `['a:b', 'c']` and `['a', 'b:c']` differ.
- * Throws `MISSING_KEY` for a missing or empty key (or part), `INVALID_KEY` for anything that is
- * not a string, finite number or bigint. Messages never quote the value (it may be body data).
+ * Turns a key source's value into the dedup key. A key is a list of parts (a plain key is a list
+ * of one): each part has `%` written as `%25` and `:` as `%3A`, and the parts are joined with
+ * `:`. So a plain key without `%` or `:` is itself (`'order-1'`), `['order-1', 'PAID']` is
+ * `'order-1:PAID'`, and the plain key `'order-1:PAID'` is `'order-1%3APAID'`: no plain key equals
+ * a composite one, and `['a:b', 'c']` differs from `['a', 'b:c']`.
+ *
+ * Throws `MISSING_KEY` for a missing or empty key (or part), and `INVALID_KEY` for a part that is
+ * not a string, a finite number or a bigint, an integer beyond `Number.MAX_SAFE_INTEGER` (a double
+ * that may have lost digits), or a string holding a lone surrogate. Messages never quote the value
+ * (it may be body data).
+ *
+ * @example
+ * toDedupKey('evt-1');                  // 'evt-1'
+ * toDedupKey(['tenant-1', 'order-1']);  // 'tenant-1:order-1'
+ * toDedupKey('urn:order:1');            // 'urn%3Aorder%3A1'
  */
 export function toDedupKey(value: KeyValue): string {
   if (Array.isArray(value)) {
     if (value.length === 0) throw missingKey();
-    return value.map((part, index) => escapePart(toPart(part, index))).join(':');
+    return value.map((part, index) => escapePart(toKeyPart(part, index))).join(':');
   }
-  return toPart(value as KeyPart | null | undefined);
+  return escapePart(toKeyPart(value as KeyPart | null | undefined));
 }
 
-function toPart(value: unknown, index?: number): string {
+/**
+ * Checks one key part and returns its text, unescaped: what {@link toDedupKey} does to each part
+ * before escaping it. For callers building a composite from an already checked part (its text
+ * then goes into `toDedupKey([...])` once, escaped once).
+ */
+export function toKeyPart(value: unknown, index?: number): string {
   const label = index === undefined ? 'The dedup key' : `Part ${index} of the dedup key`;
   if (value === undefined || value === null || value === '') throw missingKey(label);
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') {
+    if (!isWellFormedText(value)) throw illFormedKey(label);
+    return value;
+  }
   if (typeof value === 'bigint') return value.toString();
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    if (!Number.isSafeInteger(value) && Number.isInteger(value)) throw inexactNumberKey(label);
+    return String(value);
+  }
   const kind = typeof value === 'number' ? String(value) : typeof value;
   throw new EffectivelyOnceError(
     'INVALID_KEY',
     `${label} must be a string, a finite number or a bigint, got ${kind}`,
+  );
+}
+
+/**
+ * The permanent error for a number key that a double does not carry exactly: an integer beyond
+ * `Number.MAX_SAFE_INTEGER`, or a body number whose literal lost digits when parsed. Two such
+ * keys could read the same, acknowledging a different message as a duplicate.
+ */
+export function inexactNumberKey(label = 'The dedup key'): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'INVALID_KEY',
+    `${label} is a number that a double cannot hold exactly; send it as a string`,
+  );
+}
+
+function illFormedKey(label: string): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'INVALID_KEY',
+    `${label} is not well-formed UTF-16 (it holds a lone surrogate)`,
   );
 }
 
@@ -123,10 +166,26 @@ export function fromAttribute(name: string): KeySource {
   return (record) => attributeValue(record, name);
 }
 
+/** The body paths of the key sources `fromBody(path)` made, for the lossless number check. */
+const BODY_PATHS = new WeakMap<KeySource<never>, readonly string[]>();
+
+/**
+ * The body path a key source reads, when it was made by `fromBody(path)`: preparation then checks
+ * a number key against its literal in the body text (a double may have dropped digits).
+ */
+export function bodyPathOf(source: KeySource<never>): readonly string[] | undefined {
+  return BODY_PATHS.get(source);
+}
+
 /**
  * The key is a field of the parsed body: a dotted path (`'order.id'`), a list of path
- * segments (for names containing dots), or a typed function. A function may return a list of
- * parts for a composite natural key; every part is required.
+ * segments (for names containing dots), or a typed function. Only a function may return a list
+ * of parts, for a composite natural key (every part required); a path to an array or an object
+ * is a permanent `INVALID_KEY`. With the default JSON parse, a number at a path is read from the
+ * body text: an integer keeps every digit (`{"id":12345678901234567890}` is the key
+ * `12345678901234567890`), any other number with more digits than a double keeps is
+ * `INVALID_KEY`. A function sees JavaScript numbers: an integer beyond `Number.MAX_SAFE_INTEGER`
+ * is `INVALID_KEY`, so return large ids as strings or bigints.
  *
  * @example
  * fromBody('eventId')
@@ -140,14 +199,23 @@ export function fromBody<TBody>(
 ): KeySource<TBody> {
   if (typeof pathOrPick === 'function') return (_record, body) => pathOrPick(body);
   const segments = typeof pathOrPick === 'string' ? pathOrPick.split('.') : [...pathOrPick];
-  return (_record, body) => {
+  const shown = segments.join('.');
+  const source: KeySource<TBody> = (_record, body) => {
     let value: unknown = body;
     for (const segment of segments) {
       if (typeof value !== 'object' || value === null || !Object.hasOwn(value, segment)) return undefined;
       value = (value as Record<string, unknown>)[segment];
     }
+    if (typeof value === 'object' && value !== null) {
+      throw new EffectivelyOnceError(
+        'INVALID_KEY',
+        `The body field \`${shown}\` must be a string, a finite number or a bigint, got ${Array.isArray(value) ? 'an array' : 'an object'}`,
+      );
+    }
     return value as KeyValue;
   };
+  BODY_PATHS.set(source, segments);
+  return source;
 }
 
 /**

@@ -3,10 +3,32 @@
  * always hashes the same whatever the producer's key order or whitespace.
  */
 import { createHash } from 'node:crypto';
+import { canonicalNumber, isNumberLiteral, type JsonNode, readJson } from './json-text';
 
-/** SHA-256 of the UTF-8 bytes of `text`, lowercase hex. */
+/**
+ * SHA-256 of `text`, lowercase hex. Well-formed text is hashed as its UTF-8 bytes. A lone
+ * surrogate has no UTF-8 form (the encoder would write U+FFFD for every one of them, so texts
+ * differing only in lone surrogates would hash the same): text holding one is hashed as the byte
+ * `0xFF` (which no UTF-8 text contains) followed by its UTF-16 code units, so it is distinct
+ * from every other text.
+ */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  const hash = createHash('sha256');
+  if (isWellFormedText(text)) return hash.update(text, 'utf8').digest('hex');
+  return hash.update(ILL_FORMED_TEXT_MARK).update(text, 'utf16le').digest('hex');
+}
+
+const ILL_FORMED_TEXT_MARK = Buffer.from([0xff]);
+
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * True unless `text` holds a lone surrogate (ill-formed UTF-16), as `String.prototype.isWellFormed`
+ * answers (which the ES2022 library this package targets does not declare).
+ */
+export function isWellFormedText(text: string): boolean {
+  // With the `u` flag a surrogate pair is one code point, so only a lone surrogate matches.
+  return !LONE_SURROGATE.test(text);
 }
 
 /**
@@ -59,6 +81,31 @@ function write(value: unknown, path: object[]): string | undefined {
   }
   path.pop();
   return out;
+}
+
+/**
+ * Canonical JSON of a JSON text, read losslessly: the same form {@link canonicalJson} gives for
+ * `JSON.parse(text)` (keys sorted, no whitespace, the last of duplicate members), except that
+ * each number keeps the decimal value it was written with (see `canonicalNumber`), so
+ * `12345678901234567890` and `12345678901234567891` stay different. Numbers a double carries
+ * exactly are written as `JSON.stringify` writes them (`1.0` → `1`), so ordinary payloads
+ * canonicalise as their parsed values do. Throws a `SyntaxError` on text that is not JSON.
+ *
+ * @example
+ * canonicalJsonText('{ "b": 1.0, "a": 12345678901234567890 }'); // '{"a":12345678901234567890,"b":1}'
+ */
+export function canonicalJsonText(text: string): string {
+  return canonicalJsonOfNode(readJson(text));
+}
+
+/** {@link canonicalJsonText} of a text already read with `readJson`. */
+export function canonicalJsonOfNode(node: JsonNode): string {
+  if (node === null || typeof node === 'boolean' || typeof node === 'string') return JSON.stringify(node);
+  if (isNumberLiteral(node)) return canonicalNumber(node.literal);
+  if (Array.isArray(node)) return `[${node.map(canonicalJsonOfNode).join(',')}]`;
+  const members = node as ReadonlyMap<string, JsonNode>;
+  const names = [...members.keys()].sort();
+  return `{${names.map((name) => `${JSON.stringify(name)}:${canonicalJsonOfNode(members.get(name)!)}`).join(',')}}`;
 }
 
 /** The fingerprint of any value: `sha256Hex(canonicalJson(value))`. */

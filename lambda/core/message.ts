@@ -3,9 +3,24 @@
  * parse the body, pick and scope the dedup key, fingerprint the payload. Preparation depends
  * only on the message, so every failure here is permanent.
  */
-import { type KeySource, scopeKey, toDedupKey } from './dedup-key';
+import {
+  bodyPathOf,
+  inexactNumberKey,
+  type KeySource,
+  type KeyValue,
+  scopeKey,
+  toDedupKey,
+} from './dedup-key';
 import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
-import { fingerprintOf } from './fingerprint';
+import { canonicalJsonOfNode, fingerprintOf, sha256Hex } from './fingerprint';
+import {
+  exactIntegerText,
+  isExactNumberLiteral,
+  isNumberLiteral,
+  type JsonNode,
+  nodeAt,
+  readJson,
+} from './json-text';
 import type { SqsMessageAttribute, SqsRecord } from './sqs-event';
 
 /** One message, typed: what a user's handler receives. */
@@ -33,7 +48,11 @@ export interface Message<TBody = unknown> {
 /** How the body is parsed: JSON, left as text, or a typed function (which may validate). */
 export type BodyParser<TBody> = 'json' | 'text' | ((rawBody: string) => TBody);
 
-/** Picks the part of a message that is fingerprinted, for example to drop volatile fields. */
+/**
+ * Picks the part of a message that is fingerprinted, for example to drop volatile fields. It sees
+ * the parsed body, so numbers are JavaScript numbers: two large numbers that parse to the same
+ * double fingerprint the same (the default fingerprint reads the body text and keeps every digit).
+ */
 export type FingerprintPicker<TBody> = (message: Message<TBody>) => unknown;
 
 /** Picks the correlation id of a record. */
@@ -95,8 +114,27 @@ function attempt<T>(run: () => T, code: 'MALFORMED_BODY' | 'MISSING_KEY', messag
 }
 
 /**
+ * The key a `fromBody(path)` source picked from a JSON body, read again from the number's literal
+ * in the body text: `JSON.parse` rounds a literal with more digits than a double keeps, so two
+ * different ids would become one key. An integer keeps every digit (as a bigint key would); any
+ * other number must be exactly what its double holds, else `INVALID_KEY`.
+ */
+function exactBodyNumberKey(value: KeyValue, source: KeySource<never>, readBody: () => JsonNode): KeyValue {
+  if (typeof value !== 'number') return value;
+  const path = bodyPathOf(source);
+  if (path === undefined) return value;
+  const node = nodeAt(readBody(), path);
+  if (!isNumberLiteral(node)) return value;
+  const integer = exactIntegerText(node.literal);
+  if (integer !== undefined) return integer;
+  if (!isExactNumberLiteral(node.literal)) throw inexactNumberKey();
+  return value;
+}
+
+/**
  * Parses, keys and fingerprints one record. The default fingerprint is the canonical JSON of
- * the body when it is JSON, else of the raw body string. Never throws.
+ * the body text when it is JSON (read losslessly, so every digit of a number counts), else of the
+ * raw body string. Never throws.
  */
 export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<TBody>): Prepared<TBody> {
   let correlationId = record.messageId;
@@ -105,6 +143,12 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
   try {
     correlationId = config.correlationId?.(record) || defaultCorrelationId(record);
     const rawBody = record.body;
+    let tree: JsonNode | undefined;
+    // The lossless reading of a JSON body, made once for the key check and the fingerprint.
+    const readBody = (): JsonNode => {
+      tree ??= readJson(rawBody);
+      return tree;
+    };
     let json: unknown = NOT_JSON;
     let body: TBody;
     if (config.parse === 'json') {
@@ -119,7 +163,12 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
       body = attempt(() => parse(rawBody), 'MALFORMED_BODY', 'The body was rejected by the `parse` option');
     }
     dedupKey = attempt(
-      () => toDedupKey(config.dedupKey(record, body)),
+      () => {
+        const value = config.dedupKey(record, body);
+        // Only the default parse makes the body the JSON of the text the literal is read from.
+        const exact = config.parse === 'json' ? exactBodyNumberKey(value, config.dedupKey, readBody) : value;
+        return toDedupKey(exact);
+      },
       'MISSING_KEY',
       'The `dedupKey` option failed to pick a key',
     );
@@ -135,15 +184,17 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
       correlationId,
       record,
     };
-    let picked: unknown;
+    let fingerprint: string;
     const pick = config.fingerprint;
     if (pick) {
-      picked = attempt(() => pick(message), 'MALFORMED_BODY', 'The `fingerprint` option failed');
+      fingerprint = fingerprintOf(
+        attempt(() => pick(message), 'MALFORMED_BODY', 'The `fingerprint` option failed'),
+      );
     } else {
       if (json === NOT_JSON) json = tryParseJson(rawBody);
-      picked = json === NOT_JSON ? rawBody : json;
+      fingerprint = json === NOT_JSON ? fingerprintOf(rawBody) : sha256Hex(canonicalJsonOfNode(readBody()));
     }
-    return { ok: true, message, fingerprint: fingerprintOf(picked) };
+    return { ok: true, message, fingerprint };
   } catch (error) {
     const failure = isEffectivelyOnceError(error)
       ? error

@@ -16,6 +16,10 @@ export interface ApiGatewayProxyEventV1 {
   readonly resource: string;
   readonly headers?: Readonly<Record<string, string | undefined>> | null;
   readonly multiValueHeaders?: Readonly<Record<string, readonly string[] | undefined>> | null;
+  /** The last value of each query parameter (decoded by API Gateway; as sent by an ALB). */
+  readonly queryStringParameters?: Readonly<Record<string, string | undefined>> | null;
+  /** Every value of each query parameter, in order (API Gateway; an ALB with multi-value headers on). */
+  readonly multiValueQueryStringParameters?: Readonly<Record<string, readonly string[] | undefined>> | null;
   readonly body?: string | null;
   readonly isBase64Encoded?: boolean;
   readonly requestContext?: object;
@@ -28,7 +32,10 @@ export interface ApiGatewayProxyEventV2 {
   /** `METHOD /template`, or `$default` (function URLs, default routes). */
   readonly routeKey: string;
   readonly rawPath: string;
+  /** The query string as sent, without `?` (percent-encoded). */
   readonly rawQueryString?: string;
+  /** Decoded query parameters, repeated values joined with commas. */
+  readonly queryStringParameters?: Readonly<Record<string, string | undefined>>;
   /** Lower-case names; repeated headers joined with commas. */
   readonly headers?: Readonly<Record<string, string | undefined>>;
   readonly cookies?: readonly string[];
@@ -70,6 +77,13 @@ export interface HttpRequest<TEvent extends HttpEvent = HttpEvent> {
   readonly route: string;
   /** The concrete path, for example `/orders/42`. */
   readonly path: string;
+  /**
+   * The query parameters as `[name, value]` pairs, in the order delivered: from `rawQueryString`
+   * (names and values as sent, percent-encoded) in payload 2.0; from
+   * `multiValueQueryStringParameters`, else `queryStringParameters`, in payload 1.0 (decoded by
+   * API Gateway, as sent by an ALB). `[]` without a query string.
+   */
+  readonly query: readonly (readonly [name: string, value: string])[];
   /** Header values by lower-case name; repeated headers joined with `, `. */
   readonly headers: Readonly<Record<string, string>>;
   /** The body as delivered (base64 when `isBase64Encoded`); `''` when there is none. */
@@ -99,6 +113,40 @@ function lowerCaseHeaders(event: HttpEvent): Record<string, string> {
     if (value !== undefined && headers[lower] === undefined) headers[lower] = value;
   }
   return headers;
+}
+
+type QueryParameter = readonly [name: string, value: string];
+
+/** `a=1&b=2&a=3` as pairs, as sent: a raw query string needs no decoding to be compared. */
+function splitQueryString(raw: string): QueryParameter[] {
+  const parameters: QueryParameter[] = [];
+  for (const pair of raw.split('&')) {
+    if (pair === '') continue;
+    const equals = pair.indexOf('=');
+    parameters.push(equals < 0 ? [pair, ''] : [pair.slice(0, equals), pair.slice(equals + 1)]);
+  }
+  return parameters;
+}
+
+function queryOfV2(event: ApiGatewayProxyEventV2): QueryParameter[] {
+  if (typeof event.rawQueryString === 'string') return splitQueryString(event.rawQueryString);
+  return singleValueParameters(event.queryStringParameters);
+}
+
+function queryOfV1(event: ApiGatewayProxyEventV1): QueryParameter[] {
+  const multi = event.multiValueQueryStringParameters;
+  if (multi === undefined || multi === null) return singleValueParameters(event.queryStringParameters);
+  return Object.entries(multi).flatMap(([name, values]) =>
+    (values ?? []).map((value): QueryParameter => [name, value]),
+  );
+}
+
+function singleValueParameters(
+  parameters: Readonly<Record<string, string | undefined>> | null | undefined,
+): QueryParameter[] {
+  return Object.entries(parameters ?? {}).flatMap(([name, value]): QueryParameter[] =>
+    value === undefined ? [] : [[name, value]],
+  );
 }
 
 /**
@@ -131,6 +179,7 @@ export function toHttpRequest<TEvent extends HttpEvent>(event: TEvent): HttpRequ
       method: upper,
       route: `${upper} ${template}`,
       path: event.rawPath,
+      query: queryOfV2(event),
       headers,
       body: event.body ?? '',
       isBase64Encoded: event.isBase64Encoded === true,
@@ -149,6 +198,7 @@ export function toHttpRequest<TEvent extends HttpEvent>(event: TEvent): HttpRequ
     method,
     route: `${method} ${typeof event.resource === 'string' ? event.resource : event.path}`,
     path: event.path,
+    query: queryOfV1(event),
     headers,
     body: event.body ?? '',
     isBase64Encoded: event.isBase64Encoded === true,

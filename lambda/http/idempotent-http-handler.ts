@@ -8,7 +8,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
-import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
+import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import type { Logger, LogLevel } from '../core/logger';
@@ -80,7 +80,8 @@ export interface IdempotentHttpHandlerOptions<TEvent extends HttpEvent, TResult>
   readonly caller?: (request: HttpRequest<TEvent>) => KeyPart | null | undefined;
   /**
    * Picks what must match for a retry to get the stored response; hashed as canonical JSON.
-   * @default `{ method, path, body }`
+   * @default `{ method, path, query, body }`: `query` holds the query parameters sorted by name (the
+   * values of a repeated name in the order sent), and is left out when there are none
    */
   readonly fingerprint?: (request: HttpRequest<TEvent>) => unknown;
   /**
@@ -148,6 +149,24 @@ export type IdempotentHttpHandler<TEvent extends HttpEvent, TResult> = (
   context?: LambdaContext,
 ) => Promise<TResult | HttpResponse>;
 
+/**
+ * What the default fingerprint covers: method, path, the query parameters (sorted by name, the
+ * values of a repeated name kept in the order sent) and the body as delivered. `query` is left
+ * out when there is none, so a request without a query string fingerprints as `{ method, path,
+ * body }`, as before query strings were covered.
+ *
+ * @example
+ * // POST /payments?b=2&a=1&a=0
+ * defaultHttpFingerprint(request); // { method: 'POST', path: '/payments', query: [['a', '1'], ['a', '0'], ['b', '2']], body: '…' }
+ */
+export function defaultHttpFingerprint(request: HttpRequest): Record<string, unknown> {
+  const { method, path, body } = request;
+  if (request.query.length === 0) return { method, path, body };
+  // A stable sort: parameter order across names carries no meaning, order within one name may.
+  const query = [...request.query].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
+  return { method, path, query, body };
+}
+
 function optionalFunction(field: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'function') invalidOption(field, 'a function', value);
 }
@@ -166,7 +185,7 @@ type HttpOutcomeKind = keyof OutcomeCounts;
  *   `isReplayable(statusCode)`; a thrown error or another status releases the key. The released
  *   claim keeps its fingerprint (lease end `0`): a retry of the same request claims it again in
  *   one request, a different request with the same key still gets 422.
- * - A retry with the same fingerprint (method, path, body by default) gets the stored response
+ * - A retry with the same fingerprint (method, path, query string, body by default) gets the stored response
  *   with `Idempotent-Replayed: true`; a different request with the same key gets 422; a retry
  *   while the first runs gets 409 with `Retry-After` (seconds until the lease ends, at least 1).
  *   After the lease ends, a retry takes the key over (the first request crashed).
@@ -270,12 +289,11 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
     let scopedKey: string;
     let fingerprint: string;
     try {
-      const scope = caller === undefined ? [] : [toDedupKey(caller(request))];
+      // The caller is one part of the composite (checked once here, escaped once by toDedupKey).
+      const scope = caller === undefined ? [] : [toKeyPart(caller(request))];
       scopedKey = scopeKey(consumer, toDedupKey([request.route, ...scope, header.key]));
       fingerprint = fingerprintOf(
-        pickFingerprint === undefined
-          ? { method: request.method, path: request.path, body: request.body }
-          : pickFingerprint(request),
+        pickFingerprint === undefined ? defaultHttpFingerprint(request) : pickFingerprint(request),
       );
     } catch (error) {
       log({

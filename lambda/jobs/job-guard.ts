@@ -7,7 +7,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { INBOX_STATUS } from '../core/contract';
-import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey } from '../core/dedup-key';
+import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { EffectivelyOnceError, errorFields } from '../core/errors';
 import { fingerprintOf } from '../core/fingerprint';
 import type { Logger, LogLevel } from '../core/logger';
@@ -150,7 +150,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
     async run<T>(target: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>> {
       if (!isValidName(target?.job)) invalidOption('job', `a name matching ${NAME_PATTERN}`, target?.job);
       if (typeof work !== 'function') invalidOption('work', 'a function', work);
-      const slot = toDedupKey(target.slot);
+      const slot = toKeyPart(target.slot);
       const dedupKey = toDedupKey([target.job, slot]);
       const pk = scopeKey(consumer, dedupKey);
       const fields = { consumer, job: target.job, slot, scopedKey: pk };
@@ -304,5 +304,5 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
 
 /** The scoped key of a job slot, for operators looking up its inbox record. */
 export function jobSlotKey(consumer: string, slot: JobSlot): string {
-  return scopeKey(consumer, toDedupKey([slot.job, toDedupKey(slot.slot)]));
+  return scopeKey(consumer, toDedupKey([slot.job, toKeyPart(slot.slot)]));
 }

@@ -108,7 +108,8 @@ describe('ExampleStack', () => {
       DOWNSTREAM_URL: PLACEHOLDER_DOWNSTREAM_URL,
       [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.paymentNotifier,
       [ENV.inboxTable]: { Ref: logicalId(stack.inbox.table) },
-      [ENV.ttlSeconds]: String(15 * 24 * 3600),
+      // The whole dead-letter path: 4 + 14 + 14 days (redrive allowance), + 1 day
+      [ENV.ttlSeconds]: String(33 * 24 * 3600),
       [ENV.deadLetterMode]: 'direct',
       [ENV.deadLetterQueueUrl]: { Ref: logicalId(paymentNotifier.deadLetterQueue!) },
       // The lease is the function timeout: a claim is taken over only once its holder is gone.

@@ -1,20 +1,24 @@
 import { CfnParameter, Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
   ENV,
   INBOX_ATTRIBUTES,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from '../../lambda/core/contract';
+import { scopeKey } from '../../lambda/core/dedup-key';
+import { DEFAULT_DEADLINE_MARGIN_MILLIS as RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/options';
 import { IdempotentConsumer, type IdempotentConsumerProps, InboxTable } from '../../lib';
-import { INBOX_TABLE_ACTIONS } from '../../lib/consumer-permissions';
+import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
 import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
 
 const SQS_CONSUME = [
@@ -173,7 +177,7 @@ describe('IdempotentConsumer with default props', () => {
       NODE_OPTIONS: '--enable-source-maps',
       [ENV.inboxTable]: { Ref: logicalId(consumer.inboxTable!) },
       [ENV.consumer]: consumer.consumerName,
-      [ENV.ttlSeconds]: String(Duration.days(15).toSeconds()),
+      [ENV.ttlSeconds]: String(Duration.days(33).toSeconds()),
       [ENV.deadLetterMode]: 'redrive',
       [ENV.leaseMillis]: '30000',
       [ENV.metricNamespace]: DEFAULT_METRIC_NAMESPACE,
@@ -196,9 +200,9 @@ describe('IdempotentConsumer with default props', () => {
     );
   });
 
-  it('derives the record TTL from the dead-letter retention: max(4 days, 14 days, 3 hours) + 1 day', () => {
-    expect(built.consumer.redeliveryWindow.toDays()).toBe(14);
-    expect(built.consumer.recordTtl.toDays()).toBe(15);
+  it('derives the record TTL from the whole dead-letter path: max(4 + 14 + 14 days, 3 hours) + 1 day', () => {
+    expect(built.consumer.redeliveryWindow.toDays()).toBe(32);
+    expect(built.consumer.recordTtl.toDays()).toBe(33);
     built.annotations.hasNoWarning('*', Match.anyValue());
   });
 
@@ -368,7 +372,8 @@ describe('IdempotentConsumer queue options', () => {
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(dlq), 'Arn'] }, maxReceiveCount: 8 },
     });
     expect(consumer.deadLetterQueue).toBe(dlq);
-    expect(consumer.recordTtl.toDays()).toBe(11);
+    // 4 days + 10 days + 14 days of redrive allowance, + 1 day
+    expect(consumer.recordTtl.toDays()).toBe(29);
   });
 
   it('consumes a given queue, keeps its settings and finds its dead-letter queue', () => {
@@ -388,12 +393,12 @@ describe('IdempotentConsumer queue options', () => {
     template.resourceCountIs('AWS::SQS::Queue', 2);
     expect(consumer.queue).toBe(queue);
     expect(consumer.deadLetterQueue).toBe(dlq);
-    // DLQ retention defaults to SQS's 4 days: max(2 days, 4 days, 3 hours) + 1 day
-    expect(consumer.recordTtl.toDays()).toBe(5);
+    // DLQ retention defaults to SQS's 4 days: max(2 + 4 + 14 days, 3 hours) + 1 day
+    expect(consumer.recordTtl.toDays()).toBe(21);
     expect(consumer.deadLetterQueueAlarm).toBeDefined();
   });
 
-  it('warns when a given queue has no known dead-letter queue and assumes 14 days of retention', () => {
+  it('warns when an imported queue has no known dead-letter queue, and covers 14 days in it and in a DLQ it cannot see', () => {
     const { stack } = newStack();
     const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
     const consumer = new IdempotentConsumer(stack, 'Consumer', {
@@ -407,8 +412,25 @@ describe('IdempotentConsumer queue options', () => {
     );
     expect(consumer.deadLetterQueue).toBeUndefined();
     expect(consumer.deadLetterQueueAlarm).toBeUndefined();
-    expect(consumer.recordTtl.toDays()).toBe(15);
+    // Its redrive policy cannot be read: 14 days + an assumed 14-day DLQ + 14 days, + 1 day
+    expect(consumer.redeliveryWindow.toDays()).toBe(42);
+    expect(consumer.recordTtl.toDays()).toBe(43);
     expect(consumer.alarms).toHaveLength(3);
+  });
+
+  it('counts neither a dead-letter queue nor a redrive for a queue of this app that has none', () => {
+    const { stack } = newStack();
+    const queue = new sqs.Queue(stack, 'Queue', {
+      visibilityTimeout: Duration.minutes(3),
+      retentionPeriod: Duration.days(2),
+    });
+    const consumer = new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'marker',
+      entry: FIXTURE_ENTRY,
+      queue,
+    });
+    expect(consumer.redeliveryWindow.toDays()).toBe(2);
+    expect(consumer.recordTtl.toDays()).toBe(3);
   });
 
   it('assumes 14 days for an imported dead-letter queue', () => {
@@ -420,7 +442,8 @@ describe('IdempotentConsumer queue options', () => {
       deadLetterQueue: dlq,
       retentionPeriod: Duration.days(1),
     });
-    expect(consumer.redeliveryWindow.toDays()).toBe(14);
+    // 1 day + 14 days + 14 days of redrive allowance
+    expect(consumer.redeliveryWindow.toDays()).toBe(29);
   });
 });
 
@@ -837,24 +860,45 @@ describe('IdempotentConsumer record TTL', () => {
     const { consumer, template } = synth({
       retentionPeriod: Duration.days(2),
       deadLetterRetentionPeriod: Duration.days(3),
-      producerRetryHorizon: Duration.days(2),
+      redriveAllowance: Duration.days(1),
+      producerRetryHorizon: Duration.days(3),
     });
-    expect(consumer.redeliveryWindow.toDays()).toBe(6);
-    expect(consumer.recordTtl.toDays()).toBe(7);
-    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(7).toSeconds()));
+    // 3 × 3 days beats 2 + 3 + 1 days
+    expect(consumer.redeliveryWindow.toDays()).toBe(9);
+    expect(consumer.recordTtl.toDays()).toBe(10);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(10).toSeconds()));
   });
 
-  it('warns at synth time when recordTtl is shorter than the redelivery window, naming both', () => {
-    const { annotations, consumer } = synth({ recordTtl: Duration.days(7) });
-    expect(consumer.recordTtl.toDays()).toBe(7);
-    annotations.hasWarning(
-      '/TestStack/Consumer',
-      Match.stringLikeRegexp('`recordTtl` \\(7 days\\) is shorter than the redelivery window \\(14 days'),
+  it('derives the same whole-path TTL for a FIFO queue, whose move to the DLQ resets the enqueue time', () => {
+    const { consumer, template } = synth({ fifo: true });
+    expect(consumer.redeliveryWindow.toDays()).toBe(32);
+    expect(consumer.recordTtl.toDays()).toBe(33);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(33).toSeconds()));
+  });
+
+  it('adds the declared redriveAllowance after the queue and dead-letter retentions', () => {
+    const { consumer, template } = synth({
+      retentionPeriod: Duration.days(2),
+      deadLetterRetentionPeriod: Duration.days(7),
+      redriveAllowance: Duration.days(3),
+    });
+    expect(consumer.redeliveryWindow.toDays()).toBe(12);
+    expect(consumer.recordTtl.toDays()).toBe(13);
+    expect(environmentOf(template, consumer)[ENV.ttlSeconds]).toBe(String(Duration.days(13).toSeconds()));
+  });
+
+  it('warns at synth time when recordTtl is shorter than the whole redelivery path, naming each term', () => {
+    const { annotations, consumer } = synth({ recordTtl: Duration.days(15) });
+    expect(consumer.recordTtl.toDays()).toBe(15);
+    expect(annotations.findWarning('/TestStack/Consumer', Match.anyValue()).map((w) => w.entry.data)).toEqual(
+      [
+        '`recordTtl` (15 days) is shorter than the redelivery window (32 days: the longer of queue retention 4 days + dead-letter queue retention 14 days + redriveAllowance 14 days = 32 days and 3 × producerRetryHorizon 3 hours). A message redelivered or redriven after its inbox record expired is processed again. Set `recordTtl` to at least 32 days, or leave it unset (default 33 days). [ack: effectively-once:recordTtlShorterThanRedeliveryWindow]',
+      ],
     );
   });
 
   it('does not warn when recordTtl covers the redelivery window', () => {
-    const { annotations } = synth({ recordTtl: Duration.days(14) });
+    const { annotations } = synth({ recordTtl: Duration.days(32) });
     annotations.hasNoWarning('*', Match.anyValue());
   });
 
@@ -1065,5 +1109,220 @@ describe('IdempotentConsumer prop validation', () => {
   it('warns when maxReceiveCount leaves transient failures too few retries', () => {
     const { annotations } = synth({ maxReceiveCount: 1 });
     annotations.hasWarning('/TestStack/Consumer', Match.stringLikeRegexp('`maxReceiveCount` is 1'));
+  });
+});
+
+describe('IdempotentConsumer function timeout and the runtime deadline margin', () => {
+  it('throws when the timeout is at or below the deadline margin, naming both', () => {
+    expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(2000);
+    for (const seconds of [1, 2]) {
+      expectThrow(
+        { timeout: Duration.seconds(seconds) },
+        `[TestStack/Consumer] \`timeout\` (${seconds} second${seconds === 1 ? '' : 's'}) must be longer than the runtime's deadline margin (\`deadlineMarginMillis\`, default 2 seconds): the batch processor starts no message once less than the margin is left, so the function would process nothing`,
+      );
+    }
+  });
+
+  it('accepts a timeout just above the deadline margin', () => {
+    const { template } = synth({ timeout: Duration.seconds(3) });
+    template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 3 });
+  });
+
+  it('throws for a given function whose timeout is at or below the deadline margin', () => {
+    const { stack } = newStack();
+    const handler = new lambda.Function(stack, 'Handler', {
+      runtime: lambda.Runtime.NODEJS_24_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('exports.handler = async () => ({ batchItemFailures: [] });'),
+      timeout: Duration.seconds(2),
+    });
+    expect(() => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', handler })).toThrow(
+      "[TestStack/Consumer] The timeout of `handler` (2 seconds) must be longer than the runtime's deadline margin",
+    );
+  });
+
+  it('mirrors the batch processor default margin in the contract', () => {
+    expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS);
+  });
+});
+
+describe('IdempotentConsumer two-phase lease rules', () => {
+  it('throws when recordTtl is shorter than the lease, as the runtime does at cold start', () => {
+    expectThrow(
+      { mode: 'two-phase', lease: Duration.minutes(15), recordTtl: Duration.minutes(10) },
+      '[TestStack/Consumer] `lease` (15 minutes) must be shorter than `recordTtl` (10 minutes) in two-phase mode: a claim must never outlive its record, and the runtime rejects `leaseMillis` >= `ttlSeconds` at cold start',
+    );
+  });
+
+  it('throws when recordTtl equals the default lease, the function timeout', () => {
+    expectThrow(
+      { mode: 'two-phase', recordTtl: Duration.seconds(30) },
+      '[TestStack/Consumer] The default lease (the function timeout, or 15 minutes when it is unknown) (30 seconds) must be shorter than `recordTtl` (30 seconds) in two-phase mode',
+    );
+  });
+
+  it('accepts a recordTtl shorter than the lease outside two-phase mode, where no lease is taken', () => {
+    const { consumer } = synth({ mode: 'marker', recordTtl: Duration.seconds(10) });
+    expect(consumer.recordTtl.toSeconds()).toBe(10);
+  });
+
+  it('warns when the lease outlasts the last redelivery, visibilityTimeout × (maxReceiveCount - 1), so a crashed claim is dead-lettered first', () => {
+    const { annotations } = synth({ mode: 'two-phase', lease: Duration.minutes(13) });
+    expect(annotations.findWarning('/TestStack/Consumer', Match.anyValue()).map((w) => w.entry.data)).toEqual(
+      [
+        "The two-phase lease (13 minutes) is longer than the queue's visibility timeout (3 minutes) × (maxReceiveCount (5) - 1) = 12 minutes, when the last delivery of a message comes after the one whose invocation crashed holding its claim: every later delivery meets a live lease, and SQS moves the message to the dead-letter queue before any delivery may take the claim over. Shorten `lease`, or raise the visibility timeout or maxReceiveCount. [ack: effectively-once:leaseOutlivesRedelivery]",
+      ],
+    );
+  });
+
+  it('does not warn when the lease ends exactly as the last redelivery becomes possible', () => {
+    const { annotations } = synth({ mode: 'two-phase', lease: Duration.minutes(12) });
+    annotations.hasNoWarning('*', Match.anyValue());
+  });
+
+  it('reads visibility timeout and maxReceiveCount of a given queue of this app for the lease warning', () => {
+    const { stack } = newStack();
+    const dlq = new sqs.Queue(stack, 'Dlq');
+    const queue = new sqs.Queue(stack, 'Queue', {
+      visibilityTimeout: Duration.minutes(4),
+      deadLetterQueue: { queue: dlq, maxReceiveCount: 2 },
+    });
+    new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      queue,
+      lease: Duration.minutes(5),
+    });
+    Annotations.fromStack(stack).hasWarning(
+      '/TestStack/Consumer',
+      Match.stringLikeRegexp(
+        "The two-phase lease \\(5 minutes\\) is longer than the queue's visibility timeout \\(4 minutes\\) × \\(maxReceiveCount \\(2\\) - 1\\) = 4 minutes,",
+      ),
+    );
+  });
+
+  it('skips the lease warning when the given queue is imported', () => {
+    const { stack } = newStack();
+    const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
+    const dlq = sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
+    new IdempotentConsumer(stack, 'Consumer', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      queue,
+      deadLetterQueue: dlq,
+      lease: Duration.hours(2),
+    });
+    Annotations.fromStack(stack).hasNoWarning('*', Match.anyValue());
+  });
+});
+
+/** The statements of `role`'s inline policies that name `table`'s ARN, as synthesized. */
+function statementsOn(template: Template, role: iam.IRole, table: dynamodb.ITable): unknown[] {
+  const roleId = logicalId(role);
+  const tableArn = { 'Fn::GetAtt': [logicalId(table), 'Arn'] };
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) =>
+      ((policy.Properties.Roles ?? []) as { Ref?: string }[]).some((ref) => ref.Ref === roleId),
+    )
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Record<string, unknown>[])
+    .filter((statement) => JSON.stringify([statement.Resource].flat()).includes(JSON.stringify(tableArn)));
+}
+
+describe('IdempotentConsumer inbox access scoped to the consumer’s own records', () => {
+  it('conditions every inbox statement on the consumer’s own key prefixes, in every mode that uses the inbox', () => {
+    for (const mode of ['marker', 'atomic', 'two-phase'] as const) {
+      const { template, consumer } = synth({ mode, consumerName: 'billing' });
+      expect({ mode, statements: statementsOn(template, consumer.role!, consumer.inboxTable!) }).toEqual({
+        mode,
+        statements: [
+          {
+            Action: [...INBOX_TABLE_ACTIONS[mode]],
+            Condition: {
+              'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['billing#*', 'billing/*'] },
+            },
+            Effect: 'Allow',
+            Resource: { 'Fn::GetAtt': [logicalId(consumer.inboxTable!), 'Arn'] },
+          },
+        ],
+      });
+    }
+  });
+
+  it('gives each consumer of a shared inbox table its own prefixes and leaves business tables unconditioned', () => {
+    const { stack } = newStack();
+    const inbox = new InboxTable(stack, 'Inbox');
+    const orders = new dynamodb.Table(stack, 'Orders', {
+      partitionKey: { name: 'orderId', type: dynamodb.AttributeType.STRING },
+    });
+    const projector = new IdempotentConsumer(stack, 'Projector', {
+      mode: 'atomic',
+      entry: FIXTURE_ENTRY,
+      table: inbox.table,
+      consumerName: 'order-projector',
+      businessTables: [{ table: orders }],
+    });
+    const notifier = new IdempotentConsumer(stack, 'Notifier', {
+      mode: 'two-phase',
+      entry: FIXTURE_ENTRY,
+      table: inbox.table,
+      consumerName: 'payment-notifier',
+    });
+    const template = Template.fromStack(stack);
+    const keysOf = (consumer: IdempotentConsumer) =>
+      statementsOn(template, consumer.role!, inbox.table).map(
+        (statement) => (statement as { Condition: unknown }).Condition,
+      );
+    expect(keysOf(projector)).toEqual([
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['order-projector#*', 'order-projector/*'] } },
+    ]);
+    expect(keysOf(notifier)).toEqual([
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['payment-notifier#*', 'payment-notifier/*'] } },
+    ]);
+    expect(statementsOn(template, projector.role!, orders)).toEqual([
+      {
+        Action: [
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [logicalId(orders), 'Arn'] },
+      },
+    ]);
+  });
+
+  it('scopes the derived consumer name the same way', () => {
+    const { template, consumer } = synth();
+    const [statement] = statementsOn(template, consumer.role!, consumer.inboxTable!) as {
+      Condition: unknown;
+    }[];
+    expect(statement!.Condition).toEqual({
+      'ForAllValues:StringLike': {
+        'dynamodb:LeadingKeys': [`${consumer.consumerName}#*`, `${consumer.consumerName}/*`],
+      },
+    });
+  });
+
+  it('matches exactly the keys scopeKey builds for the consumer, effects and hashed keys included', () => {
+    const patterns = inboxKeyPatterns('billing').map(
+      (pattern) => new RegExp(`^${pattern.replaceAll('.', '\\.').replaceAll('*', '.*')}$`),
+    );
+    const matches = (key: string) => patterns.some((pattern) => pattern.test(key));
+    expect(
+      [
+        scopeKey('billing', 'order-1'),
+        scopeKey('billing', 'order-1', 'send-invoice'),
+        scopeKey('billing', 'x'.repeat(2000)),
+      ].map(matches),
+    ).toEqual([true, true, true]);
+    expect(
+      [
+        scopeKey('billing-eu', 'order-1'),
+        scopeKey('billing.v2', 'order-1', 'send-invoice'),
+        scopeKey('shipping', 'billing#order-1'),
+      ].map(matches),
+    ).toEqual([false, false, false]);
   });
 });

@@ -1,41 +1,57 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { deriveRedeliveryWindow, RECORD_TTL_MARGIN } from '../../lib';
-import { knownQueueRetention, knownVisibilityTimeout } from '../../lib/record-ttl';
+import { DEFAULT_REDRIVE_ALLOWANCE, deriveRedeliveryWindow, RECORD_TTL_MARGIN } from '../../lib';
+import { knownMaxReceiveCount, knownQueueRetention, knownVisibilityTimeout } from '../../lib/record-ttl';
 
 describe('deriveRedeliveryWindow', () => {
-  it('takes the dead-letter retention when it is the longest term and adds one day', () => {
+  it('adds queue retention, dead-letter retention and redrive allowance, then one day', () => {
+    const derived = deriveRedeliveryWindow({
+      queueRetention: Duration.days(4),
+      deadLetterQueueRetention: Duration.days(14),
+      redriveAllowance: Duration.days(5),
+      producerRetryHorizon: Duration.hours(1),
+    });
+    expect(derived.window.toDays()).toBe(23);
+    expect(derived.defaultRecordTtl.toDays()).toBe(24);
+    expect(RECORD_TTL_MARGIN.toDays()).toBe(1);
+    expect(derived.explanation).toBe(
+      'the longer of queue retention 4 days + dead-letter queue retention 14 days + redriveAllowance 5 days = 23 days and 3 × producerRetryHorizon 3 hours',
+    );
+  });
+
+  it('allows 14 days for a redrive when no allowance is declared', () => {
     const derived = deriveRedeliveryWindow({
       queueRetention: Duration.days(4),
       deadLetterQueueRetention: Duration.days(14),
       producerRetryHorizon: Duration.hours(1),
     });
-    expect(derived.window.toDays()).toBe(14);
-    expect(derived.defaultRecordTtl.toDays()).toBe(15);
-    expect(RECORD_TTL_MARGIN.toDays()).toBe(1);
-    expect(derived.explanation).toBe(
-      'the longest of queue retention 4 days, dead-letter queue retention 14 days, 3 × producerRetryHorizon 3 hours',
-    );
+    expect(DEFAULT_REDRIVE_ALLOWANCE.toDays()).toBe(14);
+    expect(derived.window.toDays()).toBe(32);
+    expect(derived.defaultRecordTtl.toDays()).toBe(33);
   });
 
   it('takes 3 × the producer retry horizon when producers retry longest', () => {
     const derived = deriveRedeliveryWindow({
       queueRetention: Duration.days(1),
       deadLetterQueueRetention: Duration.days(2),
+      redriveAllowance: Duration.days(3),
       producerRetryHorizon: Duration.days(3),
     });
     expect(derived.window.toDays()).toBe(9);
     expect(derived.defaultRecordTtl.toDays()).toBe(10);
   });
 
-  it('takes the queue retention without a dead-letter queue', () => {
+  it('takes the queue retention alone without a dead-letter queue, since nothing is redriven', () => {
     const derived = deriveRedeliveryWindow({
       queueRetention: Duration.days(4),
+      redriveAllowance: Duration.days(14),
       producerRetryHorizon: Duration.hours(1),
     });
     expect(derived.window.toDays()).toBe(4);
-    expect(derived.explanation).not.toContain('dead-letter');
+    expect(derived.explanation).toBe(
+      'the longer of queue retention 4 days and 3 × producerRetryHorizon 3 hours',
+    );
   });
 });
 
@@ -58,5 +74,16 @@ describe('queue settings known at synth time', () => {
     const imported = sqs.Queue.fromQueueArn(stack, 'Imported', 'arn:aws:sqs:eu-west-1:123456789012:orders');
     expect(knownQueueRetention(imported)).toBeUndefined();
     expect(knownVisibilityTimeout(imported)).toBeUndefined();
+    expect(knownMaxReceiveCount(imported)).toBeUndefined();
+  });
+
+  it('reads maxReceiveCount from the redrive policy of a queue of this app, none without one', () => {
+    const stack = new Stack();
+    const dlq = new sqs.Queue(stack, 'Dlq');
+    const redriven = new sqs.Queue(stack, 'Redriven', {
+      deadLetterQueue: { queue: dlq, maxReceiveCount: 7 },
+    });
+    expect(knownMaxReceiveCount(redriven)).toBe(7);
+    expect(knownMaxReceiveCount(dlq)).toBeUndefined();
   });
 });

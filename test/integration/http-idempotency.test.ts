@@ -124,6 +124,52 @@ describe('createIdempotentHttpHandler with DynamoDB', () => {
     expect(charges).toBe(1);
   });
 
+  it('answers 422 when the same key comes with another query string, and replays the same query in any parameter order', async () => {
+    let charges = 0;
+    const handler = paymentsHandler<ApiGatewayProxyEventV2>(async () => {
+      charges += 1;
+      return { statusCode: 201, body: 'charged' };
+    });
+    const key = newKey();
+    const withQuery = (rawQueryString: string) => ({ ...urlEvent(key, { amount: 5 }), rawQueryString });
+
+    await handler(withQuery('currency=EUR&split=1&split=2'));
+    const reordered = await handler(withQuery('split=1&currency=EUR&split=2'));
+    const otherCurrency = await handler(withQuery('currency=USD&split=1&split=2'));
+    const swappedRepeats = await handler(withQuery('currency=EUR&split=2&split=1'));
+    const noQuery = await handler(withQuery(''));
+
+    expect(reordered).toMatchObject({ statusCode: 201, headers: { 'Idempotent-Replayed': 'true' } });
+    expect([otherCurrency, swappedRepeats, noQuery]).toMatchObject([
+      { statusCode: 422 },
+      { statusCode: 422 },
+      { statusCode: 422 },
+    ]);
+    expect(charges).toBe(1);
+  });
+
+  it('answers 422 to a REST request whose multi-value query parameters differ', async () => {
+    let charges = 0;
+    const handler = paymentsHandler<ApiGatewayProxyEventV1>(async () => {
+      charges += 1;
+      return { statusCode: 201, body: 'charged' };
+    });
+    const key = newKey();
+    const withQuery = (values: string[]) => ({
+      ...restEvent(key, { amount: 5 }),
+      queryStringParameters: { to: values.at(-1)! },
+      multiValueQueryStringParameters: { to: values },
+    });
+
+    await handler(withQuery(['acct-1', 'acct-2']));
+    const retry = await handler(withQuery(['acct-1', 'acct-2']));
+    const changed = await handler(withQuery(['acct-9', 'acct-2']));
+
+    expect(retry).toMatchObject({ statusCode: 201, headers: { 'Idempotent-Replayed': 'true' } });
+    expect(changed).toMatchObject({ statusCode: 422 });
+    expect(charges).toBe(1);
+  });
+
   it('answers 409 with Retry-After while the first request runs, and takes a crashed one over after its lease', async () => {
     const clock = manualClock();
     let release!: () => void;

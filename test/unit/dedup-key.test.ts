@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  bodyPathOf,
   fromAttribute,
   fromBody,
   fromCloudEvent,
@@ -11,8 +12,9 @@ import {
   SCOPED_KEY_HASH_THRESHOLD_BYTES,
   scopeKey,
   toDedupKey,
+  toKeyPart,
 } from '../../lambda/core/dedup-key';
-import { sha256Hex } from '../../lambda/core/fingerprint';
+import { isWellFormedText, sha256Hex } from '../../lambda/core/fingerprint';
 import { check, sqsRecord } from './sqs-fixtures';
 
 describe('key sources', () => {
@@ -125,17 +127,89 @@ describe('toDedupKey', () => {
     expect(toDedupKey(['100%', 7])).toBe('100%25:7');
   });
 
-  it('is injective over composite keys (property)', () =>
-    check(
-      fc.property(
-        fc.array(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 4 }),
-        fc.array(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 4 }),
-        (left, right) => {
-          fc.pre(JSON.stringify(left) !== JSON.stringify(right));
-          expect(toDedupKey(left)).not.toBe(toDedupKey(right));
-        },
-      ),
-    ));
+  it('escapes a plain key like a one-part composite, so it never equals a composite of several parts', () => {
+    expect(toDedupKey('a:b')).toBe('a%3Ab');
+    expect(toDedupKey(['a', 'b'])).toBe('a:b');
+    expect(toDedupKey('100%')).toBe('100%25');
+    expect(toDedupKey(['a:b'])).toBe(toDedupKey('a:b'));
+    // Keys without `%` or `:` read as themselves.
+    expect(toDedupKey('8e03978e-40d5-43e8-bc93-6894a57f9324')).toBe('8e03978e-40d5-43e8-bc93-6894a57f9324');
+  });
+
+  it('is injective over plain keys and composite keys (property)', () => {
+    const part = fc.string({ minLength: 1, unit: fc.constantFrom('a', ':', '%', '3', 'A', '2', '5') });
+    const key = fc.oneof(part, fc.array(part, { minLength: 2, maxLength: 4 }));
+    return check(
+      fc.property(key, key, (left, right) => {
+        fc.pre(JSON.stringify(left) !== JSON.stringify(right));
+        expect(toDedupKey(left)).not.toBe(toDedupKey(right));
+      }),
+    );
+  });
+
+  it('rejects an integer beyond Number.MAX_SAFE_INTEGER as INVALID_KEY, asking for a string without quoting it', () => {
+    const message = 'The dedup key is a number that a double cannot hold exactly; send it as a string';
+    for (const value of [Number('12345678901234567890'), 2 ** 53, -(2 ** 53), 1e300]) {
+      expect(() => toDedupKey(value)).toThrow(expect.objectContaining({ code: 'INVALID_KEY', message }));
+    }
+    expect(() => toDedupKey(['o', 2 ** 60])).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_KEY',
+        message: expect.stringMatching(/^Part 1 of the dedup key/),
+      }),
+    );
+    expect(toDedupKey(Number.MAX_SAFE_INTEGER)).toBe('9007199254740991');
+    expect(toDedupKey(-Number.MAX_SAFE_INTEGER)).toBe('-9007199254740991');
+    expect(toDedupKey(1.5)).toBe('1.5');
+    expect(toDedupKey(2n ** 64n)).toBe('18446744073709551616');
+  });
+
+  it('rejects a key holding a lone surrogate as INVALID_KEY without quoting it, and keeps surrogate pairs', () => {
+    const message = 'The dedup key is not well-formed UTF-16 (it holds a lone surrogate)';
+    for (const value of ['\ud800', 'o-\udc00', 'o-\ude00\ud83d']) {
+      expect(() => toDedupKey(value)).toThrow(expect.objectContaining({ code: 'INVALID_KEY', message }));
+    }
+    expect(() => toDedupKey(['ok', '\ud800'])).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_KEY',
+        message: expect.stringMatching(/^Part 1 of the dedup key/),
+      }),
+    );
+    expect(toDedupKey('o-\ud83d\ude00')).toBe('o-😀');
+  });
+
+  it('checks one part without escaping it (toKeyPart)', () => {
+    expect(toKeyPart('2026-01-01T00:00:00.000Z')).toBe('2026-01-01T00:00:00.000Z');
+    expect(toKeyPart(7)).toBe('7');
+    expect(() => toKeyPart(undefined)).toThrow(expect.objectContaining({ code: 'MISSING_KEY' }));
+    expect(() => toKeyPart(['a'])).toThrow(expect.objectContaining({ code: 'INVALID_KEY' }));
+  });
+});
+
+describe('fromBody(path)', () => {
+  it('rejects an array or an object at the path as INVALID_KEY: only a function returns a composite', () => {
+    const body = { ids: ['a', 'b'], order: { id: 'o-1' } };
+    const record = sqsRecord('m', body);
+    expect(() => fromBody('ids')(record, body)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_KEY',
+        message: 'The body field `ids` must be a string, a finite number or a bigint, got an array',
+      }),
+    );
+    expect(() => fromBody('order')(record, body)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_KEY',
+        message: expect.stringMatching(/^The body field `order` .* got an object$/),
+      }),
+    );
+    expect(toDedupKey(fromBody((input: typeof body) => input.ids)(record, body))).toBe('a:b');
+  });
+
+  it('remembers the path of a path source, for the lossless number check, and none for a function', () => {
+    expect(bodyPathOf(fromBody('order.id'))).toEqual(['order', 'id']);
+    expect(bodyPathOf(fromBody(['metadata', 'event.id']))).toEqual(['metadata', 'event.id']);
+    expect(bodyPathOf(fromBody(() => 'k') as never)).toBeUndefined();
+  });
 });
 
 describe('scopeKey', () => {
@@ -151,6 +225,12 @@ describe('scopeKey', () => {
       expect(() => scopeKey('c', 'k', name)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     }
     expect(() => scopeKey('c', '')).toThrow(expect.objectContaining({ code: 'MISSING_KEY' }));
+  });
+
+  it('rejects a key holding a lone surrogate as INVALID_KEY, which hashing would merge with others', () => {
+    for (const key of ['\ud800', `${'k'.repeat(2000)}\udc00`]) {
+      expect(() => scopeKey('c', key)).toThrow(expect.objectContaining({ code: 'INVALID_KEY' }));
+    }
   });
 
   it('hashes a key whose scoped form exceeds the threshold, counting UTF-8 bytes', () => {
@@ -177,6 +257,7 @@ describe('scopeKey', () => {
         fc.string({ minLength: 1, maxLength: 1500, unit: 'binary' }),
         fc.string({ minLength: 1, maxLength: 1500, unit: 'binary' }),
         (consumer, effect, left, right) => {
+          fc.pre(isWellFormedText(left) && isWellFormedText(right));
           const scoped = scopeKey(consumer, left, effect);
           expect(Buffer.byteLength(scoped, 'utf8')).toBeLessThanOrEqual(2048);
           expect(scoped.startsWith(effect === undefined ? `${consumer}#` : `${consumer}/${effect}#`)).toBe(

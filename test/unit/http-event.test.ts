@@ -37,10 +37,41 @@ describe('toHttpRequest', () => {
       method: 'POST',
       route: 'POST /orders/{id}/refunds',
       path: '/orders/42/refunds',
+      query: [],
       headers: { 'idempotency-key': 'k-1', 'content-type': 'application/json' },
       body: '{"amount":5}',
       isBase64Encoded: false,
     });
+  });
+
+  it('reads payload 2.0 query parameters from the raw query string, as sent and in order', () => {
+    expect(toHttpRequest(v2({ rawQueryString: 'b=2&a=x%20y&flag&b=1&&c=' })).query).toEqual([
+      ['b', '2'],
+      ['a', 'x%20y'],
+      ['flag', ''],
+      ['b', '1'],
+      ['c', ''],
+    ]);
+    expect(toHttpRequest(v2({ rawQueryString: '' })).query).toEqual([]);
+    expect(toHttpRequest(v2({ queryStringParameters: { a: '1,2' } })).query).toEqual([['a', '1,2']]);
+  });
+
+  it('reads payload 1.0 (and ALB) query parameters from the multi-value map, else the single-value map', () => {
+    const both = v1({
+      queryStringParameters: { a: '2', b: 'x' },
+      multiValueQueryStringParameters: { a: ['1', '2'], b: ['x'] },
+    });
+    expect(toHttpRequest(both).query).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+      ['b', 'x'],
+    ]);
+    expect(toHttpRequest(v1({ queryStringParameters: { a: '2', b: undefined } })).query).toEqual([
+      ['a', '2'],
+    ]);
+    expect(
+      toHttpRequest(v1({ queryStringParameters: null, multiValueQueryStringParameters: null })).query,
+    ).toEqual([]);
   });
 
   it('normalises an HTTP API (payload 2.0) event by its route key', () => {

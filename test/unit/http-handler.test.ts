@@ -1,10 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
 import { EffectivelyOnceError } from '../../lambda/core/errors';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { OutcomeCounts } from '../../lambda/core/metrics';
 import type { ApiGatewayProxyEventV1, ApiGatewayProxyEventV2, HttpEvent } from '../../lambda/http/http-event';
+import { toHttpRequest } from '../../lambda/http/http-event';
 import {
   createIdempotentHttpHandler,
+  defaultHttpFingerprint,
   type IdempotentHttpHandlerOptions,
 } from '../../lambda/http/idempotent-http-handler';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
@@ -351,6 +354,60 @@ describe('createIdempotentHttpHandler', () => {
     expect(await handler(post({}, { key: 'k-1' }))).toMatchObject({ statusCode: 500 });
     expect(handle).not.toHaveBeenCalled();
     expect(logs[0]).toMatchObject({ level: 'error', code: 'MISSING_KEY' });
+  });
+
+  it('fingerprints method, path, query parameters sorted by name (repeated values in order) and body', () => {
+    const request = toHttpRequest({
+      ...post({ amount: 5 }),
+      multiValueQueryStringParameters: { split: ['2', '1'], currency: ['EUR'] },
+    });
+    expect(defaultHttpFingerprint(request)).toEqual({
+      method: 'POST',
+      path: '/payments',
+      query: [
+        ['currency', 'EUR'],
+        ['split', '2'],
+        ['split', '1'],
+      ],
+      body: '{"amount":5}',
+    });
+    // Without a query string, the fingerprint is what it was before query strings counted.
+    expect(defaultHttpFingerprint(toHttpRequest(post({ amount: 5 })))).toEqual({
+      method: 'POST',
+      path: '/payments',
+      body: '{"amount":5}',
+    });
+  });
+
+  it('answers 422 when the key is reused with another query string, and stores the query in the fingerprint', async () => {
+    const { handler, handle, store, outcomes } = setup();
+    const withQuery = (to: string) => ({
+      ...post({ amount: 5 }, { key: 'k-1' }),
+      multiValueQueryStringParameters: { to: [to] },
+    });
+    await handler(withQuery('acct-1'));
+
+    expect(await handler(withQuery('acct-2'))).toMatchObject({ statusCode: 422 });
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(outcomes()).toEqual(['processed', 'mismatch']);
+    expect(store.items('inbox')).toEqual([
+      expect.objectContaining({
+        fingerprint: fingerprintOf({
+          method: 'POST',
+          path: '/payments',
+          query: [['to', 'acct-1']],
+          body: '{"amount":5}',
+        }),
+      }),
+    ]);
+  });
+
+  it('keeps a caller with a colon one part of the scoped key, escaped once', async () => {
+    const { handler, store } = setup({ caller: () => 'arn:aws:iam::1:user/a' });
+    await handler(post({}, { key: 'k-1' }));
+    expect(store.items('inbox')).toEqual([
+      expect.objectContaining({ pk: 'payments-api#POST /payments:arn%3Aaws%3Aiam%3A%3A1%3Auser/a:k-1' }),
+    ]);
   });
 
   it('matches retries by a custom fingerprint', async () => {
