@@ -43,8 +43,19 @@
  *   with its payload (`amount`); the marker (or the entity) carries its fingerprint;
  * - valid, losing its key to another payload (the pair is raced on purpose): every copy
  *   dead-lettered with `PAYLOAD_MISMATCH`; exactly one member of the pair wins;
- * - malformed JSON, missing key: every copy dead-lettered with `MALFORMED_BODY` / `MISSING_KEY`,
- *   with a non-empty reason (direct: the dead-letter message; redrive: the last logged outcome).
+ * - malformed JSON, missing key, a key with a lone surrogate: every copy dead-lettered with
+ *   `MALFORMED_BODY` / `MISSING_KEY` / `INVALID_KEY`, with a non-empty reason (direct: the
+ *   dead-letter message; redrive: the last logged outcome);
+ * - a numeric id beyond 2^53: every copy dead-lettered as `INVALID_KEY`, or processed under a
+ *   key no other big id got (distinct ids that round to one double are never merged);
+ * - a message that met an outage: its copies in the dead-letter queue (directly, `PERMANENT`, or
+ *   by the redrive policy), its redriven copies acknowledged, its effects there once.
+ *
+ * Also checked, from what the simulation saw: no heartbeat lands after its claim was released
+ * or completed (it would revive the claim); a delivery after a record's TTL, while the owner's
+ * heartbeat holds the lease, finds the claim in flight; in marker mode the marker of a
+ * completed effect is still `COMPLETED` at the end (a late release would let the next delivery
+ * run the effect again); without an expiry redelivery, both epochs are one live window.
  *
  * Marker mode is at-most-once for the effect by design (see `MarkerModeOptions`): a crash
  * between the marker and the effect leaves the marker without the effect, and every later

@@ -24,12 +24,23 @@
  *   record's outcome is decided (after the commit, before the acknowledgement), in marker and
  *   two-phase modes a crash during the effect (after the effect reached DynamoDB or the
  *   downstream service), and in two-phase mode a lost answer from the downstream service (the
- *   effect happened, the call fails, the claim is released);
+ *   effect happened, the call fails, the claim is released); a claim whose response is lost
+ *   and sent again at once by the SDK, or answered and landing again late (after the next step
+ *   on its record); in marker and two-phase modes an effect failing before it happens (the
+ *   claim is released); in two-phase mode a slow effect whose heartbeat is held on the network
+ *   until the effect failed or completed (`delayed-heartbeat`);
+ * - per inbox update (release, complete, heartbeat): the response lost and the SDK's retry sent
+ *   at once, or a late duplicate landing after the next step on the record (`UPDATE_FAULTS`);
  * - per invocation: a crash while the batch response is being built (at the metrics sink,
  *   called just before the response is returned), or a deadline too close to start anything;
  * - per dead-letter send (`direct` mode): the send fails.
  * A message on its 4th receive or later runs in an invocation without faults, so no valid
- * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug.
+ * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug,
+ * except one planned with a downstream outage, which fails on every delivery until the queue
+ * drained, ends in the dead-letter queue half-completed (directly with a permanent failure in
+ * `direct` seeds, by the redrive policy otherwise) and is redriven with a new message id and
+ * deduplication id. Plans also hold messages whose record expires while their effect runs
+ * (`expiryMidEffect`), and keys beyond 2^53 or with lone surrogates; see `planMessages`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
