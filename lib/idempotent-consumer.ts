@@ -1,4 +1,4 @@
-import { Annotations, Duration, Names, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -29,6 +29,7 @@ import {
   ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
 } from './consumer-permissions';
+import { assertEsbuildInstalled } from './esbuild-check';
 import { assertInboxTableShape, InboxTable } from './inbox-table';
 import {
   DEFAULT_REDRIVE_ALLOWANCE,
@@ -1141,6 +1142,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     });
     logGroup.grantWrite(role);
     const tracing = props.tracing ?? lambda.Tracing.DISABLED;
+    assertEsbuildInstalled(this.node.path, Stack.of(this).bundlingRequired);
     const handler = new nodejs.NodejsFunction(this, 'Function', {
       entry: props.entry,
       runtime: props.runtime ?? lambda.Runtime.NODEJS_24_X,

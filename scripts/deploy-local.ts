@@ -7,14 +7,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type DeployLocalResult,
-  deletionOrder,
   deployLocal,
   destroyLocal,
   LOCAL_ASSEMBLY_DIR,
-  readAssemblyStacks,
   resetLocalEmulator,
-  selectStacks,
-} from './deploy-local-lib';
+  stackNamesToDestroy,
+} from '../cli/local/deploy';
 import { type LocalAws, localAwsEnv, projectRoot, startLocalAws } from './local-aws-lib';
 
 const USAGE = `Usage:
@@ -106,7 +104,7 @@ async function destroy(aws: LocalAws, patterns: readonly string[], reset: boolea
     console.log(`Reset the emulator at ${aws.endpoint}: every resource and the CDK bootstrap are gone.`);
     return;
   }
-  for (const stackName of stackNamesToDestroy(patterns)) {
+  for (const stackName of stackNamesToDestroy(join(projectRoot(), LOCAL_ASSEMBLY_DIR), patterns)) {
     await destroyLocal({
       endpoint: aws.endpoint,
       region: aws.region,
@@ -115,29 +113,6 @@ async function destroy(aws: LocalAws, patterns: readonly string[], reset: boolea
       log: (message) => console.log(message),
     });
   }
-}
-
-/**
- * The stack names to delete, dependents first: from the local cloud assembly of the last deploy,
- * and, for patterns it does not know, the patterns themselves taken as stack names.
- */
-function stackNamesToDestroy(patterns: readonly string[]): string[] {
-  let known: ReturnType<typeof readAssemblyStacks> = [];
-  try {
-    known = readAssemblyStacks(join(projectRoot(), LOCAL_ASSEMBLY_DIR));
-  } catch {
-    if (patterns.length === 0) {
-      throw new UsageError(
-        `No ${LOCAL_ASSEMBLY_DIR}/ from an earlier deploy:local, so the stack names are unknown. ` +
-          'Name them: npm run deploy:local -- --destroy <stack name> ...',
-      );
-    }
-  }
-  const selected = deletionOrder(selectStacks(known, patterns)).map((stack) => stack.stackName);
-  const literal = patterns.filter(
-    (pattern) => !pattern.includes('*') && selectStacks(known, [pattern]).length === 0,
-  );
-  return [...selected, ...literal];
 }
 
 function parseContext(pairs: readonly string[]): Record<string, string> {
@@ -186,7 +161,7 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     const code = (error as { code?: string }).code ?? '';
-    const isUsage = code === 'USAGE' || code.startsWith('ERR_PARSE_ARGS');
+    const isUsage = code === 'USAGE' || code === 'STACKS_UNKNOWN' || code.startsWith('ERR_PARSE_ARGS');
     console.error(error instanceof Error ? error.message : error);
     if (isUsage) console.error(`\n${USAGE}`);
     process.exitCode = isUsage ? 2 : 1;

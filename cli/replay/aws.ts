@@ -19,20 +19,40 @@ import type { Item } from './snapshot';
 /** Attempts for batch entries that SQS failed on its side (not the sender's fault). */
 const SEND_ATTEMPTS = 3;
 
-/** Whether the queue is FIFO and deduplicates by content. */
-export async function describeQueue(sqs: SQSClient, queueUrl: string): Promise<QueueKind> {
-  const attributes = await call({ action: 'GetQueueAttributes', queueUrl }, () =>
+/** What the replay needs to know about a queue before sending to it. */
+export interface QueueDescription extends QueueKind {
+  /** `VisibilityTimeout`: how long a received message stays hidden before it is delivered again. */
+  readonly visibilityTimeoutSeconds: number;
+  /** `maxReceiveCount` of the redrive policy; `undefined` without a dead-letter queue. */
+  readonly maxReceiveCount: number | undefined;
+}
+
+/** Whether the queue is FIFO and deduplicates by content, and its redrive timing. */
+export async function describeQueue(sqs: SQSClient, queueUrl: string): Promise<QueueDescription> {
+  const { Attributes: attributes = {} } = await call({ action: 'GetQueueAttributes', queueUrl }, () =>
     sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
-        AttributeNames: ['FifoQueue', 'ContentBasedDeduplication'],
+        AttributeNames: ['FifoQueue', 'ContentBasedDeduplication', 'VisibilityTimeout', 'RedrivePolicy'],
       }),
     ),
   );
   return {
-    fifo: attributes.Attributes?.FifoQueue === 'true',
-    contentBasedDeduplication: attributes.Attributes?.ContentBasedDeduplication === 'true',
+    fifo: attributes.FifoQueue === 'true',
+    contentBasedDeduplication: attributes.ContentBasedDeduplication === 'true',
+    visibilityTimeoutSeconds: Number(attributes.VisibilityTimeout ?? 30),
+    maxReceiveCount: maxReceiveCountOf(attributes.RedrivePolicy),
   };
+}
+
+function maxReceiveCountOf(redrivePolicy: string | undefined): number | undefined {
+  if (!redrivePolicy) return undefined;
+  try {
+    const count = Number((JSON.parse(redrivePolicy) as { maxReceiveCount?: unknown }).maxReceiveCount);
+    return Number.isInteger(count) && count > 0 ? count : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The queue's approximate visible, in-flight and delayed counts. */

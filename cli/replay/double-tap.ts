@@ -10,7 +10,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describeKeyAttributes, describeQueue, readQueueCounters, scanTable, sendBatch } from './aws';
 import { type Difference, diffSnapshots } from './diff';
-import { waitForDrain } from './drain';
+import { assertIdle, redriveTimingWarning, waitForDrain } from './drain';
 import { ReplayError } from './errors';
 import { type LogEntry, type LogMessage, parseLog, toLogEntries } from './log';
 import type { Pass, ProgressEvent } from './progress';
@@ -89,11 +89,14 @@ const DEDUP_WINDOW_MARGIN_MILLIS = 1000;
 /**
  * Replays a message log twice through a queue, waits for the consumer to drain it each
  * time, snapshots the tables after each replay and returns every difference between the
- * two snapshots. Checks the queue and the tables exist before sending anything.
+ * two snapshots. Checks the queue and the tables exist and the queue is idle before sending
+ * anything, and reports a `notice` progress event when the queue's redrive timing
+ * (visibility timeout × receives) is longer than the drain timeout.
  *
  * @throws {ReplayError} for an invalid log or options (`INVALID_LOG`, `USAGE`), an
- *   unreachable endpoint (`CONNECTION`), a missing queue or table (`NOT_FOUND`), refused
- *   messages (`SEND_FAILED`) or a queue that does not drain in time (`DRAIN_TIMEOUT`).
+ *   unreachable endpoint (`CONNECTION`), a missing queue or table (`NOT_FOUND`), a queue
+ *   holding messages before the first replay (`QUEUE_BUSY`), refused messages
+ *   (`SEND_FAILED`) or a queue that does not drain in time (`DRAIN_TIMEOUT`).
  *
  * @example
  * import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -128,6 +131,11 @@ export async function doubleTap(options: DoubleTapOptions): Promise<DoubleTapRes
   for (const table of options.tables) {
     tables.push({ table, keyAttributes: await describeKeyAttributes(dynamodb, table) });
   }
+  // A backlog would mix into the first replay and its snapshot: fail before sending anything.
+  assertIdle(await readQueueCounters(sqs, queueUrl));
+  const redriveWarning =
+    options.drain === undefined ? redriveTimingWarning(queue, settings.timeoutSeconds) : undefined;
+  if (redriveWarning) progress({ phase: 'notice', message: redriveWarning });
 
   const replay = async (pass: Pass): Promise<{ lastSentAt: number; snapshot: TableSnapshot[] }> => {
     let sent = 0;

@@ -68,6 +68,43 @@ export async function waitForDrain(options: DrainOptions): Promise<number> {
   }
 }
 
+/**
+ * Throws unless the queue is idle: a backlog, or messages a consumer is still working on, would
+ * mix into the first replay and the snapshot after it.
+ *
+ * @throws {ReplayError} `QUEUE_BUSY` naming the counts.
+ */
+export function assertIdle(counters: QueueCounters): void {
+  if (remainingMessages(counters) === 0) return;
+  throw new ReplayError(
+    'QUEUE_BUSY',
+    `The queue is not idle before the first replay: ${counters.visible} visible, ${counters.inFlight} in ` +
+      `flight, ${counters.delayed} delayed. Those messages would mix into the replay; wait until the ` +
+      'consumer has drained them (or purge a test queue) and run again.',
+  );
+}
+
+/**
+ * The warning when a message that fails every delivery stays in the queue longer than the drain
+ * waits (visibility timeout × receives before the redrive to the dead-letter queue), so a poison
+ * message in the log would end the replay with `DRAIN_TIMEOUT`; `undefined` when it fits.
+ */
+export function redriveTimingWarning(
+  queue: { readonly visibilityTimeoutSeconds: number; readonly maxReceiveCount: number | undefined },
+  timeoutSeconds: number,
+): string | undefined {
+  if (queue.maxReceiveCount === undefined) return undefined;
+  const redriveSeconds = queue.visibilityTimeoutSeconds * queue.maxReceiveCount;
+  if (redriveSeconds <= timeoutSeconds) return undefined;
+  return (
+    `The queue's redrive timing exceeds the drain timeout: a message that fails every delivery stays ` +
+    `up to ${queue.visibilityTimeoutSeconds} s visibility × ${queue.maxReceiveCount} receives = ` +
+    `${redriveSeconds} s before it moves to the dead-letter queue, and the drain gives up after ` +
+    `${timeoutSeconds} s. If the log holds poison messages, raise the timeout above ${redriveSeconds} s ` +
+    '(--timeout, or timeoutSeconds).'
+  );
+}
+
 function formatSeconds(millis: number): string {
   const seconds = millis / 1000;
   return `${seconds} ${seconds === 1 ? 'second' : 'seconds'}`;

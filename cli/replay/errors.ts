@@ -18,6 +18,8 @@ export type ReplayErrorCode =
   | 'NOT_FOUND'
   /** SQS refused some messages of a batch. */
   | 'SEND_FAILED'
+  /** The queue held messages before the first replay. */
+  | 'QUEUE_BUSY'
   /** The queue still held messages when the drain timeout ran out. */
   | 'DRAIN_TIMEOUT'
   /** Any other error returned by AWS. */
@@ -41,6 +43,7 @@ const CODES: ReadonlySet<string> = new Set<ReplayErrorCode>([
   'CONFIGURATION',
   'NOT_FOUND',
   'SEND_FAILED',
+  'QUEUE_BUSY',
   'DRAIN_TIMEOUT',
   'AWS',
 ]);

@@ -28,7 +28,9 @@ export type ProgressEvent =
       readonly items: number;
       readonly complete: boolean;
     }
-  | { readonly phase: 'dedup-window'; readonly remainingMillis: number };
+  | { readonly phase: 'dedup-window'; readonly remainingMillis: number }
+  /** Something the person running the replay should know before it waits (one sentence). */
+  | { readonly phase: 'notice'; readonly message: string };
 
 /** Writes progress events somewhere. */
 export interface ProgressReporter {
@@ -80,6 +82,8 @@ export function renderProgress(event: ProgressEvent, options: { readonly bar: bo
       return `pass ${event.pass}: ${event.complete ? 'snapshot of' : 'scanning'} ${event.table}: ${event.items} items`;
     case 'dedup-window':
       return `waiting out the FIFO deduplication window before the second replay: ${formatDuration(event.remainingMillis)} left`;
+    case 'notice':
+      return `note: ${event.message}`;
   }
 }
 
@@ -148,6 +152,8 @@ function stepOf(event: ProgressEvent): string {
       return `snapshot ${event.pass} ${event.table}`;
     case 'dedup-window':
       return 'dedup-window';
+    case 'notice':
+      return `notice ${event.message}`;
   }
 }
 
@@ -163,5 +169,7 @@ function isComplete(event: ProgressEvent): boolean {
       return event.complete;
     case 'dedup-window':
       return event.remainingMillis <= 0;
+    case 'notice':
+      return true;
   }
 }

@@ -3,7 +3,9 @@
  * dead letters → one log line per non-trivial outcome → one metrics line → the partial batch
  * response.
  */
+import { DEADLINE_MARGIN_MAX_SHARE } from './contract';
 import type { DeadLetterMessage } from './dead-letter';
+import { fromDeduplicationId } from './dedup-key';
 import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './errors';
 import { sha256Hex } from './fingerprint';
 import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
@@ -16,10 +18,17 @@ import {
   type ModeOptions,
   resolveOptions,
 } from './options';
-import { type Outcome, type OutcomeKind, outcomeOfError } from './outcome';
+import { type Outcome, type OutcomeKind, outcomeOfError, reasonOf } from './outcome';
 import { type ProcessMessageDeps, processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
-import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsHandler, SqsRecord } from './sqs-event';
+import {
+  fifoGroupOf,
+  type LambdaContext,
+  type SqsBatchResponse,
+  type SqsEvent,
+  type SqsHandler,
+  type SqsRecord,
+} from './sqs-event';
 
 /** The level and message of each outcome's log line. */
 const LOG: Readonly<Record<OutcomeKind, readonly [LogEntry['level'], string]>> = {
@@ -32,6 +41,25 @@ const LOG: Readonly<Record<OutcomeKind, readonly [LogEntry['level'], string]>> =
   permanent: ['error', 'Message failed permanently'],
 };
 
+/**
+ * The deadline margin of one invocation: `marginMillis`, but at most
+ * {@link DEADLINE_MARGIN_MAX_SHARE} (half) of the time the invocation has left when it starts,
+ * rounded down. So a function whose timeout is at or below the margin still starts records
+ * (with 1.5 s left and a 2 s margin, records start during the first 750 ms) instead of reporting
+ * every record as `DEADLINE`, on every delivery, until the messages are dead-lettered. With no
+ * time left (0 or less), the margin is 0 and nothing starts.
+ *
+ * @example
+ * deadlineMarginFor(2000, 60_000); // 2000
+ * deadlineMarginFor(2000, 1500);   // 750
+ */
+export function deadlineMarginFor(marginMillis: number, remainingMillis: number): number {
+  return Math.min(marginMillis, Math.floor(Math.max(0, remainingMillis) * DEADLINE_MARGIN_MAX_SHARE));
+}
+
+/** The original FIFO deduplication id of a record: `fromDeduplicationId`'s key. */
+const originalDeduplicationId = fromDeduplicationId();
+
 /** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
 type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
 
@@ -40,9 +68,20 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  * Options are validated once, here; a bad option throws `INVALID_OPTIONS` at cold start.
  *
  * Within a batch, records of one FIFO message group run in order and, once one is reported as
- * a failure, the later ones are reported as failures without running (`GROUP_BLOCKED`). Records
- * sharing a scoped key run one after the other, in batch order, each through the store, so the
- * effect runs once and the later record is a duplicate (or a mismatch) by the store's answer.
+ * a failure, the later ones are reported as failures without running (`GROUP_BLOCKED`). A
+ * record is FIFO when its `eventSourceARN` ends in `.fifo`: a fair queue (a standard queue whose
+ * producers set `MessageGroupId` for tenant fairness) keeps no order, so a failure there reports
+ * only the failed message. Records sharing a scoped key run one after the other, in batch order,
+ * each through the store, so the effect runs once and the later record is a duplicate (or a
+ * mismatch) by the store's answer.
+ *
+ * Records that have not started `deadlineMarginMillis` before the Lambda timeout are retried
+ * (`DEADLINE`) without running; the margin is capped at half the invocation's remaining time
+ * ({@link deadlineMarginFor}), so every invocation with time left starts records.
+ *
+ * Failures are logged and dead-lettered with the toolkit's reason, the error's class and its
+ * `code`; the message of an error thrown by user code (or a library it calls) only with
+ * `logErrorMessages`.
  *
  * @example
  * const processBatch = createBatchProcessor({
@@ -87,15 +126,18 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     if (config.deadLetter === 'redrive' || config.deadLetterSender === undefined) return 'redrive';
     const dedupKey = prepared.ok ? prepared.message.dedupKey : prepared.dedupKey;
     const groupId = record.attributes?.MessageGroupId;
+    // The original id, also after an earlier dead letter and redrive: the key it had.
+    const deduplicationId = originalDeduplicationId(record, undefined);
     const message: DeadLetterMessage = {
       body: record.body,
-      reason: outcome.reason,
+      reason: reasonOf(outcome, config.logErrorMessages),
       code: outcome.code,
       consumer,
       sourceMessageId: record.messageId,
       attributes: record.messageAttributes ?? {},
       ...(dedupKey === undefined ? {} : { dedupKey }),
       ...(groupId === undefined ? {} : { groupId }),
+      ...(typeof deduplicationId === 'string' ? { deduplicationId } : {}),
     };
     await config.deadLetterSender.send(message);
     return 'sent';
@@ -108,7 +150,9 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     const records = event.Records;
     const remaining = context?.getRemainingTimeInMillis?.();
     const hasRemaining = typeof remaining === 'number';
-    const deadline = hasRemaining ? clock() + remaining - config.deadlineMarginMillis : Infinity;
+    const deadline = hasRemaining
+      ? clock() + remaining - deadlineMarginFor(config.deadlineMarginMillis, remaining)
+      : Infinity;
     // The lease is never zero or absent: by default it covers what is left of this invocation.
     const leaseMillis =
       (mode.mode === 'two-phase' && mode.leaseMillis) ||
@@ -120,7 +164,7 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     const groupPrevious: (number | undefined)[] = [];
     const dependencies = records.map((record, index) => {
       const list: number[] = [];
-      const group = record.attributes?.MessageGroupId;
+      const group = fifoGroupOf(record);
       if (group !== undefined) {
         const previous = lastOfGroup.get(group);
         groupPrevious[index] = previous;
@@ -206,7 +250,8 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
       if ('code' in outcome) {
         entry.code = outcome.code;
         if (outcome.errorName !== undefined) entry.errorName = outcome.errorName;
-        entry.reason = outcome.reason;
+        if (outcome.errorCode !== undefined) entry.errorCode = outcome.errorCode;
+        entry.reason = reasonOf(outcome, config.logErrorMessages);
       } else if (outcome.kind === 'in-flight') {
         entry.code = 'IN_FLIGHT';
       }

@@ -87,6 +87,22 @@ export const DEFAULT_METRIC_NAMESPACE = 'EffectivelyOnce';
 /** Dimension name carrying the consumer on every metric. */
 export const METRIC_DIMENSION_CONSUMER = 'Consumer';
 
+/**
+ * The largest share of an invocation's remaining time (at its start) that the deadline margin
+ * takes: the margin is `min(deadlineMarginMillis, floor(remaining * share))`, so a function
+ * whose timeout is at or below the margin still processes records (`deadlineMarginFor`).
+ */
+export const DEADLINE_MARGIN_MAX_SHARE = 0.5;
+
+/**
+ * The message attribute carrying the FIFO `MessageDeduplicationId` a message had when it was
+ * first delivered (kept across repeated dead letters): `DEAD_LETTER_ATTRIBUTES.deduplicationId`.
+ * SQS gives the dead letter and the redriven message new ones; `fromDeduplicationId` prefers this
+ * attribute, so a redriven message keeps its dedup key. A name of its own so the key source
+ * bundles the one string, not the whole table.
+ */
+export const DEDUPLICATION_ID_ATTRIBUTE = 'eo-deduplication-id';
+
 /** Message attributes set on a message that is dead-lettered directly (`deadLetter: 'direct'`). */
 export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   reason: 'eo-reason',
@@ -94,6 +110,8 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   consumer: 'eo-consumer',
   dedupKey: 'eo-dedup-key',
   sourceMessageId: 'eo-source-message-id',
+  /** The original FIFO deduplication id: see {@link DEDUPLICATION_ID_ATTRIBUTE}. */
+  deduplicationId: DEDUPLICATION_ID_ATTRIBUTE,
 });
 
 // Runtime rules the construct checks at synth time: `lib/` may import nothing else from

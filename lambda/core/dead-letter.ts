@@ -6,7 +6,18 @@
 import type { ErrorCode } from './errors';
 import type { SqsMessageAttribute } from './sqs-event';
 
-/** How a permanent failure leaves the queue. */
+/**
+ * How a permanent failure leaves the queue: `redrive` lets the queue's `maxReceiveCount` move it
+ * (SQS keeps the body and message attributes; a FIFO dead-letter queue replaces the
+ * deduplication id with the message id), `direct` sends it at once with its reason (a new
+ * message, carrying the original deduplication id in `eo-deduplication-id`).
+ *
+ * What a later redrive (a new message with the same body and attributes and a new message id)
+ * does to each key source: `fromAttribute`, `fromBody` and `fromCloudEvent` keep their key, and so
+ * does `fromRecord` when it reads only the body and attributes; `fromDeduplicationId` keeps it
+ * after a direct dead letter only (it prefers `eo-deduplication-id`), and gets a new key after a
+ * native one, so completed effects run again; `fromMessageId` always gets a new key.
+ */
 export type DeadLetterMode = 'redrive' | 'direct';
 
 /** One message to dead-letter, with the reason it can never succeed. */
@@ -21,8 +32,13 @@ export interface DeadLetterMessage {
   readonly sourceMessageId: string;
   /** The original message attributes. */
   readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
-  /** The FIFO message group, when the source queue is FIFO. */
+  /** The message group, when the message has one (FIFO, or a fair queue's tenant). */
   readonly groupId?: string;
+  /**
+   * The original FIFO deduplication id (`fromDeduplicationId`'s key), when the message has one:
+   * sent as `eo-deduplication-id` so a redriven message keeps its key.
+   */
+  readonly deduplicationId?: string;
 }
 
 /** Sends one message to the dead-letter queue; a rejection means it was not sent. */

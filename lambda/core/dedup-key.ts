@@ -6,6 +6,7 @@
  * Keys come from the producer or the business, never from transport ids that change on a
  * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
  */
+import { DEDUPLICATION_ID_ATTRIBUTE } from './contract';
 import { EffectivelyOnceError, expectOption } from './errors';
 import { isWellFormedText, sha256Hex } from './fingerprint';
 import type { SqsRecord } from './sqs-event';
@@ -244,9 +245,21 @@ export function fromCloudEvent(): KeySource {
  * The key is the FIFO `MessageDeduplicationId` (the producer's id, or the body's SHA-256 with
  * content-based deduplication). Broker deduplication only covers five minutes; this key lets
  * the consumer cover the rest.
+ *
+ * A dead letter loses that id: SQS replaces it with the message id when it moves a message to a
+ * FIFO dead-letter queue (`maxReceiveCount`), and the direct sender gives the dead letter its
+ * source message id. So the message attribute `eo-deduplication-id`
+ * (`DEDUPLICATION_ID_ATTRIBUTE`), which the direct sender (`deadLetter: 'direct'`)
+ * sets to the original id, is preferred when present: a message redriven after a fix keeps its
+ * key, and its completed effects are duplicates. After a native redrive (`deadLetter:
+ * 'redrive'`) no attribute can be added: the deduplication id is no longer the original one (the
+ * move to the dead-letter queue set it to the message id), so the key is new and completed
+ * effects run again. Prefer a producer or business key (`fromBody`, `fromAttribute`) where
+ * messages may be redriven.
  */
 export function fromDeduplicationId(): KeySource {
-  return (record) => record.attributes?.MessageDeduplicationId;
+  return (record) =>
+    attributeValue(record, DEDUPLICATION_ID_ATTRIBUTE) ?? record.attributes?.MessageDeduplicationId;
 }
 
 /**

@@ -37,7 +37,10 @@ export interface Message<TBody = unknown> {
   readonly messageId: string;
   /** The message attributes as delivered. */
   readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
-  /** The FIFO message group, `undefined` on standard queues. */
+  /**
+   * The message group: a FIFO queue's ordering group, or the tenant of a fair (standard) queue;
+   * `undefined` when the producer set none.
+   */
   readonly groupId: string | undefined;
   /** The correlation id carried into every log line (see the `correlationId` option). */
   readonly correlationId: string;
@@ -65,6 +68,8 @@ export interface PrepareConfig<TBody> {
   readonly parse: BodyParser<TBody>;
   readonly fingerprint: FingerprintPicker<TBody> | undefined;
   readonly correlationId: CorrelationIdPicker | undefined;
+  /** Show the messages of errors thrown by the user's functions (see `logErrorMessages`). */
+  readonly logErrorMessages?: boolean;
 }
 
 /** A prepared message, or the permanent error that stops it, with what is known for logs. */
@@ -99,16 +104,32 @@ function tryParseJson(text: string): unknown {
   }
 }
 
-/** What `run` returns; when it throws, a permanent error `code` explaining `message`. */
-function attempt<T>(run: () => T, code: 'MALFORMED_BODY' | 'MISSING_KEY', message: string): T {
+/**
+ * What `run` (a user's function) returns; when it throws, an error explaining `message`. A
+ * toolkit error it throws on purpose (`PermanentError`, `EffectivelyOnceError`) keeps its code
+ * and its message, which is written for the logs. Anything else is a permanent error `code` with
+ * the class of what was thrown, and its message only with `logErrorMessages` (a validator's
+ * message quotes the value it rejects; a `SyntaxError` from `JSON.parse` quotes the body, and
+ * bodies never reach the logs).
+ */
+function attempt<T>(
+  run: () => T,
+  code: 'MALFORMED_BODY' | 'MISSING_KEY',
+  message: string,
+  logErrorMessages: boolean | undefined,
+): T {
   try {
     return run();
   } catch (cause) {
-    // An error the user's function raised on purpose keeps its own code.
-    if (isEffectivelyOnceError(cause)) throw cause;
+    if (isEffectivelyOnceError(cause)) {
+      throw new EffectivelyOnceError(cause.code, `${message}: ${cause.message}`, { cause });
+    }
     const { name, message: detail } = (cause ?? {}) as { name?: unknown; message?: unknown };
-    // A SyntaxError from JSON.parse quotes the body, and bodies never reach the logs.
-    const shown = typeof detail === 'string' && name !== 'SyntaxError' ? `${message}: ${detail}` : message;
+    const className = typeof name === 'string' ? name : typeof cause;
+    const shown =
+      logErrorMessages === true && typeof detail === 'string' && name !== 'SyntaxError'
+        ? `${message}: ${detail}`
+        : `${message} (${className} thrown)`;
     throw new EffectivelyOnceError(code, shown, { cause });
   }
 }
@@ -160,18 +181,24 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
       body = rawBody as TBody;
     } else {
       const parse = config.parse;
-      body = attempt(() => parse(rawBody), 'MALFORMED_BODY', 'The body was rejected by the `parse` option');
+      body = attempt(
+        () => parse(rawBody),
+        'MALFORMED_BODY',
+        'The body was rejected by the `parse` option',
+        config.logErrorMessages,
+      );
     }
-    dedupKey = attempt(
-      () => {
-        const value = config.dedupKey(record, body);
-        // Only the default parse makes the body the JSON of the text the literal is read from.
-        const exact = config.parse === 'json' ? exactBodyNumberKey(value, config.dedupKey, readBody) : value;
-        return toDedupKey(exact);
-      },
+    // Only the user's function runs inside `attempt`: the toolkit's own key errors stay as they are.
+    const keyValue = attempt(
+      () => config.dedupKey(record, body),
       'MISSING_KEY',
       'The `dedupKey` option failed to pick a key',
+      config.logErrorMessages,
     );
+    // Only the default parse makes the body the JSON of the text the literal is read from.
+    const exact =
+      config.parse === 'json' ? exactBodyNumberKey(keyValue, config.dedupKey, readBody) : keyValue;
+    dedupKey = toDedupKey(exact);
     scopedKey = scopeKey(config.consumer, dedupKey);
     const message: Message<TBody> = {
       body,
@@ -188,7 +215,12 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
     const pick = config.fingerprint;
     if (pick) {
       fingerprint = fingerprintOf(
-        attempt(() => pick(message), 'MALFORMED_BODY', 'The `fingerprint` option failed'),
+        attempt(
+          () => pick(message),
+          'MALFORMED_BODY',
+          'The `fingerprint` option failed',
+          config.logErrorMessages,
+        ),
       );
     } else {
       if (json === NOT_JSON) json = tryParseJson(rawBody);

@@ -6,6 +6,7 @@ import { DEFAULT_METRIC_NAMESPACE } from './contract';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
 import { assertName, type KeySource } from './dedup-key';
 import { expectOption } from './errors';
+import { isLeaseWithinTtl } from './lease';
 import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './message';
 import type { MetricsSink } from './metrics';
@@ -92,16 +93,24 @@ export interface TwoPhaseModeOptions<TBody> {
   readonly handle: (message: Message<TBody>, effects: Effects) => unknown;
   /**
    * How long a claim is valid, in milliseconds (at least 1000: a smaller value is taken for
-   * seconds and rejected). Cover the longest effect: a claim whose lease ended is taken over.
+   * seconds and rejected). Cover the longest effect plus the clock skew between instances: a
+   * claim whose lease ended is taken over. Must be shorter than `ttlSeconds`
+   * (`isLeaseWithinTtl`; `INVALID_OPTIONS` at creation otherwise). Whatever the lease, a claim's
+   * record lives `ttlSeconds` past its lease end (`claimExpiresAt`), so it never expires
+   * mid-effect. Keep it well below the queue's `visibilityTimeout × maxReceiveCount`: a crashed
+   * claim is taken over only by a redelivery after its lease ended, and one that outlives every
+   * receive is dead-lettered as in flight instead.
    * @default the time the invocation has left when it starts (`EO_LEASE_MILLIS`, which the
    *   construct sets to the function timeout, in the deployable handlers), at least 1000; 15
-   *   minutes without a Lambda context
+   *   minutes without a Lambda context; the visibility timeout in `createSqsWorker`
    */
   readonly leaseMillis?: number;
   /**
-   * Extend the lease while an effect runs, every third of `leaseMillis`. When another
-   * delivery has taken the claim over, the effect's `signal` is aborted.
-   * @default false
+   * Extend the lease while an effect runs, every third of `leaseMillis`, moving the record's
+   * `expiresAt` with it. When another delivery has taken the claim over, the effect's `signal`
+   * is aborted. The heartbeat stops, and the extension in flight is awaited, before the claim is
+   * completed or released, so a late extension never revives a released claim.
+   * @default false; `true` in `createSqsWorker` while its visibility heartbeat is on
    */
   readonly heartbeat?: boolean;
   /**
@@ -170,7 +179,9 @@ export interface CommonOptions<TBody> {
   readonly concurrency?: number;
   /**
    * Records that have not started this long before the Lambda timeout are reported as batch
-   * item failures (`DEADLINE`) instead of being started.
+   * item failures (`DEADLINE`) instead of being started. Capped at half the time an invocation
+   * has left when it starts (`deadlineMarginFor`), so a function timeout at or below the margin
+   * still processes records.
    * @default 2000
    */
   readonly deadlineMarginMillis?: number;
@@ -196,6 +207,16 @@ export interface CommonOptions<TBody> {
   readonly logKeys?: 'plain' | 'hash';
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
+  /**
+   * Log (and dead-letter with) the messages of errors thrown by user code and the libraries it
+   * calls. Off, a failure shows the error's class, its `code` when it has one, and the
+   * toolkit's own reason: such messages may quote data (`assert.match(card, ...)` quotes the
+   * card), and they would reach CloudWatch and the `eo-reason` attribute. Messages of toolkit
+   * errors (including a `PermanentError` a handler throws) are always shown; a `SyntaxError`'s
+   * never is (it quotes the body).
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
   /**
    * Where the counts of each invocation go; `false` publishes nothing.
    * @default one Embedded Metric Format line on standard output
@@ -315,6 +336,8 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
   const deadLetter = oneOf('deadLetter', options.deadLetter, ['redrive', 'direct'], 'redrive');
   if (deadLetter === 'direct') port('deadLetterSender', options.deadLetterSender, ['send']);
   if (logger !== undefined) port('logger', logger, ['log']);
+  const { logErrorMessages = false } = options;
+  expectOption(typeof logErrorMessages === 'boolean', 'logErrorMessages', 'a boolean', logErrorMessages);
   if (metrics !== undefined && metrics !== false) port('metrics', metrics, ['publish']);
   expectOption(
     typeof metricNamespace === 'string' && metricNamespace !== '' && metricNamespace.length <= 255,
@@ -332,9 +355,9 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     const { leaseMillis } = options;
     millis('leaseMillis', leaseMillis);
     expectOption(
-      !(leaseMillis! >= ttlSeconds * 1000),
+      leaseMillis === undefined || isLeaseWithinTtl(leaseMillis, ttlSeconds),
       'leaseMillis',
-      'shorter than `ttlSeconds` (in milliseconds)',
+      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
       leaseMillis,
     );
     millis('stuckAfterMillis', options.stuckAfterMillis);
@@ -359,6 +382,7 @@ export function resolveOptions<TBody>(options: BatchProcessorOptions<TBody>): Re
     deadLetter,
     logLevel: oneOf('logLevel', options.logLevel, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
+    logErrorMessages,
     metricNamespace,
   }) as ResolvedOptions<TBody>;
 }

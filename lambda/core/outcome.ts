@@ -9,10 +9,18 @@ import type { InboxRecord } from './store-port';
 /** A failure outcome's details, for the log line and the dead-letter reason. */
 export interface FailureDetails {
   readonly code: ErrorCode;
-  /** Human-readable reason (the error message; never a quote of the body from the toolkit). */
+  /**
+   * Human-readable reason, safe to log: the toolkit's own text, or the class (and `code`) of an
+   * error thrown by user code or a library, never its message (see {@link outcomeOfError}).
+   */
   readonly reason: string;
   /** The class name of the underlying error, when there is one. */
   readonly errorName?: string;
+  /**
+   * The `code` of a non-toolkit error, when it has one that reads as an identifier (for example
+   * Node's `ERR_ASSERTION`).
+   */
+  readonly errorCode?: string;
   /** The underlying error, kept for custom loggers. Never serialised by the toolkit. */
   readonly error?: unknown;
 }
@@ -66,21 +74,59 @@ export function outcomeOfExisting(record: InboxRecord, fingerprint: string, nowM
  * The failure outcome of a thrown value. Toolkit errors keep their code and disposition
  * (a configuration error met at run time is retried: the message must not be lost); anything
  * else is retried under `fallback`.
+ *
+ * The reason of a toolkit error (an `EffectivelyOnceError`, including a `PermanentError` a
+ * handler throws on purpose) is its message: the toolkit's messages never quote a body, and a
+ * handler that throws one writes its reason for the dead letter. Any other error (from user
+ * code or a library it calls) is described by its class and `code` only: its message may quote
+ * data (`assert.match(card, ...)` quotes the card). The batch processor shows that message only
+ * with `logErrorMessages` (see {@link reasonOf}).
  */
 export function outcomeOfError(error: unknown, fallback: ErrorCode): Outcome {
   const described = typeof error === 'object' && error !== null ? (error as Partial<Error>) : {};
   const errorName = typeof described.name === 'string' ? described.name : typeof error;
-  const reason = typeof described.message === 'string' ? described.message : String(error);
   if (!isEffectivelyOnceError(error)) {
-    // A SyntaxError (`JSON.parse` of a payload nested in the body) quotes the text it failed on,
-    // and bodies never reach the logs: only its class is kept, as the body parser does.
-    const shown = errorName === 'SyntaxError' ? SYNTAX_ERROR_REASON : reason;
-    return { kind: 'retry', code: fallback, reason: shown, errorName, error };
+    const { code } = described as { code?: unknown };
+    // Only a code that reads as an identifier: a code is never meant to be free text.
+    const errorCode = typeof code === 'string' && /^[\w.:-]{1,64}$/.test(code) ? code : undefined;
+    const reason =
+      errorName === 'SyntaxError'
+        ? SYNTAX_ERROR_REASON
+        : `${errorName}${errorCode ? ` (code ${errorCode})` : ''} thrown; its message is not logged`;
+    return { kind: 'retry', code: fallback, reason, errorName, errorCode, error };
   }
   const kind = dispositionOf(error) === 'permanent' ? 'permanent' : 'retry';
-  return { kind, code: error.code, reason, errorName, error };
+  return { kind, code: error.code, reason: String(error.message), errorName, error };
 }
 
-/** The reason logged for a `SyntaxError`, whose own message may quote the body. */
+/**
+ * The reason a failure is logged and dead-lettered with: `details.reason`, or, with
+ * `logErrorMessages`, the message of the non-toolkit error behind it. A `SyntaxError`'s message
+ * is never shown: `JSON.parse` quotes the text it failed on, and bodies never reach the logs.
+ */
+export function reasonOf(details: FailureDetails, logErrorMessages: boolean): string {
+  const { error } = details;
+  if (!logErrorMessages || error === undefined || isEffectivelyOnceError(error)) return details.reason;
+  if (details.errorName === 'SyntaxError') return SYNTAX_ERROR_REASON;
+  const { message } = (typeof error === 'object' && error !== null ? error : {}) as Partial<Error>;
+  return typeof message === 'string' ? message : String(error);
+}
+
+/**
+ * The `errorMessage` log field of a failure for the entry points that log an error's class and
+ * code only (HTTP wrapper, job guard, worker): the error's message with `logErrorMessages`,
+ * except a `SyntaxError`'s (it may quote the input); else nothing.
+ */
+export function errorMessageField(
+  error: unknown,
+  logErrorMessages: boolean | undefined,
+): { readonly errorMessage?: string } {
+  if (logErrorMessages !== true) return {};
+  const { name, message } = (typeof error === 'object' && error !== null ? error : {}) as Partial<Error>;
+  if (name === 'SyntaxError') return {};
+  return { errorMessage: typeof message === 'string' ? message : String(error) };
+}
+
+/** The reason logged for a `SyntaxError`, whose own message may quote the input. */
 export const SYNTAX_ERROR_REASON =
   'A SyntaxError was thrown; its message may quote the input, so it is not logged';

@@ -93,7 +93,8 @@ export async function processMessage<TBody>(
         // A random owner token tells this claim from any other: when the put's response is lost
         // and the SDK retries it, the retry meets this very marker, which the store reports as
         // inserted, and the effect must still run.
-        const result = await store.insert({ ...record, owner: randomUUID() }, nowMillis);
+        const owner = randomUUID();
+        const result = await store.insert({ ...record, owner }, nowMillis);
         if (result.kind !== 'inserted') return outcomeOfInsert(result, fingerprint, nowMillis);
         try {
           stage = 'handler';
@@ -102,8 +103,10 @@ export async function processMessage<TBody>(
         } catch (error) {
           // Released, the retry runs the effect again; kept, it would be acknowledged. The effect may
           // have partly happened, so the key stays bound to this payload: another payload reusing
-          // it is a mismatch, not a fresh claim.
-          await store.release(record.pk, { fingerprint }).catch((releaseError) =>
+          // it is a mismatch, not a fresh claim. Fenced by this claim's owner token, not by the
+          // fingerprint: a release retried by the SDK after another delivery of the same payload
+          // claimed and completed the key must leave that delivery's marker alone.
+          await store.release(record.pk, { owner, status: INBOX_STATUS.completed }).catch((releaseError) =>
             deps.log(message, {
               level: 'error',
               message: 'Releasing the marker failed: the retry will be acknowledged as a duplicate',

@@ -63,3 +63,20 @@ export interface LambdaContext {
 
 /** The complete Lambda SQS handler that the entry points return. */
 export type SqsHandler = (event: SqsEvent, context?: LambdaContext) => Promise<SqsBatchResponse>;
+
+/**
+ * True for a FIFO queue, by its ARN or URL: FIFO queue names end in `.fifo`. A message group id
+ * alone does not make a queue FIFO: standard queues accept one for fairness (fair queues), and
+ * their messages are neither ordered nor held back by a failure in their group.
+ */
+export function isFifoQueue(arnOrUrl: string | undefined): boolean {
+  return typeof arnOrUrl === 'string' && arnOrUrl.endsWith('.fifo');
+}
+
+/**
+ * The FIFO message group of a record: its `MessageGroupId` when it comes from a FIFO queue (by
+ * `eventSourceARN`, see {@link isFifoQueue}), else `undefined`.
+ */
+export function fifoGroupOf(record: SqsRecord): string | undefined {
+  return isFifoQueue(record.eventSourceARN) ? record.attributes?.MessageGroupId : undefined;
+}

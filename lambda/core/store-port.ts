@@ -22,7 +22,11 @@ export interface InboxRecord {
   readonly status: InboxStatus;
   /** SHA-256 hex of the canonical payload. */
   readonly fingerprint: string;
-  /** TTL, epoch seconds. Reads treat a record with `expiresAt <= now` as absent. */
+  /**
+   * TTL, epoch seconds. Reads treat a record with `expiresAt <= now` as absent. A record in
+   * progress lives `ttlSeconds` past its lease end (`claimExpiresAt`), a completed one
+   * `ttlSeconds` past its completion.
+   */
   readonly expiresAt: number;
   /** Consumer name, unscoped. */
   readonly consumer: string;
@@ -34,9 +38,9 @@ export interface InboxRecord {
    */
   readonly leaseExpiresAt?: number;
   /**
-   * The random token of the claim that wrote the record. Two-phase: fences complete, release and
-   * lease extension. Marker only: tells the claim's own marker, met again by an SDK retry after
-   * a lost response, from another delivery's.
+   * The random token of the claim that wrote the record: fences every later write of that claim
+   * (two-phase complete, release and lease extension; a marker's release), and tells the claim's
+   * own record, met again by an SDK retry after a lost response, from another delivery's.
    */
   readonly owner?: string;
   /** Two-phase: stored result of a completed effect (the core stores JSON text). */
@@ -90,6 +94,21 @@ export interface VersionedPutWrite {
   readonly versionAttribute: string;
 }
 
+/**
+ * Whose claim a release undoes: the owner token it was written with, and the status it holds
+ * while that owner has it.
+ */
+export interface ReleaseGuard {
+  /** The owner token of the claim (`InboxRecord.owner`). */
+  readonly owner: string;
+  /**
+   * `COMPLETED` for a marker-only claim (stored completed before its handler runs),
+   * `IN_PROGRESS` for a claim with a lease (two-phase, job slots, HTTP keys).
+   * @default 'IN_PROGRESS'
+   */
+  readonly status?: InboxStatus;
+}
+
 /** What the database said to a fenced update (complete, release, extend, replace). */
 export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
 
@@ -124,19 +143,21 @@ export interface InboxStore {
   insertEntity(entity: EntityWrite, fingerprint: string, nowMillis: number): Promise<InsertResult>;
 
   /**
-   * Releases the record at `pk` only if it still carries `guard` (the fingerprint of a
-   * marker-only claim, or the owner token of an in-progress two-phase claim), keeping it as a released
-   * claim (`IN_PROGRESS`, lease end `0`; a marker is turned into one): the effect may have
-   * happened, so the key stays bound to its payload. A claim or an insert of the same
-   * fingerprint takes it at once (`claimLease`, `insert`, `commit`); another payload meets it as
-   * a live record with another fingerprint, a mismatch. One request. Never throws when the
-   * record is gone or owned by someone else (`lost-ownership`); a release sent again by its
-   * holder (an SDK retry after a lost response) is `ok`.
+   * Releases the record at `pk` only while it is still the claim of `guard.owner` (its random
+   * owner token) with status `guard.status` (`COMPLETED` for a marker-only claim, the default
+   * `IN_PROGRESS` for a claim with a lease), keeping it as a released claim (`IN_PROGRESS`,
+   * lease end `0`; a marker is turned into one): the effect may have happened, so the key stays
+   * bound to its payload. A claim or an insert of the same fingerprint takes it at once
+   * (`claimLease`, `insert`, `commit`); another payload meets it as a live record with another
+   * fingerprint, a mismatch. One request.
+   *
+   * Never throws when the record is gone, completed or claimed by someone else
+   * (`lost-ownership`, the record untouched); a release sent again by its holder (an SDK retry
+   * after a lost response) meets the claim it released: `ok`. A retry that arrives after another
+   * delivery claimed the released record again is `lost-ownership`: the owner token tells the
+   * two apart, where the fingerprint (the same payload) cannot.
    */
-  release(
-    pk: string,
-    guard: { readonly fingerprint: string } | { readonly owner: string },
-  ): Promise<FencedResult>;
+  release(pk: string, guard: ReleaseGuard): Promise<FencedResult>;
 
   /**
    * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and a `leaseExpiresAt` after
@@ -156,9 +177,10 @@ export interface InboxStore {
   ): Promise<InsertResult & { readonly takeover?: boolean }>;
 
   /**
-   * Two-phase: mark completed with an optional result, only while `owner` still holds the claim.
-   * A completed record carrying `owner` is this completion's own, met by an SDK retry after a
-   * lost response (where the store returns the record from the failed condition): `ok`.
+   * Two-phase: mark completed with an optional result, only while `owner` still holds the claim
+   * (in progress, not released; an ended lease that nobody took over is still held). A
+   * completed record carrying `owner` is this completion's own, met by an SDK retry after a lost
+   * response (where the store returns the record from the failed condition): `ok`.
    */
   complete(
     pk: string,
@@ -179,8 +201,16 @@ export interface InboxStore {
     next: { readonly fingerprint: string; readonly expiresAt: number; readonly result?: unknown },
   ): Promise<FencedResult>;
 
-  /** Two-phase: move the lease end to `leaseExpiresAt`, only while `owner` still holds the claim. */
-  extendLease(pk: string, owner: string, leaseExpiresAt: number): Promise<FencedResult>;
+  /**
+   * Moves the lease end forward to `leaseExpiresAt` and `expiresAt` with it (see
+   * `claimExpiresAt`: the record outlives its lease), only while `owner` still holds the claim:
+   * in progress and not released (lease end `0`), so an extension delayed past a release or a
+   * completion never revives the claim. An extension that finds the owner's lease already at or
+   * past `leaseExpiresAt` (an SDK retry after a lost response, or an older extension delayed past
+   * a newer one) changes nothing and is `ok`; it never moves a lease back. `lost-ownership` once
+   * the claim was taken over, released, completed, or is gone.
+   */
+  extendLease(pk: string, owner: string, leaseExpiresAt: number, expiresAt: number): Promise<FencedResult>;
 
   /**
    * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its

@@ -9,6 +9,7 @@ import { scopeKey } from './dedup-key';
 import { EffectivelyOnceError, errorFields } from './errors';
 import { sha256Hex } from './fingerprint';
 import { estimateItemSize, MAX_ITEM_BYTES } from './item-size';
+import { claimExpiresAt } from './lease';
 import type { Message } from './message';
 import type { TwoPhaseModeOptions } from './options';
 import { type Outcome, outcomeOfError, outcomeOfExisting } from './outcome';
@@ -138,6 +139,37 @@ export async function processTwoPhase<TBody>(
       : new EffectivelyOnceError('IN_FLIGHT', 'The effect is in progress in another delivery');
   };
 
+  /**
+   * Extends the lease of `owner`'s claim every third of the lease, moving `expiresAt` with it;
+   * aborts `controller` when another delivery took the claim over. `stop` ends the beats and
+   * waits for the extensions in flight, so none lands after the release or completion that
+   * follows.
+   */
+  function startHeartbeat(pk: string, owner: string, controller: AbortController) {
+    let beating = true;
+    const inFlight = new Set<Promise<void>>();
+    const beat = () => {
+      const next = clock() + leaseMillis;
+      const extension = store.extendLease(pk, owner, next, claimExpiresAt(next, ttlSeconds)).then(
+        (extended) => {
+          if (extended.kind !== 'ok' && beating) controller.abort(block(LEASE_LOST));
+        },
+        // A failed extension is tried again at the next beat; the lease still runs.
+        () => undefined,
+      );
+      inFlight.add(extension);
+      void extension.finally(() => inFlight.delete(extension));
+    };
+    const timer = setInterval(beat, Math.ceil(leaseMillis / 3));
+    return {
+      async stop(): Promise<void> {
+        beating = false;
+        clearInterval(timer);
+        await Promise.all(inFlight);
+      },
+    };
+  }
+
   async function runEffect<T>(name: string | undefined, effect: Effect<T>): Promise<T | undefined> {
     try {
       if (names.has(name) || typeof effect !== 'function') {
@@ -146,15 +178,18 @@ export async function processTwoPhase<TBody>(
       names.add(name);
       const pk = name === undefined ? message.scopedKey : scopeKey(consumer, message.dedupKey, name);
       const now = clock();
+      const leaseExpiresAt = now + leaseMillis;
       let record: InboxRecord = {
         pk,
         status: INBOX_STATUS.inProgress,
         fingerprint,
-        expiresAt: seconds(now) + ttlSeconds,
+        // The claim lives its TTL past its lease end, whatever the lease: it never expires
+        // mid-effect, and a crashed claim is taken over (or found stuck), never claimed afresh.
+        expiresAt: claimExpiresAt(leaseExpiresAt, ttlSeconds),
         consumer,
         committedAt: now,
         owner: randomUUID(),
-        leaseExpiresAt: now + leaseMillis,
+        leaseExpiresAt,
       };
       let takeover: { owner: string } | undefined;
       for (;;) {
@@ -200,21 +235,7 @@ export async function processTwoPhase<TBody>(
 
       const owner = record.owner!;
       const controller = new AbortController();
-      let beating = mode.heartbeat === true;
-      const timer = beating
-        ? setInterval(
-            () => {
-              store.extendLease(pk, owner, clock() + leaseMillis).then(
-                (extended) => {
-                  if (extended.kind !== 'ok' && beating) controller.abort(block(LEASE_LOST));
-                },
-                // A failed extension is tried again at the next beat; the lease still runs.
-                () => undefined,
-              );
-            },
-            Math.ceil(leaseMillis / 3),
-          )
-        : undefined;
+      const heartbeat = mode.heartbeat === true ? startHeartbeat(pk, owner, controller) : undefined;
       let value: T;
       try {
         value = await effect({
@@ -225,8 +246,9 @@ export async function processTwoPhase<TBody>(
         });
       } catch (error) {
         failure ??= outcomeOfError(error, 'HANDLER_FAILED');
-        beating = false;
-        clearInterval(timer);
+        // An extension still in flight would otherwise land after the release and revive the
+        // claim until its new lease end; the store refuses to extend a released claim as well.
+        await heartbeat?.stop();
         // Released, the retry runs the effect again, with the same derived keys. The effect may
         // have happened (its answer lost), so the claim keeps the payload's fingerprint: another
         // payload reusing the key is a mismatch, not a fresh claim.
@@ -240,8 +262,7 @@ export async function processTwoPhase<TBody>(
         );
         throw error;
       }
-      beating = false;
-      clearInterval(timer);
+      await heartbeat?.stop();
       let result: string | undefined;
       if (mode.storeResults && value !== undefined) {
         try {

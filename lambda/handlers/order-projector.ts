@@ -19,7 +19,7 @@
  */
 
 import { fromBody } from '../core/dedup-key';
-import { PermanentError } from '../core/errors';
+import { EffectivelyOnceError, PermanentError } from '../core/errors';
 import type { Message } from '../core/message';
 import type { UnitOfWork } from '../core/unit-of-work';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
@@ -47,20 +47,27 @@ export interface OrderEvent {
 
 const isText = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
 
-/** Parses and validates an order event; an invalid one is a permanent `MALFORMED_BODY` error. */
+/**
+ * Parses and validates an order event; an invalid one is a permanent `MALFORMED_BODY` error.
+ * Its messages name the field, never a value, so they are toolkit errors: their reason is logged
+ * and dead-lettered (the message of any other error is not, without `logErrorMessages`).
+ */
 export function parseOrderEvent(rawBody: string): OrderEvent {
   let event: Partial<OrderEvent> | null;
   try {
     event = JSON.parse(rawBody);
   } catch {
     // JSON.parse quotes the body in its message, and bodies never reach the logs.
-    throw new Error('An order event must be JSON');
+    throw new EffectivelyOnceError('MALFORMED_BODY', 'An order event must be JSON');
   }
-  if (typeof event !== 'object' || event === null) throw new Error('An order event must be a JSON object');
-  if (!isText(event.orderId)) throw new Error('`orderId` must be a non-empty string');
-  if (!isText(event.status)) throw new Error('`status` must be a non-empty string');
+  if (typeof event !== 'object' || event === null)
+    throw new EffectivelyOnceError('MALFORMED_BODY', 'An order event must be a JSON object');
+  if (!isText(event.orderId))
+    throw new EffectivelyOnceError('MALFORMED_BODY', '`orderId` must be a non-empty string');
+  if (!isText(event.status))
+    throw new EffectivelyOnceError('MALFORMED_BODY', '`status` must be a non-empty string');
   if (typeof event.amount !== 'number' || !Number.isFinite(event.amount))
-    throw new Error('`amount` must be a number');
+    throw new EffectivelyOnceError('MALFORMED_BODY', '`amount` must be a number');
   return event as OrderEvent;
 }
 

@@ -50,20 +50,27 @@ const TRANSIENT_STATUSES = new Set([408, 409, 425, 429]);
 
 const isText = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
 
-/** Parses and validates a payment event; an invalid one is a permanent `MALFORMED_BODY` error. */
+/**
+ * Parses and validates a payment event; an invalid one is a permanent `MALFORMED_BODY` error.
+ * Its messages name the field, never a value, so they are toolkit errors: their reason is logged
+ * and dead-lettered (the message of any other error is not, without `logErrorMessages`).
+ */
 export function parsePaymentEvent(rawBody: string): PaymentEvent {
   let event: Partial<PaymentEvent> | null;
   try {
     event = JSON.parse(rawBody);
   } catch {
     // JSON.parse quotes the body in its message, and bodies never reach the logs.
-    throw new Error('A payment event must be JSON');
+    throw new EffectivelyOnceError('MALFORMED_BODY', 'A payment event must be JSON');
   }
-  if (typeof event !== 'object' || event === null) throw new Error('A payment event must be a JSON object');
+  if (typeof event !== 'object' || event === null)
+    throw new EffectivelyOnceError('MALFORMED_BODY', 'A payment event must be a JSON object');
   for (const field of ['paymentId', 'status', 'currency'] as const) {
-    if (!isText(event[field])) throw new Error(`\`${field}\` must be a non-empty string`);
+    if (!isText(event[field]))
+      throw new EffectivelyOnceError('MALFORMED_BODY', `\`${field}\` must be a non-empty string`);
   }
-  if (!Number.isSafeInteger(event.amount)) throw new Error('`amount` must be an integer');
+  if (!Number.isSafeInteger(event.amount))
+    throw new EffectivelyOnceError('MALFORMED_BODY', '`amount` must be an integer');
   return event as PaymentEvent;
 }
 

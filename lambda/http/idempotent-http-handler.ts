@@ -11,6 +11,7 @@ import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
+import { isLeaseWithinTtl } from '../core/lease';
 import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
@@ -20,6 +21,7 @@ import {
   publishCounts,
 } from '../core/metrics';
 import type { Clock } from '../core/options';
+import { errorMessageField } from '../core/outcome';
 import type { LambdaContext } from '../core/sqs-event';
 import type { InboxStore } from '../core/store-port';
 import { createLeaseClaim } from '../jobs/lease-claim';
@@ -133,6 +135,12 @@ export interface IdempotentHttpHandlerOptions<TEvent extends HttpEvent, TResult>
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
   /**
+   * Log the message of an error the handler throws (`errorMessage`), as well as its class. Off,
+   * only the class and the toolkit's code are logged: such messages may quote request data.
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
+  /**
    * Where each keyed request's outcome count goes (`processed`, `duplicate` for a replay,
    * `inFlight` for a 409, `mismatch` for a 422, `retry` for a released key, `permanent` for an
    * invalid key); `false` publishes nothing.
@@ -222,6 +230,9 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   if (options.required !== undefined && typeof options.required !== 'boolean') {
     invalidOption('required', 'a boolean', options.required);
   }
+  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
+    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
+  }
   const methods = new Set(
     (options.methods ?? DEFAULT_IDEMPOTENT_METHODS).map((method) => {
       if (typeof method !== 'string' || method === '')
@@ -231,6 +242,13 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   );
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS);
   const fixedLeaseMillis = positiveOption('leaseMillis', options.leaseMillis, undefined);
+  if (fixedLeaseMillis !== undefined && !isLeaseWithinTtl(fixedLeaseMillis, ttlSeconds)) {
+    invalidOption(
+      'leaseMillis',
+      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
+      fixedLeaseMillis,
+    );
+  }
   const maxResponseBytes = positiveOption(
     'maxResponseBytes',
     options.maxResponseBytes,
@@ -398,6 +416,7 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
       await releaseClaim('The handler failed; the key is released so a retry runs again', {
         code: 'HANDLER_FAILED',
         errorName: (error as Error | undefined)?.name,
+        ...errorMessageField(error, options.logErrorMessages),
       });
       throw error;
     }

@@ -10,8 +10,10 @@ import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { EffectivelyOnceError, errorFields } from '../core/errors';
 import { fingerprintOf } from '../core/fingerprint';
+import { claimExpiresAt, isLeaseWithinTtl } from '../core/lease';
 import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
+import { errorMessageField } from '../core/outcome';
 import type { InboxStore } from '../core/store-port';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
 import { createLeaseClaim } from './lease-claim';
@@ -28,7 +30,9 @@ export interface JobGuardOptions {
   readonly consumer: string;
   /**
    * How long a run holds its slot before another run may take it over (a crashed run). Extend it
-   * with `run.extendLease()` or `run.saveCheckpoint()` in long runs.
+   * with `run.extendLease()` or `run.saveCheckpoint()` in long runs. Must be shorter than
+   * `ttlSeconds` (`INVALID_OPTIONS` otherwise); the slot's record lives `ttlSeconds` past the
+   * lease end while in progress, and every extension moves both.
    * @default 900000 (15 minutes)
    */
   readonly leaseMillis?: number;
@@ -59,6 +63,12 @@ export interface JobGuardOptions {
   readonly logLevel?: LogLevel;
   /** @default JSON lines on standard output */
   readonly logger?: Logger;
+  /**
+   * Log the message of an error the job's work throws (`errorMessage`), as well as its class.
+   * Off, only the class and the toolkit's code are logged: such messages may quote data.
+   * @default false
+   */
+  readonly logErrorMessages?: boolean;
 }
 
 /** Which slot of which job a run is for. */
@@ -78,7 +88,8 @@ export interface JobRun {
   /** Epoch milliseconds when the current lease ends. */
   leaseExpiresAt(): number;
   /**
-   * Moves the lease end to now + `leaseMillis`. Throws (code `IN_FLIGHT`) when another run has
+   * Moves the lease end to now + `leaseMillis`, and the record's `expiresAt` to `ttlSeconds`
+   * after it (never backwards). Throws (code `IN_FLIGHT`) when another run has
    * taken the slot over: stop working; `run()` then answers `{ ran: false, reason: 'lease-lost' }`.
    * Call it before a step whose effect must not repeat: a run that stalled past its lease (and
    * was taken over) then stops before the effect instead of after it.
@@ -139,8 +150,18 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
   if (!isValidName(consumer)) invalidOption('consumer', `a name matching ${NAME_PATTERN}`, consumer);
   const leaseMillis = positiveOption('leaseMillis', options.leaseMillis, DEFAULT_JOB_LEASE_MILLIS);
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_JOB_TTL_SECONDS);
+  if (!isLeaseWithinTtl(leaseMillis, ttlSeconds)) {
+    invalidOption(
+      'leaseMillis',
+      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
+      leaseMillis,
+    );
+  }
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     invalidOption('clock', 'a function returning epoch milliseconds', options.clock);
+  }
+  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
+    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
   }
   const log = resolveLeaseLog(options);
   const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release', 'extendLease', 'insert']);
@@ -225,7 +246,8 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       const extendLease = async (): Promise<void> => {
         if (leaseLost) throw lost();
         const next = clock() + leaseMillis;
-        const answer = await store.extendLease(pk, owner, next);
+        // The TTL moves with the lease: the slot's record never expires while this run works.
+        const answer = await store.extendLease(pk, owner, next, claimExpiresAt(next, ttlSeconds));
         if (answer.kind === 'lost-ownership') throw lost();
         leaseExpiresAt = next;
       };
@@ -271,6 +293,7 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
           ...fields,
           outcome: 'retry',
           ...errorFields(error, 'HANDLER_FAILED'),
+          ...errorMessageField(error, options.logErrorMessages),
         });
         throw error;
       }

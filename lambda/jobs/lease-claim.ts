@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from '../core/contract';
+import { claimExpiresAt } from '../core/lease';
 import type { FencedResult, InboxRecord, InboxStore, InsertResult } from '../core/store-port';
 
 /** What a claim found: inserted (`takeover` when it replaced a crashed run's claim), or the live record. */
@@ -61,12 +62,16 @@ export interface LeaseTarget {
   readonly consumer: string;
   /** How long the claim holds the key before another run may take it over. */
   readonly leaseMillis: number;
-  /** Lifetime of the record (`expiresAt`) from its claim, and again from its completion. */
+  /**
+   * Lifetime of the record (`expiresAt`): past the lease end while in progress
+   * (`claimExpiresAt`), from the completion once completed.
+   */
   readonly ttlSeconds: number;
 }
 
 /**
- * One run's claim of a key with a lease: its owner token fences `complete` and `release`.
+ * One run's claim of a key with a lease: its owner token fences `complete` and `release` (and
+ * the job guard's lease extension), each refused once another run took the claim over.
  * Created per run; `claim` once, then `complete` or `release`.
  */
 export interface LeaseClaim {
@@ -112,8 +117,9 @@ export function createLeaseClaim(
     pk,
     status: INBOX_STATUS.inProgress,
     fingerprint,
-    // The claim outlives its lease, or the key would look free while this run works.
-    expiresAt: Math.max(Math.floor(nowMillis / 1000) + ttlSeconds, Math.ceil(leaseExpiresAt / 1000) + 1),
+    // The claim lives its TTL past its lease end: the key never looks free while this run
+    // works, and a crashed run's claim is taken over, never claimed afresh.
+    expiresAt: claimExpiresAt(leaseExpiresAt, ttlSeconds),
     consumer,
     committedAt: nowMillis,
     leaseExpiresAt,

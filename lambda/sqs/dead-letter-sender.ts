@@ -17,31 +17,48 @@ export interface SqsDeadLetterSenderOptions {
 
 /** SQS accepts at most this many message attributes per message. */
 const MAX_ATTRIBUTES = 10;
-/** Longest reason kept in the `eo-reason` attribute; the full reason is in the log line. */
+/** Longest reason kept in the `eo-reason` attribute, in code points; the full reason is in the log line. */
 const MAX_REASON_LENGTH = 1024;
 /** Characters SQS rejects in attribute values (outside XML 1.0's allowed set). */
 const INVALID_CHARACTERS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
-function text(value: string, max = Number.POSITIVE_INFINITY): MessageAttributeValue {
+/**
+ * A string attribute value SQS accepts: characters outside XML 1.0 (a lone surrogate among
+ * them) become `?`, and a value longer than `max` code points is cut to `max - 1` code points
+ * and `…`. Cut by code points, never UTF-16 units, so no surrogate pair is split in half.
+ */
+export function toAttributeText(value: string, max = Number.POSITIVE_INFINITY): string {
   const clean = value.replace(INVALID_CHARACTERS, '?');
-  return { DataType: 'String', StringValue: clean.length > max ? `${clean.slice(0, max - 1)}…` : clean };
+  // Shorter in UTF-16 units means shorter in code points too: no split needed.
+  if (clean.length <= max) return clean;
+  const codePoints = Array.from(clean);
+  return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : clean;
+}
+
+function text(value: string, max?: number): MessageAttributeValue {
+  return { DataType: 'String', StringValue: toAttributeText(value, max) };
 }
 
 /**
- * The attributes of the dead-lettered message, at most ten: `eo-reason` and `eo-code` always;
- * then the original attributes (needed to process the message again after a redrive; earlier
- * `eo-*` values are replaced); then `eo-consumer`, `eo-source-message-id` and `eo-dedup-key`
- * while there is room.
+ * The attributes of the dead-lettered message, at most ten: `eo-reason` and `eo-code` always,
+ * then `eo-deduplication-id` (the original FIFO deduplication id, which `fromDeduplicationId`
+ * prefers, so a redriven message keeps its key); then the original attributes (needed to
+ * process the message again after a redrive; earlier `eo-*` values are replaced); then
+ * `eo-consumer`, `eo-source-message-id` and `eo-dedup-key` while there is room. Any attribute
+ * name is kept as an own property, `__proto__` included.
  */
 export function toDeadLetterAttributes(message: DeadLetterMessage): Record<string, MessageAttributeValue> {
-  const attributes: Record<string, MessageAttributeValue> = {
-    [DEAD_LETTER_ATTRIBUTES.reason]: text(message.reason, MAX_REASON_LENGTH),
-    [DEAD_LETTER_ATTRIBUTES.code]: text(message.code),
-  };
+  const attributes: Record<string, MessageAttributeValue> = {};
   const ours = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
   const add = (name: string, value: MessageAttributeValue): void => {
-    if (Object.keys(attributes).length < MAX_ATTRIBUTES) attributes[name] = value;
+    if (Object.keys(attributes).length >= MAX_ATTRIBUTES) return;
+    // Assignment would set the prototype for `__proto__` instead of adding the attribute.
+    Object.defineProperty(attributes, name, { value, enumerable: true, writable: true, configurable: true });
   };
+  add(DEAD_LETTER_ATTRIBUTES.reason, text(message.reason, MAX_REASON_LENGTH));
+  add(DEAD_LETTER_ATTRIBUTES.code, text(message.code));
+  if (message.deduplicationId !== undefined)
+    add(DEAD_LETTER_ATTRIBUTES.deduplicationId, text(message.deduplicationId));
   for (const [name, original] of Object.entries(message.attributes)) {
     if (ours.has(name)) continue;
     if (original.stringValue !== undefined) {
@@ -61,7 +78,9 @@ export function toDeadLetterAttributes(message: DeadLetterMessage): Record<strin
  * Creates the SQS dead-letter sender. For a FIFO dead-letter queue the message keeps its group
  * (or the consumer name when it has none) and its deduplication id is the source message id,
  * so sending the same message again within five minutes (a retry after a lost acknowledgement)
- * adds no second copy. A failed send throws `DEAD_LETTER_FAILED` (retried: nothing is lost).
+ * adds no second copy. The original deduplication id travels in `eo-deduplication-id`, which
+ * `fromDeduplicationId` prefers, so "fix, then redrive" finds the completed effects under the
+ * same key. A failed send throws `DEAD_LETTER_FAILED` (retried: nothing is lost).
  *
  * @example
  * const deadLetterSender = createSqsDeadLetterSender({

@@ -52,6 +52,20 @@ const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
 /** The lease end of a claim released after a failed effect, keeping its fingerprint. */
 const RELEASED_LEASE = 0;
+/** The owner still holds its claim: in progress and not released (its lease may have ended). */
+const HELD_CONDITION = `${OWNER_CONDITION} AND #leaseExpiresAt > :released`;
+/**
+ * An extension only moves a held lease forward: an older extension delayed past a newer one (or
+ * past a release, a completion, a takeover) changes nothing.
+ */
+const EXTEND_CONDITION = `${HELD_CONDITION} AND #leaseExpiresAt < :leaseExpiresAt`;
+/**
+ * A release applies to the claim its owner wrote (a marker `COMPLETED`, a lease claim
+ * `IN_PROGRESS`), or to the claim it already released: the SDK's retry after a lost response.
+ * Never to a record another delivery wrote since, even of the same payload.
+ */
+const RELEASE_CONDITION =
+  '#owner = :owner AND (#status = :status OR (#status = :inProgress AND #leaseExpiresAt = :released))';
 /**
  * A claim (or a marker) takes the key when no live record holds it, or a released claim of the
  * same payload.
@@ -331,14 +345,14 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       throw vanished('insertEntity', `${keyAttribute}=${String(key)}`, 'item', written.error);
     },
 
-    release(pk, guard) {
-      // An owner releases only its in-progress claim: a completed record means "never again".
+    release(pk, { owner, status = INBOX_STATUS.inProgress }) {
+      // A completed two-phase record means "never again": only a marker is released completed.
       // The record (a claim, or a marker) becomes a released claim of its payload.
       return update(
         'release',
         pk,
-        'owner' in guard ? OWNER_CONDITION : '#fingerprint = :fingerprint',
-        guard,
+        RELEASE_CONDITION,
+        { owner, status },
         'SET #status = :inProgress, #leaseExpiresAt = :released',
       );
     },
@@ -399,7 +413,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       return update(
         'complete',
         pk,
-        OWNER_CONDITION,
+        HELD_CONDITION,
         { owner, expiresAt, result },
         `SET #status = :completed, ${setExpiry(result)} REMOVE #leaseExpiresAt`,
         (stored) => stored.status === INBOX_STATUS.completed && stored.owner === owner,
@@ -433,13 +447,20 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
       };
     },
 
-    extendLease(pk, owner, leaseExpiresAt) {
+    extendLease(pk, owner, leaseExpiresAt, expiresAt) {
+      // The TTL moves with the lease, so the record never expires while its lease runs.
       return update(
         'extendLease',
         pk,
-        OWNER_CONDITION,
-        { leaseExpiresAt, owner },
-        'SET #leaseExpiresAt = :leaseExpiresAt',
+        EXTEND_CONDITION,
+        { leaseExpiresAt, expiresAt, owner },
+        'SET #leaseExpiresAt = :leaseExpiresAt, #expiresAt = :expiresAt',
+        (stored) =>
+          stored.owner === owner &&
+          stored.status === INBOX_STATUS.inProgress &&
+          stored.leaseExpiresAt !== undefined &&
+          stored.leaseExpiresAt !== RELEASED_LEASE &&
+          stored.leaseExpiresAt >= leaseExpiresAt,
       );
     },
   });

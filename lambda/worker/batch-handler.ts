@@ -15,7 +15,7 @@ import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogL
 import type { SqsBatchResponse, SqsRecord } from '../core/sqs-event';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
 import { clampVisibilityTimeout, type RetryDelay, resolveRetryDelay } from './retry-delay';
-import { toSqsRecord } from './sqs-record';
+import { recordSourceOf, toSqsRecord } from './sqs-record';
 
 /** Options of {@link createWorkerBatchHandler}: where the messages come from. */
 export interface WorkerBatchHandlerOptions {
@@ -172,6 +172,8 @@ export function createWorkerBatchHandler<TBody = unknown>(
   worker: WorkerBatchHandlerOptions,
 ): MessageBatchHandler {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
+  // FIFO or not by the queue's name, as for a Lambda record: a fair queue's group id is no order.
+  const source = recordSourceOf(queueUrl);
   const retryDelay = resolveRetryDelay(worker.retryDelaySeconds);
   const processBatch = createSqsHandler(options);
   const log = createWorkerLog(options);
@@ -179,7 +181,7 @@ export function createWorkerBatchHandler<TBody = unknown>(
   return async (messages) => {
     const records = messages.map((message) => {
       try {
-        return toSqsRecord(message);
+        return toSqsRecord(message, source);
       } catch {
         return undefined;
       }

@@ -20,5 +20,5 @@ export {
   type RetryDelay,
   receiveCountOf,
 } from './retry-delay';
-export { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from './sqs-record';
+export { RECEIVE_ALL_ATTRIBUTES, type RecordSource, recordSourceOf, toSqsRecord } from './sqs-record';
 export { createSqsWorker, type SqsWorker, type SqsWorkerOptions } from './sqs-worker';

@@ -5,6 +5,7 @@
  */
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { errorMessageField } from '../core/outcome';
 import type { SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
@@ -29,7 +30,8 @@ export interface SqsWorkerOptions extends WorkerBatchHandlerOptions {
   readonly waitTimeSeconds?: number;
   /**
    * Visibility timeout of received messages, and the length of each extension while a batch
-   * runs.
+   * runs. In two-phase mode it is also the default `leaseMillis`, extended by the lease
+   * heartbeat while the visibility heartbeat runs (unless the options set `heartbeat`).
    * @default 30
    */
   readonly visibilityTimeoutSeconds?: number;
@@ -55,9 +57,10 @@ export interface SqsWorker {
   /** Starts polling. Calling it again while running does nothing. */
   start(): void;
   /**
-   * Stops polling and resolves once the batch in progress, if any, has finished and its
-   * acknowledged messages are deleted. An idle long poll is aborted; messages that arrive while
-   * stopping are handed back to the queue untouched.
+   * Stops polling and resolves once the receive in flight has returned (an idle long poll ends
+   * within `waitTimeSeconds`) and the batch in progress, if any, has finished and its
+   * acknowledged messages are deleted. Messages a receive returns while stopping are handed back
+   * to the queue untouched (visibility 0), so after `stop` resolves the worker holds none.
    */
   stop(): Promise<void>;
 }
@@ -74,6 +77,27 @@ function whole(field: string, value: unknown, fallback: number, min: number, max
 }
 
 const SETTLE_CHECK_MILLIS = 10;
+
+/**
+ * Two-phase defaults of a worker, which has no invocation time to derive a lease from: the lease
+ * is the visibility timeout, so a crashed worker's claim ends when its messages come back and the
+ * first redelivery takes it over (a 15-minute lease against a 30-second visibility timeout would
+ * see every receive answered in flight and the message dead-lettered first); and while the
+ * visibility heartbeat keeps a batch hidden, the lease heartbeat keeps its claims held. Options
+ * the user set are kept as they are.
+ */
+function withWorkerLease<TBody>(
+  options: SqsHandlerOptions<TBody>,
+  visibilityTimeoutSeconds: number,
+  visibilityHeartbeat: boolean,
+): SqsHandlerOptions<TBody> {
+  if (options?.mode !== 'two-phase') return options;
+  return {
+    ...options,
+    leaseMillis: options.leaseMillis ?? visibilityTimeoutSeconds * 1000,
+    heartbeat: options.heartbeat ?? visibilityHeartbeat,
+  };
+}
 
 /**
  * What is logged of an error `sqs-consumer` reports: its class, the AWS error name and HTTP
@@ -110,7 +134,9 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  *
  * Every attribute is received (`RECEIVE_ALL_ATTRIBUTES`). Options are validated here; a bad
  * option throws `INVALID_OPTIONS`. Errors the consumer reports (a failed receive or delete) are
- * logged through the options' logger at `error` level.
+ * logged through the options' logger at `error` level, by class and code (their message too with
+ * `logErrorMessages`). A queue is FIFO when its URL ends in `.fifo`: group ids on a standard
+ * (fair) queue keep no order.
  *
  * @example
  * const worker = createSqsWorker(orderProjector, {
@@ -155,12 +181,14 @@ export function createSqsWorker<TBody = unknown>(
     0,
     Number.MAX_SAFE_INTEGER,
   );
-  const handleBatch = createWorkerBatchHandler(options, worker);
+  const handleBatch = createWorkerBatchHandler(
+    withWorkerLease(options, visibilityTimeout, heartbeat !== undefined),
+    worker,
+  );
   const log = createWorkerLog(options);
   const consumerName = options.consumer;
 
   let stopping = false;
-  let busy = false;
 
   const consumer = Consumer.create({
     queueUrl,
@@ -190,23 +218,18 @@ export function createSqsWorker<TBody = unknown>(
         );
         return [];
       }
-      busy = true;
       return handleBatch(messages);
     },
   });
 
-  consumer.on('response_processed', () => {
-    busy = false;
-  });
   const report = (event: string) => (error: Error) => {
-    // An aborted idle long poll is how stop() ends the wait; nothing went wrong.
-    if (stopping && error?.name === 'AbortError') return;
     log({
       level: 'error',
       message: `The SQS worker reported an error (${event})`,
       consumer: consumerName,
       queueUrl,
       ...describeWorkerError(error),
+      ...errorMessageField(error, options.logErrorMessages),
     });
   };
   // Without an `error` listener an EventEmitter throws, which would end the process.
@@ -223,12 +246,13 @@ export function createSqsWorker<TBody = unknown>(
     async stop() {
       if (!consumer.status.isRunning && !consumer.status.isPolling) return;
       stopping = true;
-      // A batch in progress finishes and deletes; only an idle long poll is cut short.
-      consumer.stop({ abort: !busy });
+      // Never aborted: SQS keeps a long poll running after its client gives up, and a message
+      // it then takes stays in flight, out of reach, until its visibility timeout ends. Waiting
+      // for the receive to return gets such a message, which is handed back at once.
+      consumer.stop();
       while (consumer.status.isPolling) {
         await new Promise((resolve) => setTimeout(resolve, SETTLE_CHECK_MILLIS));
       }
-      busy = false;
     },
   };
 }

@@ -2,7 +2,7 @@
  * The few Lambda and CloudWatch Logs calls the main job makes, as signed HTTP requests: the
  * project has no SDK clients for those services and adds no dependency for a handful of calls.
  */
-import { signRequest } from '../local-deploy/sigv4';
+import { signRequest } from './sigv4';
 
 /** Where and as whom to call. */
 export interface AwsHttpTarget {

@@ -3,7 +3,7 @@
  * chosen stack name, and reading its outputs into named fields.
  */
 import { join } from 'node:path';
-import { type DeployLocalResult, deployLocal, destroyLocal } from '../deploy-local-lib';
+import { type DeployLocalResult, deployLocal, destroyLocal } from '../../cli/local/deploy';
 import type { LocalAws } from '../local-aws-lib';
 
 /** The default stack name, the one `bin/app.ts` deploys. */

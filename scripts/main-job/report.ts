@@ -210,14 +210,17 @@ function describeByBody(log: SampleLog, letter: DeadLetter): string {
   return entry ? `line ${entry.line} (${log.describe(entry.line)})` : 'a message not in the log';
 }
 
-/** Checks as PASS/FAIL lines, with what was seen for failures. */
-export function formatChecks(checks: readonly Check[]): string {
-  return checks
-    .map(
-      (check) =>
-        `  ${check.ok ? 'PASS' : 'FAIL'}  ${check.name}${check.ok ? '' : `\n        ${check.detail}`}`,
-    )
-    .join('\n');
+/**
+ * Checks as PASS/FAIL lines, with what was seen for failures. Unless `verbose`, the PASS lines are
+ * folded into one count (every FAIL line stays).
+ */
+export function formatChecks(checks: readonly Check[], options: { readonly verbose?: boolean } = {}): string {
+  const line = (check: Check) =>
+    `  ${check.ok ? 'PASS' : 'FAIL'}  ${check.name}${check.ok ? '' : `\n        ${check.detail}`}`;
+  if (options.verbose) return checks.map(line).join('\n');
+  const passed = checks.filter((check) => check.ok).length;
+  const folded = `  PASS  ${passed} of ${checks.length} checks (npm start -- --verbose lists them)`;
+  return [...(passed > 0 ? [folded] : []), ...checks.filter((check) => !check.ok).map(line)].join('\n');
 }
 
 /** The outcome of a replay: per log and pass, and the differences if any. */

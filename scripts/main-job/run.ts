@@ -7,7 +7,7 @@
  * what it started.
  */
 import { relative } from 'node:path';
-import { destroyLocal } from '../deploy-local-lib';
+import { destroyLocal } from '../../cli/local/deploy';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws-lib';
 import type { Check } from './checks';
 import { type Downstream, startDownstream } from './downstream';
@@ -54,6 +54,11 @@ export interface MainJobOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Receives every output line. @default console.log */
   readonly print?: (line: string) => void;
+  /**
+   * List every check as a PASS line; otherwise the passed checks are folded into one line.
+   * @default false
+   */
+  readonly verbose?: boolean;
 }
 
 /** What the main job found. */
@@ -235,7 +240,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
   }
 
   print('\n[6/6] Checks');
-  print(formatChecks(checks));
+  print(formatChecks(checks, { verbose: options.verbose ?? false }));
 
   if (aws) {
     const running = aws;

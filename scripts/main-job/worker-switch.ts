@@ -136,10 +136,10 @@ export async function runOrdersOnWorker(
     await waitForQueues(harness.sqs, [consumer.queueUrl], { timeoutMillis });
 
     worker.kill('SIGTERM');
-    const exit = await Promise.race([
-      exited,
-      sleep(15_000).then(() => ({ code: null, signal: null }) as WorkerSwitchResult['exit']),
-    ]);
+    const exit = await withTimeout(exited, 15_000, (): WorkerSwitchResult['exit'] => ({
+      code: null,
+      signal: null,
+    }));
     options.log?.(`Stopped the worker with SIGTERM (exit code ${exit.code ?? `none, ${exit.signal}`}).`);
     const after = await snapshot();
     const lambda = subtractTotals(await readOutcomeTotals(http, consumer.functionName), lambdaBefore);
@@ -191,4 +191,20 @@ export function checkWorkerSwitch(logs: SampleLogs, result: WorkerSwitchResult):
     check('orders on the worker: no message body in the worker output', 0, result.bodiesInOutput),
     check('orders on the worker: stopped by SIGTERM with exit code 0', 0, result.exit.code),
   ];
+}
+
+/**
+ * `work`, or `onTimeout()` when it has not settled after `millis`. The timer is cleared as soon as
+ * `work` settles, so a finished wait never keeps the process alive (npm start exits at its last line).
+ */
+export async function withTimeout<T>(work: Promise<T>, millis: number, onTimeout: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((done) => {
+    timer = setTimeout(() => done(onTimeout()), millis);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

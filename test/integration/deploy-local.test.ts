@@ -15,12 +15,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  applyLocalFixups,
-  type DeployLocalResult,
-  deployLocal,
-  destroyLocal,
-} from '../../scripts/deploy-local-lib';
+import { applyLocalFixups, type DeployLocalResult, deployLocal, destroyLocal } from '../../cli/local/deploy';
 import { projectRoot } from '../../scripts/local-aws-lib';
 import { awsConfig, uniqueName } from '../support/aws';
 

@@ -266,7 +266,8 @@ describe('createIdempotentHttpHandler with DynamoDB', () => {
       fingerprint: fingerprintOf({ method: 'POST', path: '/payments', body: '{"amount":5}' }),
       consumer: 'payments-api',
       committedAt: clock() - 1_000,
-      expiresAt: Math.floor((clock() - 1_000) / 1000) + 86_400,
+      // In progress (released or not), the claim lives its TTL past its lease end.
+      expiresAt: Math.ceil((clock() - 1_000 + 5_000) / 1000) + 86_400,
       leaseExpiresAt: 0,
       owner: expect.any(String),
     });

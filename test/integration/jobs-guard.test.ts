@@ -186,7 +186,8 @@ describe('createJobGuard with DynamoDB', () => {
       fingerprint: fingerprintOf({ job: slot.job, slot: slot.slot }),
       consumer: 'reports',
       committedAt: clock() - 1_000,
-      expiresAt: Math.floor((clock() - 1_000) / 1000) + 7 * 24 * 60 * 60,
+      // In progress (released or not), the claim lives its TTL past its lease end.
+      expiresAt: Math.ceil((clock() - 1_000 + 60_000) / 1000) + 7 * 24 * 60 * 60,
       leaseExpiresAt: 0,
       owner: expect.any(String),
     });

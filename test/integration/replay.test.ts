@@ -14,7 +14,13 @@ import {
   TransactWriteItemsCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { doubleTap, formatDifferences, type ProgressEvent } from '../../cli/replay';
@@ -220,6 +226,67 @@ describe('doubleTap', () => {
       new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 }),
     );
     expect(Messages).toEqual([]);
+  });
+});
+
+describe('doubleTap before the first replay', () => {
+  it('fails fast with QUEUE_BUSY when the queue still holds messages, sending nothing', async () => {
+    const busy = await createQueue('replay-busy');
+    const orders = await createTable('replay-orders');
+    await sqs.send(new SendMessageCommand({ QueueUrl: busy, MessageBody: 'backlog' }));
+
+    await expect(
+      doubleTap({ log: [{ body: 'x' }], queueUrl: busy, tables: [orders], sqs, dynamodb, ...quickDrain }),
+    ).rejects.toMatchObject({
+      name: 'ReplayError',
+      code: 'QUEUE_BUSY',
+      message:
+        'The queue is not idle before the first replay: 1 visible, 0 in flight, 0 delayed. Those messages ' +
+        'would mix into the replay; wait until the consumer has drained them (or purge a test queue) and run again.',
+    });
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: busy, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
+    expect(Attributes?.ApproximateNumberOfMessages).toBe('1');
+  });
+
+  it('says when the queue’s redrive timing (visibility × receives) exceeds the drain timeout', async () => {
+    const deadLetters = await local.createQueue('replay-dlq');
+    const slow = await createQueue('replay-slow-redrive', {
+      VisibilityTimeout: '20',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetters.arn, maxReceiveCount: 3 }),
+    });
+    const orders = await createTable('replay-orders');
+    const notices: ProgressEvent[] = [];
+
+    await expect(
+      doubleTap({
+        log: [{ body: 'x' }],
+        queueUrl: slow,
+        tables: [orders],
+        sqs,
+        dynamodb,
+        timeoutSeconds: 30,
+        pollIntervalMillis: 200,
+        stablePolls: 3,
+        onProgress: (event) => {
+          if (event.phase === 'notice') {
+            notices.push(event);
+            // Stop before any message is sent: the notice is all this test needs.
+            throw new Error('stop after the notice');
+          }
+        },
+      }),
+    ).rejects.toThrow('stop after the notice');
+    expect(notices).toEqual([
+      {
+        phase: 'notice',
+        message:
+          "The queue's redrive timing exceeds the drain timeout: a message that fails every delivery stays up to " +
+          '20 s visibility × 3 receives = 60 s before it moves to the dead-letter queue, and the drain gives up ' +
+          'after 30 s. If the log holds poison messages, raise the timeout above 60 s (--timeout, or timeoutSeconds).',
+      },
+    ]);
   });
 });
 

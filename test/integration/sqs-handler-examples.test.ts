@@ -243,7 +243,9 @@ describe('the README handler examples on the local endpoint', () => {
       expect.objectContaining({
         outcome: 'retry',
         code: 'HANDLER_FAILED',
-        reason: 'Refund failed with HTTP 503',
+        errorName: 'Error',
+        // Its message is not logged by default (`logErrorMessages`): it could quote data.
+        reason: 'Error thrown; its message is not logged',
       }),
     ]);
     expect(payments.requests).toEqual([

@@ -66,7 +66,7 @@ describe('DynamoDB store round trips', () => {
     const entity = { tableName: businessTable, keyAttribute: 'pk', item: { pk: entityKey, total: 1 } };
     const claim = marker(claimKey, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: now + 30_000 });
 
-    await measure('insert', () => store.insert(marker(insertKey), now));
+    await measure('insert', () => store.insert(marker(insertKey, { owner: 'owner-m' }), now));
     await measure('insert duplicate', () => store.insert(marker(insertKey), now));
     await measure('commit', () => store.commit(marker(commitKey), [put(key('b')), put(key('b'))], now));
     await measure('commit duplicate', () => store.commit(marker(commitKey), [put(key('b'))], now));
@@ -74,9 +74,11 @@ describe('DynamoDB store round trips', () => {
     await measure('insertEntity duplicate', () => store.insertEntity(entity, 'fp-1', now));
     await measure('claimLease', () => store.claimLease(claim, now));
     await measure('claimLease duplicate', () => store.claimLease(claim, now));
-    await measure('extendLease', () => store.extendLease(claimKey, 'owner-a', now + 60_000));
+    await measure('extendLease', () =>
+      store.extendLease(claimKey, 'owner-a', now + 60_000, nowSeconds + 3660),
+    );
     await measure('complete', () => store.complete(claimKey, 'owner-a', { expiresAt: nowSeconds + 60 }));
-    await measure('release', () => store.release(insertKey, { fingerprint: 'fp-1' }));
+    await measure('release', () => store.release(insertKey, { owner: 'owner-m', status: 'COMPLETED' }));
 
     expect(measured).toEqual({
       insert: { PutItem: 1 },

@@ -10,7 +10,14 @@
  * messages come back in order after `ChangeMessageVisibility` to 0, and a send with a new
  * deduplication id is never suppressed.
  */
-import { SendMessageBatchCommand, type Message as SqsMessage } from '@aws-sdk/client-sqs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+  type Message as SqsMessage,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsDeadLetterSender, fromBody, type Message, type SqsHandlerOptions } from '../../lambda';
 import { createSqsWorker, type SqsWorker } from '../../lambda/worker';
@@ -184,5 +191,102 @@ describe('createSqsWorker heartbeat', () => {
 
     expect(stolen).toEqual([]);
     expect(started).toEqual(['1']);
+  });
+});
+
+/**
+ * An HTTP proxy to the local endpoint that keeps a request running upstream when its client
+ * goes away. SQS does that with a long poll: aborting a receive on the client does not end it on
+ * the server, which can still hand it a message, and that message stays in flight until its
+ * visibility timeout ends. MiniStack ends the receive with the connection, so the proxy stands
+ * in for SQS's side of it.
+ */
+async function startHoldingProxy(target: string): Promise<{
+  readonly url: string;
+  /** Resolves once a `ReceiveMessage` request has been forwarded in full. */
+  readonly receiveForwarded: Promise<void>;
+  close(): Promise<void>;
+}> {
+  const upstream = new URL(target);
+  let forwardedReceive!: () => void;
+  const receiveForwarded = new Promise<void>((resolve) => {
+    forwardedReceive = resolve;
+  });
+  const server = createServer((request, response) => {
+    if (request.headers['x-amz-target'] === 'AmazonSQS.ReceiveMessage') request.on('end', forwardedReceive);
+    const forwarded = httpRequest(
+      {
+        hostname: upstream.hostname,
+        port: upstream.port,
+        path: request.url,
+        method: request.method,
+        headers: request.headers,
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    receiveForwarded,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('createSqsWorker stop', () => {
+  it('takes no message after stop resolves: a message its last long poll received is handed back at once', async () => {
+    const { url: queueUrl } = await local.createQueue('eo-worker-stop', { VisibilityTimeout: '30' });
+    const proxy = await startHoldingProxy(local.aws.endpoint);
+    const workerSqs = new SQSClient({ ...local.aws, endpoint: proxy.url });
+    const handled: string[] = [];
+    const worker = createSqsWorker<OrderEvent>(
+      {
+        consumer: 'stop-projector',
+        client,
+        tableName: inboxTable,
+        dedupKey: fromBody('eventId'),
+        mode: 'marker',
+        handle: (message) => {
+          handled.push(message.body.eventId);
+        },
+        logLevel: 'silent',
+        metrics: false,
+      },
+      { sqs: workerSqs, queueUrl, waitTimeSeconds: 2 },
+    );
+    workers.push(worker);
+    const body = JSON.stringify({ eventId: 'late-1', group: 'none', seq: 1 });
+
+    try {
+      worker.start();
+      await proxy.receiveForwarded;
+      // Real time on a real queue: the emulator starts the long poll it was just sent.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const stopped = worker.stop();
+      // Sent while that receive is still open: it takes the message.
+      await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+      await stopped;
+      // Real time on a real queue: the emulator's long poll looks for messages every 100 ms, so
+      // by now the open receive has taken the message (or ended, handing it back).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+
+      // Visible at once, not after the 30-second visibility timeout.
+      const received = await local.receive(queueUrl, { waitTimeSeconds: 0 });
+      expect(received.map((message) => message.Body)).toEqual([body]);
+      expect(handled).toEqual([]);
+    } finally {
+      workerSqs.destroy();
+      await proxy.close();
+    }
   });
 });

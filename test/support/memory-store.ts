@@ -5,9 +5,10 @@
  * - conditional insert: a live record (present, `expiresAt > now`) stops it and is returned;
  * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
  *   conditions evaluated, a failed one reported by its index in the writes;
- * - entity insert, release guards (a two-phase release keeping the fingerprint leaves the claim
- *   with lease end 0, which a claim of the same fingerprint takes), two-phase claim / takeover /
- *   complete / extend with owner fencing (a completion met again by its own owner is `ok`), the
+ * - entity insert, release fenced by owner and status (a release keeping the fingerprint leaves
+ *   the claim with lease end 0, which a claim of the same fingerprint takes), two-phase claim /
+ *   takeover / complete / extend with owner fencing, never of a released claim (a completion met
+ *   again by its own owner is `ok`; an extension only moves the lease and `expiresAt` forward), the
  *   fingerprint-fenced `replace`, and the version-guarded put builder (`putIfNewer`).
  *
  * Business writes understand a small subset of DynamoDB expressions (conditions with
@@ -225,15 +226,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
     async release(pk, guard): Promise<FencedResult> {
       await enter('release', [pk, guard]);
-      const inbox = table(inboxTable);
-      const key = keyOf(inboxTable, { [A.pk]: pk });
-      const item = inbox.get(key);
-      const byOwner = 'owner' in guard;
+      const item = table(inboxTable).get(keyOf(inboxTable, { [A.pk]: pk }));
+      const status = guard.status ?? INBOX_STATUS.inProgress;
+      // The owner's claim as it wrote it, or as it released it (an SDK retry of the release).
       const holds =
         item !== undefined &&
-        (byOwner
-          ? item[A.owner] === guard.owner && item[A.status] === INBOX_STATUS.inProgress
-          : item[A.fingerprint] === guard.fingerprint);
+        item[A.owner] === guard.owner &&
+        (item[A.status] === status ||
+          (item[A.status] === INBOX_STATUS.inProgress && item[A.leaseExpiresAt] === RELEASED_LEASE));
       if (!holds) return { kind: 'lost-ownership' };
       item[A.status] = INBOX_STATUS.inProgress;
       item[A.leaseExpiresAt] = RELEASED_LEASE;
@@ -319,11 +319,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return { kind: 'ok' };
     },
 
-    async extendLease(pk, owner, leaseExpiresAt): Promise<FencedResult> {
-      await enter('extendLease', [pk, owner, leaseExpiresAt]);
+    async extendLease(pk, owner, leaseExpiresAt, expiresAt): Promise<FencedResult> {
+      await enter('extendLease', [pk, owner, leaseExpiresAt, expiresAt]);
       const item = ownedItem(pk, owner);
       if (!item) return { kind: 'lost-ownership' };
+      // Only forward: a retried or delayed older extension changes nothing.
+      if ((item[A.leaseExpiresAt] as number) >= leaseExpiresAt) return { kind: 'ok' };
       item[A.leaseExpiresAt] = leaseExpiresAt;
+      item[A.expiresAt] = expiresAt;
       return { kind: 'ok' };
     },
 
@@ -356,9 +359,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
   };
 
+  /** The claim `owner` still holds: in progress and not released (its lease may have ended). */
   function ownedItem(pk: string, owner: string): Item | undefined {
     const item = table(inboxTable).get(keyOf(inboxTable, { [A.pk]: pk }));
-    return item?.[A.owner] === owner && item[A.status] === INBOX_STATUS.inProgress ? item : undefined;
+    return item?.[A.owner] === owner &&
+      item[A.status] === INBOX_STATUS.inProgress &&
+      item[A.leaseExpiresAt] !== RELEASED_LEASE
+      ? item
+      : undefined;
   }
 
   return store;

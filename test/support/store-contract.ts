@@ -221,10 +221,10 @@ export function describeInboxStoreContract(
         const pk = key('release-marker-keep');
         await store.insert(marker(pk, { owner: 'owner-a' }), now);
 
-        expect(await store.release(pk, { fingerprint: 'fp-2' })).toEqual({
+        expect(await store.release(pk, { owner: 'owner-x', status: 'COMPLETED' })).toEqual({
           kind: 'lost-ownership',
         });
-        expect(await store.release(pk, { fingerprint: 'fp-1' })).toEqual({
+        expect(await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' })).toEqual({
           kind: 'ok',
         });
         const released = marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: 0 });
@@ -240,8 +240,8 @@ export function describeInboxStoreContract(
         });
 
         const committed = key('release-commit-keep');
-        await store.insert(marker(committed), now);
-        await store.release(committed, { fingerprint: 'fp-1' });
+        await store.insert(marker(committed, { owner: 'owner-a' }), now);
+        await store.release(committed, { owner: 'owner-a', status: 'COMPLETED' });
         expect(await store.commit(marker(committed), [put(key('after-release'))], now + 1)).toEqual({
           kind: 'committed',
         });
@@ -249,24 +249,44 @@ export function describeInboxStoreContract(
 
       it('reports a marker release sent again by its holder as ok, the released claim unchanged', async () => {
         const pk = key('release-again');
-        await store.insert(marker(pk), now);
-        await store.release(pk, { fingerprint: 'fp-1' });
+        await store.insert(marker(pk, { owner: 'owner-a' }), now);
+        await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' });
 
         // An SDK retry of a release whose response was lost meets the released claim it made.
-        expect(await store.release(pk, { fingerprint: 'fp-1' })).toEqual({ kind: 'ok' });
+        expect(await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' })).toEqual({ kind: 'ok' });
         expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now + 1)).toEqual({
           kind: 'existing',
-          record: marker(pk, { status: 'IN_PROGRESS', leaseExpiresAt: 0 }),
+          record: marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: 0 }),
+        });
+      });
+
+      it('refuses a marker release retried after another delivery of the payload took the released marker, leaving that marker completed', async () => {
+        const pk = key('release-retry-late');
+        await store.insert(marker(pk, { owner: 'owner-a' }), now);
+        await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' });
+        const second = marker(pk, { owner: 'owner-b', committedAt: now + 1 });
+        expect(await store.insert(second, now + 1)).toEqual({ kind: 'inserted' });
+
+        // The SDK's retry of owner-a's release, its first answer lost, arrives only now.
+        expect(await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' })).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.insert(marker(pk, { owner: 'owner-c' }), now + 2)).toEqual({
+          kind: 'existing',
+          record: second,
         });
       });
 
       it('returns lost-ownership and keeps the record when the guard does not match', async () => {
         const pk = key('release-wrong');
-        const record = marker(pk);
+        const record = marker(pk, { owner: 'owner-a' });
         await store.insert(record, now);
 
-        expect(await store.release(pk, { fingerprint: 'fp-other' })).toEqual({ kind: 'lost-ownership' });
-        expect(await store.release(pk, { owner: 'nobody' })).toEqual({ kind: 'lost-ownership' });
+        expect(await store.release(pk, { owner: 'nobody', status: 'COMPLETED' })).toEqual({
+          kind: 'lost-ownership',
+        });
+        // Its owner, but as a lease claim: a completed record is never released as one.
+        expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
         expect(await store.insert(marker(pk, { fingerprint: 'fp-2' }), now)).toEqual({
           kind: 'existing',
           record,
@@ -274,7 +294,7 @@ export function describeInboxStoreContract(
       });
 
       it('returns lost-ownership for a record that does not exist', async () => {
-        expect(await store.release(key('absent'), { fingerprint: 'fp-1' })).toEqual({
+        expect(await store.release(key('absent'), { owner: 'owner-a', status: 'COMPLETED' })).toEqual({
           kind: 'lost-ownership',
         });
         expect(await store.release(key('absent'), { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
@@ -376,7 +396,9 @@ export function describeInboxStoreContract(
         expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
-        expect(await store.extendLease(pk, 'owner-a', later + 60_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.extendLease(pk, 'owner-a', later + 60_000, nowSeconds + hour)).toEqual({
+          kind: 'lost-ownership',
+        });
         expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
         // A second taker that saw owner-a finds the successor's live claim, counters included.
         expect(
@@ -517,7 +539,9 @@ export function describeInboxStoreContract(
         expect(await store.complete(pk, 'owner-b', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
-        expect(await store.extendLease(pk, 'owner-a', now + 60_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.extendLease(pk, 'owner-a', now + 60_000, nowSeconds + hour)).toEqual({
+          kind: 'lost-ownership',
+        });
         expect(await store.release(pk, { owner: 'owner-a' })).toEqual({ kind: 'lost-ownership' });
         expect(await store.insert(marker(pk), now)).toMatchObject({
           kind: 'existing',
@@ -540,11 +564,64 @@ export function describeInboxStoreContract(
         const pk = key('extend');
         await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
 
-        expect(await store.extendLease(pk, 'owner-a', now + 90_000)).toEqual({ kind: 'ok' });
+        expect(await store.extendLease(pk, 'owner-a', now + 90_000, nowSeconds + 2 * hour)).toEqual({
+          kind: 'ok',
+        });
         expect(await store.claimLease(claim(pk, 'owner-b', now + 120_000), now + 60_000)).toMatchObject({
           kind: 'existing',
           record: { owner: 'owner-a', leaseExpiresAt: now + 90_000 },
         });
+      });
+
+      it('moves expiresAt with the lease, so the claim outlives a TTL it was claimed with', async () => {
+        const pk = key('extend-ttl');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000, { expiresAt: nowSeconds + 60 }), now);
+        const extended = claim(pk, 'owner-a', now + 120_000, { expiresAt: nowSeconds + 180 });
+
+        expect(await store.extendLease(pk, 'owner-a', now + 120_000, nowSeconds + 180)).toEqual({
+          kind: 'ok',
+        });
+        // Past the first expiresAt the claim is live: in progress, and taken over only when named.
+        expect(await store.claimLease(claim(pk, 'owner-b', now + 200_000), now + 100_000)).toEqual({
+          kind: 'existing',
+          record: extended,
+        });
+      });
+
+      it('never moves a lease back: an older extension delayed past a newer one, or sent again, is ok and changes nothing', async () => {
+        const pk = key('extend-forward');
+        await store.claimLease(claim(pk, 'owner-a', now + 30_000), now);
+        await store.extendLease(pk, 'owner-a', now + 90_000, nowSeconds + 2 * hour);
+        const extended = claim(pk, 'owner-a', now + 90_000, { expiresAt: nowSeconds + 2 * hour });
+
+        expect(await store.extendLease(pk, 'owner-a', now + 60_000, nowSeconds + hour + 60)).toEqual({
+          kind: 'ok',
+        });
+        expect(await store.extendLease(pk, 'owner-a', now + 90_000, nowSeconds + 2 * hour)).toEqual({
+          kind: 'ok',
+        });
+        expect(await store.claimLease(claim(pk, 'owner-b', now + 200_000), now + 1)).toEqual({
+          kind: 'existing',
+          record: extended,
+        });
+      });
+
+      it('refuses to extend or complete a released claim, so a late extension never revives it', async () => {
+        const pk = key('extend-released');
+        const held = claim(pk, 'owner-a', now + 30_000);
+        await store.claimLease(held, now);
+        await store.release(pk, { owner: 'owner-a' });
+
+        expect(await store.extendLease(pk, 'owner-a', now + 90_000, nowSeconds + 2 * hour)).toEqual({
+          kind: 'lost-ownership',
+        });
+        expect(await store.complete(pk, 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
+          kind: 'lost-ownership',
+        });
+        // Still the released claim: the retry of the payload takes it at once, as a first claim.
+        const retry = await store.claimLease(claim(pk, 'owner-b', now + 40_000), now + 1);
+        expect(retry.kind).toBe('inserted');
+        expect(retry.takeover ?? false).toBe(false);
       });
 
       it('returns lost-ownership when a stranger completes or extends a claim', async () => {
@@ -554,7 +631,9 @@ export function describeInboxStoreContract(
         expect(await store.complete(pk, 'owner-x', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });
-        expect(await store.extendLease(pk, 'owner-x', now + 90_000)).toEqual({ kind: 'lost-ownership' });
+        expect(await store.extendLease(pk, 'owner-x', now + 90_000, nowSeconds + hour)).toEqual({
+          kind: 'lost-ownership',
+        });
         expect(await store.complete(key('absent'), 'owner-a', { expiresAt: nowSeconds + hour })).toEqual({
           kind: 'lost-ownership',
         });

@@ -153,7 +153,8 @@ describe('marker mode', () => {
       { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
       {
         method: 'release',
-        args: ['orders#o-1', { fingerprint: fingerprint(body('o-1')) }],
+        // Fenced by the marker's own owner token, not by the payload's fingerprint.
+        args: ['orders#o-1', { owner: (store.calls[0]!.args[0] as InboxRecord).owner, status: 'COMPLETED' }],
       },
     ]);
     // Kept as a released claim: the retry of this payload takes it, another payload meets it.
@@ -166,7 +167,7 @@ describe('marker mode', () => {
           outcome: 'retry',
           code: 'HANDLER_FAILED',
           errorName: 'TypeError',
-          reason: 'downstream unavailable',
+          reason: 'TypeError thrown; its message is not logged',
         }),
       },
     ]);
@@ -368,17 +369,28 @@ describe('preparing messages', () => {
         },
       },
     ];
-    const reasons: unknown[] = [];
-    for (const options of cases) {
-      const { processBatch, logger } = setup(options);
-      await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
-      reasons.push([logger.entries[0]?.code, logger.entries[0]?.reason]);
-    }
-    expect(reasons).toEqual([
+    const reasons = async (logErrorMessages?: boolean) => {
+      const found: unknown[] = [];
+      for (const options of cases) {
+        const { processBatch, logger } = setup({ ...options, logErrorMessages });
+        await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
+        found.push([logger.entries[0]?.code, logger.entries[0]?.reason]);
+      }
+      return found;
+    };
+    // By default the class of what the user's function threw, never its message.
+    expect(await reasons()).toEqual([
+      ['MISSING_KEY', 'The `dedupKey` option failed to pick a key (TypeError thrown)'],
+      ['MALFORMED_BODY', 'The body was rejected by the `parse` option (Error thrown)'],
+      ['MALFORMED_BODY', 'The body was rejected by the `parse` option (SyntaxError thrown)'],
+      ['PERMANENT', 'The `fingerprint` option failed: cannot fingerprint'],
+    ]);
+    // With logErrorMessages, its message too, but never a SyntaxError's (it quotes the body).
+    expect(await reasons(true)).toEqual([
       ['MISSING_KEY', 'The `dedupKey` option failed to pick a key: no order'],
       ['MALFORMED_BODY', 'The body was rejected by the `parse` option: schema violation at amount'],
-      ['MALFORMED_BODY', 'The body was rejected by the `parse` option'],
-      ['PERMANENT', 'cannot fingerprint'],
+      ['MALFORMED_BODY', 'The body was rejected by the `parse` option (SyntaxError thrown)'],
+      ['PERMANENT', 'The `fingerprint` option failed: cannot fingerprint'],
     ]);
   });
 
@@ -817,10 +829,10 @@ describe('batches', () => {
       deadlineMarginMillis: 2000,
       handle: (message) => {
         handled.push(message);
-        clock.advance(600);
+        clock.advance(1000);
       },
     });
-    const context = { getRemainingTimeInMillis: () => 3000 };
+    const context = { getRemainingTimeInMillis: () => 4000 };
 
     const response = await processBatch(
       sqsEvent(sqsRecord('m-1', body('1')), sqsRecord('m-2', body('2')), sqsRecord('m-3', body('3'))),

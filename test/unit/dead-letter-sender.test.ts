@@ -1,7 +1,11 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
-import { createSqsDeadLetterSender, toDeadLetterAttributes } from '../../lambda/sqs/dead-letter-sender';
+import {
+  createSqsDeadLetterSender,
+  toAttributeText,
+  toDeadLetterAttributes,
+} from '../../lambda/sqs/dead-letter-sender';
 
 const message: DeadLetterMessage = {
   body: '{"id":"o-1"}',
@@ -125,5 +129,75 @@ describe('toDeadLetterAttributes', () => {
       'eo-source-message-id',
       'eo-dedup-key',
     ]);
+  });
+});
+
+describe('toDeadLetterAttributes with the original deduplication id', () => {
+  it('puts eo-deduplication-id right after the reason and code, ahead of the original attributes', () => {
+    const attributes = Object.fromEntries(
+      Array.from({ length: 9 }, (_, index) => [
+        `a${index}`,
+        { stringValue: `v${index}`, dataType: 'String' },
+      ]),
+    );
+
+    const sent = toDeadLetterAttributes({
+      ...message,
+      deduplicationId: 'order-1-v1',
+      attributes: {
+        'eo-deduplication-id': { stringValue: 'stale', dataType: 'String' },
+        ...attributes,
+      },
+    });
+
+    expect(Object.keys(sent)).toEqual([
+      'eo-reason',
+      'eo-code',
+      'eo-deduplication-id',
+      'a0',
+      'a1',
+      'a2',
+      'a3',
+      'a4',
+      'a5',
+      'a6',
+    ]);
+    expect(sent['eo-deduplication-id']).toEqual({ DataType: 'String', StringValue: 'order-1-v1' });
+  });
+});
+
+describe('toDeadLetterAttributes and odd input', () => {
+  it('never leaves a lone surrogate when it cuts a long reason: it cuts by code points', () => {
+    // 1023 letters, then an emoji (two UTF-16 units) that a cut by units would split.
+    const reason = `${'x'.repeat(1023)}😀😀`;
+
+    const value = toDeadLetterAttributes({ ...message, reason })['eo-reason']?.StringValue ?? '';
+
+    expect(value).toBe(`${'x'.repeat(1023)}…`);
+    expect(Array.from(value)).toHaveLength(1024);
+    expect(/[\uD800-\uDFFF]/u.test(value)).toBe(false);
+    // A reason of emoji only keeps whole pairs.
+    const emoji = toDeadLetterAttributes({ ...message, reason: '😀'.repeat(2000) })['eo-reason']?.StringValue;
+    expect(emoji).toBe(`${'😀'.repeat(1023)}…`);
+    expect(/[\uD800-\uDFFF]/u.test(emoji ?? '')).toBe(false);
+  });
+
+  it('keeps a reason of exactly the limit whole, and replaces a lone surrogate in it', () => {
+    const exact = '😀'.repeat(1024);
+    expect(toAttributeText(exact, 1024)).toBe(exact);
+    expect(toAttributeText('a\uD800b', 1024)).toBe('a?b');
+  });
+
+  it('copies an original attribute named __proto__ as an attribute, not as the prototype', () => {
+    const attributes = JSON.parse('{"__proto__": {"stringValue": "p-1", "dataType": "String"}}');
+
+    const sent = toDeadLetterAttributes({ ...message, attributes });
+
+    expect(Object.keys(sent)).toContain('__proto__');
+    expect(Object.getOwnPropertyDescriptor(sent, '__proto__')?.value).toEqual({
+      DataType: 'String',
+      StringValue: 'p-1',
+    });
+    expect(Object.getPrototypeOf(sent)).toBe(Object.prototype);
   });
 });

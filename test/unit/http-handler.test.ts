@@ -551,6 +551,9 @@ describe('createIdempotentHttpHandler', () => {
     expect(create({ leaseMillis: 1.5 })).toThrow(
       'Expected `leaseMillis` to be a positive integer, got `1.5`',
     );
+    expect(create({ ttlSeconds: 60, leaseMillis: 60_000 })).toThrow(
+      'Expected `leaseMillis` to be shorter than `ttlSeconds` (60000 milliseconds), got `60000`',
+    );
     expect(create({ maxResponseBytes: 500_000 })).toThrow(
       'Expected `maxResponseBytes` to be an integer from 1 to 393216, got `500000`',
     );

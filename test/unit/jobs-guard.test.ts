@@ -178,7 +178,7 @@ describe('createJobGuard', () => {
   });
 
   it('extends the lease, so a long run is not taken over', async () => {
-    const { guard, advance } = setup();
+    const { guard, advance, store } = setup();
     const gate = deferred();
     let extendedTo = 0;
     const first = guard.run(SLOT, async (run) => {
@@ -196,6 +196,17 @@ describe('createJobGuard', () => {
       leaseExpiresAt: T0 + 110_000,
     });
     expect(extendedTo).toBe(T0 + 110_000);
+    // The record lives its TTL past the extended lease end.
+    expect(store.calls.find((call) => call.method === 'extendLease')?.args).toEqual([
+      PK,
+      expect.any(String),
+      T0 + 110_000,
+      (T0 + 110_000) / 1000 + 7 * 86_400,
+    ]);
+    expect(store.read('inbox', PK)).toMatchObject({
+      leaseExpiresAt: T0 + 110_000,
+      expiresAt: (T0 + 110_000) / 1000 + 7 * 86_400,
+    });
     gate.resolve();
     expect(await first).toMatchObject({ ran: true });
   });
@@ -242,6 +253,14 @@ describe('createJobGuard', () => {
     );
     expect(create({ leaseMillis: 0 })).toThrow('Expected `leaseMillis` to be a positive integer, got `0`');
     expect(create({ ttlSeconds: -1 })).toThrow('Expected `ttlSeconds` to be a positive integer, got `-1`');
+    // The default lease (15 minutes) against a TTL of 15 minutes: a lease as long as the TTL.
+    expect(create({ ttlSeconds: 900 })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message: 'Expected `leaseMillis` to be shorter than `ttlSeconds` (900000 milliseconds), got `900000`',
+      }) as Error,
+    );
+    expect(create({ leaseMillis: 899_999, ttlSeconds: 900 })).not.toThrow();
     expect(create({ store: { claimLease() {} } })).toThrow(
       'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`',
     );

@@ -5,7 +5,7 @@ import {
   deletionOrder,
   selectStacks,
   stacksOfManifest,
-} from '../../scripts/local-deploy/cloud-assembly';
+} from '../../cli/local/cloud-assembly';
 
 const manifest: AssemblyManifest = {
   artifacts: {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cdkEnv } from '../../scripts/local-deploy/cdk-cli';
-import { signRequest } from '../../scripts/local-deploy/sigv4';
+import { cdkEnv } from '../../cli/local/cdk-cli';
+import { signRequest } from '../../scripts/main-job/sigv4';
 
 const example = {
   service: 'service',

@@ -5,7 +5,7 @@ import {
   hasRedrivePolicy,
   planLocalFixups,
   ttlState,
-} from '../../scripts/local-deploy/fixup-plan';
+} from '../../cli/local/fixup-plan';
 
 const path = (value: string) => ({ 'aws:cdk:path': value });
 

@@ -118,12 +118,37 @@ describe('formatDownstream', () => {
 });
 
 describe('formatChecks, formatTimings and seconds', () => {
-  it('prints PASS and FAIL lines, with what was seen under a failure', () => {
+  it('folds the PASS lines into one count and keeps every FAIL line, with what was seen', () => {
     expect(
       formatChecks([
         { ok: true, name: 'Audit table: 5 items' },
         { ok: false, name: 'Inbox table: 11 records', detail: 'expected 11, got 10' },
+        { ok: true, name: 'Orders table: 4 items' },
       ]),
+    ).toBe(
+      [
+        '  PASS  2 of 3 checks (npm start -- --verbose lists them)',
+        '  FAIL  Inbox table: 11 records',
+        '        expected 11, got 10',
+      ].join('\n'),
+    );
+  });
+
+  it('prints only the failures when no check passed', () => {
+    expect(formatChecks([{ ok: false, name: 'Inbox table: 11 records', detail: 'got 10' }])).toBe(
+      '  FAIL  Inbox table: 11 records\n        got 10',
+    );
+  });
+
+  it('prints every PASS and FAIL line when verbose, with what was seen under a failure', () => {
+    expect(
+      formatChecks(
+        [
+          { ok: true, name: 'Audit table: 5 items' },
+          { ok: false, name: 'Inbox table: 11 records', detail: 'expected 11, got 10' },
+        ],
+        { verbose: true },
+      ),
     ).toBe(
       ['  PASS  Audit table: 5 items', '  FAIL  Inbox table: 11 records', '        expected 11, got 10'].join(
         '\n',

@@ -1,8 +1,12 @@
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { formatWorkerSwitch } from '../../scripts/main-job/report';
 import { loadSampleLogs } from '../../scripts/main-job/sample-logs';
-import { checkWorkerSwitch, type WorkerSwitchResult } from '../../scripts/main-job/worker-switch';
+import {
+  checkWorkerSwitch,
+  type WorkerSwitchResult,
+  withTimeout,
+} from '../../scripts/main-job/worker-switch';
 import { outcomeTotals } from './sqs-fixtures';
 
 const logs = loadSampleLogs(join(__dirname, '..', '..'));
@@ -47,5 +51,28 @@ describe('the main job’s worker switch', () => {
     expect(failed({ exit: { code: null, signal: 'SIGKILL' } })).toEqual([
       'orders on the worker: stopped by SIGTERM with exit code 0',
     ]);
+  });
+});
+
+describe('withTimeout', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('resolves with the work and leaves no timer behind, so npm start exits at its last line', async () => {
+    vi.useFakeTimers();
+    const result = await withTimeout(Promise.resolve('exited'), 15_000, () => 'timed out');
+
+    expect(result).toBe('exited');
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('resolves with the fallback once the time is up', async () => {
+    vi.useFakeTimers();
+    const waiting = withTimeout(new Promise<string>(() => {}), 15_000, () => 'timed out');
+    await vi.advanceTimersByTimeAsync(15_000);
+
+    expect(await waiting).toBe('timed out');
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -65,6 +65,7 @@ describe('memory store expressions', () => {
       fingerprint: 'f',
       expiresAt: 10,
       consumer: 'c',
+      owner: 'o',
     } as const;
     const open = store.gate('insert');
     let settled = false;
@@ -79,8 +80,8 @@ describe('memory store expressions', () => {
     expect(await pending).toEqual({ kind: 'inserted' });
 
     store.failNext('release', new Error('first'));
-    await expect(store.release('c#k', { fingerprint: 'f' })).rejects.toThrow('first');
-    expect(await store.release('c#k', { fingerprint: 'f' })).toEqual({ kind: 'ok' });
+    await expect(store.release('c#k', { owner: 'o', status: 'COMPLETED' })).rejects.toThrow('first');
+    expect(await store.release('c#k', { owner: 'o', status: 'COMPLETED' })).toEqual({ kind: 'ok' });
     expect(store.calls.map((call) => call.method)).toEqual(['insert', 'release', 'release']);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
+import { claimExpiresAt, isLeaseWithinTtl } from '../../lambda/core/lease';
 import {
   type BatchProcessorOptions,
   DEFAULT_CONCURRENCY,
@@ -91,5 +92,24 @@ describe('resolveOptions', () => {
       deadLetter: 'direct',
       deadLetterSender: sender,
     });
+  });
+});
+
+describe('the lease and TTL rule', () => {
+  it('accepts only a lease shorter than the TTL, the rule the construct mirrors at synth', () => {
+    expect(isLeaseWithinTtl(3_599_999, 3600)).toBe(true);
+    expect(isLeaseWithinTtl(3_600_000, 3600)).toBe(false);
+    expect(() => resolve({ mode: 'two-phase', ttlSeconds: 60, leaseMillis: 60_000 })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message: 'Expected `leaseMillis` to be shorter than `ttlSeconds` (60000 milliseconds), got `60000`',
+      }) as Error,
+    );
+    expect(() => resolve({ mode: 'two-phase', ttlSeconds: 60, leaseMillis: 59_999 })).not.toThrow();
+  });
+
+  it('keeps an in-progress claim its TTL past the lease end, rounded up to the second', () => {
+    expect(claimExpiresAt(1_700_000_030_000, 3600)).toBe(1_700_003_630);
+    expect(claimExpiresAt(1_700_000_030_001, 3600)).toBe(1_700_003_631);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type QueueCounters, waitForDrain } from '../../cli/replay/drain';
+import { assertIdle, type QueueCounters, redriveTimingWarning, waitForDrain } from '../../cli/replay/drain';
 
 /** Counters read in sequence (the last one repeats), on a fake clock advanced by `sleep`. */
 function fakeQueue(readings: Array<[visible: number, inFlight: number, delayed: number]>) {
@@ -93,5 +93,39 @@ describe('waitForDrain', () => {
         'For long logs or slow consumers, raise the timeout (--timeout, or timeoutSeconds).',
     });
     expect(queue.polls.map((poll) => poll.elapsed)).toEqual([0, 300, 600, 900]);
+  });
+});
+
+describe('assertIdle', () => {
+  it('accepts a queue whose three counters read zero', () => {
+    expect(() => assertIdle({ visible: 0, inFlight: 0, delayed: 0 })).not.toThrow();
+  });
+
+  it('fails with QUEUE_BUSY naming the counts when any counter is not zero', () => {
+    expect(() => assertIdle({ visible: 0, inFlight: 2, delayed: 1 })).toThrow(
+      expect.objectContaining({
+        code: 'QUEUE_BUSY',
+        message:
+          'The queue is not idle before the first replay: 0 visible, 2 in flight, 1 delayed. Those messages ' +
+          'would mix into the replay; wait until the consumer has drained them (or purge a test queue) and run again.',
+      }),
+    );
+  });
+});
+
+describe('redriveTimingWarning', () => {
+  it('warns when visibility × receives is longer than the drain timeout', () => {
+    expect(redriveTimingWarning({ visibilityTimeoutSeconds: 30, maxReceiveCount: 5 }, 120)).toBe(
+      "The queue's redrive timing exceeds the drain timeout: a message that fails every delivery stays up to " +
+        '30 s visibility × 5 receives = 150 s before it moves to the dead-letter queue, and the drain gives up ' +
+        'after 120 s. If the log holds poison messages, raise the timeout above 150 s (--timeout, or timeoutSeconds).',
+    );
+  });
+
+  it('says nothing when the redrive fits in the timeout, or there is no dead-letter queue', () => {
+    expect(redriveTimingWarning({ visibilityTimeoutSeconds: 30, maxReceiveCount: 4 }, 120)).toBeUndefined();
+    expect(
+      redriveTimingWarning({ visibilityTimeoutSeconds: 900, maxReceiveCount: undefined }, 120),
+    ).toBeUndefined();
   });
 });

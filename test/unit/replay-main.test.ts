@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LOCAL_USAGE } from '../../cli/local/command';
 import { main, USAGE } from '../../cli/main';
 import { REPLAY_USAGE } from '../../cli/replay/args';
 
@@ -13,9 +16,37 @@ async function run(argv: string[]) {
 }
 
 describe('main', () => {
-  it('prints the command list on stdout and exits 0 without arguments or with --help', async () => {
-    expect(await run([])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+  it('prints the command list on stdout and exits 0 with --help', async () => {
     expect(await run(['--help'])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  it('prints the command list on stderr and exits 2 without arguments', async () => {
+    expect(await run([])).toEqual({ code: 2, stdout: '', stderr: USAGE });
+  });
+
+  it('prints the version of package.json for --version', async () => {
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(await run(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it('lists the local command in the usage', () => {
+    expect(USAGE).toContain('local     run your CDK app on a local AWS emulator');
+  });
+
+  it('prints the local usage for local --help', async () => {
+    expect(await run(['local', '--help'])).toEqual({ code: 0, stdout: LOCAL_USAGE, stderr: '' });
+  });
+
+  it('exits 2 with one line and a pointer to the help for a local command without subcommand', async () => {
+    expect(await run(['local'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'effectively-once local: Expected a subcommand: up, deploy, destroy, down\n' +
+        'Run `effectively-once local --help` for usage.\n',
+    });
   });
 
   it('prints the replay usage for replay --help', async () => {

@@ -122,3 +122,18 @@ describe('createProgressReporter', () => {
     ]);
   });
 });
+
+describe('notices', () => {
+  it('are rendered as a note and always shown, even inside the throttle interval', () => {
+    const lines: string[] = [];
+    const reporter = createProgressReporter({
+      stream: { write: (text: string) => lines.push(text) },
+      interactive: false,
+      now: () => 0,
+    });
+    reporter.report({ phase: 'notice', message: 'first' });
+    reporter.report({ phase: 'notice', message: 'second' });
+
+    expect(lines).toEqual(['note: first\n', 'note: second\n']);
+  });
+});

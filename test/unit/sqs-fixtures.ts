@@ -18,7 +18,11 @@ import { createMemoryStore } from '../support/memory-store';
 /** Epoch milliseconds every test starts at (2026-01-01T00:00:00Z). */
 export const T0 = Date.UTC(2026, 0, 1);
 
-/** A record with a JSON body; `attributes` are message attributes (string values). */
+/**
+ * A record with a JSON body; `attributes` are message attributes (string values). A record with
+ * a `groupId` comes from the FIFO queue `orders.fifo`, unless `queue` names another (a fair queue
+ * is a standard queue whose records carry a group id).
+ */
 export function sqsRecord(
   messageId: string,
   body: unknown,
@@ -27,6 +31,8 @@ export function sqsRecord(
     readonly groupId?: string;
     readonly deduplicationId?: string;
     readonly rawBody?: string;
+    /** The source queue's name. @default 'orders.fifo' with a `groupId`, else 'orders' */
+    readonly queue?: string;
   } = {},
 ): SqsRecord {
   const messageAttributes: Record<string, SqsMessageAttribute> = {};
@@ -45,7 +51,7 @@ export function sqsRecord(
     },
     messageAttributes,
     eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:orders',
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${options.queue ?? (options.groupId === undefined ? 'orders' : 'orders.fifo')}`,
     awsRegion: 'us-east-1',
   };
 }

@@ -72,7 +72,8 @@ const claimOf = (pk: string, extra: Partial<InboxRecord> = {}): InboxRecord => (
   pk,
   status: 'IN_PROGRESS',
   fingerprint: fingerprint('p-1'),
-  expiresAt: T0_SECONDS + TTL,
+  // An in-progress claim lives its TTL past its lease end.
+  expiresAt: Math.ceil((T0 + LEASE) / 1000) + TTL,
   consumer: 'payments',
   committedAt: T0,
   owner: expect.any(String),
@@ -98,6 +99,8 @@ describe('two-phase mode: one unnamed effect', () => {
     expect(store.read('inbox', 'payments#p-1')).toEqual({
       ...claimOf('payments#p-1', { owner }),
       status: 'COMPLETED',
+      // Completed, the record lives its TTL from the completion.
+      expiresAt: T0_SECONDS + TTL,
       leaseExpiresAt: undefined,
     });
     expect(contexts).toEqual([
@@ -602,12 +605,82 @@ describe('two-phase mode: heartbeat', () => {
     await vi.advanceTimersByTimeAsync(LEASE);
 
     const owner = (store.calls[0]!.args[0] as InboxRecord).owner;
-    expect(store.calls.map((call) => [call.method, ...call.args.slice(1, 3)])).toEqual([
+    // Each extension moves expiresAt with the lease: the record lives its TTL past the lease end.
+    expect(store.calls.map((call) => [call.method, ...call.args.slice(1)])).toEqual([
       ['claimLease', T0],
-      ['extendLease', owner, T0 + LEASE / 3 + LEASE],
-      ['extendLease', owner, T0 + (2 * LEASE) / 3 + LEASE],
+      ['extendLease', owner, T0 + LEASE / 3 + LEASE, Math.ceil((T0 + LEASE / 3 + LEASE) / 1000) + TTL],
+      [
+        'extendLease',
+        owner,
+        T0 + (2 * LEASE) / 3 + LEASE,
+        Math.ceil((T0 + (2 * LEASE) / 3 + LEASE) / 1000) + TTL,
+      ],
       ['complete', owner, { expiresAt: Math.floor((T0 + (2 * LEASE) / 3) / 1000) + TTL }],
     ]);
+  });
+
+  /** Lets every pending callback run, so a request sent at once would have been recorded. */
+  const settle = async () => {
+    for (let turn = 0; turn < 10; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it('waits for the extension in flight before releasing a failed effect, so the retry takes the released claim at once', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const failNow = deferred();
+    let attempts = 0;
+    const { store, processBatch, clock, metrics } = setup({
+      heartbeat: true,
+      handle: (_message, effects) =>
+        effects.run(async () => {
+          attempts += 1;
+          if (attempts > 1) return;
+          await failNow.promise;
+          throw new Error('downstream refused');
+        }),
+    });
+    const open = store.gate('extendLease');
+
+    const running = processBatch(event('m-1', 'p-1'));
+    await vi.waitFor(() => expect(store.calls).toHaveLength(1));
+    clock.advance(LEASE / 3);
+    await vi.advanceTimersByTimeAsync(LEASE / 3);
+    failNow.resolve();
+    await settle();
+    expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'extendLease']);
+    open();
+
+    expect(await running).toEqual(ids('m-1'));
+    expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'extendLease', 'release']);
+    expect(store.read('inbox', 'payments#p-1')).toMatchObject({ status: 'IN_PROGRESS', leaseExpiresAt: 0 });
+    expect(await processBatch(event('m-2', 'p-1'))).toEqual(ids());
+    expect(attempts).toBe(2);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ retry: 1 }),
+      counts({ processed: 1 }),
+    ]);
+  });
+
+  it('waits for the extension in flight before completing the effect', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const finish = deferred();
+    const { store, processBatch, clock } = setup({
+      heartbeat: true,
+      handle: (_message, effects) => effects.run(() => finish.promise),
+    });
+    const open = store.gate('extendLease');
+
+    const running = processBatch(event('m-1', 'p-1'));
+    await vi.waitFor(() => expect(store.calls).toHaveLength(1));
+    clock.advance(LEASE / 3);
+    await vi.advanceTimersByTimeAsync(LEASE / 3);
+    finish.resolve();
+    await settle();
+    expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'extendLease']);
+    open();
+
+    expect(await running).toEqual(ids());
+    expect(store.calls.map((call) => call.method)).toEqual(['claimLease', 'extendLease', 'complete']);
+    expect(store.read('inbox', 'payments#p-1')).toMatchObject({ status: 'COMPLETED' });
   });
 
   it('aborts the effect signal when the claim was taken over, and reports LEASE_LOST', async () => {
@@ -720,7 +793,7 @@ describe('two-phase mode: the lease', () => {
     ],
     [
       { leaseMillis: 3_600_000 },
-      'Expected `leaseMillis` to be shorter than `ttlSeconds` (in milliseconds), got `3600000`',
+      'Expected `leaseMillis` to be shorter than `ttlSeconds` (3600000 milliseconds), got `3600000`',
     ],
     [
       { stuckAfterMillis: 60 },

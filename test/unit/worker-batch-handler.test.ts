@@ -118,6 +118,32 @@ describe('createWorkerBatchHandler', () => {
     });
   });
 
+  it('hands back only the failed message of a fair queue: a standard queue with group ids keeps no order', async () => {
+    const sqs = fakeSqs();
+    const order: string[] = [];
+    const handle = createWorkerBatchHandler(
+      options({
+        handle: (message: CoreMessage<OutcomeEvent>) => {
+          order.push(message.body.id!);
+          if (message.body.outcome === 'throw') throw new Error('transient');
+        },
+      }),
+      { sqs: sqs.client, queueUrl: 'http://127.0.0.1:4566/000000000000/orders', retryDelaySeconds: 0 },
+    );
+
+    const acknowledged = await handle([
+      sdkMessage('m-1', { id: 'a-1', outcome: 'throw' }, { groupId: 'a' }),
+      sdkMessage('m-2', { id: 'a-2' }, { groupId: 'a' }),
+    ]);
+
+    expect(acknowledged.map((message) => message.MessageId)).toEqual(['m-2']);
+    expect(order).toEqual(['a-1', 'a-2']);
+    expect(sqs.inputs[0]?.input).toEqual({
+      QueueUrl: 'http://127.0.0.1:4566/000000000000/orders',
+      Entries: [{ Id: 'm0', ReceiptHandle: 'rh-m-1', VisibilityTimeout: 0 }],
+    });
+  });
+
   it('dead-letters a permanent failure with its reason in direct mode and acknowledges it', async () => {
     const sqs = fakeSqs();
     const sent: DeadLetterMessage[] = [];

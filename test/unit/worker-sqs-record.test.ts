@@ -1,6 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../../lambda/worker/sqs-record';
+import { RECEIVE_ALL_ATTRIBUTES, recordSourceOf, toSqsRecord } from '../../lambda/worker/sqs-record';
 
 describe('toSqsRecord', () => {
   it('converts a received FIFO message into the record shape Lambda delivers', () => {
@@ -82,5 +82,80 @@ describe('toSqsRecord', () => {
       MessageSystemAttributeNames: ['All'],
       MessageAttributeNames: ['All'],
     });
+  });
+});
+
+describe('recordSourceOf', () => {
+  it('names the queue of a URL as an event source mapping does', () => {
+    expect(recordSourceOf('https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo')).toEqual({
+      eventSourceARN: 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo',
+      awsRegion: 'eu-west-1',
+    });
+    expect(recordSourceOf('https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders')).toEqual({
+      eventSourceARN: 'arn:aws-cn:sqs:cn-north-1:123456789012:orders',
+      awsRegion: 'cn-north-1',
+    });
+    expect(recordSourceOf('https://us-gov-west-1.queue.amazonaws.com/123456789012/orders')).toEqual({
+      eventSourceARN: 'arn:aws-us-gov:sqs:us-gov-west-1:123456789012:orders',
+      awsRegion: 'us-gov-west-1',
+    });
+    // Another endpoint (a local emulator) tells no region.
+    expect(recordSourceOf('http://127.0.0.1:4566/000000000000/orders.fifo')).toEqual({
+      eventSourceARN: 'arn:aws:sqs::000000000000:orders.fifo',
+    });
+  });
+
+  it('rejects a URL without an account and a queue name', () => {
+    expect(() => recordSourceOf('https://sqs.eu-west-1.amazonaws.com/orders')).toThrow(
+      'Expected `queueUrl` to end in /<account>/<queue name>, got `https://sqs.eu-west-1.amazonaws.com/orders`',
+    );
+  });
+});
+
+describe('toSqsRecord and its source', () => {
+  it('carries the source queue, so a FIFO record is told by its ARN', () => {
+    const source = recordSourceOf('https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo');
+
+    const record = toSqsRecord({ MessageId: 'm-1', Body: 'x' }, source);
+
+    expect(record).toMatchObject({
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo',
+      awsRegion: 'eu-west-1',
+    });
+  });
+
+  it('keeps a message attribute named __proto__ as an attribute, not as the prototype', () => {
+    const record = toSqsRecord({
+      MessageId: 'm-1',
+      Body: 'x',
+      MessageAttributes: JSON.parse('{"__proto__": {"DataType": "String", "StringValue": "p-1"}}'),
+    });
+
+    expect(Object.keys(record.messageAttributes)).toEqual(['__proto__']);
+    expect(Object.getOwnPropertyDescriptor(record.messageAttributes, '__proto__')?.value).toEqual({
+      dataType: 'String',
+      stringValue: 'p-1',
+      stringListValues: [],
+      binaryListValues: [],
+    });
+  });
+});
+
+describe('toSqsRecord and unreadable attributes', () => {
+  it('skips an attribute whose value the SDK could not read instead of failing the message', () => {
+    // The JS SDK's receive leaves a `__proto__` entry with no value.
+    const attributes = Object.defineProperty(
+      { tenant: { DataType: 'String', StringValue: 't-1' } },
+      '__proto__',
+      {
+        value: undefined,
+        enumerable: true,
+      },
+    );
+
+    const record = toSqsRecord({ MessageId: 'm-1', Body: 'x', MessageAttributes: attributes as never });
+
+    expect(Object.keys(record.messageAttributes)).toEqual(['tenant']);
   });
 });

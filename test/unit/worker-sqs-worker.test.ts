@@ -25,26 +25,28 @@ const options = (entries: LogEntry[] = []): SqsHandlerOptions<{ id: string }> =>
 });
 
 /**
- * An SQS client double: the first receive answers `first` (then every receive waits until it is
- * aborted, as a long poll does); every other command is recorded and succeeds.
+ * An SQS client double: the first receive answers `first`, every later one ends empty on the
+ * next macrotask (a long poll that found nothing), or rejects when aborted; every other command
+ * is recorded and succeeds. `receiveSignals` are the abort signals the receives were sent with.
  */
 function fakeSqs(first: () => Promise<unknown>) {
   const commands: Command[] = [];
-  let receives = 0;
+  const receiveSignals: (AbortSignal | undefined)[] = [];
   const client = {
     send(command: Command, sendOptions?: { abortSignal?: AbortSignal }) {
       commands.push(command);
       if (command.constructor.name !== 'ReceiveMessageCommand') return Promise.resolve({});
-      receives += 1;
-      if (receives === 1) return first();
-      return new Promise((_, reject) => {
+      receiveSignals.push(sendOptions?.abortSignal);
+      if (receiveSignals.length === 1) return first();
+      return new Promise((resolve, reject) => {
+        setImmediate(() => resolve({}));
         sendOptions?.abortSignal?.addEventListener('abort', () =>
           reject(Object.assign(new Error('aborted'), { name: 'AbortError' })),
         );
       });
     },
   };
-  return { client: client as unknown as SQSClient, commands };
+  return { client: client as unknown as SQSClient, commands, receiveSignals };
 }
 
 /** Resolves once `predicate` holds, checking on every macrotask; fails after `limit` checks. */
@@ -117,7 +119,7 @@ describe('createSqsWorker', () => {
     expect(worker.consumer.status).toEqual({ isRunning: false, isPolling: false });
   });
 
-  it('hands back untouched the messages a receive returns while the worker stops', async () => {
+  it('never aborts the receive in flight when it stops, and hands back untouched what that receive returns', async () => {
     let answer!: (value: unknown) => void;
     const sqs = fakeSqs(() => new Promise((resolve) => (answer = resolve)));
     const handled: string[] = [];
@@ -133,9 +135,12 @@ describe('createSqsWorker', () => {
     worker.start();
     await until(() => answer !== undefined);
     const stopped = worker.stop();
+    // SQS would still hand an aborted long poll a message, out of the worker's reach.
+    expect(sqs.receiveSignals.map((signal) => signal?.aborted)).toEqual([false]);
     answer({ Messages: [{ MessageId: 'm-1', ReceiptHandle: 'rh-1', Body: '{"id":"o-1"}' }] });
     await stopped;
 
+    expect(sqs.receiveSignals.map((signal) => signal?.aborted)).toEqual([false]);
     expect(handled).toEqual([]);
     expect(
       sqs.commands.find((command) => command.constructor.name === 'ChangeMessageVisibilityBatchCommand')

@@ -10,35 +10,36 @@
  * - {@link destroyLocal}: deletes a stack by name and waits (the CDK's `cdk destroy` passes the
  *   stack ARN, which some emulator versions ignore).
  *
- * Used by `npm run deploy:local` and by the main job.
+ * Used by `effectively-once local deploy|destroy`, `npm run deploy:local` and the main job.
  */
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { applyStackFixups, type LocalFixupResult } from './local-deploy/apply-fixups';
-import { type CdkLocalTarget, runCdk } from './local-deploy/cdk-cli';
+import { applyStackFixups, type LocalFixupResult } from './apply-fixups';
+import { type CdkLocalTarget, runCdk } from './cdk-cli';
 import {
   type AssemblyStack,
+  deletionOrder,
   readAssemblyStacks,
   readTemplate,
   selectStacks,
-} from './local-deploy/cloud-assembly';
+} from './cloud-assembly';
 import {
-  type CloudFormationError,
   type CloudFormationTarget,
   deleteStack,
   describeStack,
+  isServiceAnswer,
   type StackSummary,
-} from './local-deploy/cloudformation';
-import { LocalDeployError } from './local-deploy/errors';
+} from './cloudformation';
+import { LocalDeployError } from './errors';
 
-export type { LocalFixupResult, LocalFixupStatus } from './local-deploy/apply-fixups';
-export type { AssemblyStack } from './local-deploy/cloud-assembly';
-export { deletionOrder, readAssemblyStacks, selectStacks } from './local-deploy/cloud-assembly';
-export { LocalDeployError, type LocalDeployErrorCode } from './local-deploy/errors';
-export type { LocalFixupCheck, LocalFixupKind, LocalFixupPlan } from './local-deploy/fixup-plan';
-export { planLocalFixups } from './local-deploy/fixup-plan';
+export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
+export type { AssemblyStack } from './cloud-assembly';
+export { deletionOrder, readAssemblyStacks, selectStacks } from './cloud-assembly';
+export { LocalDeployError, type LocalDeployErrorCode } from './errors';
+export type { LocalFixupCheck, LocalFixupKind, LocalFixupPlan } from './fixup-plan';
+export { planLocalFixups } from './fixup-plan';
 
 /** Account id local emulators use for the dummy `test` credentials. */
 export const LOCAL_ACCOUNT = '000000000000';
@@ -105,6 +106,12 @@ export interface DeployLocalOptions extends LocalDeployTarget {
    * @default true
    */
   readonly fixups?: boolean;
+  /**
+   * Log a progress line every few seconds while the CDK CLI bootstraps or deploys (with the last
+   * line it wrote, for example a stack event).
+   * @default false
+   */
+  readonly progress?: boolean;
 }
 
 /** What {@link deployLocal} did. */
@@ -147,13 +154,17 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
   const outputsFile = resolve(cwd, options.outputsFile ?? join('.local', 'cdk-outputs.json'));
   const logFile = resolve(cwd, options.logFile ?? join('.local', 'logs', 'cdk-local.log'));
   const stackPatterns = options.stacks ?? [];
+  const onProgress = options.progress
+    ? (step: string) => (elapsed: number, lastLine: string) =>
+        log(`  still ${step} (${seconds(elapsed)})${lastLine ? `: ${lastLine}` : ''}`)
+    : undefined;
 
   const needsBootstrap = !(await isBootstrapped(target));
   let bootstrapMillis = 0;
   if (needsBootstrap) {
     log(`Bootstrapping aws://${target.account}/${target.region} at ${target.endpoint} (log: ${logFile})`);
     try {
-      bootstrapMillis = await bootstrap(target, cwd, logFile);
+      bootstrapMillis = await bootstrap(target, cwd, logFile, onProgress?.('bootstrapping'));
     } catch (error) {
       // Another process may have bootstrapped the same emulator at the same moment.
       if (!(await isBootstrapped(target))) throw error;
@@ -165,26 +176,29 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
   log(`Deploying ${what} to ${target.endpoint} (log: ${logFile})`);
   mkdirSync(dirname(outputsFile), { recursive: true });
   rmSync(outputsFile, { force: true });
-  const deployMillis = await runCdk({
-    cwd,
-    logFile,
-    target,
-    args: [
-      'deploy',
-      ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
-      ...(options.app ? ['--app', options.app] : []),
-      ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
-      '--output',
-      outputDir,
-      '--outputs-file',
-      outputsFile,
-      '--require-approval',
-      'never',
-      '--progress',
-      'events',
-      '--no-notices',
-    ],
-  });
+  const deployMillis = await withDockerFallbackHint(cwd, () =>
+    runCdk({
+      cwd,
+      logFile,
+      target,
+      ...(onProgress ? { onProgress: onProgress('deploying') } : {}),
+      args: [
+        'deploy',
+        ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
+        ...(options.app ? ['--app', options.app] : []),
+        ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
+        '--output',
+        outputDir,
+        '--outputs-file',
+        outputsFile,
+        '--require-approval',
+        'never',
+        '--progress',
+        'events',
+        '--no-notices',
+      ],
+    }),
+  );
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
   // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
   const outputs: Record<string, Record<string, string>> = {};
@@ -212,6 +226,68 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     timings: { bootstrapMillis, deployMillis, fixupMillis },
     logFile,
   };
+}
+
+/**
+ * The hint for a failed `cdk deploy` whose log shows the CDK bundling a Lambda in Docker because
+ * esbuild is not installed in the app; `undefined` when that is not what happened.
+ */
+export function dockerFallbackHint(failure: string, esbuildInstalled: boolean): string | undefined {
+  if (esbuildInstalled || !/docker/i.test(failure)) return undefined;
+  return (
+    'esbuild is not installed in this app, so the CDK tried to bundle the Lambda code in Docker. ' +
+    'Install it next to aws-cdk-lib: `npm install --save-dev esbuild`.'
+  );
+}
+
+async function withDockerFallbackHint(cwd: string, deploy: () => Promise<number>): Promise<number> {
+  try {
+    return await deploy();
+  } catch (error) {
+    const { code, message, logFile } = error as Partial<LocalDeployError>;
+    const hint = dockerFallbackHint(message ?? '', isResolvable('esbuild', cwd));
+    if (code !== 'CDK_COMMAND_FAILED' || hint === undefined) throw error;
+    throw new LocalDeployError('CDK_COMMAND_FAILED', `${message}\n${hint}`, {
+      cause: error,
+      ...(logFile ? { logFile } : {}),
+    });
+  }
+}
+
+function isResolvable(name: string, from: string): boolean {
+  try {
+    require.resolve(`${name}/package.json`, { paths: [from] });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The stack names to delete, dependents first: those of the cloud assembly in `assemblyDir` (from
+ * the last local deploy) that match `patterns` (all when empty), then the patterns it does not
+ * know, taken literally as stack names.
+ *
+ * @throws LocalDeployError `STACKS_UNKNOWN` when there is no assembly and no pattern.
+ */
+export function stackNamesToDestroy(assemblyDir: string, patterns: readonly string[]): string[] {
+  let known: AssemblyStack[] = [];
+  try {
+    known = readAssemblyStacks(assemblyDir);
+  } catch {
+    if (patterns.length === 0) {
+      throw new LocalDeployError(
+        'STACKS_UNKNOWN',
+        `No cloud assembly in ${assemblyDir} from an earlier local deploy, so the stack names are ` +
+          'unknown: name the stacks to destroy.',
+      );
+    }
+  }
+  const selected = deletionOrder(selectStacks(known, patterns)).map((stack) => stack.stackName);
+  const literal = patterns.filter(
+    (pattern) => !pattern.includes('*') && selectStacks(known, [pattern]).length === 0,
+  );
+  return [...selected, ...literal];
 }
 
 /** Options for {@link applyLocalFixups}. */
@@ -356,6 +432,20 @@ function resolveTarget(options: LocalDeployTarget): ResolvedTarget {
   };
 }
 
+/**
+ * Checks that an endpoint answers the plain CloudFormation API (nothing emulator-specific), and
+ * says whether the CDK bootstrap stack is there.
+ *
+ * @throws LocalDeployError `ENDPOINT_UNREACHABLE` when it does not answer.
+ *
+ * @example
+ * await probeEndpoint({ endpoint: 'http://127.0.0.1:4566' }); // 'answers CloudFormation (CDK bootstrap: absent)'
+ */
+export async function probeEndpoint(options: LocalDeployTarget): Promise<string> {
+  const bootstrapped = await isBootstrapped(resolveTarget(options));
+  return `answers CloudFormation (CDK bootstrap: ${bootstrapped ? 'present' : 'absent'})`;
+}
+
 /** `true` when the `CDKToolkit` stack is usable; also proves the endpoint answers CloudFormation. */
 async function isBootstrapped(target: ResolvedTarget): Promise<boolean> {
   const toolkit = await describeReachably(target, 'CDKToolkit');
@@ -370,12 +460,12 @@ async function describeReachably(
   try {
     return await describeStack(target, stackName);
   } catch (error) {
-    if ((error as Partial<CloudFormationError>).name === 'CloudFormationError') throw error;
-    const cause = (error as { cause?: { code?: string } }).cause;
+    if (isServiceAnswer(error)) throw error;
+    const { code, cause } = error as { code?: string; cause?: { code?: string } };
     throw new LocalDeployError(
       'ENDPOINT_UNREACHABLE',
       `The local AWS endpoint ${target.endpoint} does not answer ` +
-        `(${cause?.code ?? (error as Error).message}). Is the emulator running?`,
+        `(${code ?? cause?.code ?? (error as Error).message}). Is the emulator running?`,
       { cause: error },
     );
   }
@@ -385,14 +475,21 @@ async function describeReachably(
  * Bootstraps from an empty directory: with an explicit environment and no `cdk.json`, the CLI
  * skips synthesizing (and bundling) the app, which saves seconds.
  */
-async function bootstrap(target: ResolvedTarget, cwd: string, logFile: string): Promise<number> {
+async function bootstrap(
+  target: ResolvedTarget,
+  cwd: string,
+  logFile: string,
+  onProgress: ((elapsedMillis: number, lastLine: string) => void) | undefined,
+): Promise<number> {
   const emptyDir = await mkdtemp(join(tmpdir(), 'cdk-bootstrap-'));
   try {
     const qualifier = bootstrapQualifier(cwd);
     return await runCdk({
       cwd: emptyDir,
+      cliFrom: cwd,
       logFile,
       target,
+      ...(onProgress ? { onProgress } : {}),
       args: [
         'bootstrap',
         `aws://${target.account}/${target.region}`,

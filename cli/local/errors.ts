@@ -4,7 +4,9 @@ export type LocalDeployErrorCode =
   | 'CDK_COMMAND_FAILED'
   | 'OUTPUTS_UNREADABLE'
   | 'FIXUP_FAILED'
-  | 'DESTROY_FAILED';
+  | 'DESTROY_FAILED'
+  | 'STACKS_UNKNOWN'
+  | 'NO_EMULATOR';
 
 /**
  * A local deploy, fix-up or teardown that failed. Recognise it by `code`, not `instanceof`.

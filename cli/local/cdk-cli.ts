@@ -1,12 +1,13 @@
 /**
- * Runs the project's CDK CLI (the `aws-cdk` devDependency) as a child process pointed at a local
- * endpoint, with its output appended to a log file instead of the console.
+ * Runs the project's own CDK CLI (the `aws-cdk` package installed in the app's directory, as
+ * `npx cdk` would) as a child process pointed at a local endpoint, with its output appended to a log file instead of the console.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { devNull } from 'node:os';
 import { dirname, join } from 'node:path';
 import { LocalDeployError } from './errors';
+import { reportWhileWaiting } from './progress';
 
 /** Where the CDK CLI should deploy: a local endpoint, region, account and dummy credentials. */
 export interface CdkLocalTarget {
@@ -20,8 +21,19 @@ export interface CdkLocalTarget {
 export interface CdkRun {
   readonly args: readonly string[];
   readonly cwd: string;
+  /**
+   * Directory whose `aws-cdk` package runs (the app's, when `cwd` is a scratch directory).
+   * @default cwd
+   */
+  readonly cliFrom?: string;
   readonly logFile: string;
   readonly target: CdkLocalTarget;
+  /**
+   * Called every few seconds while the CLI runs, with the time since it started and the last line
+   * it wrote to the log (for example a stack event).
+   * @default no progress
+   */
+  readonly onProgress?: (elapsedMillis: number, lastLine: string) => void;
 }
 
 const TAIL_LINES = 25;
@@ -34,7 +46,7 @@ const TAIL_LINES = 25;
  * message ends with the last lines of the log.
  */
 export async function runCdk(run: CdkRun): Promise<number> {
-  const cli = cdkCliPath(run.cwd);
+  const cli = cdkCliPath(run.cliFrom ?? run.cwd);
   mkdirSync(dirname(run.logFile), { recursive: true });
   const commandLine = `cdk ${run.args.join(' ')}`;
   const logFd = openSync(run.logFile, 'a');
@@ -45,7 +57,7 @@ export async function runCdk(run: CdkRun): Promise<number> {
       logFd,
       `\n===== ${new Date().toISOString()} ${commandLine} (endpoint ${run.target.endpoint})\n`,
     );
-    result = await new Promise((done) => {
+    const exit = new Promise<{ code: number | null; error?: string }>((done) => {
       const child = spawn(process.execPath, [cli, ...run.args], {
         cwd: run.cwd,
         env: cdkEnv(run.target),
@@ -54,6 +66,12 @@ export async function runCdk(run: CdkRun): Promise<number> {
       child.once('error', (error) => done({ code: null, error: error.message }));
       child.once('close', (code) => done({ code }));
     });
+    const { onProgress } = run;
+    result = onProgress
+      ? await reportWhileWaiting(exit, {
+          report: (elapsed) => onProgress(elapsed, lastLineOfLastRun(run.logFile)),
+        })
+      : await exit;
   } finally {
     closeSync(logFd);
   }
@@ -109,7 +127,7 @@ function cdkCliPath(cwd: string): string {
   } catch {
     throw new LocalDeployError(
       'CDK_COMMAND_FAILED',
-      'The CDK CLI (the `aws-cdk` package) is not installed: run `npm install`.',
+      `The CDK CLI (the \`aws-cdk\` package) is not installed in ${cwd}: run \`npm install --save-dev aws-cdk\` there.`,
     );
   }
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as {
@@ -119,18 +137,32 @@ function cdkCliPath(cwd: string): string {
   return join(dirname(manifestFile), bin);
 }
 
-/** The last lines the most recent run wrote to the log (after its header line). */
-function tailOfLastRun(logFile: string): string {
+/** The lines the most recent run wrote to the log (after its header line). */
+function linesOfLastRun(logFile: string): string[] {
   let text = '';
   try {
     text = readFileSync(logFile, 'utf8');
   } catch {
-    return '';
+    return [];
   }
   const lastRun = text.slice(text.lastIndexOf('\n===== ') + 1);
-  const lines = lastRun.trimEnd().split('\n').slice(1);
-  return lines
+  return lastRun.trimEnd().split('\n').slice(1);
+}
+
+/** The last lines the most recent run wrote to the log, indented for an error message. */
+function tailOfLastRun(logFile: string): string {
+  return linesOfLastRun(logFile)
     .slice(-TAIL_LINES)
     .map((line) => `  | ${line}`)
     .join('\n');
+}
+
+/** The last non-blank line the most recent run wrote, trimmed to one short line. */
+function lastLineOfLastRun(logFile: string): string {
+  const line =
+    linesOfLastRun(logFile)
+      .filter((candidate) => candidate.trim() !== '')
+      .at(-1) ?? '';
+  const trimmed = line.trim();
+  return trimmed.length > 120 ? `${trimmed.slice(0, 117)}...` : trimmed;
 }

@@ -1,0 +1,354 @@
+/**
+ * `effectively-once local up|deploy|destroy|down`: the embedded emulator and the local deploy of
+ * the CDK app in the current directory. Argument parsing and the choice of endpoint are pure; the
+ * commands run on injected effects, so the CLI is unit-tested without an emulator.
+ */
+
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  type DeployLocalResult,
+  deployLocal,
+  destroyLocal,
+  LOCAL_ACCOUNT,
+  LOCAL_ASSEMBLY_DIR,
+  LocalDeployError,
+  probeEndpoint,
+  stackNamesToDestroy,
+} from './deploy';
+import {
+  DEFAULT_REGION,
+  type EmulatorState,
+  ensureDetachedMiniStack,
+  httpUrl,
+  isEmulatorRunning,
+  LOCAL_CREDENTIALS,
+  logsDir,
+  readEmulatorState,
+  stopDetachedMiniStack,
+  userCacheDir,
+} from './emulator';
+
+/** Help text of `effectively-once local`. */
+export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|down> [options]
+
+Runs your CDK app (the cdk.json in the current directory) on a local AWS emulator.
+
+  up                   start the embedded emulator (MiniStack) in the background, installing it
+                       into the per-user cache on first use; prints the export line for your shell
+                       (eval "$(effectively-once local up)"); does nothing when it already runs
+  deploy [stack ...]   cdk deploy this app to the emulator (your project's aws-cdk), then re-apply
+                       what the emulator's CloudFormation drops (DynamoDB TTL and point-in-time
+                       recovery, SQS redrive policies)
+  destroy [stack ...]  delete this app's stacks from the emulator, dependents first
+  down                 stop the emulator \`local up\` started
+
+Options:
+  --app <command>      deploy: CDK app command (default: the "app" of cdk.json)
+  -c, --context k=v    deploy: CDK context value (repeatable)
+  --skip-fixups        deploy: do not re-apply what the emulator dropped
+  --cache-dir DIR      where the emulator is installed and recorded
+                       (default: $XDG_CACHE_HOME/effectively-once or ~/.cache/effectively-once)
+  -h, --help           show this help
+
+With AWS_ENDPOINT_URL set to another endpoint (LocalStack, a container), every command uses it
+and starts or stops nothing. Stack names are those of cdk.out.local/, the assembly of the last
+local deploy; the CDK CLI's output goes to a log file named on failure.
+`;
+
+/** One `local` subcommand and its options. */
+export type LocalCommand =
+  | { readonly kind: 'help' }
+  | { readonly kind: 'up' | 'down'; readonly cacheDir: string | undefined }
+  | {
+      readonly kind: 'deploy';
+      readonly cacheDir: string | undefined;
+      readonly stacks: readonly string[];
+      readonly app: string | undefined;
+      readonly context: Readonly<Record<string, string>>;
+      readonly fixups: boolean;
+    }
+  | { readonly kind: 'destroy'; readonly cacheDir: string | undefined; readonly stacks: readonly string[] };
+
+/** A bad `local` command line. */
+export class LocalUsageError extends Error {
+  override readonly name = 'LocalUsageError';
+  readonly code = 'USAGE';
+}
+
+const SUBCOMMANDS = ['up', 'deploy', 'destroy', 'down'] as const;
+type Subcommand = (typeof SUBCOMMANDS)[number];
+
+/**
+ * Parses the arguments that follow `local`.
+ *
+ * @throws LocalUsageError `USAGE` for a missing or unknown subcommand, an unknown option, an option
+ * the subcommand does not take, or a `--context` that is not `key=value`.
+ */
+export function parseLocalArgs(argv: readonly string[]): LocalCommand {
+  let parsed: ReturnType<typeof parseStrict>;
+  try {
+    parsed = parseStrict(argv);
+  } catch (error) {
+    throw new LocalUsageError((error as Error).message.split('\n')[0] ?? String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'help' };
+  const [subcommand, ...stacks] = positionals;
+  if (subcommand === undefined) {
+    throw new LocalUsageError(`Expected a subcommand: ${SUBCOMMANDS.join(', ')}`);
+  }
+  if (!(SUBCOMMANDS as readonly string[]).includes(subcommand)) {
+    throw new LocalUsageError(`Unknown subcommand \`${subcommand}\` (expected ${SUBCOMMANDS.join(', ')})`);
+  }
+  const kind = subcommand as Subcommand;
+  const deployOnly = (['app', 'context', 'skip-fixups'] as const).filter(
+    (name) => values[name] !== undefined,
+  );
+  if (kind !== 'deploy' && deployOnly.length > 0) {
+    throw new LocalUsageError(`\`--${deployOnly[0]}\` only goes with \`local deploy\``);
+  }
+  if ((kind === 'up' || kind === 'down') && stacks.length > 0) {
+    throw new LocalUsageError(`\`local ${kind}\` takes no stack names, got \`${stacks.join(' ')}\``);
+  }
+  const cacheDir = values['cache-dir'] === undefined ? undefined : resolve(values['cache-dir']);
+  switch (kind) {
+    case 'up':
+    case 'down':
+      return { kind, cacheDir };
+    case 'destroy':
+      return { kind, cacheDir, stacks };
+    case 'deploy':
+      return {
+        kind,
+        cacheDir,
+        stacks,
+        app: values.app,
+        context: parseContext(values.context ?? []),
+        fixups: !values['skip-fixups'],
+      };
+  }
+}
+
+function parseStrict(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: true,
+    options: {
+      app: { type: 'string' },
+      context: { type: 'string', short: 'c', multiple: true },
+      'skip-fixups': { type: 'boolean' },
+      'cache-dir': { type: 'string' },
+      debug: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+function parseContext(pairs: readonly string[]): Record<string, string> {
+  const context: Record<string, string> = {};
+  for (const pair of pairs) {
+    const separator = pair.indexOf('=');
+    if (separator <= 0) throw new LocalUsageError(`Expected \`--context\` to be key=value, got \`${pair}\``);
+    context[pair.slice(0, separator)] = pair.slice(separator + 1);
+  }
+  return context;
+}
+
+/** The endpoint the `local` commands act on. */
+export type LocalEndpoint =
+  /** `AWS_ENDPOINT_URL` names an endpoint `local up` did not start: use it, start and stop nothing. */
+  | {
+      readonly kind: 'given';
+      readonly endpoint: string;
+      readonly region: string;
+      readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
+    }
+  /** The emulator `local up` started and recorded, still running. */
+  | { readonly kind: 'embedded'; readonly state: EmulatorState }
+  /** Neither. */
+  | { readonly kind: 'none' };
+
+/**
+ * Picks the endpoint: `AWS_ENDPOINT_URL` when set (the embedded emulator when it names that one),
+ * else the running embedded emulator, else none.
+ *
+ * @throws LocalUsageError when `AWS_ENDPOINT_URL` is not an http(s) URL.
+ */
+export function chooseEndpoint(env: NodeJS.ProcessEnv, running: EmulatorState | undefined): LocalEndpoint {
+  const given = env.AWS_ENDPOINT_URL;
+  if (given) {
+    const endpoint = normaliseUrl(given);
+    if (running && normaliseUrl(running.endpoint) === endpoint) return { kind: 'embedded', state: running };
+    return {
+      kind: 'given',
+      endpoint,
+      region: env.AWS_REGION || env.AWS_DEFAULT_REGION || DEFAULT_REGION,
+      credentials: {
+        accessKeyId: env.AWS_ACCESS_KEY_ID || LOCAL_CREDENTIALS.accessKeyId,
+        secretAccessKey: env.AWS_SECRET_ACCESS_KEY || LOCAL_CREDENTIALS.secretAccessKey,
+      },
+    };
+  }
+  return running ? { kind: 'embedded', state: running } : { kind: 'none' };
+}
+
+function normaliseUrl(value: string): string {
+  const url = httpUrl(value);
+  if (url === undefined) {
+    throw new LocalUsageError(`Expected AWS_ENDPOINT_URL to be an http(s) URL, got \`${value}\``);
+  }
+  return url;
+}
+
+/** The shell line that points SDKs and the CDK CLI at an endpoint. */
+export function exportLine(endpoint: string, region: string): string {
+  return (
+    `export AWS_ENDPOINT_URL=${endpoint} AWS_REGION=${region} ` +
+    `AWS_ACCESS_KEY_ID=${LOCAL_CREDENTIALS.accessKeyId} AWS_SECRET_ACCESS_KEY=${LOCAL_CREDENTIALS.secretAccessKey}`
+  );
+}
+
+/** Where the `local` commands write and what they read. */
+export interface LocalIo {
+  /** Results (the export line, stack outputs). */
+  readonly stdout: { write(text: string): unknown };
+  /** Progress, one line per step. */
+  readonly stderr: { write(text: string): unknown };
+  readonly env: NodeJS.ProcessEnv;
+  /** The CDK app's directory. */
+  readonly cwd: string;
+}
+
+/**
+ * Runs one `local` subcommand and returns the exit code (0). Failures are thrown with a `code`
+ * (`USAGE`, `NO_EMULATOR`, and the {@link LocalDeployError} codes).
+ */
+export async function runLocal(
+  command: Exclude<LocalCommand, { kind: 'help' }>,
+  io: LocalIo,
+): Promise<number> {
+  const home = command.cacheDir ?? userCacheDir(io.env);
+  const log = (message: string) => io.stderr.write(`${message}\n`);
+  const recorded = readEmulatorState(home);
+  const running = recorded && (await isEmulatorRunning(recorded)) ? recorded : undefined;
+  const endpoint = chooseEndpoint(io.env, running);
+
+  switch (command.kind) {
+    case 'up': {
+      if (endpoint.kind === 'given') {
+        const answer = await probeEndpoint(toTarget(endpoint));
+        log(`AWS_ENDPOINT_URL=${endpoint.endpoint} ${answer}; starting nothing.`);
+        io.stdout.write(`${exportLine(endpoint.endpoint, endpoint.region)}\n`);
+        return 0;
+      }
+      const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || DEFAULT_REGION;
+      if (endpoint.kind === 'none') log(`Starting MiniStack (home: ${home})...`);
+      // Checked again under the lock: another `local up` may have started one meanwhile.
+      const { state, started } = await ensureDetachedMiniStack({ home, region, log });
+      if (!started) {
+        log(`MiniStack ${state.version} already runs at ${state.endpoint} (pid ${state.pid}).`);
+        io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
+        return 0;
+      }
+      log(
+        `Started MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}, log: ${state.logFile}). ` +
+          'Stop it with `effectively-once local down`. Point your shell at it:',
+      );
+      io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
+      return 0;
+    }
+    case 'down': {
+      if (endpoint.kind === 'given') {
+        log(`AWS_ENDPOINT_URL=${endpoint.endpoint} was not started by \`local up\`; stopping nothing.`);
+        return 0;
+      }
+      const outcome = await stopDetachedMiniStack({ home });
+      log(
+        outcome === 'stopped'
+          ? `Stopped MiniStack at ${recorded?.endpoint} (pid ${recorded?.pid}); everything deployed to it is gone.`
+          : 'No emulator started by `local up` is running; nothing to stop.',
+      );
+      if (outcome === 'stopped' && io.env.AWS_ENDPOINT_URL)
+        log('Unset AWS_ENDPOINT_URL in your shell: unset AWS_ENDPOINT_URL');
+      return 0;
+    }
+    case 'deploy': {
+      const target = requireTarget(endpoint);
+      requireCdkApp(io.cwd);
+      const result = await deployLocal({
+        ...target,
+        cwd: io.cwd,
+        stacks: command.stacks,
+        context: command.context,
+        ...(command.app ? { app: command.app } : {}),
+        fixups: command.fixups,
+        outputsFile: join(home, 'cdk-outputs.json'),
+        logFile: join(logsDir(home), 'cdk-local.log'),
+        progress: true,
+        log,
+      });
+      io.stdout.write(formatOutputs(result));
+      return 0;
+    }
+    case 'destroy': {
+      const target = requireTarget(endpoint);
+      const stackNames = stackNamesToDestroy(join(io.cwd, LOCAL_ASSEMBLY_DIR), command.stacks);
+      for (const stackName of stackNames) await destroyLocal({ ...target, stackName, log });
+      return 0;
+    }
+  }
+}
+
+type Target = {
+  endpoint: string;
+  region: string;
+  account: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+};
+
+function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' }>): Target {
+  if (endpoint.kind === 'given') {
+    return {
+      endpoint: endpoint.endpoint,
+      region: endpoint.region,
+      account: LOCAL_ACCOUNT,
+      credentials: endpoint.credentials,
+    };
+  }
+  return {
+    endpoint: endpoint.state.endpoint,
+    region: endpoint.state.region,
+    account: LOCAL_ACCOUNT,
+    credentials: { ...LOCAL_CREDENTIALS },
+  };
+}
+
+function requireTarget(endpoint: LocalEndpoint): Target {
+  if (endpoint.kind === 'none') {
+    throw new LocalDeployError(
+      'NO_EMULATOR',
+      'No local emulator: run `effectively-once local up` first, or set AWS_ENDPOINT_URL to a ' +
+        'running one (LocalStack, a MiniStack container).',
+    );
+  }
+  return toTarget(endpoint);
+}
+
+function requireCdkApp(cwd: string): void {
+  if (!existsSync(join(cwd, 'cdk.json'))) {
+    throw new LocalUsageError(
+      `No cdk.json in ${cwd}: run \`effectively-once local deploy\` from your CDK app's directory`,
+    );
+  }
+}
+
+/** The outputs of every deployed stack, one `Stack.Key = value` line each. */
+export function formatOutputs(result: Pick<DeployLocalResult, 'outputs'>): string {
+  const lines = Object.entries(result.outputs).flatMap(([stackName, outputs]) =>
+    Object.entries(outputs).map(([key, value]) => `${stackName}.${key} = ${value}`),
+  );
+  return lines.length > 0 ? `${lines.join('\n')}\n` : '';
+}

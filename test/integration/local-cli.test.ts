@@ -1,0 +1,217 @@
+import { spawn } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
+import { ensureMiniStack, projectRoot } from '../../scripts/local-aws-lib';
+import { awsConfig, uniqueName } from '../support/aws';
+
+const root = projectRoot();
+const cli = join(root, 'cli', 'effectively-once.ts');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+
+/**
+ * A CDK app the way a user has one, in a directory outside the repository: cdk.json, its own
+ * package.json and lock file, bin/ with the app and handler, and node_modules (linked to the
+ * repository's, standing in for the user's own install of aws-cdk-lib, aws-cdk and esbuild).
+ */
+function makeUserApp(dir: string): void {
+  mkdirSync(join(dir, 'bin'), { recursive: true });
+  for (const file of ['app.ts', 'handler.ts']) {
+    copyFileSync(join(root, 'test', 'fixtures', 'deploy-app', file), join(dir, 'bin', file));
+  }
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'my-app', version: '0.1.0', private: true }),
+  );
+  writeFileSync(
+    join(dir, 'package-lock.json'),
+    JSON.stringify({
+      name: 'my-app',
+      lockfileVersion: 3,
+      requires: true,
+      packages: { '': { name: 'my-app' } },
+    }),
+  );
+  writeFileSync(join(dir, 'cdk.json'), JSON.stringify({ app: 'npx tsx bin/app.ts' }));
+}
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `effectively-once <args>` in `cwd` with exactly `env` (plus PATH and HOME). */
+function runCli(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
+  return new Promise((done, fail) => {
+    const child = spawn(tsx, [cli, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('error', fail);
+    child.once('close', (code) => done({ code, stdout, stderr: withoutSdkNodeWarning(stderr) }));
+  });
+}
+
+/** Drops the AWS SDK's warning about this host's Node 20 (see the README's Local AWS section). */
+function withoutSdkNodeWarning(text: string): string {
+  return text.replace(
+    /\(node:\d+\) Warning: NodeVersionSupportWarning[\s\S]*?\(Use `node --trace-warnings[^\n]*\n/g,
+    '',
+  );
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const EXPORT_LINE =
+  /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
+
+describe('effectively-once local, run from a CDK app outside the repository', () => {
+  const work = mkdtempSync(join(tmpdir(), 'eo-local-cli-'));
+  const app = join(work, 'my-app');
+  const cache = join(work, 'cache');
+  const home = join(cache, 'effectively-once');
+  const stackName = uniqueName('LocalCli');
+  // No AWS_ENDPOINT_URL: the commands use the emulator `local up` starts in the per-user cache.
+  const env = { XDG_CACHE_HOME: cache };
+  let started: EmulatorState | undefined;
+
+  beforeAll(async () => {
+    makeUserApp(app);
+    // The per-user cache gets the MiniStack the repository installed, instead of a second pip install.
+    const installation = await ensureMiniStack();
+    mkdirSync(home, { recursive: true });
+    symlinkSync(join(installation.python, '..', '..'), join(home, 'venv'), 'dir');
+  }, 120_000);
+
+  afterAll(async () => {
+    // Whatever happened above, never leave the emulator running.
+    if (started && isAlive(started.pid)) await runCli(['local', 'down'], app, env);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('starts the emulator detached, prints the export line, and is a no-op the second time', async () => {
+    expect(relative(root, app).startsWith('..')).toBe(true);
+
+    const first = await runCli(['local', 'up'], app, env);
+    expect(first).toMatchObject({ code: 0, stdout: expect.stringMatching(EXPORT_LINE) });
+    started = readEmulatorState(home);
+    expect(started).toMatchObject({ version: '1.5.33', region: 'us-east-1' });
+    expect(first.stdout).toBe(`${EXPORT_LINE.exec(first.stdout)?.[0]}`);
+    expect(EXPORT_LINE.exec(first.stdout)?.[1]).toBe(started?.endpoint);
+    expect(isAlive(started?.pid ?? 0)).toBe(true);
+
+    const second = await runCli(['local', 'up'], app, env);
+    expect(second).toEqual({
+      code: 0,
+      stdout: first.stdout,
+      stderr: `MiniStack 1.5.33 already runs at ${started?.endpoint} (pid ${started?.pid}).\n`,
+    });
+    expect(readEmulatorState(home)).toEqual(started);
+  }, 60_000);
+
+  it('deploys the app with its own cdk, with progress, and applies the fix-ups', async () => {
+    const deployed = await runCli(['local', 'deploy', '-c', `deployAppStackName=${stackName}`], app, env);
+
+    expect(deployed.code).toBe(0);
+    expect(deployed.stdout).toMatch(new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm'));
+    expect(deployed.stderr).toContain(`Deploying all stacks to ${started?.endpoint}`);
+    expect(deployed.stderr).toMatch(/^ {2}still deploying \(\d+\.\d s\)/m);
+    expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
+    expect(deployed.stderr).toContain('TTL on `expiresAt` was off');
+    expect(existsSync(join(app, 'cdk.out.local', 'manifest.json'))).toBe(true);
+
+    const tableName = new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm').exec(deployed.stdout)?.[1];
+    const dynamodb = new DynamoDBClient({
+      endpoint: started?.endpoint ?? '',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    try {
+      const ttl = await dynamodb.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+      expect(ttl.TimeToLiveDescription).toMatchObject({
+        TimeToLiveStatus: 'ENABLED',
+        AttributeName: 'expiresAt',
+      });
+    } finally {
+      dynamodb.destroy();
+    }
+  }, 90_000);
+
+  it('destroys the stacks of the last local deploy by name', async () => {
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed).toMatchObject({ code: 0, stdout: '' });
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName} in `));
+
+    const again = await runCli(['local', 'destroy'], app, env);
+    expect(again.stderr).toBe(
+      `Stack ${stackName} does not exist at ${started?.endpoint}; nothing to delete\n`,
+    );
+  }, 60_000);
+
+  it('stops exactly the recorded emulator and forgets it', async () => {
+    const down = await runCli(['local', 'down'], app, env);
+    expect(down).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: `Stopped MiniStack at ${started?.endpoint} (pid ${started?.pid}); everything deployed to it is gone.\n`,
+    });
+    expect(isAlive(started?.pid ?? 0)).toBe(false);
+    expect(readEmulatorState(home)).toBeUndefined();
+
+    const again = await runCli(['local', 'down'], app, env);
+    expect(again.stderr).toBe('No emulator started by `local up` is running; nothing to stop.\n');
+  }, 30_000);
+
+  it('uses a given AWS_ENDPOINT_URL through plain AWS APIs, starting and stopping nothing', async () => {
+    const aws = awsConfig();
+    const given = { ...env, AWS_ENDPOINT_URL: aws.endpoint };
+
+    const up = await runCli(['local', 'up'], app, given);
+    expect(up.code).toBe(0);
+    expect(up.stderr).toMatch(
+      new RegExp(
+        `^AWS_ENDPOINT_URL=${aws.endpoint} answers CloudFormation \\(CDK bootstrap: (present|absent)\\); starting nothing\\.\\n$`,
+      ),
+    );
+    expect(readEmulatorState(home)).toBeUndefined();
+
+    const destroy = await runCli(['local', 'destroy', `${stackName}-never-deployed`], app, given);
+    expect(destroy.stderr).toBe(
+      `Stack ${stackName}-never-deployed does not exist at ${aws.endpoint}; nothing to delete\n`,
+    );
+
+    const down = await runCli(['local', 'down'], app, given);
+    expect(down.stderr).toBe(
+      `AWS_ENDPOINT_URL=${aws.endpoint} was not started by \`local up\`; stopping nothing.\n`,
+    );
+  }, 30_000);
+});
