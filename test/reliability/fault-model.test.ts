@@ -115,6 +115,9 @@ const invoke = (handler: ReturnType<typeof createSqsHandler>, ...records: SqsRec
 const acknowledged = { batchItemFailures: [] };
 const failed = (record: SqsRecord) => ({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
 
+/** Resolves after `millis` of real time: network latency, not a clock the test could inject. */
+const pause = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis));
+
 /** A promise and the function that resolves it. */
 function signal(): { readonly promise: Promise<void>; readonly resolve: () => void } {
   let resolve!: () => void;
@@ -219,7 +222,8 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
       once((request) => writeOf(request) === 'extend', lostThenRetried),
       {
         onServerResponse: (request, status, repeated) => {
-          if (writeOf(request) === 'extend' && repeated && status === 200) landed.resolve();
+          // The retry's answer: 200, or a failed condition that meets the lease the first set.
+          if (writeOf(request) === 'extend' && repeated && status !== 0) landed.resolve();
         },
       },
     );
@@ -232,6 +236,8 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
       handle: (_message, effects) =>
         effects.run(async ({ signal: aborted }) => {
           executions += 1;
+          // The heartbeat moves the lease past the claim's (a lease only grows).
+          test.clock.advance(100);
           // The effect outlasts a heartbeat (every lease/3, real time), whose retry then lands.
           await landed.promise;
           if (aborted.aborted) throw new Error('the heartbeat lost the claim');
@@ -364,13 +370,18 @@ describe('a heartbeat in flight when the effect fails (issue 12 item 4)', () => 
     const test = harness('fm-late-heartbeat');
     const sent = signal();
     const released = signal();
+    const effectEnded = signal();
     const landed = signal();
     const client = faultyClient(
       (request) => {
         if (writeOf(request) !== 'extend') return undefined;
         sent.resolve();
-        // Held on the network until the release was answered.
-        return { kind: 'hold', until: released.promise };
+        // Held on the network past the effect's end: until the release was answered, or (when the
+        // toolkit waits for its heartbeats before releasing) a moment after the effect failed.
+        return {
+          kind: 'hold',
+          until: Promise.race([released.promise, effectEnded.promise.then(() => pause(200))]),
+        };
       },
       {
         onServerResponse: (request) => {
@@ -390,6 +401,7 @@ describe('a heartbeat in flight when the effect fails (issue 12 item 4)', () => 
           attempts += 1;
           if (attempts > 1) return;
           await sent.promise;
+          effectEnded.resolve();
           throw new Error('the downstream service failed after a heartbeat was sent (injected)');
         }),
     });

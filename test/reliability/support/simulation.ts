@@ -636,6 +636,12 @@ function eventOf(invocation: Invocation, name: string): ReturnType<typeof deferr
  */
 const HEARTBEAT_WAIT_MILLIS = LEASE_MILLIS;
 
+/**
+ * How long (real time) a delayed heartbeat stays on the network after its effect ended when the
+ * toolkit waits for it before releasing or completing (else it lands after that write).
+ */
+const HELD_PAST_EFFECT_MILLIS = 200;
+
 /** True when `promise` settles within `millis` (real time), false when it does not. */
 async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -770,8 +776,15 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       eventOf(invocation, `extend-sent:${pk}`).resolve();
       const claim = (invocation.claims.get(pk) ?? 1) - 1;
       if (nth === 0 && invocation.faultsByKey.get(pk)?.[claim] === 'delayed-heartbeat') {
-        // Held on the network until the effect's end: its release or complete was answered.
-        return { kind: 'hold', until: eventOf(invocation, `ended:${pk}`).promise };
+        // Held on the network past the effect's end: until its release or complete was answered,
+        // or, when the toolkit waits for its heartbeats first, a moment after the effect ended.
+        const afterEffect = eventOf(invocation, `effect-ended:${pk}`).promise.then(
+          () => new Promise<void>((resolve) => setTimeout(resolve, HELD_PAST_EFFECT_MILLIS)),
+        );
+        return {
+          kind: 'hold',
+          until: Promise.race([eventOf(invocation, `ended:${pk}`).promise, afterEffect]),
+        };
       }
     }
     let roll = chanceOf(seed, 'update', update, delivery.messageId, delivery.receiveCount, nth);
@@ -999,6 +1012,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         eventOf(invocation, `extend-sent:${pk}`).promise,
         HEARTBEAT_WAIT_MILLIS,
       );
+      // The effect ends now, whichever way, with its heartbeat still on the network.
+      eventOf(invocation, `effect-ended:${pk}`).resolve();
       if (invocation.crashed) throw new SimulatedCrash('downstream call refused: the invocation crashed');
       if (!beat)
         runtimeViolations.push(`${pk}: no heartbeat within ${HEARTBEAT_WAIT_MILLIS} ms of a slow effect`);
