@@ -1,9 +1,10 @@
 /**
  * Atomic (inbox) mode: an order projector. The inbox record and the business writes are
- * committed in one TransactWriteItems, so a replayed event changes nothing.
+ * committed in one TransactWriteItems, so a replayed event changes nothing. Deployed with the
+ * `IdempotentConsumer` construct, it needs nothing but the key, the mode and the handler: the
+ * consumer name, inbox table, record TTL, dead letters, metric namespace and log level come
+ * from the construct's `EO_*` variables, and the DynamoDB client is created once per cold start.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createSqsHandler, fromBody, PermanentError } from 'effectively-once';
 
 interface OrderEvent {
@@ -13,15 +14,8 @@ interface OrderEvent {
 }
 
 const ordersTable = process.env.ORDERS_TABLE!;
-// Created once per cold start, at module scope.
-const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
-  marshallOptions: { removeUndefinedValues: true },
-});
 
 export const handler = createSqsHandler<OrderEvent>({
-  consumer: 'order-projector',
-  client,
-  tableName: process.env.EO_INBOX_TABLE!,
   // A natural key: an order enters each status once, however often the producer resends.
   dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
   mode: 'atomic',

@@ -3,8 +3,6 @@
  * lease, performed, then completed under its own inbox record; the derived idempotency key
  * lets the downstream deduplicate the rare second run (a lease that ended mid-call).
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createSqsHandler, fromBody } from 'effectively-once';
 
 interface RefundRequest {
@@ -14,18 +12,12 @@ interface RefundRequest {
 }
 
 const paymentsUrl = process.env.PAYMENTS_URL!;
-const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
-  marshallOptions: { removeUndefinedValues: true },
-});
 
+// Deployed with the construct, the consumer, inbox table, TTL, dead letters and the lease (a
+// claim still in progress after it is taken over) come from its `EO_*` variables.
 export const handler = createSqsHandler<RefundRequest>({
-  consumer: 'refunds',
-  client,
-  tableName: process.env.EO_INBOX_TABLE!,
   dedupKey: fromBody('refundId'),
   mode: 'two-phase',
-  // A claim still in progress after this long is taken over by the next delivery.
-  leaseMillis: 30_000,
   // On a duplicate, `effects.run` returns the stored result instead of calling again.
   storeResults: true,
   handle: async (message, effects) => {

@@ -123,5 +123,10 @@ export {
 } from './jobs/index';
 export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
-export { createSqsHandler, type SqsHandlerOptions, type SqsHandlerStoreOptions } from './sqs-handler';
+export {
+  createSqsHandler,
+  type SqsHandlerEnvironmentOptions,
+  type SqsHandlerOptions,
+  type SqsHandlerStoreOptions,
+} from './sqs-handler';
 export { createDynamoDbStore, type DynamoDbStoreOptions } from './store/dynamodb-store';

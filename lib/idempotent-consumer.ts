@@ -297,7 +297,7 @@ export interface IdempotentConsumerProps {
    * An existing inbox table, so several consumers can share one (see `InboxTable`). When it
    * is defined in this app, its key schema and TTL attribute are checked against the
    * contract. In `entity` mode the business item is the marker: the table's name is still
-   * passed in `EO_INBOX_TABLE` (the deployable handlers read it in every mode), but no
+   * passed in `EO_INBOX_TABLE` (`createSqsHandler` reads it in every mode), but no
    * permission on it is granted.
    *
    * @default - an `InboxTable` is created; none in `entity` mode

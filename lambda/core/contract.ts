@@ -49,7 +49,10 @@ export const INBOX_STATUS = /* @__PURE__ */ Object.freeze({
   inProgress: 'IN_PROGRESS',
 });
 
-/** Environment variable names that the construct sets and the deployable handlers read. */
+/**
+ * Environment variable names that the construct sets and `createSqsHandler` (with the
+ * middleware and the worker built on it) reads by default (see `readConstructSettings`).
+ */
 export const ENV = /* @__PURE__ */ Object.freeze({
   /** Name of the inbox table. */
   inboxTable: 'EO_INBOX_TABLE',

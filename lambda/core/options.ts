@@ -100,9 +100,10 @@ export interface TwoPhaseModeOptions<TBody> {
    * mid-effect. Keep it well below the queue's `visibilityTimeout × maxReceiveCount`: a crashed
    * claim is taken over only by a redelivery after its lease ended, and one that outlives every
    * receive is dead-lettered as in flight instead.
-   * @default the time the invocation has left when it starts (`EO_LEASE_MILLIS`, which the
-   *   construct sets to the function timeout, in the deployable handlers), at least 1000; 15
-   *   minutes without a Lambda context; the visibility timeout in `createSqsWorker`
+   * @default `EO_LEASE_MILLIS` through `createSqsHandler` and the middleware (the construct
+   *   sets it to the function timeout); else the time the invocation has left when it starts,
+   *   at least 1000; 15 minutes without a Lambda context; the visibility timeout in
+   *   `createSqsWorker`
    */
   readonly leaseMillis?: number;
   /**

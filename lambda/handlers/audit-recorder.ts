@@ -17,7 +17,7 @@ import { fromCloudEvent } from '../core/dedup-key';
 import type { Message } from '../core/message';
 import type { EntityWrite } from '../core/store-port';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { createHandlerClients, readToolkitEnvironment, requireEnv, toolkitOptions } from './handler-env';
+import { requireEnv } from './handler-env';
 
 /** The CloudEvents attributes the recorder keeps, plus the event data. */
 export interface AuditEvent {
@@ -74,11 +74,8 @@ export function auditRecorderOptions(auditTable: string): Pick<
   };
 }
 
-const environment = readToolkitEnvironment();
-const clients = createHandlerClients(environment);
-
-/** The Lambda handler (bundled by entry path; SDK clients are created once per cold start). */
-export const handler = createSqsHandler<AuditEvent>({
-  ...toolkitOptions(environment, clients),
-  ...auditRecorderOptions(requireEnv('AUDIT_TABLE')),
-});
+/**
+ * The Lambda handler (bundled by entry path). The consumer, TTL, dead letters and the rest come
+ * from the construct's `EO_*` variables; the SDK clients are created once per cold start.
+ */
+export const handler = createSqsHandler<AuditEvent>(auditRecorderOptions(requireEnv('AUDIT_TABLE')));

@@ -23,14 +23,7 @@ import { EffectivelyOnceError, PermanentError } from '../core/errors';
 import type { Message } from '../core/message';
 import type { UnitOfWork } from '../core/unit-of-work';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import {
-  createHandlerClients,
-  type HandlerClients,
-  type HandlerEnvironment,
-  readToolkitEnvironment,
-  requireEnv,
-  toolkitOptions,
-} from './handler-env';
+import { type HandlerEnvironment, requireEnv } from './handler-env';
 
 /** One order event, as the producer sends it. */
 export interface OrderEvent {
@@ -129,21 +122,17 @@ export function orderProjectorOptions(ordersTable: string): Pick<
 }
 
 /**
- * The order projector's whole handler definition, read from `env`: the toolkit settings (`EO_*`),
- * `ORDERS_TABLE`, and SDK clients made once. Both runtimes run it: the Lambda entry point below,
- * and the long-running worker in `order-projector-worker.ts`. They share the inbox table and the
- * consumer name, so a message processed by one is a duplicate to the other, and a consumer can
- * move between Lambda and a container without reprocessing anything.
+ * The order projector's whole handler definition, read from `env`: `ORDERS_TABLE`, and the
+ * toolkit settings (`EO_*`), which `createSqsHandler` reads from the same `env`. Both runtimes
+ * run it: the Lambda entry point below, and the long-running worker in
+ * `order-projector-worker.ts`. They share the inbox table and the consumer name, so a message
+ * processed by one is a duplicate to the other, and a consumer can move between Lambda and a
+ * container without reprocessing anything.
  */
 export function orderProjectorDefinition(
   env: HandlerEnvironment = process.env,
-  clients?: HandlerClients,
 ): SqsHandlerOptions<OrderEvent> {
-  const environment = readToolkitEnvironment(env);
-  return {
-    ...toolkitOptions(environment, clients ?? createHandlerClients(environment)),
-    ...orderProjectorOptions(requireEnv('ORDERS_TABLE', env)),
-  };
+  return { environment: env, ...orderProjectorOptions(requireEnv('ORDERS_TABLE', env)) };
 }
 
 /** The Lambda handler (bundled by entry path; read and validated once per cold start). */

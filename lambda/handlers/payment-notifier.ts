@@ -22,7 +22,7 @@ import { EffectivelyOnceError, PermanentError } from '../core/errors';
 import type { Message } from '../core/message';
 import type { EffectContext, Effects } from '../core/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { createHandlerClients, readToolkitEnvironment, requireEnv, toolkitOptions } from './handler-env';
+import { requireEnv } from './handler-env';
 
 /** One payment event, as the producer sends it. */
 export interface PaymentEvent {
@@ -141,12 +141,9 @@ export function paymentNotifierOptions(
   };
 }
 
-const environment = readToolkitEnvironment();
-const clients = createHandlerClients(environment);
-
-/** The Lambda handler (bundled by entry path; SDK clients are created once per cold start). */
-export const handler = createSqsHandler<PaymentEvent>({
-  ...toolkitOptions(environment, clients),
-  leaseMillis: environment.leaseMillis,
-  ...paymentNotifierOptions(requireEnv('DOWNSTREAM_URL')),
-});
+/**
+ * The Lambda handler (bundled by entry path). The consumer, lease (`EO_LEASE_MILLIS`), TTL, dead
+ * letters and the rest come from the construct's `EO_*` variables; the SDK clients are created
+ * once per cold start.
+ */
+export const handler = createSqsHandler<PaymentEvent>(paymentNotifierOptions(requireEnv('DOWNSTREAM_URL')));

@@ -13,7 +13,7 @@ import { ChangeMessageVisibilityBatchCommand, type Message, type SQSClient } fro
 import { EffectivelyOnceError } from '../core/errors';
 import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogLevel } from '../core/logger';
 import type { SqsBatchResponse, SqsRecord } from '../core/sqs-event';
-import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
+import { createSqsHandler, resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
 import { clampVisibilityTimeout, type RetryDelay, resolveRetryDelay } from './retry-delay';
 import { recordSourceOf, toSqsRecord } from './sqs-record';
 
@@ -168,15 +168,19 @@ export async function handBack(
  * consumer.start();
  */
 export function createWorkerBatchHandler<TBody = unknown>(
-  options: SqsHandlerOptions<TBody>,
+  given: SqsHandlerOptions<TBody>,
   worker: WorkerBatchHandlerOptions,
 ): MessageBatchHandler {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
   // FIFO or not by the queue's name, as for a Lambda record: a fair queue's group id is no order.
   const source = recordSourceOf(queueUrl);
   const retryDelay = resolveRetryDelay(worker.retryDelaySeconds);
+  // The construct's `EO_*` settings, resolved once, so the logs name the same consumer.
+  const options = resolveSqsHandlerOptions(given);
   const processBatch = createSqsHandler(options);
   const log = createWorkerLog(options);
+  // Checked by `createSqsHandler` above.
+  const consumer = options.consumer as string;
 
   return async (messages) => {
     const records = messages.map((message) => {
@@ -192,7 +196,7 @@ export function createWorkerBatchHandler<TBody = unknown>(
     const plan = planBatch(messages, records, response, retryDelay);
     // Handed back before sqs-consumer deletes the acknowledged ones: a FIFO queue still holds
     // the group back until those are deleted, so order is kept.
-    if (plan.retry.length > 0) await handBack(sqs, queueUrl, plan.retry, log, options.consumer);
+    if (plan.retry.length > 0) await handBack(sqs, queueUrl, plan.retry, log, consumer);
     return plan.acknowledge;
   };
 }

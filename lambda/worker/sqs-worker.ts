@@ -6,7 +6,7 @@
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
 import { errorMessageField } from '../core/outcome';
-import type { SqsHandlerOptions } from '../sqs-handler';
+import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
 import {
   createWorkerBatchHandler,
   createWorkerLog,
@@ -149,7 +149,7 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  * process.once('SIGTERM', () => void worker.stop());
  */
 export function createSqsWorker<TBody = unknown>(
-  options: SqsHandlerOptions<TBody>,
+  given: SqsHandlerOptions<TBody>,
   worker: SqsWorkerOptions,
 ): SqsWorker {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
@@ -181,12 +181,16 @@ export function createSqsWorker<TBody = unknown>(
     0,
     Number.MAX_SAFE_INTEGER,
   );
-  const handleBatch = createWorkerBatchHandler(
-    withWorkerLease(options, visibilityTimeout, heartbeat !== undefined),
-    worker,
+  // The worker's lease follows its visibility timeout, before the construct's `EO_LEASE_MILLIS`
+  // (the Lambda's timeout) can apply; then the construct's `EO_*` settings, resolved once, so the
+  // logs name the same consumer.
+  const options = resolveSqsHandlerOptions(
+    withWorkerLease(given, visibilityTimeout, heartbeat !== undefined),
   );
+  const handleBatch = createWorkerBatchHandler(options, worker);
   const log = createWorkerLog(options);
-  const consumerName = options.consumer;
+  // Checked by `createWorkerBatchHandler` above.
+  const consumerName = options.consumer as string;
 
   let stopping = false;
 

@@ -27,6 +27,9 @@ import { expectedOutcome } from './sample-logs';
 import { consumerOf, type ExampleHarness, type SampleLogs } from './scenario';
 import { sendLog, waitForQueues } from './traffic';
 
+/** How long a SIGTERM'd worker may take to exit: its longest poll (20 s) plus a margin. */
+const WORKER_STOP_MILLIS = 30_000;
+
 /** Appended to the FIFO deduplication ids of the worker's pass, so the broker delivers it. */
 export const WORKER_DEDUP_SUFFIX = '#worker';
 
@@ -136,7 +139,9 @@ export async function runOrdersOnWorker(
     await waitForQueues(harness.sqs, [consumer.queueUrl], { timeoutMillis });
 
     worker.kill('SIGTERM');
-    const exit = await withTimeout(exited, 15_000, (): WorkerSwitchResult['exit'] => ({
+    // A stop waits for the long poll in flight (at most the worker's 20 s wait time) rather than
+    // abort it, since SQS can still hand an aborted poll a message: allow that and a margin.
+    const exit = await withTimeout(exited, WORKER_STOP_MILLIS, (): WorkerSwitchResult['exit'] => ({
       code: null,
       signal: null,
     }));

@@ -114,9 +114,25 @@ async function invoke(handler: Handler, ...records: SqsRecord[]) {
   }
 }
 
+/**
+ * Loads an example that is deployed with the construct, with the consumer name the construct
+ * gives it in `EO_CONSUMER` (read once, when the module creates its handler).
+ */
+async function loadAsDeployed<T>(consumer: string, load: () => Promise<T>): Promise<T> {
+  vi.stubEnv('EO_CONSUMER', consumer);
+  try {
+    return await load();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
+
 describe('the README handler examples on the local endpoint', () => {
   it('sqs-order-projector.ts commits an order, acknowledges its replay and rejects a negative amount', async () => {
-    const { handler } = await import('../../examples/sqs-order-projector');
+    const { handler } = await loadAsDeployed(
+      'order-projector',
+      () => import('../../examples/sqs-order-projector'),
+    );
     const order = { orderId: `o-${run}`, status: 'PAID', amount: 1250 };
     const negative = eventRecord({ orderId: `o-${run}`, status: 'SHIPPED', amount: -1 });
 
@@ -223,7 +239,7 @@ describe('the README handler examples on the local endpoint', () => {
   });
 
   it('sqs-two-phase.ts refunds once through a failing and a working call with one idempotency key, and calls nothing on a duplicate', async () => {
-    const { handler } = await import('../../examples/sqs-two-phase');
+    const { handler } = await loadAsDeployed('refunds', () => import('../../examples/sqs-two-phase'));
     const request = { refundId: `r-${run}`, paymentId: `p-${run}`, amount: 500 };
     const first = eventRecord(request);
     const keyOf = (effect: string) => createHash('sha256').update(`refunds/${effect}#r-${run}`).digest('hex');

@@ -10,10 +10,10 @@ import type { AddressInfo } from 'node:net';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
+import { readConstructSettings } from '../../lambda/core/environment';
 import type { Message } from '../../lambda/core/message';
 import type { InboxRecord } from '../../lambda/core/store-port';
 import { deriveEffectKeys, type Effects } from '../../lambda/core/two-phase';
-import { readToolkitEnvironment } from '../../lambda/handlers/handler-env';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
 import { uniqueName } from '../support/aws';
@@ -636,7 +636,7 @@ describe('leases: never zero, never absent, always milliseconds', () => {
     expect(() => twoPhase(clock, noop, { leaseMillis: 30 })).toThrow(
       'Expected `leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
     );
-    const environment = readToolkitEnvironment({
+    const environment = readConstructSettings({
       EO_INBOX_TABLE: inboxTable,
       EO_CONSUMER: 'payments',
       EO_LEASE_MILLIS: '300',

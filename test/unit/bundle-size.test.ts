@@ -30,19 +30,23 @@ describe('bundle size', () => {
   // awaited before a release (about 0.6 KB): 33,651 bytes; then its transport fixes (FIFO told by
   // the queue, not the group id; the deadline margin capped at half the time left; user error
   // messages kept out of logs and dead letters unless asked; the original deduplication id kept
-  // across a redrive: about 1.1 KB): 34,759 bytes. This ratchet (the size rounded up to the next
-  // 256 bytes) keeps it from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 34,816 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(34_816);
+  // across a redrive: about 1.1 KB): 34,759 bytes. Issue 13 made the construct's `EO_*` contract
+  // the default (the check of each variable, the merge with explicit options, and the SQS
+  // dead-letter sender that `EO_DEAD_LETTER_MODE=direct` selects at deploy time, so every handler
+  // carries it: about 4.5 KB): 39,328 bytes. This ratchet (the size rounded up to the next 256
+  // bytes) keeps it from growing; the target is not met.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 39,424 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(39_424);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
   // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB;
   // lossless keys and fingerprints and fenced claim writes (issue 12) about 2.9 KB more: 22,971
-  // bytes; the transport fixes (above) about 1.1 KB more: 24,079 bytes, ratcheted (next 256).
-  it('keeps the core and createSqsHandler within 24,320 bytes minified, AWS SDK and store excluded', async () => {
+  // bytes; the transport fixes (above) about 1.1 KB more: 24,079 bytes; the construct's `EO_*`
+  // contract by default (above) about 4.5 KB more: 28,642 bytes, ratcheted (next 256).
+  it('keeps the core and createSqsHandler within 28,672 bytes minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      24_320,
+      28_672,
     );
   });
 });

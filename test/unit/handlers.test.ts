@@ -2,12 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
-import {
-  createHandlerClients,
-  readToolkitEnvironment,
-  requireEnv,
-  toolkitOptions,
-} from '../../lambda/handlers/handler-env';
+import { requireEnv } from '../../lambda/handlers/handler-env';
 import { createMemoryStore } from '../support/memory-store';
 import { bundledInputs } from './bundled-inputs';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
@@ -250,63 +245,9 @@ describe('audit recorder', () => {
 });
 
 describe('handler environment', () => {
-  it('reads the toolkit settings from the EO_* variables', () => {
-    expect(readToolkitEnvironment()).toEqual({
-      inboxTable: 'inbox',
-      consumer: 'order-projector',
-      ttlSeconds: 86_400,
-      deadLetter: 'redrive',
-      deadLetterQueueUrl: undefined,
-      logLevel: undefined,
-      metricNamespace: undefined,
-    });
-    expect(
-      readToolkitEnvironment({
-        ...environment,
-        EO_TTL_SECONDS: '',
-        EO_DEAD_LETTER_MODE: 'direct',
-        EO_DEAD_LETTER_QUEUE_URL: 'https://sqs.example/1/dlq',
-        EO_LOG_LEVEL: 'debug',
-        EO_METRIC_NAMESPACE: 'Shop',
-      }),
-    ).toEqual({
-      inboxTable: 'inbox',
-      consumer: 'order-projector',
-      ttlSeconds: undefined,
-      deadLetter: 'direct',
-      deadLetterQueueUrl: 'https://sqs.example/1/dlq',
-      logLevel: 'debug',
-      metricNamespace: 'Shop',
-    });
-  });
-
-  it('fails at cold start on a missing or malformed variable, naming it', () => {
-    expect(() => readToolkitEnvironment({ ...environment, EO_CONSUMER: ' ' })).toThrow(
-      'Expected environment variable `EO_CONSUMER` to be set, got ` `',
-    );
-    expect(() => readToolkitEnvironment({ ...environment, EO_TTL_SECONDS: '-5' })).toThrow(
-      'Expected environment variable `EO_TTL_SECONDS` to be a positive integer, got `-5`',
-    );
-    expect(() => readToolkitEnvironment({ ...environment, EO_DEAD_LETTER_MODE: 'direct' })).toThrow(
-      'Expected environment variable `EO_DEAD_LETTER_QUEUE_URL` to be set, got `undefined`',
-    );
+  it('fails at cold start on a missing app variable, naming it', () => {
     expect(() => requireEnv('NOT_SET_ANYWHERE')).toThrow(
-      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
-    );
-  });
-
-  it('creates an SQS client and a dead-letter sender only for direct dead letters', () => {
-    const redrive = readToolkitEnvironment();
-    const direct = readToolkitEnvironment({
-      ...environment,
-      EO_DEAD_LETTER_MODE: 'direct',
-      EO_DEAD_LETTER_QUEUE_URL: 'https://sqs.example/1/dlq',
-    });
-
-    expect(createHandlerClients(redrive).sqs).toBeUndefined();
-    expect(toolkitOptions(redrive, createHandlerClients(redrive)).deadLetterSender).toBeUndefined();
-    expect(typeof toolkitOptions(direct, createHandlerClients(direct)).deadLetterSender?.send).toBe(
-      'function',
+      'Expected environment variable `NOT_SET_ANYWHERE` to be set, got `undefined`',
     );
   });
 });

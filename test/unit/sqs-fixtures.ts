@@ -11,7 +11,11 @@ import type { Message } from '../../lambda/core/message';
 import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../../lambda/core/metrics';
 import type { CommonOptions } from '../../lambda/core/options';
 import type { SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
-import type { SqsHandlerOptions, SqsHandlerStoreOptions } from '../../lambda/sqs-handler';
+import type {
+  SqsHandlerEnvironmentOptions,
+  SqsHandlerOptions,
+  SqsHandlerStoreOptions,
+} from '../../lambda/sqs-handler';
 import { type OutcomeTotals, zeroOutcomeTotals } from '../../scripts/main-job/observations';
 import { createMemoryStore } from '../support/memory-store';
 
@@ -120,7 +124,7 @@ export interface OutcomeEvent {
  * `outcome: 'throw'` and a `PermanentError` for `outcome: 'permanent'`.
  */
 export function outcomeHandlerOptions(
-  overrides: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions> & {
+  overrides: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions & SqsHandlerEnvironmentOptions> & {
     readonly handle?: (message: Message<OutcomeEvent>) => unknown;
   } = {},
 ): SqsHandlerOptions<OutcomeEvent> {

@@ -83,9 +83,9 @@ describe('createSqsHandler', () => {
     );
   });
 
-  it('fails at cold start without a store or a client', () => {
-    expect(() => createSqsHandler(options({ store: undefined }))).toThrow(
-      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`client`') }),
+  it('fails at cold start without a store or a table name (the document client has a default)', () => {
+    expect(() => createSqsHandler(options({ store: undefined, environment: {} }))).toThrow(
+      'Expected `tableName` to be a non-empty string, got `undefined`',
     );
     expect(() => createSqsHandler(options({ ttlSeconds: -1 }))).toThrow(
       'Expected `ttlSeconds` to be a positive integer, got `-1`',

@@ -17,12 +17,12 @@ import { deferred, manualClock, T0 } from './sqs-fixtures';
 const QUEUE_URL = 'http://127.0.0.1:4566/000000000000/payments';
 type Command = { constructor: { name: string } };
 
-/** An SQS client double: the first receive delivers one message, later ones wait until aborted. */
+/** An SQS client double: the first receive delivers one message, later ones come back empty. */
 function oneMessageSqs() {
   const commands: Command[] = [];
   let receives = 0;
   const client = {
-    send(command: Command, sendOptions?: { abortSignal?: AbortSignal }) {
+    send(command: Command) {
       commands.push(command);
       if (command.constructor.name !== 'ReceiveMessageCommand') return Promise.resolve({});
       receives += 1;
@@ -31,11 +31,8 @@ function oneMessageSqs() {
           Messages: [{ MessageId: 'm-1', ReceiptHandle: 'rh-1', Body: '{"id":"p-1"}', Attributes: {} }],
         });
       }
-      return new Promise((_, reject) => {
-        sendOptions?.abortSignal?.addEventListener('abort', () =>
-          reject(Object.assign(new Error('aborted'), { name: 'AbortError' })),
-        );
-      });
+      // An empty long poll: the worker's stop waits for the receive in flight, never aborts it.
+      return new Promise((resolve) => setTimeout(() => resolve({ Messages: [] }), 5));
     },
   };
   return { client: client as unknown as SQSClient, commands };

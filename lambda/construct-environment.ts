@@ -1,0 +1,79 @@
+/**
+ * The construct's contract as defaults of a handler's options: what `IdempotentConsumer` set
+ * in the `EO_*` variables fills every option the caller left out, and the SDK clients the
+ * handler needs are created once per cold start (module scope), not once per handler. The
+ * environment is passed in; `createSqsHandler` passes `process.env` unless given another.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DeadLetterSender } from './core/dead-letter';
+import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
+import { createSqsDeadLetterSender } from './sqs/dead-letter-sender';
+import type { SqsHandlerOptions } from './sqs-handler';
+
+let documentClient: DynamoDBDocumentClient | undefined;
+let sqsClient: SQSClient | undefined;
+const deadLetterSenders = new Map<string, DeadLetterSender>();
+
+/**
+ * The default document client: one per cold start, shared by every handler of the module
+ * graph, dropping `undefined` values (optional fields of a business item).
+ */
+export function defaultDocumentClient(): DynamoDBDocumentClient {
+  documentClient ??= DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+  return documentClient;
+}
+
+/** The default dead-letter sender to `queueUrl`: one SQS client and one sender per cold start. */
+export function defaultDeadLetterSender(queueUrl: string): DeadLetterSender {
+  let sender = deadLetterSenders.get(queueUrl);
+  if (sender === undefined) {
+    sqsClient ??= new SQSClient({});
+    sender = createSqsDeadLetterSender({ client: sqsClient, queueUrl });
+    deadLetterSenders.set(queueUrl, sender);
+  }
+  return sender;
+}
+
+/**
+ * `options` with the construct's settings from `environment` filling what it leaves out:
+ * `consumer` (`EO_CONSUMER`), `tableName` (`EO_INBOX_TABLE`), `ttlSeconds` (`EO_TTL_SECONDS`),
+ * `deadLetter` (`EO_DEAD_LETTER_MODE`) and, for `direct`, a `deadLetterSender` to
+ * `EO_DEAD_LETTER_QUEUE_URL`, two-phase `leaseMillis` (`EO_LEASE_MILLIS`), `metricNamespace`
+ * (`EO_METRIC_NAMESPACE`) and `logLevel` (`EO_LOG_LEVEL`); and, without a `store`, the default
+ * document client. An explicit option wins, except that a `consumer` or `tableName` other than
+ * the construct's throws `INVALID_OPTIONS`, as does a malformed variable. Applying it twice
+ * gives the same options.
+ */
+export function applyConstructEnvironment<TBody>(
+  options: SqsHandlerOptions<TBody>,
+  environment: Environment,
+): SqsHandlerOptions<TBody> {
+  // Not an object: left to the option checks, which say so.
+  if (typeof options !== 'object' || options === null) return options;
+  const settings = readConstructSettings(environment);
+  assertAgreesWithConstruct(options, settings);
+  const deadLetter = options.deadLetter ?? settings.deadLetter;
+  const directQueueUrl = deadLetter === 'direct' ? settings.deadLetterQueueUrl : undefined;
+  const lease =
+    options.mode === 'two-phase' && options.leaseMillis === undefined && settings.leaseMillis !== undefined
+      ? { leaseMillis: settings.leaseMillis }
+      : {};
+  return {
+    ...options,
+    ...lease,
+    consumer: options.consumer ?? settings.consumer,
+    tableName: options.tableName ?? settings.tableName,
+    client: options.client ?? (options.store === undefined ? defaultDocumentClient() : undefined),
+    ttlSeconds: options.ttlSeconds ?? settings.ttlSeconds,
+    deadLetter,
+    deadLetterSender:
+      options.deadLetterSender ??
+      (directQueueUrl === undefined ? undefined : defaultDeadLetterSender(directQueueUrl)),
+    metricNamespace: options.metricNamespace ?? settings.metricNamespace,
+    logLevel: options.logLevel ?? settings.logLevel,
+  };
+}

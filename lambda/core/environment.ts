@@ -1,0 +1,130 @@
+/**
+ * The construct's contract, read from an environment: the `EO_*` variables that
+ * `IdempotentConsumer` sets on the function it configures (names in `ENV`). Pure: the entry
+ * points pass the environment (`process.env` unless told otherwise), so the core never reads
+ * it itself. A malformed value is a configuration error at cold start (`INVALID_OPTIONS`,
+ * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
+ */
+import { ENV } from './contract';
+import type { DeadLetterMode } from './dead-letter';
+import { assertName } from './dedup-key';
+import { EffectivelyOnceError, expectOption } from './errors';
+import type { LogLevel } from './logger';
+
+/** Environment variables, as `process.env` holds them. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** What the construct configured; a field is absent when its variable is unset (or empty). */
+export interface ConstructSettings {
+  /** `EO_CONSUMER`. */
+  readonly consumer?: string;
+  /** `EO_INBOX_TABLE`. */
+  readonly tableName?: string;
+  /** `EO_TTL_SECONDS`. */
+  readonly ttlSeconds?: number;
+  /** `EO_DEAD_LETTER_MODE`. */
+  readonly deadLetter?: DeadLetterMode;
+  /** `EO_DEAD_LETTER_QUEUE_URL`. */
+  readonly deadLetterQueueUrl?: string;
+  /** `EO_LEASE_MILLIS`. */
+  readonly leaseMillis?: number;
+  /** `EO_METRIC_NAMESPACE`. */
+  readonly metricNamespace?: string;
+  /** `EO_LOG_LEVEL`. */
+  readonly logLevel?: LogLevel;
+}
+
+const DEAD_LETTER_MODES: readonly DeadLetterMode[] = ['redrive', 'direct'];
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+function positiveInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  expectOption(
+    /^\d+$/.test(value) && Number.isSafeInteger(parsed) && parsed > 0,
+    name,
+    'a positive integer',
+    value,
+  );
+  return parsed;
+}
+
+function oneOf<T extends string>(
+  name: string,
+  value: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
+  if (value === undefined) return undefined;
+  expectOption(
+    allowed.includes(value as T),
+    name,
+    `one of ${allowed.map((a) => `'${a}'`).join(', ')}`,
+    value,
+  );
+  return value as T;
+}
+
+/**
+ * Reads and checks the `EO_*` variables of `environment`. Unset or empty variables are left
+ * out; a set one must be well-formed (`EO_TTL_SECONDS` and `EO_LEASE_MILLIS` positive integers,
+ * `EO_DEAD_LETTER_MODE` `redrive` or `direct`, `direct` with `EO_DEAD_LETTER_QUEUE_URL`, ...).
+ */
+export function readConstructSettings(environment: Environment): ConstructSettings {
+  const read = (name: string): string | undefined => {
+    const value = environment[name];
+    return value === undefined || value.trim() === '' ? undefined : value;
+  };
+  const consumer = read(ENV.consumer);
+  if (consumer !== undefined) assertName(ENV.consumer, consumer);
+  const deadLetter = oneOf(ENV.deadLetterMode, read(ENV.deadLetterMode), DEAD_LETTER_MODES);
+  const deadLetterQueueUrl = read(ENV.deadLetterQueueUrl);
+  expectOption(
+    deadLetterQueueUrl === undefined || /^https?:\/\//.test(deadLetterQueueUrl),
+    ENV.deadLetterQueueUrl,
+    'a queue URL',
+    deadLetterQueueUrl,
+  );
+  expectOption(
+    deadLetter !== 'direct' || deadLetterQueueUrl !== undefined,
+    ENV.deadLetterQueueUrl,
+    `a queue URL when \`${ENV.deadLetterMode}\` is 'direct'`,
+    deadLetterQueueUrl,
+  );
+  const settings: Record<string, unknown> = {
+    consumer,
+    tableName: read(ENV.inboxTable),
+    ttlSeconds: positiveInteger(ENV.ttlSeconds, read(ENV.ttlSeconds)),
+    deadLetter,
+    deadLetterQueueUrl,
+    leaseMillis: positiveInteger(ENV.leaseMillis, read(ENV.leaseMillis)),
+    metricNamespace: read(ENV.metricNamespace),
+    logLevel: oneOf(ENV.logLevel, read(ENV.logLevel), LOG_LEVELS),
+  };
+  for (const field of Object.keys(settings)) {
+    if (settings[field] === undefined) delete settings[field];
+  }
+  return Object.freeze(settings) as ConstructSettings;
+}
+
+/**
+ * Checks that an explicit `consumer` or `tableName` agrees with the construct's: the
+ * construct's alarms, dashboard and IAM scope watch its own consumer and table, so a handler
+ * that uses others would run unwatched (or be denied). Throws `INVALID_OPTIONS` naming both.
+ */
+export function assertAgreesWithConstruct(
+  explicit: { readonly consumer?: string; readonly tableName?: string },
+  settings: ConstructSettings,
+): void {
+  const pairs = [
+    ['consumer', ENV.consumer, explicit.consumer, settings.consumer],
+    ['tableName', ENV.inboxTable, explicit.tableName, settings.tableName],
+  ] as const;
+  for (const [field, name, given, configured] of pairs) {
+    if (given !== undefined && configured !== undefined && given !== configured) {
+      throw new EffectivelyOnceError(
+        'INVALID_OPTIONS',
+        `Expected \`${field}\` to be \`${configured}\` as the construct set it (\`${name}\`), got \`${given}\`: leave \`${field}\` out to use the construct's, or change the construct`,
+      );
+    }
+  }
+}
