@@ -203,7 +203,9 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
           reports.reduce((sum, report) => sum + report.injected[fault], 0),
         ]),
       );
-      for (const fault of INJECTED_FAULTS) expect(injected[fault], fault).toBeGreaterThan(0);
+      // The rarest classes (expiries mid-effect: 0.5% of two-phase messages) need the default size.
+      if (MESSAGES >= 1000)
+        for (const fault of INJECTED_FAULTS) expect(injected[fault], fault).toBeGreaterThan(0);
     },
   );
 });
