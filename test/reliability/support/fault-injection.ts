@@ -38,6 +38,14 @@ export interface DynamoRequest {
  *   otherwise); it never reaches DynamoDB;
  * - `lost-response`: the first attempt reaches DynamoDB, then its response is replaced by a
  *   connection reset;
+ * - `lost-response-retried`: the first attempt reaches DynamoDB, its response is lost, and the
+ *   identical request is sent again at once, as the SDK's standard retry does (whatever the
+ *   client's `maxAttempts`); the caller sees the retry's answer;
+ * - `late-duplicate`: the request is answered as usual, and an identical copy of it (a first
+ *   attempt the SDK gave up on, still on its way) reaches DynamoDB later, when the controller
+ *   sends it (`onLateDuplicate`): after the next step on the same record, say;
+ * - `hold`: the request waits for `until` before it is sent (a heartbeat delayed on the network
+ *   past the end of its effect);
  * - `crash-before`: the process dies before the request is sent;
  * - `crash-after`: the request completes on DynamoDB (whatever its result), then the process dies.
  */
@@ -45,6 +53,9 @@ export type RequestFault =
   | { readonly kind: 'throttle' }
   | { readonly kind: 'conflict' }
   | { readonly kind: 'lost-response' }
+  | { readonly kind: 'lost-response-retried' }
+  | { readonly kind: 'late-duplicate' }
+  | { readonly kind: 'hold'; readonly until: Promise<void> }
   | { readonly kind: 'crash-before'; readonly label: string }
   | { readonly kind: 'crash-after'; readonly label: string };
 
@@ -63,6 +74,12 @@ export interface FaultController {
    * DynamoDB answers it 200 again without applying it twice.
    */
   onServerResponse?(request: DynamoRequest, statusCode: number, repeated: boolean): void;
+  /**
+   * A `late-duplicate` request was answered; `send` sends its identical copy (once) and resolves
+   * to the HTTP status DynamoDB answered it. The controller decides when, and must await it
+   * before the run ends. Without this method the copy is never sent.
+   */
+  onLateDuplicate?(request: DynamoRequest, send: () => Promise<number>): void;
 }
 
 type Stack = DynamoDBClient['middlewareStack'];
@@ -116,8 +133,10 @@ function connectionReset(): Error {
  *   asks the controller for the request's fault, fires `crash-before` and `crash-after`;
  * - step `deserialize`, priority `low` (inside the retry loop, next to the transport): answers
  *   `throttle` and `conflict` in-process on the first attempt, loses the first response for
- *   `lost-response`, reports every real response to `onServerResponse`, and refuses to send
- *   once the invocation has crashed (an SDK retry after a crash never goes out).
+ *   `lost-response` (and sends the request again for `lost-response-retried`), hands the copy
+ *   of a `late-duplicate` to the controller, reports every real response to
+ *   `onServerResponse`, and refuses to send once the invocation has crashed (an SDK retry after
+ *   a crash never goes out; a late duplicate already on its way still lands).
  *
  * Attach it after a request counter if fabricated responses should be counted.
  */
@@ -142,6 +161,8 @@ export function attachFaultInjection(
         controller.crash(fault.label, request);
         throw new SimulatedCrash(`crashed before ${request.operation} (${fault.label})`);
       }
+      // Delayed on the way: sent once `until` resolves, whatever happened meanwhile.
+      if (fault?.kind === 'hold') await fault.until;
       if (fault?.kind !== 'crash-after') return next(args);
       // The request reaches DynamoDB and completes there; its answer never reaches the caller.
       await next(args).catch(() => undefined);
@@ -172,11 +193,25 @@ export function attachFaultInjection(
           ReturnType<typeof next>
         >;
       }
-      const result = await next(args);
-      const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
-      controller.onServerResponse?.(state.request, statusCode, state.succeeded);
-      if (statusCode === 200) state.succeeded = true;
+      const attempt = async () => {
+        const result = await next(args);
+        const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
+        controller.onServerResponse?.(state.request, statusCode, state.succeeded);
+        if (statusCode === 200) state.succeeded = true;
+        return { result, statusCode };
+      };
+      const { result } = await attempt();
       if (first && kind === 'lost-response') throw connectionReset();
+      // The SDK's retry of an attempt whose response was lost: the same request, signed the same.
+      if (first && kind === 'lost-response-retried') return (await attempt()).result;
+      if (first && kind === 'late-duplicate') {
+        let sent = false;
+        controller.onLateDuplicate?.(state.request, async () => {
+          if (sent) return 0;
+          sent = true;
+          return (await attempt()).statusCode;
+        });
+      }
       return result;
     },
     { step: 'deserialize', priority: 'low', name: FAULT_MIDDLEWARE, override: true },
@@ -191,19 +226,45 @@ export function pkOf(itemOrKey: unknown): string | undefined {
   return typeof raw === 'string' ? raw : undefined;
 }
 
+/** What an `UpdateItem` of an inbox record does, told by the values its expressions use. */
+export type InboxUpdate = 'release' | 'complete' | 'extend' | 'replace';
+
 /** The role of a request in the toolkit's protocol, and the key it is about. */
 export type RequestRole =
   /** The claim: the marker write (`TransactWriteItems` with the marker at 0, or a conditional put). */
   | { readonly role: 'claim'; readonly pk: string; readonly tableName: string }
-  /** A business write outside the transaction (marker mode's effect), by its key. */
-  | { readonly role: 'effect'; readonly pk: string; readonly tableName: string }
+  /**
+   * An `UpdateItem`: a business write outside the transaction (marker mode's effect) when
+   * `update` is absent, else an update of an inbox record (see {@link InboxUpdate}).
+   */
+  | {
+      readonly role: 'effect';
+      readonly pk: string;
+      readonly tableName: string;
+      readonly update?: InboxUpdate;
+    }
   | { readonly role: 'other' };
+
+/**
+ * The inbox update an `UpdateItem` makes: a complete sets the status to `:completed`, a release
+ * sets the lease to `:released`, a heartbeat sets `:leaseExpiresAt`, a checkpoint (`replace`)
+ * sets `:fingerprint`. `undefined` for anything else (a business write).
+ */
+export function inboxUpdateOf(input: Readonly<Record<string, unknown>>): InboxUpdate | undefined {
+  const expression = typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '';
+  if (expression.includes(':completed')) return 'complete';
+  if (expression.includes(':released')) return 'release';
+  if (expression.includes(':leaseExpiresAt')) return 'extend';
+  if (/#fingerprint\s*=\s*:fingerprint/.test(expression)) return 'replace';
+  return undefined;
+}
 
 /**
  * Classifies a request: `TransactWriteItems` and conditional `PutItem` are claims (keyed by the
  * marker's or the entity's `pk`), `UpdateItem` is an effect (on the inbox table, a release,
- * which keeps the record as a released claim, or a two-phase complete or lease extension),
- * anything else (fallback reads) `other`. The store deletes nothing.
+ * which keeps the record as a released claim, a two-phase complete or lease extension, or a
+ * checkpoint: `update` says which), anything else (fallback reads) `other`. The store deletes
+ * nothing.
  */
 export function roleOf(request: DynamoRequest): RequestRole {
   const input = request.input as {
@@ -224,7 +285,9 @@ export function roleOf(request: DynamoRequest): RequestRole {
     }
     case 'UpdateItem': {
       const pk = pkOf(input.Key);
-      return pk === undefined ? { role: 'other' } : { role: 'effect', pk, tableName: input.TableName ?? '' };
+      if (pk === undefined) return { role: 'other' };
+      const update = inboxUpdateOf(request.input);
+      return { role: 'effect', pk, tableName: input.TableName ?? '', ...(update ? { update } : {}) };
     }
     default:
       return { role: 'other' };

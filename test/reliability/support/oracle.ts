@@ -43,8 +43,19 @@
  *   with its payload (`amount`); the marker (or the entity) carries its fingerprint;
  * - valid, losing its key to another payload (the pair is raced on purpose): every copy
  *   dead-lettered with `PAYLOAD_MISMATCH`; exactly one member of the pair wins;
- * - malformed JSON, missing key: every copy dead-lettered with `MALFORMED_BODY` / `MISSING_KEY`,
- *   with a non-empty reason (direct: the dead-letter message; redrive: the last logged outcome).
+ * - malformed JSON, missing key, a key with a lone surrogate: every copy dead-lettered with
+ *   `MALFORMED_BODY` / `MISSING_KEY` / `INVALID_KEY`, with a non-empty reason (direct: the
+ *   dead-letter message; redrive: the last logged outcome);
+ * - a numeric id beyond 2^53: every copy dead-lettered as `INVALID_KEY`, or processed under a
+ *   key no other big id got (distinct ids that round to one double are never merged);
+ * - a message that met an outage: its copies in the dead-letter queue (directly, `PERMANENT`, or
+ *   by the redrive policy), its redriven copies acknowledged, its effects there once.
+ *
+ * Also checked, from what the simulation saw: no heartbeat lands after its claim was released
+ * or completed (it would revive the claim); a delivery after a record's TTL, while the owner's
+ * heartbeat holds the lease, finds the claim in flight; in marker mode the marker of a
+ * completed effect is still `COMPLETED` at the end (a late release would let the next delivery
+ * run the effect again); without an expiry redelivery, both epochs are one live window.
  *
  * Marker mode is at-most-once for the effect by design (see `MarkerModeOptions`): a crash
  * between the marker and the effect leaves the marker without the effect, and every later
@@ -62,7 +73,15 @@
 
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
-import type { EpochEvents, PlannedMessage, SimulationResult } from './simulation';
+import { scopeKey } from '../../../lambda/core/dedup-key';
+import {
+  consumerOf,
+  type EpochEvents,
+  type InjectedFault,
+  type PlannedMessage,
+  type SimulationResult,
+  TWO_PHASE_EFFECTS,
+} from './simulation';
 import { readItems } from './tables';
 
 /** What one seed amounted to. */
@@ -96,6 +115,8 @@ export interface SeedReport {
   /** Two-phase: claims taken over after their lease ended. */
   readonly takeovers: number;
   readonly deadLettered: number;
+  /** Fault classes beyond crashes, as injected. */
+  readonly injected: Readonly<Record<InjectedFault, number>>;
   readonly invocations: number;
   readonly virtualSeconds: number;
   /** Everything that broke the contract; empty when the seed passed. */
@@ -146,8 +167,25 @@ export async function checkSeed(
   const violate = (message: string) => violations.push(message);
   for (const violation of result.runtimeViolations) violate(violation);
 
-  const scopedKeys = plans.flatMap((plan) => (plan.scopedKey === undefined ? [] : [plan.scopedKey]));
-  const effectKeys = plans.flatMap((plan) => plan.effectKeys ?? []);
+  const consumer = consumerOf(options.seed, mode);
+  /** The record keys the toolkit used for each big-key plan (its effects' in two-phase mode). */
+  const bigKeyRecords = new Map<number, string[]>();
+  for (const [index, dedupKeys] of result.keyedAs) {
+    bigKeyRecords.set(
+      index,
+      [...dedupKeys].flatMap((dedupKey) =>
+        mode === 'two-phase'
+          ? TWO_PHASE_EFFECTS.map((effect) => scopeKey(consumer, dedupKey, effect))
+          : [scopeKey(consumer, dedupKey)],
+      ),
+    );
+  }
+  const bigKeys = [...bigKeyRecords.values()].flat();
+  const scopedKeys = [
+    ...plans.flatMap((plan) => (plan.scopedKey === undefined ? [] : [plan.scopedKey])),
+    ...bigKeys,
+  ];
+  const effectKeys = [...plans.flatMap((plan) => plan.effectKeys ?? []), ...bigKeys];
   const business =
     mode === 'two-phase' ? new Map() : await readItems(reader, options.businessTable, scopedKeys);
   const inbox = mode === 'entity' ? new Map() : await readItems(reader, options.inboxTable, effectKeys);
@@ -201,14 +239,35 @@ export async function checkSeed(
     if (ok) deadLettered += 1;
     return ok;
   };
-  /** Checks that every copy of `plan` was acknowledged and none dead-lettered. */
+  /**
+   * Checks that every copy of `plan` was acknowledged and none dead-lettered, except, for a
+   * message that met an outage, the copies the queue moved to the dead-letter queue and a redrive
+   * brought back under new ids.
+   */
   const expectAcknowledged = (plan: PlannedMessage): void => {
+    const redriven = new Set(
+      plan.copies.flatMap((copy) => (copy.redriveOf === undefined ? [] : [copy.redriveOf])),
+    );
     for (const copy of plan.copies) {
       const state = queue.stateOf(copy.messageId);
       const letters = directByCopy.get(copy.messageId) ?? [];
-      if (state !== 'deleted' || letters.length > 0) {
+      // Dead-lettered in the outage: directly (acknowledged, one dead letter at least, PERMANENT),
+      // or by the queue's redrive policy.
+      const directly = options.deadLetter === 'direct';
+      const source = plan.outage && redriven.has(copy.messageId);
+      const expected = source && !directly ? 'dead-lettered' : 'deleted';
+      const lettersOk =
+        source && directly
+          ? letters.length > 0 && letters.every((letter) => letter.code === 'PERMANENT')
+          : letters.length === 0;
+      // Marker mode acknowledges a delivery that meets a marker as a duplicate: after a gap (the
+      // marker without its effect), or while the marker's own delivery still runs its effect
+      // (which then fails in the outage and is released).
+      const gap =
+        mode === 'marker' && (result.markerGaps.has(plan.scopedKey ?? '') || source) && state === 'deleted';
+      if ((state !== expected && !gap) || !(lettersOk || gap)) {
         violate(
-          `m${plan.index} (${plan.scopedKey}) copy ${copy.messageId}: expected acknowledged, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}, last outcome ${JSON.stringify(result.lastOutcome.get(copy.messageId))}`,
+          `m${plan.index} (${plan.scopedKey}) copy ${copy.messageId}: expected ${expected === 'deleted' ? 'acknowledged' : 'in the dead-letter queue, redriven'}, state ${state}, dead letters ${JSON.stringify(letters.map((l) => l.code))}, last outcome ${JSON.stringify(result.lastOutcome.get(copy.messageId))}`,
         );
       }
     }
@@ -229,7 +288,71 @@ export async function checkSeed(
   let reexecutionsDeduplicated = 0;
   const atMostOnceGaps: Record<string, number> = {};
   const byKey = new Map<string, PlannedMessage[]>();
+  const appliedByPk = new Map<string, { amount: number; count: number }>();
+  for (const entry of result.downstream.applied.values()) appliedByPk.set(entry.pk, entry);
+
+  // Big keys: distinct ids are processed separately, or dead-lettered as INVALID_KEY; never merged.
+  const bigKeyOwners = new Map<string, number[]>();
+  for (const [index, records] of bigKeyRecords) {
+    for (const pk of records) bigKeyOwners.set(pk, [...(bigKeyOwners.get(pk) ?? []), index]);
+  }
+  /** The amount and the number of effects the effect record `pk` holds. */
+  const effectAt = (pk: string): { readonly amount: number; readonly effects: number } => {
+    if (mode === 'two-phase') {
+      return {
+        amount: Number(appliedByPk.get(pk)?.amount),
+        effects: (result.downstream.executions.get(pk) ?? []).length,
+      };
+    }
+    const item = business.get(pk) as { amount?: unknown; effects?: unknown } | undefined;
+    return {
+      amount: Number(item?.amount),
+      effects: mode === 'entity' ? (result.effectWrites.get(pk) ?? 0) : Number(item?.effects ?? 0),
+    };
+  };
+  const checkBigKey = (plan: PlannedMessage): boolean => {
+    const records = bigKeyRecords.get(plan.index) ?? [];
+    if (records.length === 0) {
+      if (expectDeadLettered(plan, 'INVALID_KEY')) return true;
+      violate(
+        `m${plan.index} (id ${plan.bigKey}): neither processed under its own key nor dead-lettered as INVALID_KEY (issue 12 item 1)`,
+      );
+      return false;
+    }
+    const merged = records.flatMap((pk) =>
+      (bigKeyOwners.get(pk) ?? []).filter((other) => other !== plan.index),
+    );
+    if (merged.length > 0) {
+      violate(
+        `m${plan.index} (id ${plan.bigKey}): keyed like the big id(s) of m${[...new Set(merged)].join(', m')} (issue 12 item 1)`,
+      );
+      return false;
+    }
+    const perKey = mode === 'two-phase' ? TWO_PHASE_EFFECTS.length : 1;
+    if (records.length !== perKey) {
+      violate(
+        `m${plan.index} (id ${plan.bigKey}): its deliveries got ${records.length / perKey} different keys`,
+      );
+      return false;
+    }
+    expectAcknowledged(plan);
+    for (const pk of records) {
+      const effect = effectAt(pk);
+      if (effect.amount !== plan.amount || effect.effects < 1) {
+        violate(
+          `m${plan.index} (id ${plan.bigKey}): the effect at ${pk} is ${JSON.stringify(effect)}, expected amount ${plan.amount}`,
+        );
+        return false;
+      }
+    }
+    return true;
+  };
+
   for (const plan of plans) {
+    if (plan.kind === 'big-key') {
+      if (!checkBigKey(plan)) lost += 1;
+      continue;
+    }
     if (plan.scopedKey === undefined) {
       if (!expectDeadLettered(plan, plan.expectedCode!)) lost += 1;
       continue;
@@ -239,8 +362,6 @@ export async function checkSeed(
     byKey.set(plan.scopedKey, group);
   }
 
-  const appliedByPk = new Map<string, { amount: number; count: number }>();
-  for (const entry of result.downstream.applied.values()) appliedByPk.set(entry.pk, entry);
   const epochCount = (events: EpochEvents, key: string, epoch: number) =>
     (events.get(key) ?? []).filter((tagged) => tagged === epoch).length;
 
@@ -262,20 +383,21 @@ export async function checkSeed(
       for (const key of keys) {
         const record = inbox.get(key);
         const executed = result.downstream.executions.get(key) ?? [];
-        for (const epoch of [0, 1]) {
-          const count = executed.filter((tagged) => tagged === epoch).length;
+        // Without an expiry redelivery both epochs are one live window: a record that expired
+        // while its effect ran (held by heartbeats) must still count as live.
+        for (const window of expiry ? [[0], [1]] : [[0, 1]]) {
+          const inWindow = (events: EpochEvents) =>
+            window.reduce((sum, epoch) => sum + epochCount(events, key, epoch), 0);
+          const count = executed.filter((tagged) => window.includes(tagged)).length;
           // A second execution needs a reason: the claim was taken over after its lease ended,
           // or the effect's answer was lost and the claim released. Downstream deduplicates both.
-          const allowed =
-            count === 0
-              ? 0
-              : 1 +
-                epochCount(result.downstream.takeovers, key, epoch) +
-                epochCount(result.downstream.failedAfterExecution, key, epoch);
+          const takeovers = inWindow(result.downstream.takeovers);
+          const lostAnswers = inWindow(result.downstream.failedAfterExecution);
+          const allowed = count === 0 ? 0 : 1 + takeovers + lostAnswers;
           if (count > allowed) {
             keyDuplicates += count - allowed;
             violate(
-              `${key}: ${count} executions in epoch ${epoch}, ${allowed} explained (takeovers ${epochCount(result.downstream.takeovers, key, epoch)}, lost answers ${epochCount(result.downstream.failedAfterExecution, key, epoch)})`,
+              `${key}: ${count} executions in epoch(s) ${window.join(', ')}, ${allowed} explained (takeovers ${takeovers}, lost answers ${lostAnswers})`,
             );
           }
         }
@@ -326,6 +448,13 @@ export async function checkSeed(
       }
       if (effects === 0) missing = 'marker present, effect missing';
       else amount = Number(item?.amount);
+      const marker = inbox.get(pk);
+      if (mode === 'marker' && marker !== undefined && marker.status !== 'COMPLETED' && effects > 0) {
+        // Released after its effect happened: the next delivery of the key would run it again.
+        violate(
+          `${pk}: the marker of a completed effect is ${String(marker.status)}: released after the effect (issue 12 item 2)`,
+        );
+      }
     }
 
     if (mode === 'two-phase' && keyDuplicates > 0) {
@@ -334,7 +463,8 @@ export async function checkSeed(
       );
     }
     duplicateEffects += keyDuplicates;
-    if (epochs.includes(1) && !expiry) violate(`${pk}: an effect in epoch 1 without an expiry redelivery`);
+    if (epochs.includes(1) && !expiry && !group.some((plan) => plan.expiryMidEffect))
+      violate(`${pk}: an effect in epoch 1 without an expiry redelivery`);
     if (epochs.length === 2 && keyDuplicates === 0) reprocessedAfterExpiry += 1;
 
     const winner = group.find((plan) => plan.fingerprint === storedFingerprint);
@@ -392,6 +522,7 @@ export async function checkSeed(
     reexecutionsDeduplicated,
     takeovers: [...result.downstream.takeovers.values()].reduce((sum, list) => sum + list.length, 0),
     deadLettered,
+    injected: result.injected,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,

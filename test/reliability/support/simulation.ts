@@ -24,27 +24,47 @@
  *   record's outcome is decided (after the commit, before the acknowledgement), in marker and
  *   two-phase modes a crash during the effect (after the effect reached DynamoDB or the
  *   downstream service), and in two-phase mode a lost answer from the downstream service (the
- *   effect happened, the call fails, the claim is released);
+ *   effect happened, the call fails, the claim is released); a claim whose response is lost
+ *   and sent again at once by the SDK, or answered and landing again late (after the next step
+ *   on its record); in marker and two-phase modes an effect failing before it happens (the
+ *   claim is released); in two-phase mode a slow effect whose heartbeat is held on the network
+ *   until the effect failed or completed (`delayed-heartbeat`);
+ * - per inbox update (release, complete, heartbeat): the response lost and the SDK's retry sent
+ *   at once, or a late duplicate landing after the next step on the record (`UPDATE_FAULTS`);
  * - per invocation: a crash while the batch response is being built (at the metrics sink,
  *   called just before the response is returned), or a deadline too close to start anything;
  * - per dead-letter send (`direct` mode): the send fails.
  * A message on its 4th receive or later runs in an invocation without faults, so no valid
- * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug.
+ * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug,
+ * except one planned with a downstream outage, which fails on every delivery until the queue
+ * drained, ends in the dead-letter queue half-completed (directly with a permanent failure in
+ * `direct` seeds, by the redrive policy otherwise) and is redriven with a new message id and
+ * deduplication id. Plans also hold messages whose record expires while their effect runs
+ * (`expiryMidEffect`), and keys beyond 2^53 or with lone surrogates; see `planMessages`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
-import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
+import { fromBody, fromDeduplicationId, scopeKey } from '../../../lambda/core/dedup-key';
+import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
-import type { SqsBatchResponse, SqsHandler, SqsRecord } from '../../../lambda/core/sqs-event';
+import type {
+  SqsBatchResponse,
+  SqsHandler,
+  SqsMessageAttribute,
+  SqsRecord,
+} from '../../../lambda/core/sqs-event';
+import { toDeadLetterAttributes } from '../../../lambda/sqs/dead-letter-sender';
 import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { toSqsRecord } from '../../../lambda/worker/sqs-record';
 import {
   attachFaultInjection,
   type DynamoRequest,
   type FaultController,
+  type InboxUpdate,
   type RequestFault,
   roleOf,
   SimulatedCrash,
@@ -69,11 +89,32 @@ export const LEASE_MILLIS = 8000;
 /** How permanent failures reach the dead-letter queue. */
 export type DeadLetterStyle = 'direct' | 'redrive';
 
+/**
+ * Where the dedup key comes from: the body's `id`, or the FIFO `MessageDeduplicationId` the
+ * producer set to that id (`fromDeduplicationId`). A redrive gives a message a new
+ * deduplication id, as AWS does, so a dedup-id consumer recognises a redriven message only by
+ * what the direct dead-letter sender attached to it (issue 12 item 5).
+ */
+export type KeySourceStyle = 'body' | 'deduplication-id';
+
 /** Inbox record lifetime in the simulation. */
 export const TTL_SECONDS = 86_400;
 /** How far an "expiry" redelivery's clock jumps ahead: twice the TTL, so every record is expired. */
 export const EXPIRY_JUMP_MILLIS = 2 * TTL_SECONDS * 1000;
-/** The largest clock skew of an instance, either way. */
+/**
+ * The clock skew the toolkit is designed for: any two instances' clocks within 2 s of each
+ * other (Lambda hosts keep NTP time, typically within milliseconds). The two-phase lease
+ * (`LEASE_MILLIS`, 8 s) exceeds it fourfold, and a heartbeat every lease/3 keeps at least
+ * two thirds of the lease (5.3 s) ahead of the owner's clock, so within the tolerance no live
+ * owner is ever taken over because of skew.
+ */
+export const SKEW_TOLERANCE_MILLIS = 2000;
+/**
+ * The largest clock skew of an instance, either way: beyond the tolerance on purpose (two
+ * instances up to 10 s apart, more than the lease). There two-phase degrades to at-least-once
+ * executions, each explained by a takeover and deduplicated downstream, never to a duplicate
+ * effect; the other modes only compare clocks with the record TTL (a day).
+ */
 export const MAX_SKEW_MILLIS = 5000;
 /** Redrive policy of the simulated queue. */
 export const MAX_RECEIVE_COUNT = 5;
@@ -83,7 +124,14 @@ const VISIBILITY_TIMEOUT_MILLIS = 30_000;
 const BATCH_SIZE = 10;
 
 /** The kinds of planned message. */
-export type MessageKind = 'valid' | 'conflict' | 'malformed' | 'missing-key';
+export type MessageKind = 'valid' | 'conflict' | 'malformed' | 'missing-key' | 'big-key' | 'ill-formed-key';
+
+/**
+ * Big keys: numeric ids beyond 2^53, all within one block of 256 above 2^60, so any two of them
+ * round to the same double. Distinct ids must be processed separately (lossless keys) or
+ * dead-lettered as `INVALID_KEY`, never merged.
+ */
+export const BIG_KEY_BASE = 2n ** 60n;
 
 /** One copy of a message as sent to the queue (a producer resend gets a new message id). */
 export interface PlannedCopy {
@@ -94,6 +142,17 @@ export interface PlannedCopy {
   /** 1: an expiry redelivery, received alone by an instance whose clock is beyond the TTL. */
   readonly epoch: 0 | 1;
   readonly body: string;
+  /**
+   * Set on a copy a dead-letter redrive sends once the queue drained, with a new message id as
+   * AWS gives redriven messages: the id of the copy it redrives (which must then be in the
+   * dead-letter queue, or acknowledged for a completed message redriven again).
+   */
+  readonly redriveOf?: string;
+  /**
+   * The FIFO `MessageDeduplicationId`: the producer's id (the message's key) on the copies the
+   * producer sent, a new one on a redriven copy; absent on poison input without a key.
+   */
+  readonly deduplicationId?: string;
 }
 
 /** One logical message: what the producer meant to send once. */
@@ -119,7 +178,17 @@ export interface PlannedMessage {
    * The code a dead-lettered copy must carry: always for poison input; for a keyed message only
    * when another payload won its key.
    */
-  readonly expectedCode?: 'MALFORMED_BODY' | 'MISSING_KEY' | 'PAYLOAD_MISMATCH';
+  readonly expectedCode?: 'MALFORMED_BODY' | 'MISSING_KEY' | 'PAYLOAD_MISMATCH' | 'INVALID_KEY';
+  /**
+   * A downstream outage: every delivery before the redrive fails (marker: the effect; two-phase:
+   * the second effect, after the first completed; atomic and entity: the handler), so every copy
+   * ends in the dead-letter queue half-completed, and is redriven once the queue drained.
+   */
+  readonly outage: boolean;
+  /** Two-phase: the record expires while the effect runs (its clock jumps a TTL ahead mid-effect). */
+  readonly expiryMidEffect: boolean;
+  /** `big-key`: the id's decimal digits as the producer sent them. */
+  readonly bigKey?: string;
   readonly copies: readonly PlannedCopy[];
 }
 
@@ -129,6 +198,7 @@ export interface SeedOptions {
   readonly messages: number;
   readonly mode: Mode;
   readonly deadLetter: DeadLetterStyle;
+  readonly keySource: KeySourceStyle;
   readonly instances: number;
   readonly inboxTable: string;
   readonly businessTable: string;
@@ -142,9 +212,16 @@ export interface SeedOptions {
  * The mode and dead-letter style a seed runs: atomic in two seeds of five, marker, entity and
  * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly.
  */
-export function seedProfile(seed: number): { readonly mode: Mode; readonly deadLetter: DeadLetterStyle } {
+export function seedProfile(seed: number): {
+  readonly mode: Mode;
+  readonly deadLetter: DeadLetterStyle;
+  readonly keySource: KeySourceStyle;
+} {
   const modes: readonly Mode[] = ['atomic', 'marker', 'atomic', 'entity', 'two-phase'];
-  return { mode: modes[seed % modes.length]!, deadLetter: seed % 3 === 2 ? 'redrive' : 'direct' };
+  const deadLetter = seed % 3 === 2 ? 'redrive' : 'direct';
+  // Seeds 4, 12, 16, ... (direct dead-lettering) key by the FIFO deduplication id.
+  const keySource = seed % 4 === 0 && deadLetter === 'direct' ? 'deduplication-id' : 'body';
+  return { mode: modes[seed % modes.length]!, deadLetter, keySource };
 }
 
 /** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
@@ -160,21 +237,47 @@ function serialise(payload: Record<string, unknown>, random: Random): string {
 }
 
 /**
- * The plan of a seed: about 93% valid messages, 2% malformed JSON, 1% without a key, 4% reusing
- * an earlier key with another payload. About 40% of messages get a copy placed in the next
- * batch (delivered concurrently), 4% a copy resent long after, 2% a copy in the same
- * batch, and 5% of valid messages an expiry redelivery; failures and crashes add redeliveries.
+ * The plan of a seed: about 91% valid messages, 2% malformed JSON, 1% without a key, 4% reusing
+ * an earlier key with another payload, 1% keyed by a number beyond 2^53 (written as its digits
+ * in the body), 1% keyed by a string with a lone surrogate (ill-formed UTF-16). About 40% of
+ * messages get a copy placed in the next batch (delivered concurrently), 4% a copy resent long
+ * after, 2% a copy in the same batch, and 5% of valid messages an expiry redelivery; failures
+ * and crashes add redeliveries. 1% of valid messages meet a downstream outage (every copy ends
+ * in the dead-letter queue half-completed, and is redriven with a new message id), 2% are
+ * redriven once more after they completed, and in two-phase seeds 0.5% have their record
+ * expire while their effect runs.
  */
-export function planMessages(seed: number, count: number, consumer: string, mode: Mode): PlannedMessage[] {
+export function planMessages(
+  seed: number,
+  count: number,
+  consumer: string,
+  mode: Mode,
+  keySource: KeySourceStyle = 'body',
+): PlannedMessage[] {
   const random = createRandom(seed);
   const plans: PlannedMessage[] = [];
   const partnerable: number[] = [];
   for (let index = 0; index < count; index += 1) {
     const roll = random.next();
-    const key = `k${index}`;
     const amount = random.between(1, 1_000_000);
     let kind: MessageKind =
-      roll < 0.02 ? 'malformed' : roll < 0.03 ? 'missing-key' : roll < 0.07 ? 'conflict' : 'valid';
+      roll < 0.02
+        ? 'malformed'
+        : roll < 0.03
+          ? 'missing-key'
+          : roll < 0.07
+            ? 'conflict'
+            : roll < 0.08
+              ? 'big-key'
+              : roll < 0.09
+                ? 'ill-formed-key'
+                : 'valid';
+    // Keys differing only in their lone surrogate, a few of them outright equal.
+    const key =
+      kind === 'ill-formed-key'
+        ? `u${index % 16}${String.fromCharCode(0xd800 + random.int(0x800))}`
+        : `k${index}`;
+    const bigKey = kind === 'big-key' ? (BIG_KEY_BASE + BigInt(index)).toString() : undefined;
     let partner: PlannedMessage | undefined;
     if (kind === 'conflict') {
       const pick =
@@ -185,6 +288,13 @@ export function planMessages(seed: number, count: number, consumer: string, mode
     const messageKey = partner?.key ?? key;
     const payload = { id: messageKey, amount, note: `order ${index} of seed ${seed}` };
     const expiry = kind === 'valid' && random.chance(0.05);
+    const outage = kind === 'valid' && !expiry && random.chance(0.01);
+    const expiryMidEffect =
+      mode === 'two-phase' && kind === 'valid' && !expiry && !outage && random.chance(0.005);
+    // A completed message reaches the dead-letter queue only by the queue's redrive policy, which
+    // attaches nothing: a consumer keyed by the deduplication id could not recognise it.
+    const redriveCompleted =
+      kind === 'valid' && !expiry && !outage && random.chance(0.02) && keySource === 'body';
     const copies: PlannedCopy[] = [];
     const copy = (position: number, delayMillis: number, epoch: 0 | 1 = 0): void => {
       const body =
@@ -192,8 +302,22 @@ export function planMessages(seed: number, count: number, consumer: string, mode
           ? `{"id":"${key}","amount":${amount},"note":"truncated`
           : kind === 'missing-key'
             ? serialise({ amount, note: payload.note }, random)
-            : serialise(payload, random);
-      copies.push({ messageId: `s${seed}-m${index}-c${copies.length}`, position, delayMillis, epoch, body });
+            : kind === 'big-key'
+              ? serialise({ ...payload, id: BIG_KEY_PLACEHOLDER }, random).replace(
+                  `"${BIG_KEY_PLACEHOLDER}"`,
+                  bigKey!,
+                )
+              : serialise(payload, random);
+      const deduplicationId =
+        kind === 'malformed' || kind === 'missing-key' ? undefined : (bigKey ?? messageKey);
+      copies.push({
+        messageId: `s${seed}-m${index}-c${copies.length}`,
+        position,
+        delayMillis,
+        epoch,
+        body,
+        ...(deduplicationId === undefined ? {} : { deduplicationId }),
+      });
     };
     copy(index, 0);
     const extra = random.next();
@@ -202,13 +326,27 @@ export function planMessages(seed: number, count: number, consumer: string, mode
     else if (extra < 0.44) copy(index + 0.5, random.between(1, 8) * 15_000);
     else if (extra < 0.46) copy(index + random.between(1, 5) + 0.25, 0);
     if (expiry) copy(index + 0.75, random.between(1, 3) * VISIBILITY_TIMEOUT_MILLIS, 1);
+    // Redriven copies keep the body (and attributes) and get a new message id, as AWS does.
+    const redriven = outage ? [...copies] : redriveCompleted ? [copies[0]!] : [];
+    for (const source of redriven) {
+      const messageId = `${source.messageId}-redriven`;
+      copies.push({
+        ...source,
+        messageId,
+        position: count + index,
+        redriveOf: source.messageId,
+        deduplicationId: messageId,
+      });
+    }
 
-    const keyed = kind !== 'malformed' && kind !== 'missing-key';
+    const keyed =
+      kind !== 'malformed' && kind !== 'missing-key' && kind !== 'big-key' && kind !== 'ill-formed-key';
     const plan: PlannedMessage = {
       index,
       keyIndex: partner?.index ?? index,
       kind,
       ...(keyed ? { key: messageKey, scopedKey: scopeKey(consumer, messageKey), amount } : {}),
+      ...(bigKey === undefined ? {} : { key: bigKey, bigKey, amount }),
       ...(keyed
         ? {
             effectKeys:
@@ -219,20 +357,27 @@ export function planMessages(seed: number, count: number, consumer: string, mode
         : {}),
       ...(keyed ? { fingerprint: fingerprintOf(payload) } : {}),
       expiry,
+      outage,
+      expiryMidEffect,
       ...(kind === 'malformed'
         ? { expectedCode: 'MALFORMED_BODY' as const }
         : kind === 'missing-key'
           ? { expectedCode: 'MISSING_KEY' as const }
-          : keyed
-            ? { expectedCode: 'PAYLOAD_MISMATCH' as const }
-            : {}),
+          : kind === 'ill-formed-key'
+            ? { expectedCode: 'INVALID_KEY' as const }
+            : keyed
+              ? { expectedCode: 'PAYLOAD_MISMATCH' as const }
+              : {}),
       copies,
     };
     plans.push(plan);
-    if (kind === 'valid' && !expiry) partnerable.push(index);
+    if (kind === 'valid' && !expiry && !outage && !expiryMidEffect) partnerable.push(index);
   }
   return plans;
 }
+
+/** Stands for a big key's digits while its body is serialised. */
+const BIG_KEY_PLACEHOLDER = 'big-key-digits';
 
 /** Faults of one delivered record. */
 type RecordFault =
@@ -243,18 +388,52 @@ type RecordFault =
   | 'crash-after-claim'
   | 'crash-after-outcome'
   | 'crash-during-effect'
-  | 'lost-downstream-response';
+  | 'lost-downstream-response'
+  | 'lost-claim-response-retried'
+  | 'late-claim'
+  | 'effect-fails'
+  | 'delayed-heartbeat';
 
 const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['throttle', 0.04],
   ['conflict', 0.03],
   ['lost-response', 0.02],
+  // The claim (or commit) is applied, its response lost, and the SDK sends it again at once.
+  ['lost-claim-response-retried', 0.02],
+  // The claim is answered, and a first attempt of it lands again after the next step on its record.
+  ['late-claim', 0.01],
   ['crash-before-claim', 0.005],
   ['crash-after-claim', 0.005],
   ['crash-after-outcome', 0.005],
   ['crash-during-effect', 0.005],
   ['lost-downstream-response', 0.02],
+  // Marker and two-phase: the effect fails before it happens, so the claim is released.
+  ['effect-fails', 0.02],
+  // Two-phase: the effect outlasts a heartbeat, which is held on the network until the effect
+  // has failed (the claim released) or completed.
+  ['delayed-heartbeat', 0.004],
 ];
+
+/**
+ * Faults of an inbox record update (release, complete, heartbeat), drawn per update: the
+ * response lost after DynamoDB applied it and the SDK's retry sent at once, or a first attempt
+ * landing again after the next step on the record (a release retried late is how another
+ * delivery's completed marker could be undone).
+ */
+const UPDATE_FAULTS: Readonly<
+  Record<InboxUpdate, readonly (readonly ['lost-response-retried' | 'late-duplicate', number])[]>
+> = {
+  release: [
+    ['lost-response-retried', 0.25],
+    ['late-duplicate', 0.25],
+  ],
+  complete: [
+    ['lost-response-retried', 0.03],
+    ['late-duplicate', 0.03],
+  ],
+  extend: [['lost-response-retried', 0.3]],
+  replace: [],
+};
 
 /** Crash points, as counted in the report. */
 export const CRASH_POINTS = [
@@ -278,7 +457,9 @@ function recordFaultOf(
     if (roll < chance) {
       if (fault === 'crash-during-effect')
         return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
-      if (fault === 'lost-downstream-response') return mode === 'two-phase' ? fault : undefined;
+      if (fault === 'lost-downstream-response' || fault === 'delayed-heartbeat')
+        return mode === 'two-phase' ? fault : undefined;
+      if (fault === 'effect-fails') return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
       return fault;
     }
     roll -= chance;
@@ -290,6 +471,9 @@ function recordFaultOf(
 export interface PlannedCopyMeta {
   readonly plan: PlannedMessage;
   readonly epoch: 0 | 1;
+  readonly deduplicationId?: string;
+  /** Message attributes (a redriven dead letter's, as the direct dead-letter sender set them). */
+  readonly attributes?: Readonly<Record<string, SqsMessageAttribute>>;
 }
 
 /** One delivery of one copy, timed in real time to find concurrent deliveries. */
@@ -321,9 +505,11 @@ export interface SimulationResult {
   /**
    * Marker mode: keys whose marker was written (DynamoDB answered 200) by an invocation that
    * neither wrote the effect nor released the marker: a crash in between, or a lost response
-   * to the marker write (the retry then finds its own marker and acknowledges a duplicate).
+   * to the marker write (the retry then finds its own marker and acknowledges a duplicate), or
+   * a late first attempt of a marker write landing after the marker's release (it writes the
+   * marker again, without the effect).
    */
-  readonly markerGaps: ReadonlyMap<string, 'crash' | 'lost response'>;
+  readonly markerGaps: ReadonlyMap<string, MarkerGap>;
   /** Two-phase: the downstream service the effects call, and what the inbox did around it. */
   readonly downstream: DownstreamLog;
   readonly crashes: Readonly<Record<CrashPoint, number>>;
@@ -341,7 +527,27 @@ export interface SimulationResult {
   /** Things the runtime saw that must never happen (a handler that threw, a bad batch response). */
   readonly runtimeViolations: readonly string[];
   readonly virtualMillis: number;
+  /** Big-key plans: the dedup keys the toolkit gave each one's deliveries (by plan index). */
+  readonly keyedAs: ReadonlyMap<number, ReadonlySet<string>>;
+  /** How often each fault class beyond crashes was injected. */
+  readonly injected: Readonly<Record<InjectedFault, number>>;
 }
+
+/** Fault classes counted in the summary, next to the crashes. */
+export const INJECTED_FAULTS = [
+  'lost responses',
+  'delayed heartbeats',
+  'expiries mid-effect',
+  'skewed clocks',
+  'redrives',
+  'odd keys',
+] as const;
+
+/** A counted fault class. */
+export type InjectedFault = (typeof INJECTED_FAULTS)[number];
+
+/** Why a marker-mode key has a marker without its effect (at-most-once by design). */
+export type MarkerGap = 'crash' | 'lost response' | 'late claim';
 
 /** Events per inbox record key, each tagged with the epoch it happened in. */
 export type EpochEvents = ReadonlyMap<string, readonly number[]>;
@@ -387,16 +593,105 @@ interface Invocation {
   readonly markerWritten: Set<string>;
   readonly effectWritten: Set<string>;
   readonly markerReleased: Set<string>;
+  /** The delivery each record key of the batch belongs to, to draw its update faults. */
+  readonly deliveryByKey: Map<string, { readonly messageId: string; readonly receiveCount: number }>;
+  /** Inbox updates sent so far, by record key and kind, to draw each one's faults. */
+  readonly updates: Map<string, number>;
+  /**
+   * Events of the invocation's own requests (`extend-sent:<pk>`, `extend-landed:<pk>`,
+   * `ended:<pk>` for a release or complete answered), each resolved once it happened.
+   */
+  readonly events: Map<string, ReturnType<typeof deferred>>;
+  readonly batch: readonly ReceivedMessage<PlannedCopyMeta>[];
+  /** The clock jump of an expiry mid-effect (0 before it). */
+  jumpMillis: number;
   crashed: boolean;
 }
 
+/** A promise and the function that resolves it. */
+function deferred(): { readonly promise: Promise<void>; readonly resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
 const invocationContext = new AsyncLocalStorage<Invocation>();
+
+/** The deferred of an invocation's event, created on first use. */
+function eventOf(invocation: Invocation, name: string): ReturnType<typeof deferred> {
+  let event = invocation.events.get(name);
+  if (event === undefined) {
+    event = deferred();
+    invocation.events.set(name, event);
+    if (invocation.crashed) event.resolve();
+  }
+  return event;
+}
+
+/**
+ * How long (real time) an effect waits for its heartbeat: the heartbeat beats every lease/3,
+ * so a lease is plenty. Only a guard: a heartbeat that never comes is reported.
+ */
+const HEARTBEAT_WAIT_MILLIS = LEASE_MILLIS;
+
+/**
+ * How long (real time) a delayed heartbeat stays on the network after its effect ended when the
+ * toolkit waits for it before releasing or completing (else it lands after that write).
+ */
+const HELD_PAST_EFFECT_MILLIS = 200;
+
+/** True when `promise` settles within `millis` (real time), false when it does not. */
+async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), millis);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Runs one seed to the end (every message deleted or dead-lettered) and returns what it saw. */
 export async function runSimulation(options: SeedOptions): Promise<SimulationResult> {
   const { seed, mode, inboxTable, businessTable } = options;
   const consumer = consumerOf(seed, mode);
-  const plans = planMessages(seed, options.messages, consumer, mode);
+  const plans = planMessages(seed, options.messages, consumer, mode, options.keySource);
+  const planByMessageId = new Map(
+    plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
+  );
+  /** 1 until the queue first drained; 2 while the dead-letter redrive runs (the outage is over). */
+  let phase: 1 | 2 = 1;
+  const keyedAs = new Map<number, Set<string>>();
+  const injected = Object.fromEntries(INJECTED_FAULTS.map((fault) => [fault, 0])) as Record<
+    InjectedFault,
+    number
+  >;
+  injected['odd keys'] = plans.filter(
+    (plan) => plan.kind === 'big-key' || plan.kind === 'ill-formed-key',
+  ).length;
+  /** Owners whose release or complete DynamoDB answered 200, by record key. */
+  const endedOwners = new Map<string, Set<string>>();
+  /** Late copies of requests waiting for the next step on their record, by record key. */
+  const lateByKey = new Map<string, { readonly claim: boolean; readonly send: () => Promise<number> }[]>();
+  const lateInFlight: Promise<unknown>[] = [];
+  const sendLate = (pk: string): void => {
+    const late = lateByKey.get(pk);
+    if (late === undefined) return;
+    lateByKey.delete(pk);
+    for (const { claim, send } of late) {
+      const landed = send().then((status) => {
+        note(pk, undefined, `late duplicate landed -> ${status}`);
+        // Marker mode: a marker written again after its release (the retry is then a duplicate).
+        if (status === 200 && claim && mode === 'marker') markerGaps.set(pk, 'late claim');
+      });
+      lateInFlight.push(landed);
+    }
+  };
+  const midEffectExpired = new Set<number>();
   const random = createRandom(seed ^ 0x5eed);
   // Time only moves forward: once a key's expiry redelivery was received, every later delivery
   // of that key happens a TTL later too (in epoch 1), never back in epoch 0.
@@ -409,16 +704,24 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     maxReceiveCount: MAX_RECEIVE_COUNT,
     random,
     skipChance: 0.05,
-    alone: (meta) => epochOf(meta) === 1,
+    alone: (meta) => epochOf(meta) === 1 || meta.plan.expiryMidEffect,
+  });
+  const metaOf = (
+    plan: PlannedMessage,
+    copy: PlannedCopy,
+    attributes?: Readonly<Record<string, SqsMessageAttribute>>,
+  ): PlannedCopyMeta => ({
+    plan,
+    epoch: copy.epoch,
+    ...(copy.deduplicationId === undefined ? {} : { deduplicationId: copy.deduplicationId }),
+    ...(attributes === undefined ? {} : { attributes }),
   });
   const sends = plans
     .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
+    .filter(({ copy }) => copy.redriveOf === undefined)
     .sort((a, b) => a.copy.position - b.copy.position);
   for (const { plan, copy } of sends) {
-    queue.send(
-      { messageId: copy.messageId, body: copy.body, meta: { plan, epoch: copy.epoch } },
-      copy.delayMillis,
-    );
+    queue.send({ messageId: copy.messageId, body: copy.body, meta: metaOf(plan, copy) }, copy.delayMillis);
   }
 
   const directDeadLetters: DeadLetterMessage[] = [];
@@ -426,7 +729,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const deliveries: Delivery[] = [];
   const effectWrites = new Map<string, number>();
   const actions = new Map<string, Set<string>>();
-  const markerGaps = new Map<string, 'crash' | 'lost response'>();
+  const markerGaps = new Map<string, MarkerGap>();
   const crashes = Object.fromEntries(CRASH_POINTS.map((point) => [point, 0])) as Record<CrashPoint, number>;
   const runtimeViolations: string[] = [];
   const executions = new Map<string, number[]>();
@@ -457,9 +760,43 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (invocation.crashed) return;
     invocation.crashed = true;
     crashes[point] += 1;
+    // Nothing of a dead invocation comes any more: whatever waited for its requests stops waiting.
+    for (const event of invocation.events.values()) event.resolve();
     for (const pk of invocation.faultsByKey.keys()) note(pk, invocation, `invocation crashed ${point}`);
   };
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+
+  /** The fault of an inbox update (release, complete, heartbeat) of the invocation's record `pk`. */
+  const updateFault = (invocation: Invocation, pk: string, update: InboxUpdate): RequestFault | undefined => {
+    const delivery = invocation.deliveryByKey.get(pk);
+    if (delivery === undefined) return undefined;
+    const nth = invocation.updates.get(`${update}:${pk}`) ?? 0;
+    invocation.updates.set(`${update}:${pk}`, nth + 1);
+    if (update === 'extend') {
+      eventOf(invocation, `extend-sent:${pk}`).resolve();
+      const claim = (invocation.claims.get(pk) ?? 1) - 1;
+      if (nth === 0 && invocation.faultsByKey.get(pk)?.[claim] === 'delayed-heartbeat') {
+        // Held on the network past the effect's end: until its release or complete was answered,
+        // or, when the toolkit waits for its heartbeats first, a moment after the effect ended.
+        const afterEffect = eventOf(invocation, `effect-ended:${pk}`).promise.then(
+          () => new Promise<void>((resolve) => setTimeout(resolve, HELD_PAST_EFFECT_MILLIS)),
+        );
+        return {
+          kind: 'hold',
+          until: Promise.race([eventOf(invocation, `ended:${pk}`).promise, afterEffect]),
+        };
+      }
+    }
+    let roll = chanceOf(seed, 'update', update, delivery.messageId, delivery.receiveCount, nth);
+    for (const [kind, chance] of UPDATE_FAULTS[update]) {
+      if (roll < chance) {
+        injected['lost responses'] += 1;
+        return { kind };
+      }
+      roll -= chance;
+    }
+    return undefined;
+  };
 
   const controllerOf = (instance: Instance): FaultController => ({
     isCrashed: () => current(instance)?.crashed ?? false,
@@ -478,7 +815,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
           case 'conflict':
             return { kind: 'conflict' };
           case 'lost-response':
+            injected['lost responses'] += 1;
             return { kind: 'lost-response' };
+          case 'lost-claim-response-retried':
+            injected['lost responses'] += 1;
+            return { kind: 'lost-response-retried' };
+          case 'late-claim':
+            injected['lost responses'] += 1;
+            return { kind: 'late-duplicate' };
           case 'crash-before-claim':
             return { kind: 'crash-before', label: 'before the claim' };
           case 'crash-after-claim':
@@ -492,7 +836,16 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         if (faults?.[claim] === 'crash-during-effect')
           return { kind: 'crash-after', label: 'during the effect' };
       }
+      if (role.role === 'effect' && role.update !== undefined)
+        return updateFault(invocation, role.pk, role.update);
       return undefined;
+    },
+    onLateDuplicate(request, send) {
+      const role = roleOf(request);
+      if (role.role === 'other') return;
+      const late = lateByKey.get(role.pk) ?? [];
+      late.push({ claim: role.role === 'claim', send });
+      lateByKey.set(role.pk, late);
     },
     crash(label) {
       const invocation = current(instance);
@@ -501,6 +854,28 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     onServerResponse(request, statusCode, repeated) {
       const role = roleOf(request);
       const invocation = current(instance);
+      if (role.role === 'effect' && role.update !== undefined) {
+        const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
+          ':owner'
+        ];
+        if (role.update === 'extend') {
+          if (invocation !== undefined) eventOf(invocation, `extend-landed:${role.pk}`).resolve();
+          if (statusCode === 200 && typeof owner === 'string' && endedOwners.get(role.pk)?.has(owner)) {
+            runtimeViolations.push(
+              `${role.pk}: a heartbeat landed after its claim was released or completed and revived it (issue 12 item 4)`,
+            );
+          }
+        } else if (role.update === 'release' || role.update === 'complete') {
+          if (invocation !== undefined) eventOf(invocation, `ended:${role.pk}`).resolve();
+          if (statusCode === 200 && typeof owner === 'string') {
+            const owners = endedOwners.get(role.pk) ?? new Set<string>();
+            owners.add(owner);
+            endedOwners.set(role.pk, owners);
+          }
+        }
+      }
+      // The next step on a record lets the late copies of earlier requests on it land.
+      if (role.role !== 'other' && statusCode === 200 && !repeated) sendLate(role.pk);
       if (trace !== undefined && role.role !== 'other') {
         const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
         const item = (request.input.Item ?? {}) as Record<string, unknown>;
@@ -521,9 +896,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       } else if (role.role === 'effect' && role.tableName === businessTable) {
         bump(effectWrites, role.pk);
         invocation?.effectWritten.add(role.pk);
-      } else if (role.role === 'effect') {
-        // An update of an inbox record: marker mode's release of its marker (kept as a released
-        // claim, bound to its payload), the only update marker mode makes.
+      } else if (role.role === 'effect' && role.update === 'release') {
+        // Marker mode's release of its marker (kept as a released claim, bound to its payload).
         invocation?.markerReleased.add(role.pk);
       }
     },
@@ -576,7 +950,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     return (
       Math.floor(invocation.startVirtual + elapsed) +
       instance.skewMillis +
-      (invocation.epoch === 1 ? EXPIRY_JUMP_MILLIS : 0)
+      (invocation.epoch === 1 ? EXPIRY_JUMP_MILLIS : 0) +
+      invocation.jumpMillis
     );
   };
 
@@ -589,23 +964,83 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     ExpressionAttributeValues: { ':one': 1, ':amount': amount, ':none': [], ':epoch': [epoch] },
   });
 
+  /** The fault the running invocation injects into the record `pk`'s current claim, if any. */
+  const faultOf = (invocation: Invocation | undefined, pk: string): RecordFault | undefined => {
+    if (invocation === undefined || !invocation.faults) return undefined;
+    const claim = (invocation.claims.get(pk) ?? 1) - 1;
+    return invocation.faultsByKey.get(pk)?.[claim];
+  };
+
+  /** True while the downstream outage of `messageId`'s message lasts (until the redrive). */
+  const inOutage = (messageId: string): boolean =>
+    phase === 1 && planByMessageId.get(messageId)?.outage === true;
+  /**
+   * The failure an outage causes: permanent where the consumer dead-letters directly (the direct
+   * sender then attaches the key to the dead letter), retried until the queue's redrive policy
+   * moves the message otherwise.
+   */
+  const outageError = (what: string): Error =>
+    options.deadLetter === 'direct'
+      ? new PermanentError(`${what} (injected outage)`)
+      : new Error(`${what} (injected outage)`);
+
   /** A call to the downstream service from inside a two-phase effect. */
-  const callDownstream = (
+  const callDownstream = async (
     instance: Instance,
     pk: string,
     idempotencyKey: string,
     amount: number,
-  ): { charged: number } => {
+    messageId: string,
+  ): Promise<{ charged: number }> => {
     const invocation = current(instance);
     if (invocation?.crashed) throw new SimulatedCrash('downstream call refused: the invocation crashed');
+    const plan = planByMessageId.get(messageId);
+    const fault = faultOf(invocation, pk);
+    if (inOutage(messageId) && pk === plan?.effectKeys?.at(-1)) {
+      // The first effect completed; the second cannot: the message is half-completed.
+      note(pk, invocation, 'downstream outage');
+      throw outageError('The downstream service is down');
+    }
+    if (fault === 'effect-fails') {
+      note(pk, invocation, 'effect failed before it happened');
+      throw new Error('The downstream service refused the call (injected)');
+    }
+    if (invocation !== undefined && fault === 'delayed-heartbeat') {
+      injected['delayed heartbeats'] += 1;
+      // The effect outlasts a heartbeat, which the fault controller holds until the effect ended.
+      const beat = await settlesWithin(
+        eventOf(invocation, `extend-sent:${pk}`).promise,
+        HEARTBEAT_WAIT_MILLIS,
+      );
+      // The effect ends now, whichever way, with its heartbeat still on the network.
+      eventOf(invocation, `effect-ended:${pk}`).resolve();
+      if (invocation.crashed) throw new SimulatedCrash('downstream call refused: the invocation crashed');
+      if (!beat)
+        runtimeViolations.push(`${pk}: no heartbeat within ${HEARTBEAT_WAIT_MILLIS} ms of a slow effect`);
+      if (
+        chanceOf(seed, 'slow effect fails', messageId, invocation.receiveCounts.get(messageId) ?? 0) < 0.5
+      ) {
+        note(pk, invocation, 'slow effect failed before it happened, a heartbeat in flight');
+        throw new Error('The downstream service failed after a long wait (injected)');
+      }
+    }
     const epoch = invocation?.epoch ?? 0;
     tag(executions, pk, epoch);
     note(pk, invocation, `executed (clock ${clockOf(instance)()})`);
     const previous = applied.get(idempotencyKey);
     if (previous === undefined) applied.set(idempotencyKey, { pk, amount, count: 1 });
     else previous.count += 1;
-    const claim = (invocation?.claims.get(pk) ?? 1) - 1;
-    const fault = invocation?.faults ? invocation.faultsByKey.get(pk)?.[claim] : undefined;
+    if (
+      invocation !== undefined &&
+      plan?.expiryMidEffect === true &&
+      pk === plan.effectKeys?.[0] &&
+      invocation.epoch === 0 &&
+      !midEffectExpired.has(plan.index)
+    ) {
+      midEffectExpired.add(plan.index);
+      await expireMidEffect(instance, invocation, plan, pk, messageId);
+      return { charged: amount };
+    }
     if (invocation !== undefined && fault === 'crash-during-effect') {
       crash(invocation, 'during the effect');
       throw new SimulatedCrash('crashed during the external effect, after the downstream call');
@@ -616,6 +1051,56 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       throw new Error('The downstream service timed out after applying the effect (injected)');
     }
     return { charged: amount };
+  };
+
+  /**
+   * The record `pk` expires while its effect runs: the effect answers only after more than a
+   * TTL (the owner's clock jumps ahead), its heartbeat keeps the claim, and another delivery of
+   * the message, that late too, must find the claim in flight, never claim the key afresh.
+   */
+  const expireMidEffect = async (
+    instance: Instance,
+    invocation: Invocation,
+    plan: PlannedMessage,
+    pk: string,
+    messageId: string,
+  ): Promise<void> => {
+    injected['expiries mid-effect'] += 1;
+    invocation.jumpMillis = EXPIRY_JUMP_MILLIS;
+    // Time only moves forward: every later delivery of the key is that late too.
+    keysInEpochOne.add(plan.keyIndex);
+    note(pk, invocation, `the effect outlives the record's TTL: clock +${EXPIRY_JUMP_MILLIS} ms`);
+    const beat = await settlesWithin(
+      eventOf(invocation, `extend-landed:${pk}`).promise,
+      HEARTBEAT_WAIT_MILLIS,
+    );
+    if (invocation.crashed) return;
+    if (!beat) {
+      runtimeViolations.push(
+        `${pk}: no heartbeat within ${HEARTBEAT_WAIT_MILLIS} ms of an effect outliving its TTL`,
+      );
+      return;
+    }
+    const received = invocation.batch.find((candidate) => candidate.messageId === messageId)!;
+    const rivalId = `${messageId}-rival`;
+    const rivalInstance = instances[(instance.index + 1) % instances.length]!;
+    const rival = newInvocation(
+      rivalInstance,
+      [{ ...received, messageId: rivalId, receiptHandle: `rh-${rivalId}`, receiveCount: 1 }],
+      1,
+      false,
+    );
+    await invocationContext.run(rival, () =>
+      rivalInstance
+        .handler({ Records: recordsOf(rival.batch) }, lambdaContextOf(rival))
+        .catch(() => undefined),
+    );
+    const outcome = lastOutcome.get(rivalId)?.outcome;
+    if (outcome !== 'in-flight') {
+      runtimeViolations.push(
+        `${pk}: a delivery after the record's TTL, while the owner's heartbeat held the lease, ended ${String(outcome)}, expected in-flight (issue 12 item 3)`,
+      );
+    }
   };
 
   const instances: Instance[] = Array.from({ length: options.instances }, (_, index) => {
@@ -629,7 +1114,23 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       handler: undefined as never,
     };
   });
+  // Instances whose clock is off by more than half the tolerance: a pair of them may be beyond it.
+  injected['skewed clocks'] = instances.filter(
+    (instance) => Math.abs(instance.skewMillis) > SKEW_TOLERANCE_MILLIS / 2,
+  ).length;
   type Body = { id: string; amount: number };
+  /** Big-key plans: which dedup key the toolkit made of each delivery. */
+  const noteKey = (message: { readonly messageId: string; readonly dedupKey: string }): void => {
+    const plan = planByMessageId.get(message.messageId.replace(/-rival$/, ''));
+    if (plan?.kind !== 'big-key') return;
+    const keys = keyedAs.get(plan.index) ?? new Set<string>();
+    keys.add(message.dedupKey);
+    keyedAs.set(plan.index, keys);
+  };
+  /** Atomic and entity handlers: nothing to write while the downstream outage lasts. */
+  const failInOutage = (messageId: string): void => {
+    if (inOutage(messageId)) throw outageError('A downstream dependency is down');
+  };
   for (const instance of instances) {
     attachFaultInjection(instance.client.document, controllerOf(instance));
     const epochNow = () => current(instance)?.epoch ?? 0;
@@ -638,7 +1139,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       client: instance.client.document,
       tableName: inboxTable,
       clock: clockOf(instance),
-      dedupKey: fromBody<Body>((body) => body.id),
+      dedupKey:
+        options.keySource === 'deduplication-id' ? fromDeduplicationId() : fromBody<Body>((body) => body.id),
       ttlSeconds: TTL_SECONDS,
       logger: loggerOf(instance),
       logLevel: 'debug' as const,
@@ -653,6 +1155,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
             ...common,
             mode: 'atomic',
             handle: (message, unitOfWork) => {
+              noteKey(message);
+              failInOutage(message.messageId);
               unitOfWork.update(effectUpdate(message.scopedKey, message.body.amount, epochNow()));
             },
           })
@@ -661,6 +1165,13 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
               ...common,
               mode: 'marker',
               handle: async (message) => {
+                noteKey(message);
+                const invocation = current(instance);
+                if (inOutage(message.messageId)) throw outageError('The effect failed before it happened');
+                if (faultOf(invocation, message.scopedKey) === 'effect-fails') {
+                  note(message.scopedKey, invocation, 'effect failed before it happened');
+                  throw new Error('The effect failed before it happened (injected)');
+                }
                 await instance.client.document.send(
                   new UpdateCommand(effectUpdate(message.scopedKey, message.body.amount, epochNow())),
                 );
@@ -670,21 +1181,35 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
             ? createSqsHandler<Body>({
                 ...common,
                 mode: 'entity',
-                handle: (message) => ({
-                  tableName: businessTable,
-                  keyAttribute: 'pk',
-                  item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
-                }),
+                handle: (message) => {
+                  noteKey(message);
+                  failInOutage(message.messageId);
+                  return {
+                    tableName: businessTable,
+                    keyAttribute: 'pk',
+                    item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
+                  };
+                },
               })
             : createSqsHandler<Body>({
                 ...common,
                 mode: 'two-phase',
                 leaseMillis: LEASE_MILLIS,
+                // Beats every lease/3 (real time): only slow effects (delayed heartbeats, expiries
+                // mid-effect) outlast one.
+                heartbeat: true,
                 handle: async (message, effects) => {
+                  noteKey(message);
                   // One after the other: the second effect runs only once the first completed.
                   for (const effect of TWO_PHASE_EFFECTS) {
                     await effects.run(effect, ({ scopedKey, idempotencyKey }) =>
-                      callDownstream(instance, scopedKey, idempotencyKey, message.body.amount),
+                      callDownstream(
+                        instance,
+                        scopedKey,
+                        idempotencyKey,
+                        message.body.amount,
+                        message.messageId,
+                      ),
                     );
                   }
                 },
@@ -692,13 +1217,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   }
 
   let invocationCount = 0;
-  const invoke = async (
+  /** An invocation of `instance` on `batch` (faults drawn for each record when `faults`). */
+  function newInvocation(
     instance: Instance,
-    batch: ReceivedMessage<PlannedCopyMeta>[],
+    batch: readonly ReceivedMessage<PlannedCopyMeta>[],
     epoch: 0 | 1,
-  ): Promise<void> => {
+    faults: boolean,
+  ): Invocation {
     const first = batch[0]!;
-    const faults = batch.every((received) => received.receiveCount < FAULT_FREE_FROM_RECEIVE);
     const invocationRoll = chanceOf(seed, 'invocation', first.messageId, first.receiveCount);
     const invocation: Invocation = {
       id: ++invocationCount,
@@ -716,6 +1242,11 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       markerWritten: new Set(),
       effectWritten: new Set(),
       markerReleased: new Set(),
+      deliveryByKey: new Map(),
+      updates: new Map(),
+      events: new Map(),
+      batch,
+      jumpMillis: 0,
       crashed: false,
     };
     for (const received of batch) {
@@ -733,9 +1264,19 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         list.push(fault);
         invocation.faultsByKey.set(faultKey, list);
       }
+      for (const key of keys ?? []) {
+        invocation.deliveryByKey.set(key, {
+          messageId: received.messageId,
+          receiveCount: received.receiveCount,
+        });
+      }
       if (fault === 'crash-after-outcome') invocation.outcomeCrash.add(received.messageId);
     }
-    const records: SqsRecord[] = batch.map((received) => ({
+    return invocation;
+  }
+
+  const recordsOf = (batch: readonly ReceivedMessage<PlannedCopyMeta>[]): SqsRecord[] =>
+    batch.map((received) => ({
       messageId: received.messageId,
       receiptHandle: received.receiptHandle,
       body: received.body,
@@ -744,12 +1285,33 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         SentTimestamp: String(received.sentAt),
         SenderId: 'AIDAEXAMPLE',
         ApproximateFirstReceiveTimestamp: String(received.sentAt),
+        // The queue stays a standard one (no group order): the records carry the FIFO
+        // deduplication id only, for the seeds keyed by it.
+        ...(options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
+          ? { MessageDeduplicationId: received.meta.deduplicationId }
+          : {}),
       },
-      messageAttributes: {},
+      messageAttributes: { ...received.meta.attributes },
       eventSource: 'aws:sqs',
       eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
       awsRegion: 'us-east-1',
     }));
+
+  const lambdaContextOf = (invocation: Invocation) => ({
+    awsRequestId: `s${seed}-i${invocation.id}`,
+    functionName: `reliability-${seed}`,
+    getRemainingTimeInMillis: () =>
+      invocation.deadline ? 1000 : 60_000 - Math.floor(performance.now() - invocation.startReal),
+  });
+
+  const invoke = async (
+    instance: Instance,
+    batch: ReceivedMessage<PlannedCopyMeta>[],
+    epoch: 0 | 1,
+  ): Promise<void> => {
+    const faults = batch.every((received) => received.receiveCount < FAULT_FREE_FROM_RECEIVE);
+    const invocation = newInvocation(instance, batch, epoch, faults);
+    const records = recordsOf(batch);
     const started = performance.now();
     const timed = batch.map((received) => {
       const delivery: Delivery = {
@@ -762,12 +1324,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       deliveries.push(delivery);
       return delivery;
     });
-    const context = {
-      awsRequestId: `s${seed}-i${invocation.id}`,
-      functionName: `reliability-${seed}`,
-      getRemainingTimeInMillis: () =>
-        invocation.deadline ? 1000 : 60_000 - Math.floor(performance.now() - invocation.startReal),
-    };
+    const context = lambdaContextOf(invocation);
 
     let response: SqsBatchResponse | undefined;
     let thrown: unknown;
@@ -778,6 +1335,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         thrown = error;
       }
     });
+    // Nothing of the invocation waits any longer (a heartbeat held for a release that a crash
+    // prevented is refused: its invocation is dead).
+    for (const event of invocation.events.values()) event.resolve();
     const ended = performance.now();
     for (const delivery of timed) delivery.endedAt = ended;
     if (mode === 'marker') {
@@ -810,29 +1370,35 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     }
   };
 
-  try {
+  /** Runs invocations until every message sent so far is deleted or dead-lettered. */
+  const drain = async (): Promise<void> => {
     const idle = [...instances];
-    const running = new Map<Promise<void>, { readonly epoch: number; readonly keys: ReadonlySet<number> }>();
-    // An expiry redelivery stands for a moment beyond the TTL: nothing of its key may still be
-    // running then, and nothing of its key starts until it is done (other keys run on).
-    const clashes = (epoch: number, keys: ReadonlySet<number>): boolean =>
+    const running = new Map<
+      Promise<void>,
+      { readonly exclusive: boolean; readonly keys: ReadonlySet<number> }
+    >();
+    // An expiry redelivery stands for a moment beyond the TTL (and an expiry mid-effect moves
+    // there): nothing of its key may still be running then, and nothing of its key starts until
+    // it is done (other keys run on).
+    const clashes = (exclusive: boolean, keys: ReadonlySet<number>): boolean =>
       [...running.values()].some(
-        (other) => (epoch === 1 || other.epoch === 1) && [...keys].some((key) => other.keys.has(key)),
+        (other) => (exclusive || other.exclusive) && [...keys].some((key) => other.keys.has(key)),
       );
     for (;;) {
       while (idle.length > 0) {
         const batch = queue.receive(BATCH_SIZE);
         if (batch.length === 0) break;
         const epoch = epochOf(batch[0]!.meta);
+        const exclusive = epoch === 1 || batch.some((received) => received.meta.plan.expiryMidEffect);
         const keys = new Set(batch.map((received) => received.meta.plan.keyIndex));
         if (epoch === 1) for (const key of keys) keysInEpochOne.add(key);
-        while (clashes(epoch, keys)) await Promise.race(running.keys());
+        while (clashes(exclusive, keys)) await Promise.race(running.keys());
         const instance = idle.shift()!;
         const run: Promise<void> = invoke(instance, batch, epoch).finally(() => {
           running.delete(run);
           idle.push(instance);
         });
-        running.set(run, { epoch, keys });
+        running.set(run, { exclusive, keys });
       }
       if (running.size > 0) {
         await Promise.race(running.keys());
@@ -840,6 +1406,51 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       }
       if (!queue.advance()) break;
     }
+  };
+
+  /** The message attributes a dead letter sent by the real SQS sender arrives with. */
+  const redrivenAttributes = (letter: DeadLetterMessage): Record<string, SqsMessageAttribute> =>
+    toSqsRecord({ MessageId: letter.sourceMessageId, MessageAttributes: toDeadLetterAttributes(letter) })
+      .messageAttributes;
+
+  /** Lets every late copy still on its way land (the queue drained: nothing follows on its record). */
+  const landLate = async (): Promise<void> => {
+    for (const pk of [...lateByKey.keys()]) sendLate(pk);
+    await Promise.all(lateInFlight);
+  };
+
+  try {
+    await drain();
+    await landLate();
+    // The outage is over: an operator redrives the dead-letter queue (half-completed messages),
+    // and some completed messages come back the same way. AWS gives each a new message id.
+    phase = 2;
+    for (const plan of plans) {
+      for (const copy of plan.copies) {
+        if (copy.redriveOf === undefined) continue;
+        const state = queue.stateOf(copy.redriveOf);
+        // Dead-lettered directly, the redriven message carries what the sender attached.
+        const letter = directDeadLetters.find((candidate) => candidate.sourceMessageId === copy.redriveOf);
+        const direct = plan.outage && options.deadLetter === 'direct';
+        const expected = !plan.outage ? 'deleted' : direct ? 'dead-lettered directly' : 'dead-lettered';
+        const actual = direct && state === 'deleted' && letter !== undefined ? expected : state;
+        // Marker mode acknowledges a copy meeting a marker as a duplicate, in the outage too.
+        const gap = mode === 'marker' && (plan.outage || markerGaps.has(plan.scopedKey ?? ''));
+        if (actual !== expected && !gap) {
+          runtimeViolations.push(
+            `m${plan.index}: ${copy.redriveOf} is ${actual} before its redrive, expected ${expected}`,
+          );
+        }
+        injected.redrives += 1;
+        queue.send({
+          messageId: copy.messageId,
+          body: copy.body,
+          meta: metaOf(plan, copy, letter === undefined ? undefined : redrivenAttributes(letter)),
+        });
+      }
+    }
+    await drain();
+    await landLate();
   } finally {
     for (const instance of instances) instance.client.raw.destroy();
   }
@@ -860,6 +1471,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     actions,
     runtimeViolations,
     virtualMillis: queue.now() - options.startMillis,
+    keyedAs,
+    injected,
   };
 }
 
