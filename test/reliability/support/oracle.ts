@@ -526,16 +526,25 @@ export async function checkSeed(
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,
-    ...(result.trace === undefined ? {} : { traces: tracesOf(result.trace, violations) }),
+    ...(result.trace === undefined ? {} : { traces: tracesOf(result.trace, violations, plans) }),
   };
 }
 
-/** The traces of the record keys that violations name (a key, or a message key's effect keys). */
+/**
+ * The traces of the record keys that violations name: a key, a message key's effect keys, or
+ * the keys of a message named by its index (`m2217: ...`).
+ */
 function tracesOf(
   trace: ReadonlyMap<string, readonly string[]>,
   violations: readonly string[],
+  plans: readonly PlannedMessage[],
 ): Record<string, readonly string[]> {
   const named = new Set(violations.flatMap((violation) => violation.match(/[\w.:-]+(?:\/\w+)?#k\d+/g) ?? []));
+  for (const violation of violations) {
+    const index = /^m(\d+)\b/.exec(violation)?.[1];
+    const plan = index === undefined ? undefined : plans[Number(index)];
+    for (const key of plan?.effectKeys ?? []) named.add(key);
+  }
   const traces: Record<string, readonly string[]> = {};
   for (const [pk, events] of trace) {
     const messageKey = pk.replace(/\/\w+#/, '#');

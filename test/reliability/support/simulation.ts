@@ -1347,6 +1347,24 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         }
       }
     }
+    if (trace !== undefined) {
+      const failedIds = new Set(response?.batchItemFailures.map((failure) => failure.itemIdentifier));
+      for (const received of batch) {
+        const pk = received.meta.plan.effectKeys?.[0];
+        if (pk === undefined) continue;
+        const logged = lastOutcome.get(received.messageId);
+        const ending = invocation.crashed
+          ? 'crashed'
+          : failedIds.has(received.messageId)
+            ? 'reported as a batch item failure'
+            : 'acknowledged';
+        note(
+          pk,
+          invocation,
+          `${received.messageId} (receive ${received.receiveCount}${invocation.faults ? '' : ', no faults'}) ${ending}, last outcome ${JSON.stringify(logged)}`,
+        );
+      }
+    }
     // A crashed invocation returns nothing: its messages come back after the visibility timeout.
     if (invocation.crashed) return;
     if (thrown !== undefined || response === undefined) {
