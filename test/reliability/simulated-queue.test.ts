@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { duplicateEffectsOf } from './support/oracle';
 import { chanceOf, createRandom } from './support/prng';
 import { createSimulatedQueue } from './support/simulated-queue';
+import { stateBeforeRedrive } from './support/simulation';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -121,6 +122,23 @@ describe('live windows', () => {
   ])('counts $duplicates duplicate effect(s) in windows $epochs', ({ epochs, duplicates }) => {
     expect(duplicateEffectsOf(epochs)).toBe(duplicates);
   });
+});
+
+describe('where a redriven copy must be before its redrive', () => {
+  it.each([
+    { outage: false, deadLetter: 'redrive', lastCode: undefined, expected: 'deleted' },
+    { outage: false, deadLetter: 'direct', lastCode: undefined, expected: 'deleted' },
+    { outage: true, deadLetter: 'redrive', lastCode: undefined, expected: 'dead-lettered' },
+    { outage: true, deadLetter: 'direct', lastCode: 'PERMANENT', expected: 'dead-lettered directly' },
+    // Seed 2 of the soak: a completed message redriven again had lost its key to a raced payload.
+    { outage: false, deadLetter: 'redrive', lastCode: 'PAYLOAD_MISMATCH', expected: 'dead-lettered' },
+    { outage: false, deadLetter: 'direct', lastCode: 'PAYLOAD_MISMATCH', expected: 'dead-lettered directly' },
+  ] as const)(
+    'outage $outage, $deadLetter dead-lettering, last outcome $lastCode: $expected',
+    ({ outage, deadLetter, lastCode, expected }) => {
+      expect(stateBeforeRedrive({ outage }, deadLetter, lastCode)).toBe(expected);
+    },
+  );
 });
 
 describe('seeded choices', () => {

@@ -1449,8 +1449,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         const state = queue.stateOf(copy.redriveOf);
         // Dead-lettered directly, the redriven message carries what the sender attached.
         const letter = directDeadLetters.find((candidate) => candidate.sourceMessageId === copy.redriveOf);
-        const direct = plan.outage && options.deadLetter === 'direct';
-        const expected = !plan.outage ? 'deleted' : direct ? 'dead-lettered directly' : 'dead-lettered';
+        const expected = stateBeforeRedrive(plan, options.deadLetter, lastOutcome.get(copy.redriveOf)?.code);
+        const direct = expected === 'dead-lettered directly';
         const actual = direct && state === 'deleted' && letter !== undefined ? expected : state;
         // Marker mode acknowledges a copy meeting a marker as a duplicate, in the outage too.
         const gap = mode === 'marker' && (plan.outage || markerGaps.has(plan.scopedKey ?? ''));
@@ -1492,6 +1492,23 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     keyedAs,
     injected,
   };
+}
+
+/**
+ * Where the copy a redrive sends again must be before the redrive: in the dead-letter queue for
+ * a message that met an outage, or that lost its key to another payload (its last logged outcome
+ * `PAYLOAD_MISMATCH`: a completed message redriven again may be the loser of a raced pair);
+ * acknowledged (`deleted`) otherwise. Dead-lettered directly, a copy is acknowledged once the
+ * sender sent it. Which member of a pair won is the oracle's to check, from the stored
+ * fingerprint.
+ */
+export function stateBeforeRedrive(
+  plan: Pick<PlannedMessage, 'outage'>,
+  deadLetter: DeadLetterStyle,
+  lastCode: string | undefined,
+): 'deleted' | 'dead-lettered' | 'dead-lettered directly' {
+  if (!plan.outage && lastCode !== 'PAYLOAD_MISMATCH') return 'deleted';
+  return deadLetter === 'direct' ? 'dead-lettered directly' : 'dead-lettered';
 }
 
 /** The IAM action of each kind of `TransactWriteItems` item. */
