@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { duplicateEffectsOf } from './support/oracle';
 import { chanceOf, createRandom } from './support/prng';
 import { createSimulatedQueue } from './support/simulated-queue';
-import { stateBeforeRedrive } from './support/simulation';
+import { stateBeforeRedrive, unfollowedMarkers } from './support/simulation';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -139,6 +139,45 @@ describe('where a redriven copy must be before its redrive', () => {
       expect(stateBeforeRedrive({ outage }, deadLetter, lastCode)).toBe(expected);
     },
   );
+});
+
+describe('marker-mode gaps of one invocation', () => {
+  const key = 'rel-s1-marker#k9691';
+
+  it('counts a marker followed by neither its effect nor its release as a gap', () => {
+    expect(
+      unfollowedMarkers({
+        markerWritten: new Map([[key, new Set(['a'])]]),
+        effectWritten: new Set(),
+        markerReleased: new Map(),
+      }),
+    ).toEqual([key]);
+  });
+
+  it('counts no gap for a marker released after its effect failed, nor for one followed by its effect', () => {
+    expect(
+      unfollowedMarkers({
+        markerWritten: new Map([
+          [key, new Set(['a'])],
+          ['rel-s1-marker#k1', new Set(['b'])],
+        ]),
+        effectWritten: new Set(['rel-s1-marker#k1']),
+        markerReleased: new Map([[key, new Set(['a'])]]),
+      }),
+    ).toEqual([]);
+  });
+
+  // Soak seed 1: two deliveries of one key in a batch; the first one's effect failed and its
+  // marker was released, the second one claimed the released marker and lost the answer.
+  it('counts the second delivery’s marker as a gap when only the first delivery’s marker of the key was released', () => {
+    expect(
+      unfollowedMarkers({
+        markerWritten: new Map([[key, new Set(['a', 'b'])]]),
+        effectWritten: new Set(),
+        markerReleased: new Map([[key, new Set(['a'])]]),
+      }),
+    ).toEqual([key]);
+  });
 });
 
 describe('seeded choices', () => {

@@ -62,9 +62,10 @@
  * delivery is acknowledged as a duplicate. So does a lost response to the marker write when
  * the redelivery is what retries it: it meets the marker and cannot tell it was never followed
  * by the effect. The simulation records every marker written by an invocation that neither wrote
- * the effect nor released the marker (`markerGaps`); a missing effect is excused only for
- * those keys, and counted as an at-most-once gap, not as lost. A missing effect anywhere else
- * is lost.
+ * the effect nor released that marker (`markerGaps`; per claim, by owner token, so the release of
+ * one delivery's marker does not hide the next delivery's marker of the key in the same batch);
+ * a missing effect is excused only for those keys, and counted as an at-most-once gap, not as
+ * lost. A missing effect anywhere else is lost.
  *
  * Counted: N messages (logical, planned), D duplicate deliveries (deliveries beyond the first,
  * redeliveries of the same copy included), C crashes injected, E duplicate effects, L lost

@@ -504,7 +504,8 @@ export interface SimulationResult {
   readonly effectWrites: ReadonlyMap<string, number>;
   /**
    * Marker mode: keys whose marker was written (DynamoDB answered 200) by an invocation that
-   * neither wrote the effect nor released the marker: a crash in between, or a lost response
+   * neither wrote the effect nor released that marker (told by its owner token; see
+   * `unfollowedMarkers`): a crash in between, or a lost response
    * to the marker write (the retry then finds its own marker and acknowledges a duplicate), or
    * a late first attempt of a marker write landing after the marker's release (it writes the
    * marker again, without the effect).
@@ -590,9 +591,11 @@ interface Invocation {
   readonly responseCrash: boolean;
   readonly deadline: boolean;
   readonly faults: boolean;
-  readonly markerWritten: Set<string>;
+  /** Marker mode: the owner tokens of the markers the invocation wrote (answered 200), by key. */
+  readonly markerWritten: Map<string, Set<string>>;
   readonly effectWritten: Set<string>;
-  readonly markerReleased: Set<string>;
+  /** Marker mode: the owner tokens of the markers the invocation released, by key. */
+  readonly markerReleased: Map<string, Set<string>>;
   /** The delivery each record key of the batch belongs to, to draw its update faults. */
   readonly deliveryByKey: Map<string, { readonly messageId: string; readonly receiveCount: number }>;
   /** Inbox updates sent so far, by record key and kind, to draw each one's faults. */
@@ -892,13 +895,17 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       } else if (role.role === 'claim') {
         const isEffect = mode === 'atomic' ? request.operation === 'TransactWriteItems' : mode === 'entity';
         if (isEffect) bump(effectWrites, role.pk);
-        if (mode === 'marker') invocation?.markerWritten.add(role.pk);
+        const owner = (request.input.Item as Record<string, unknown> | undefined)?.owner;
+        if (mode === 'marker' && invocation !== undefined) addOwner(invocation.markerWritten, role.pk, owner);
       } else if (role.role === 'effect' && role.tableName === businessTable) {
         bump(effectWrites, role.pk);
         invocation?.effectWritten.add(role.pk);
       } else if (role.role === 'effect' && role.update === 'release') {
         // Marker mode's release of its marker (kept as a released claim, bound to its payload).
-        invocation?.markerReleased.add(role.pk);
+        const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
+          ':owner'
+        ];
+        if (invocation !== undefined) addOwner(invocation.markerReleased, role.pk, owner);
       }
     },
   });
@@ -1239,9 +1246,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       responseCrash: faults && invocationRoll < 0.03,
       deadline: faults && invocationRoll >= 0.03 && invocationRoll < 0.04,
       faults,
-      markerWritten: new Set(),
+      markerWritten: new Map(),
       effectWritten: new Set(),
-      markerReleased: new Set(),
+      markerReleased: new Map(),
       deliveryByKey: new Map(),
       updates: new Map(),
       events: new Map(),
@@ -1341,10 +1348,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     const ended = performance.now();
     for (const delivery of timed) delivery.endedAt = ended;
     if (mode === 'marker') {
-      for (const key of invocation.markerWritten) {
-        if (!invocation.effectWritten.has(key) && !invocation.markerReleased.has(key)) {
-          markerGaps.set(key, invocation.crashed ? 'crash' : 'lost response');
-        }
+      for (const key of unfollowedMarkers(invocation)) {
+        markerGaps.set(key, invocation.crashed ? 'crash' : 'lost response');
       }
     }
     if (trace !== undefined) {
@@ -1509,6 +1514,34 @@ export function stateBeforeRedrive(
 ): 'deleted' | 'dead-lettered' | 'dead-lettered directly' {
   if (!plan.outage && lastCode !== 'PAYLOAD_MISMATCH') return 'deleted';
   return deadLetter === 'direct' ? 'dead-lettered directly' : 'dead-lettered';
+}
+
+/** Adds `owner` (a claim's owner token, when it is one) to the owners of `pk`. */
+function addOwner(owners: Map<string, Set<string>>, pk: string, owner: unknown): void {
+  if (typeof owner !== 'string') return;
+  const set = owners.get(pk) ?? new Set<string>();
+  set.add(owner);
+  owners.set(pk, set);
+}
+
+/**
+ * Marker mode: the keys an invocation left with a marker that it neither followed by the effect
+ * nor released (a crash in between, or a lost response to the marker write). Counted per claim,
+ * by owner token: two deliveries of one key in a batch run one after the other, so the first
+ * one's marker may be released (its effect failed) and the second one's written again and left
+ * without the effect; the first one's release says nothing of the second one's marker.
+ */
+export function unfollowedMarkers(invocation: {
+  readonly markerWritten: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly effectWritten: ReadonlySet<string>;
+  readonly markerReleased: ReadonlyMap<string, ReadonlySet<string>>;
+}): string[] {
+  return [...invocation.markerWritten].flatMap(([key, owners]) =>
+    !invocation.effectWritten.has(key) &&
+    [...owners].some((owner) => !invocation.markerReleased.get(key)?.has(owner))
+      ? [key]
+      : [],
+  );
 }
 
 /** The IAM action of each kind of `TransactWriteItems` item. */
