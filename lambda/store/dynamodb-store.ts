@@ -66,11 +66,22 @@ const EXTEND_CONDITION = `${HELD_CONDITION} AND #leaseExpiresAt < :leaseExpiresA
  */
 const RELEASE_CONDITION =
   '#owner = :owner AND (#status = :status OR (#status = :inProgress AND #leaseExpiresAt = :released))';
+/** A claim released after a failed effect, keeping the fingerprint of its payload. */
+const RELEASED_CLAIM =
+  '#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint';
 /**
  * A claim (or a marker) takes the key when no live record holds it, or a released claim of the
- * same payload.
+ * same payload written by another claim. Never its own released claim: that is a late copy of
+ * this very put (its first attempt held on the network while the SDK's retry succeeded, the
+ * effect failed and the claim was released), and taking it would write the marker again without
+ * the effect, so the retry of the message would be acknowledged as a duplicate.
  */
-const CLAIM_CONDITION = `${LIVE_CONDITION} OR (#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint)`;
+const CLAIM_CONDITION = `${LIVE_CONDITION} OR (${RELEASED_CLAIM} AND #owner <> :claimOwner)`;
+/**
+ * The marker of an atomic commit carries no owner token: the marker and the business writes
+ * commit in one transaction, so nothing releases it and no late copy can outlive a release.
+ */
+const COMMIT_MARKER_CONDITION = `${LIVE_CONDITION} OR (${RELEASED_CLAIM})`;
 /** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
 const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
 
@@ -220,10 +231,13 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     return {
       TableName: tableName,
       Item: toItem(record),
-      ...expressions(CLAIM_CONDITION, {
-        nowSeconds,
-        fingerprint: record.fingerprint,
-      }),
+      ...(record.owner === undefined
+        ? expressions(COMMIT_MARKER_CONDITION, { nowSeconds, fingerprint: record.fingerprint })
+        : expressions(CLAIM_CONDITION, {
+            nowSeconds,
+            fingerprint: record.fingerprint,
+            claimOwner: record.owner,
+          })),
       ...RETURN_OLD,
     };
   }
@@ -383,6 +397,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
             nowSeconds,
             nowMillis,
             fingerprint: record.fingerprint,
+            claimOwner: record.owner,
             owner: takeover?.owner,
           }),
           ReturnValues: 'ALL_OLD',

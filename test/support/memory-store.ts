@@ -121,11 +121,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const isLive = (item: Item | undefined, nowSeconds: number): item is Item =>
     item !== undefined &&
     !(typeof item[A.expiresAt] === 'number' && (item[A.expiresAt] as number) <= nowSeconds);
-  /** A claim released keeping its fingerprint, which a claim or insert of `record` takes. */
+  /**
+   * A claim released keeping its fingerprint, which a claim or insert of `record` takes, unless
+   * `record` is the released claim itself (a late copy of its put: as the DynamoDB store).
+   */
   const isReleasedClaim = (item: Item | undefined, record: InboxRecord): boolean =>
     item?.[A.status] === INBOX_STATUS.inProgress &&
     item[A.leaseExpiresAt] === RELEASED_LEASE &&
-    item[A.fingerprint] === record.fingerprint;
+    item[A.fingerprint] === record.fingerprint &&
+    (record.owner === undefined || item[A.owner] !== record.owner);
   /** A stored record that carries the owner token of `record`: written by the same claim. */
   const isOwn = (item: Item | undefined, record: InboxRecord): boolean =>
     record.owner !== undefined && item?.[A.owner] === record.owner;

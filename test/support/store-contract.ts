@@ -247,6 +247,23 @@ export function describeInboxStoreContract(
         });
       });
 
+      it('leaves a released marker released when a late copy of its own put lands, so the retry of the payload still runs the effect', async () => {
+        const pk = key('release-late-put');
+        const first = marker(pk, { owner: 'owner-a' });
+        await store.insert(first, now);
+        await store.release(pk, { owner: 'owner-a', status: 'COMPLETED' });
+
+        // The put's first attempt, held on the network while the SDK's retry succeeded, lands
+        // after the release. Nobody waits for its answer; the record must stay released.
+        await store.insert(first, now + 1);
+        const released = marker(pk, { status: 'IN_PROGRESS', owner: 'owner-a', leaseExpiresAt: 0 });
+        expect(await store.insert(marker(pk, { fingerprint: 'fp-2', owner: 'owner-x' }), now + 2)).toEqual({
+          kind: 'existing',
+          record: released,
+        });
+        expect(await store.insert(marker(pk, { owner: 'owner-b' }), now + 3)).toEqual({ kind: 'inserted' });
+      });
+
       it('reports a marker release sent again by its holder as ok, the released claim unchanged', async () => {
         const pk = key('release-again');
         await store.insert(marker(pk, { owner: 'owner-a' }), now);

@@ -33,10 +33,11 @@ describe('bundle size', () => {
   // across a redrive: about 1.1 KB): 34,759 bytes. Issue 13 made the construct's `EO_*` contract
   // the default (the check of each variable, the merge with explicit options, and the SQS
   // dead-letter sender that `EO_DEAD_LETTER_MODE=direct` selects at deploy time, so every handler
-  // carries it: about 4.5 KB): 39,328 bytes. This ratchet (the size rounded up to the next 256
+  // carries it: about 4.5 KB): 39,328 bytes, and 39,490 with the claim condition that keeps a late
+  // copy of a put from re-taking its own released claim. This ratchet (the size rounded up to the next 256
   // bytes) keeps it from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 39,424 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(39_424);
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 39,680 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(39_680);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
