@@ -505,10 +505,9 @@ export interface SimulationResult {
   /**
    * Marker mode: keys whose marker was written (DynamoDB answered 200) by an invocation that
    * neither wrote the effect nor released that marker (told by its owner token; see
-   * `unfollowedMarkers`): a crash in between, or a lost response
-   * to the marker write (the retry then finds its own marker and acknowledges a duplicate), or
-   * a late first attempt of a marker write landing after the marker's release (it writes the
-   * marker again, without the effect).
+   * `unfollowedMarkers`): a crash in between, or a lost response to the marker write (the
+   * retry then finds its own marker and acknowledges a duplicate). A late copy of a marker write
+   * is excused from nothing.
    */
   readonly markerGaps: ReadonlyMap<string, MarkerGap>;
   /** Two-phase: the downstream service the effects call, and what the inbox did around it. */
