@@ -547,7 +547,7 @@ export const INJECTED_FAULTS = [
 export type InjectedFault = (typeof INJECTED_FAULTS)[number];
 
 /** Why a marker-mode key has a marker without its effect (at-most-once by design). */
-export type MarkerGap = 'crash' | 'lost response';
+export type MarkerGap = 'crash' | 'lost response' | 'late claim';
 
 /** Events per inbox record key, each tagged with the epoch it happened in. */
 export type EpochEvents = ReadonlyMap<string, readonly number[]>;
@@ -686,10 +686,13 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     lateByKey.delete(pk);
     for (const { claim, send } of late) {
       const landed = send().then((status) => {
-        // A late copy of a claim never re-takes the claim it released (the store's condition
-        // excludes the claim's own owner), so it is excused from nothing: had it written the
-        // marker again without the effect, the oracle would count the message lost.
         note(pk, undefined, `late duplicate${claim ? ' of a claim' : ''} landed -> ${status}`);
+        // A late copy of a claim never re-takes the claim it released itself (the store's
+        // condition excludes the claim's own owner). One that lands after *another* delivery's
+        // release (its own put was answered as a duplicate while that delivery ran) writes the
+        // marker again without the effect: the documented at-most-once gap of a concurrent
+        // duplicate in marker mode (README, "Marker mode is at-most-once for the effect").
+        if (status === 200 && claim && mode === 'marker') markerGaps.set(pk, 'late claim');
       });
       lateInFlight.push(landed);
     }
