@@ -61,7 +61,9 @@
  * between the marker and the effect leaves the marker without the effect, and every later
  * delivery is acknowledged as a duplicate. So does a lost response to the marker write when
  * the redelivery is what retries it: it meets the marker and cannot tell it was never followed
- * by the effect. The simulation records every marker written by an invocation that neither wrote
+ * by the effect. So does a delayed copy of a concurrent delivery's marker put (answered as a
+ * duplicate while another delivery ran) landing after that delivery released its marker. The
+ * simulation records every marker written by an invocation that neither wrote
  * the effect nor released that marker (`markerGaps`; per claim, by owner token, so the release of
  * one delivery's marker does not hide the next delivery's marker of the key in the same batch);
  * a missing effect is excused only for those keys, and counted as an at-most-once gap, not as
@@ -105,7 +107,8 @@ export interface SeedReport {
   readonly reprocessedAfterExpiry: number;
   /**
    * Marker-mode keys whose effect is missing by design (at-most-once), by cause: a crash
-   * between marker and effect, or a lost response to the marker write.
+   * between marker and effect, a lost response to the marker write, or a concurrent delivery's
+   * late marker put landing after a release (`late claim`).
    */
   readonly atMostOnceGaps: Readonly<Record<string, number>>;
   /**

@@ -506,8 +506,9 @@ export interface SimulationResult {
    * Marker mode: keys whose marker was written (DynamoDB answered 200) by an invocation that
    * neither wrote the effect nor released that marker (told by its owner token; see
    * `unfollowedMarkers`): a crash in between, or a lost response to the marker write (the
-   * retry then finds its own marker and acknowledges a duplicate). A late copy of a marker write
-   * is excused from nothing.
+   * retry then finds its own marker and acknowledges a duplicate), or a late copy of a
+   * concurrent delivery's marker put landing after another delivery's release (`late claim`;
+   * a late copy of a delivery's own put never re-takes the marker it released).
    */
   readonly markerGaps: ReadonlyMap<string, MarkerGap>;
   /** Two-phase: the downstream service the effects call, and what the inbox did around it. */
