@@ -7,8 +7,6 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
-  ChangeMessageVisibilityBatchCommand,
-  DeleteMessageBatchCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -38,6 +36,7 @@ import {
   lambdaContext,
   type OrderEvent,
   type TestQueue as Queue,
+  settleBatch,
   THROTTLED,
 } from '../support/fixtures';
 
@@ -114,22 +113,7 @@ async function receive(queue: Queue): Promise<SqsMessage[]> {
 async function invoke(handler: SqsHandler, queue: Queue, messages: SqsMessage[]): Promise<SqsBatchResponse> {
   const records = messages.map((message) => toSqsRecord(message, queue));
   const response = await handler({ Records: records }, lambdaContext());
-  const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
-  const entries = (keep: boolean) =>
-    records
-      .filter((record) => failed.has(record.messageId) === keep)
-      .map((record, index) => ({ Id: String(index), ReceiptHandle: record.receiptHandle! }));
-  if (entries(false).length > 0) {
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queue.url, Entries: entries(false) }));
-  }
-  if (entries(true).length > 0) {
-    await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: queue.url,
-        Entries: entries(true).map((entry) => ({ ...entry, VisibilityTimeout: 0 })),
-      }),
-    );
-  }
+  await settleBatch(sqs, queue.url, records, response);
   return response;
 }
 

@@ -12,8 +12,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
-  ChangeMessageVisibilityBatchCommand,
-  DeleteMessageBatchCommand,
   type MessageAttributeValue,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -36,6 +34,7 @@ import {
   captureLogs,
   createLocalResources,
   lambdaContext,
+  settleBatch,
   sqsRecord,
   type TestQueue,
 } from '../support/fixtures';
@@ -61,22 +60,7 @@ async function invoke(
   const source = { eventSourceARN: queue.arn, awsRegion: aws.region };
   const records = messages.map((message) => toSqsRecord(message, source));
   const response = await handler({ Records: records }, lambdaContext());
-  const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
-  const entries = (keep: boolean) =>
-    records
-      .filter((record) => failed.has(record.messageId) === keep)
-      .map((record, index) => ({ Id: String(index), ReceiptHandle: record.receiptHandle! }));
-  if (entries(false).length > 0) {
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queue.url, Entries: entries(false) }));
-  }
-  if (entries(true).length > 0) {
-    await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: queue.url,
-        Entries: entries(true).map((entry) => ({ ...entry, VisibilityTimeout: 0 })),
-      }),
-    );
-  }
+  await settleBatch(sqs, queue.url, records, response);
   return response;
 }
 

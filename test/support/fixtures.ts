@@ -13,7 +13,9 @@ import {
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
 import {
+  ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
+  DeleteMessageBatchCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   type Message as QueueMessage,
@@ -22,7 +24,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createJsonLogger } from '../../lambda/core/logger';
-import type { LambdaContext, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+import type {
+  LambdaContext,
+  SqsBatchResponse,
+  SqsMessageAttribute,
+  SqsRecord,
+} from '../../lambda/core/sqs-event';
 import { manualClock as clockAt, type ManualClock } from '../unit/sqs-fixtures';
 import { awsConfig, type LocalAwsConfig, uniqueName } from './aws';
 
@@ -381,4 +388,33 @@ export function captureLogs() {
     lines,
     entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
   };
+}
+
+/**
+ * What the event source mapping does with a batch's response: delete the messages the response
+ * did not name, and leave the named ones for redelivery. (Lambda waits for their visibility
+ * timeout to end; here it is ended at once, to keep tests short.)
+ */
+export async function settleBatch(
+  sqs: SQSClient,
+  queueUrl: string,
+  records: readonly SqsRecord[],
+  response: SqsBatchResponse,
+): Promise<void> {
+  const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+  const entries = (keep: boolean) =>
+    records
+      .filter((record) => failed.has(record.messageId) === keep)
+      .map((record, index) => ({ Id: String(index), ReceiptHandle: record.receiptHandle! }));
+  if (entries(false).length > 0) {
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries(false) }));
+  }
+  if (entries(true).length > 0) {
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: entries(true).map((entry) => ({ ...entry, VisibilityTimeout: 0 })),
+      }),
+    );
+  }
 }
