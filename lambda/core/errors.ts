@@ -124,8 +124,12 @@ export function errorFields(error: unknown, fallback: ErrorCode) {
   };
 }
 
-/** How an option's value is shown in a message: strings quoted, objects by their kind. */
-function show(value: unknown): string {
+/**
+ * How a bad value is shown in an error message, the same way everywhere: strings quoted,
+ * functions, arrays and objects by their kind (never their content, which may be user data),
+ * anything else as `String(value)`.
+ */
+export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) return 'an array';
@@ -133,14 +137,17 @@ function show(value: unknown): string {
 }
 
 /**
- * Throws `INVALID_OPTIONS` unless `ok`, with the one message shape every option check uses:
- * ``Expected `field` to be expected, got `value` ``.
+ * Throws `INVALID_OPTIONS` with the one message shape every option check uses:
+ * ``Expected `field` to be expected, got `value` `` (the value shown by `describeValue`).
  */
+export function invalidOption(field: string, expected: string, value: unknown): never {
+  throw new EffectivelyOnceError(
+    'INVALID_OPTIONS',
+    `Expected \`${field}\` to be ${expected}, got \`${describeValue(value)}\``,
+  );
+}
+
+/** Throws `INVALID_OPTIONS` (see `invalidOption`) unless `ok`. */
 export function expectOption(ok: unknown, field: string, expected: string, value: unknown): void {
-  if (!ok) {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`${field}\` to be ${expected}, got \`${show(value)}\``,
-    );
-  }
+  if (!ok) invalidOption(field, expected, value);
 }

@@ -53,3 +53,18 @@ export const writeStdoutLine: LineWriter = (line) => {
 export function createJsonLogger(write: LineWriter = writeStdoutLine): Logger {
   return { log: (entry) => write(JSON.stringify(entry)) };
 }
+
+/**
+ * The log function of an entry point: passes entries at or above `threshold` to `logger`, and
+ * swallows a failing logger's error (a logger must never change what happens to a message).
+ */
+export function createLevelLog(logger: Logger, threshold: LogLevel): (entry: LogEntry) => void {
+  return (entry) => {
+    if (!isLevelEnabled(entry.level, threshold)) return;
+    try {
+      logger.log(entry);
+    } catch {
+      // A failing logger must not change what happens to messages.
+    }
+  };
+}

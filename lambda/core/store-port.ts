@@ -112,8 +112,38 @@ export interface ReleaseGuard {
 /** What the database said to a fenced update (complete, release, extend, replace). */
 export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
 
-/** The inbox store: one DynamoDB request per call unless stated otherwise. */
-export interface InboxStore {
+/** Marker mode: a marker put before the effect, released when the effect fails. */
+export interface MarkerStore {
+  /**
+   * Marker only: insert `record` unless a live record holds its key
+   * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`); a released claim of the same
+   * fingerprint (see `release`) does not hold it. One request; the existing
+   * record comes back from the failed condition (`ALL_OLD`), with a consistent read only
+   * as a fallback. A live record carrying `record.owner` (set) is this insert's own, met by an
+   * SDK retry after a lost response: `inserted`.
+   */
+  insert(record: InboxRecord, nowMillis: number): Promise<InsertResult>;
+
+  /**
+   * Releases the record at `pk` only while it is still the claim of `guard.owner` (its random
+   * owner token) with status `guard.status` (`COMPLETED` for a marker-only claim, the default
+   * `IN_PROGRESS` for a claim with a lease), keeping it as a released claim (`IN_PROGRESS`,
+   * lease end `0`; a marker is turned into one): the effect may have happened, so the key stays
+   * bound to its payload. A claim or an insert of the same fingerprint takes it at once
+   * (`claimLease`, `insert`, `commit`); another payload meets it as a live record with another
+   * fingerprint, a mismatch. One request.
+   *
+   * Never throws when the record is gone, completed or claimed by someone else
+   * (`lost-ownership`, the record untouched); a release sent again by its holder (an SDK retry
+   * after a lost response) meets the claim it released: `ok`. A retry that arrives after another
+   * delivery claimed the released record again is `lost-ownership`: the owner token tells the
+   * two apart, where the fingerprint (the same payload) cannot.
+   */
+  release(pk: string, guard: ReleaseGuard): Promise<FencedResult>;
+}
+
+/** Atomic mode: the marker alone, or committed with the business writes in one transaction. */
+export interface AtomicStore {
   /**
    * Marker only: insert `record` unless a live record holds its key
    * (`attribute_not_exists(pk) OR expiresAt <= :nowSeconds`); a released claim of the same
@@ -135,30 +165,25 @@ export interface InboxStore {
   ): Promise<CommitResult>;
 
   /**
+   * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its
+   * condition when the stored item carries the same or a newer version. No request.
+   */
+  putIfNewer(write: VersionedPutWrite): TransactWriteAction;
+}
+
+/** Entity mode: the business item is the marker; no inbox table. */
+export interface EntityStore {
+  /**
    * Entity as marker: one conditional put of the business item carrying `fingerprint`.
    * The `existing` record is synthesised from the stored item (status `COMPLETED`; fingerprint
    * `''` when the item carries none; `expiresAt` from a numeric `expiresAt` attribute, else
    * `Number.MAX_SAFE_INTEGER`).
    */
   insertEntity(entity: EntityWrite, fingerprint: string, nowMillis: number): Promise<InsertResult>;
+}
 
-  /**
-   * Releases the record at `pk` only while it is still the claim of `guard.owner` (its random
-   * owner token) with status `guard.status` (`COMPLETED` for a marker-only claim, the default
-   * `IN_PROGRESS` for a claim with a lease), keeping it as a released claim (`IN_PROGRESS`,
-   * lease end `0`; a marker is turned into one): the effect may have happened, so the key stays
-   * bound to its payload. A claim or an insert of the same fingerprint takes it at once
-   * (`claimLease`, `insert`, `commit`); another payload meets it as a live record with another
-   * fingerprint, a mismatch. One request.
-   *
-   * Never throws when the record is gone, completed or claimed by someone else
-   * (`lost-ownership`, the record untouched); a release sent again by its holder (an SDK retry
-   * after a lost response) meets the claim it released: `ok`. A retry that arrives after another
-   * delivery claimed the released record again is `lost-ownership`: the owner token tells the
-   * two apart, where the fingerprint (the same payload) cannot.
-   */
-  release(pk: string, guard: ReleaseGuard): Promise<FencedResult>;
-
+/** Claims with a lease (two-phase effects, job slots, HTTP keys) and the records they complete. */
+export interface LeaseStore {
   /**
    * Two-phase: claim `record` (status `IN_PROGRESS`, with `owner` and a `leaseExpiresAt` after
    * `nowMillis`) when the key is absent or expired, or held by a claim with the same
@@ -189,17 +214,21 @@ export interface InboxStore {
   ): Promise<FencedResult>;
 
   /**
-   * Replaces the fingerprint, `expiresAt` and (when given) `result` of the record at `pk`, only
-   * while it carries `fingerprint`: a token of the caller's own last write (job checkpoints).
-   * `lost-ownership` when someone else replaced it or it is gone; `ok` when it already carries
-   * `next.fingerprint`, which must be unique to this write (an SDK retry after a lost response).
-   * One request.
+   * Releases the record at `pk` only while it is still the claim of `guard.owner` (its random
+   * owner token) with status `guard.status` (`COMPLETED` for a marker-only claim, the default
+   * `IN_PROGRESS` for a claim with a lease), keeping it as a released claim (`IN_PROGRESS`,
+   * lease end `0`; a marker is turned into one): the effect may have happened, so the key stays
+   * bound to its payload. A claim or an insert of the same fingerprint takes it at once
+   * (`claimLease`, `insert`, `commit`); another payload meets it as a live record with another
+   * fingerprint, a mismatch. One request.
+   *
+   * Never throws when the record is gone, completed or claimed by someone else
+   * (`lost-ownership`, the record untouched); a release sent again by its holder (an SDK retry
+   * after a lost response) meets the claim it released: `ok`. A retry that arrives after another
+   * delivery claimed the released record again is `lost-ownership`: the owner token tells the
+   * two apart, where the fingerprint (the same payload) cannot.
    */
-  replace(
-    pk: string,
-    fingerprint: string,
-    next: { readonly fingerprint: string; readonly expiresAt: number; readonly result?: unknown },
-  ): Promise<FencedResult>;
+  release(pk: string, guard: ReleaseGuard): Promise<FencedResult>;
 
   /**
    * Moves the lease end forward to `leaseExpiresAt` and `expiresAt` with it (see
@@ -213,8 +242,22 @@ export interface InboxStore {
   extendLease(pk: string, owner: string, leaseExpiresAt: number, expiresAt: number): Promise<FencedResult>;
 
   /**
-   * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its
-   * condition when the stored item carries the same or a newer version. No request.
+   * Replaces the fingerprint, `expiresAt` and (when given) `result` of the record at `pk`, only
+   * while it carries `fingerprint`: a token of the caller's own last write (job checkpoints).
+   * `lost-ownership` when someone else replaced it or it is gone; `ok` when it already carries
+   * `next.fingerprint`, which must be unique to this write (an SDK retry after a lost response).
+   * One request.
    */
-  putIfNewer(write: VersionedPutWrite): TransactWriteAction;
+  replace(
+    pk: string,
+    fingerprint: string,
+    next: { readonly fingerprint: string; readonly expiresAt: number; readonly result?: unknown },
+  ): Promise<FencedResult>;
 }
+
+/**
+ * The inbox store: every capability, one DynamoDB request per call unless stated otherwise.
+ * Each mode and adapter asks for the capability port it uses, so a store for one mode need not
+ * implement the others (entity mode needs no inbox table).
+ */
+export interface InboxStore extends MarkerStore, AtomicStore, EntityStore, LeaseStore {}
