@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsDeadLetterSender, createSqsHandler, fromBody } from 'effectively-once';
+import { createSqsDeadLetterSender, createSqsHandler, entity, fromBody } from 'effectively-once';
 
 interface ShipmentEvent {
   readonly shipmentId: string;
@@ -22,12 +22,11 @@ export const handler = createSqsHandler<ShipmentEvent>({
   consumer: 'shipment-tracker',
   client,
   dedupKey: fromBody('shipmentId'),
-  mode: 'entity',
-  handle: (message) => ({
+  mode: entity((message) => ({
     tableName: shipmentsTable,
     keyAttribute: 'shipmentId',
     item: { shipmentId: message.body.shipmentId, carrier: message.body.carrier },
-  }),
+  })),
   deadLetter: 'direct',
   deadLetterSender: createSqsDeadLetterSender({
     client: sqs,

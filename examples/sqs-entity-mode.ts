@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromCloudEvent } from 'effectively-once';
+import { createSqsHandler, entity, fromCloudEvent } from 'effectively-once';
 
 interface AuditEvent {
   readonly specversion: string;
@@ -24,11 +24,10 @@ export const handler = createSqsHandler<AuditEvent>({
   // No inbox table: the audit item is the marker.
   client,
   dedupKey: fromCloudEvent(),
-  mode: 'entity',
-  handle: (message) => ({
+  mode: entity((message) => ({
     tableName: auditTable,
     keyAttribute: 'pk',
     // The scoped key (`audit-recorder#<source>:<id>`) always fits a partition key.
     item: { pk: message.scopedKey, type: message.body.type, data: message.body.data },
-  }),
+  })),
 });

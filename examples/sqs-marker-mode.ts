@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromAttribute } from 'effectively-once';
+import { createSqsHandler, fromAttribute, marker } from 'effectively-once';
 
 interface PurgeRequest {
   readonly path: string;
@@ -19,11 +19,10 @@ export const handler = createSqsHandler<PurgeRequest>({
   client,
   tableName: process.env.EO_INBOX_TABLE!,
   dedupKey: fromAttribute('idempotency-key'),
-  mode: 'marker',
-  handle: async (message) => {
+  mode: marker(async (message) => {
     const url = `https://cdn.example.com/purge?path=${encodeURIComponent(message.body.path)}`;
     const response = await fetch(url, { method: 'POST' });
     // Throwing releases the marker, and the message is retried.
     if (!response.ok) throw new Error(`Purge failed with HTTP ${response.status}`);
-  },
+  }),
 });

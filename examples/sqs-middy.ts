@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import { createSqsMiddleware, fromBody } from 'effectively-once';
+import { atomic, createSqsMiddleware, fromBody } from 'effectively-once';
 
 interface InvoiceEvent {
   readonly invoiceId: string;
@@ -25,8 +25,7 @@ export const handler = middy().use(
     client,
     tableName: process.env.EO_INBOX_TABLE!,
     dedupKey: fromBody('invoiceId'),
-    mode: 'atomic',
-    handle: (message, unitOfWork) => {
+    mode: atomic((message, unitOfWork) => {
       const { invoiceId, customerId, total } = message.body;
       unitOfWork.put({ TableName: invoicesTable, Item: { pk: invoiceId, customerId, total } });
       unitOfWork.update({
@@ -35,6 +34,6 @@ export const handler = middy().use(
         UpdateExpression: 'ADD balance :total',
         ExpressionAttributeValues: { ':total': total },
       });
-    },
+    }),
   }),
 );

@@ -3,7 +3,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromBody } from 'effectively-once';
+import { createSqsHandler, fromBody, marker } from 'effectively-once';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
   marshallOptions: { removeUndefinedValues: true },
@@ -14,8 +14,7 @@ export const handler = createSqsHandler<{ readonly eventId: string }>({
   client,
   tableName: process.env.EO_INBOX_TABLE!,
   dedupKey: fromBody('eventId'),
-  mode: 'marker',
-  handle: async () => {},
+  mode: marker(async () => {}),
   // `debug` also logs processed messages; `silent` logs nothing.
   logLevel: 'warn',
   // Dedup keys are business data: log their SHA-256 instead (field `scopedKeyHash`).

@@ -6,7 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createSqsHandler, fromBody, type SqsHandlerOptions } from 'effectively-once';
+import { atomic, createSqsHandler, fromBody, type SqsHandlerOptions } from 'effectively-once';
 
 /** An order event as the producer sends it. */
 export interface OrderEvent {
@@ -26,13 +26,12 @@ export const orderProjector: SqsHandlerOptions<OrderEvent> = {
   tableName: 'inbox',
   // A natural key: one effect per order and status, however often the event is resent.
   dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-  mode: 'atomic',
-  handle: (message, unitOfWork) => {
+  mode: atomic((message, unitOfWork) => {
     unitOfWork.put({
       TableName: 'orders',
       Item: { pk: message.body.orderId, status: message.body.status, total: message.body.total },
     });
-  },
+  }),
 };
 
 /** The Lambda entry point (SQS event source mapping with `ReportBatchItemFailures`). */

@@ -9,6 +9,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeadLetterSender } from './core/dead-letter';
 import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
+import type { ModeDefaults } from './core/mode';
 import { createSqsDeadLetterSender } from './sqs/dead-letter-sender';
 import type { SqsHandlerOptions } from './sqs-handler';
 
@@ -42,29 +43,24 @@ export function defaultDeadLetterSender(queueUrl: string): DeadLetterSender {
  * `options` with the construct's settings from `environment` filling what it leaves out:
  * `consumer` (`EO_CONSUMER`), `tableName` (`EO_INBOX_TABLE`), `ttlSeconds` (`EO_TTL_SECONDS`),
  * `deadLetter` (`EO_DEAD_LETTER_MODE`) and, for `direct`, a `deadLetterSender` to
- * `EO_DEAD_LETTER_QUEUE_URL`, two-phase `leaseMillis` (`EO_LEASE_MILLIS`), `metricNamespace`
+ * `EO_DEAD_LETTER_QUEUE_URL`, `metricNamespace`
  * (`EO_METRIC_NAMESPACE`) and `logLevel` (`EO_LOG_LEVEL`); and, without a `store`, the default
  * document client. An explicit option wins, except that a `consumer` or `tableName` other than
  * the construct's throws `INVALID_OPTIONS`, as does a malformed variable. Applying it twice
  * gives the same options.
  */
-export function applyConstructEnvironment<TBody>(
-  options: SqsHandlerOptions<TBody>,
+export function applyConstructEnvironment<TBody, TStore>(
+  options: SqsHandlerOptions<TBody, TStore>,
   environment: Environment,
-): SqsHandlerOptions<TBody> {
+): SqsHandlerOptions<TBody, TStore> {
   // Not an object: left to the option checks, which say so.
   if (typeof options !== 'object' || options === null) return options;
   const settings = readConstructSettings(environment);
   assertAgreesWithConstruct(options, settings);
   const deadLetter = options.deadLetter ?? settings.deadLetter;
   const directQueueUrl = deadLetter === 'direct' ? settings.deadLetterQueueUrl : undefined;
-  const lease =
-    options.mode === 'two-phase' && options.leaseMillis === undefined && settings.leaseMillis !== undefined
-      ? { leaseMillis: settings.leaseMillis }
-      : {};
   return {
     ...options,
-    ...lease,
     consumer: options.consumer ?? settings.consumer,
     tableName: options.tableName ?? settings.tableName,
     client: options.client ?? (options.store === undefined ? defaultDocumentClient() : undefined),
@@ -76,4 +72,13 @@ export function applyConstructEnvironment<TBody>(
     metricNamespace: options.metricNamespace ?? settings.metricNamespace,
     logLevel: options.logLevel ?? settings.logLevel,
   };
+}
+
+/**
+ * The defaults the construct's settings in `environment` supply to a mode: the lease of a
+ * two-phase claim (`EO_LEASE_MILLIS`, the function timeout). A mode's own option wins.
+ */
+export function constructModeDefaults(environment: Environment): ModeDefaults {
+  const { leaseMillis } = readConstructSettings(environment);
+  return leaseMillis === undefined ? {} : { leaseMillis };
 }

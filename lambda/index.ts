@@ -30,6 +30,7 @@ export {
   scopeKey,
   toDedupKey,
 } from './core/dedup-key';
+export { deriveEffectKeys, type EffectKeys } from './core/effect-keys';
 export {
   type Disposition,
   dispositionOf,
@@ -50,15 +51,16 @@ export { createJsonLogger, type LogEntry, type Logger, type LogLevel } from './c
 export type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './core/message';
 export { createEmfMetricsSink, type MetricsSink, type OutcomeCounts } from './core/metrics';
 export type {
-  AtomicModeOptions,
-  BatchProcessorOptions,
-  Clock,
-  CommonOptions,
-  EntityModeOptions,
-  MarkerModeOptions,
-  ModeOptions,
-  TwoPhaseModeOptions,
-} from './core/options';
+  Mode,
+  ModeDefaults,
+  ModeName,
+  ModeProcessor,
+  ModeSettings,
+  ModeStepInput,
+  ModeStepResult,
+  StoreCapability,
+} from './core/mode';
+export type { BatchProcessorOptions, CommonOptions } from './core/options';
 export type { Outcome, OutcomeKind } from './core/outcome';
 export type {
   LambdaContext,
@@ -70,30 +72,22 @@ export type {
   SqsRecord,
 } from './core/sqs-event';
 export type {
+  AtomicStore,
   CommitResult,
+  EntityStore,
   EntityWrite,
   FencedResult,
   InboxRecord,
   InboxStatus,
   InboxStore,
   InsertResult,
+  LeaseStore,
+  MarkerStore,
+  ReleaseGuard,
   TransactWriteAction,
   VersionedPutWrite,
 } from './core/store-port';
-export {
-  deriveEffectKeys,
-  type Effect,
-  type EffectContext,
-  type EffectKeys,
-  type Effects,
-} from './core/two-phase';
-export type {
-  ConditionCheckWrite,
-  DeleteWrite,
-  PutWrite,
-  UnitOfWork,
-  UpdateWrite,
-} from './core/unit-of-work';
+export type { Clock } from './core/time';
 export {
   type ApiGatewayProxyEventV1,
   type ApiGatewayProxyEventV2,
@@ -122,6 +116,24 @@ export {
   toScheduleSlot,
 } from './jobs/index';
 export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
+export { type AtomicHandler, atomic } from './modes/atomic';
+export { type EntityHandler, entity } from './modes/entity';
+export { type MarkerHandler, marker } from './modes/marker';
+export {
+  type Effect,
+  type EffectContext,
+  type Effects,
+  type TwoPhaseHandler,
+  type TwoPhaseOptions,
+  twoPhase,
+} from './modes/two-phase';
+export type {
+  ConditionCheckWrite,
+  DeleteWrite,
+  PutWrite,
+  UnitOfWork,
+  UpdateWrite,
+} from './modes/unit-of-work';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
 export {
   createSqsHandler,
@@ -129,4 +141,9 @@ export {
   type SqsHandlerOptions,
   type SqsHandlerStoreOptions,
 } from './sqs-handler';
-export { createDynamoDbStore, type DynamoDbStoreOptions } from './store/dynamodb-store';
+export {
+  createDynamoDbEntityStore,
+  createDynamoDbStore,
+  type DynamoDbEntityStoreOptions,
+  type DynamoDbStoreOptions,
+} from './store/dynamodb-store';

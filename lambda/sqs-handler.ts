@@ -4,21 +4,25 @@
  * store) and runs the core batch processor with the system clock.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { applyConstructEnvironment } from './construct-environment';
+import { applyConstructEnvironment, constructModeDefaults } from './construct-environment';
 import { createBatchProcessor } from './core/batch-processor';
 import type { Environment } from './core/environment';
-import type { Clock, CommonOptions, ModeOptions } from './core/options';
+import { expectMode, type Mode, type ModeDefaults } from './core/mode';
+import type { CommonOptions } from './core/options';
 import type { SqsHandler } from './core/sqs-event';
-import type { InboxStore } from './core/store-port';
-import { createDynamoDbStore } from './store/dynamodb-store';
+import type { Clock } from './core/time';
+import { createDynamoDbEntityStore, createDynamoDbStore } from './store/dynamodb-store';
 
-/** Where inbox records live: a document client and table, or any `InboxStore`. */
-export interface SqsHandlerStoreOptions {
+/**
+ * Where inbox records live: a document client and table, or a store of the mode's capability
+ * (`MarkerStore`, `AtomicStore`, `EntityStore`, `LeaseStore`; an `InboxStore` has them all).
+ */
+export interface SqsHandlerStoreOptions<TStore = unknown> {
   /**
-   * The inbox store. Give either this, or `client` and `tableName`.
-   * @default the DynamoDB store over `client` and `tableName`
+   * The store. Give either this, or `client` (and `tableName`, except in entity mode).
+   * @default the DynamoDB store over `client` and `tableName`; in entity mode over `client` alone
    */
-  readonly store?: InboxStore;
+  readonly store?: TStore;
   /**
    * The document client, created once at module scope (with
    * `marshallOptions: { removeUndefinedValues: true }`). Used when `store` is not given.
@@ -43,8 +47,9 @@ export interface SqsHandlerStoreOptions {
  * Where the construct's settings come from. Inside a function that `IdempotentConsumer`
  * configured, every option it sets an `EO_*` variable for defaults to that variable:
  * `consumer`, `tableName`, `ttlSeconds`, `deadLetter` (and for `direct` a sender to
- * `EO_DEAD_LETTER_QUEUE_URL`), two-phase `leaseMillis` (`createSqsWorker` uses its visibility
- * timeout instead), `metricNamespace` and `logLevel`.
+ * `EO_DEAD_LETTER_QUEUE_URL`), `metricNamespace` and `logLevel`; and the lease of a two-phase
+ * claim (`EO_LEASE_MILLIS`; `createSqsWorker` uses its visibility timeout instead), unless the
+ * mode sets `leaseMillis`.
  * An explicit option wins; an explicit `consumer` or `tableName` other than the construct's
  * fails the cold start (`INVALID_OPTIONS`), and so does a malformed variable.
  */
@@ -63,18 +68,33 @@ export interface SqsHandlerEnvironmentOptions {
 }
 
 /** Options of {@link createSqsHandler} (and of `createSqsMiddleware` and the worker). */
-export type SqsHandlerOptions<TBody = unknown> = Omit<CommonOptions<TBody>, 'consumer'> &
+export type SqsHandlerOptions<TBody = unknown, TStore = unknown> = Omit<
+  CommonOptions<TBody, TStore>,
+  'consumer'
+> &
   SqsHandlerEnvironmentOptions &
-  ModeOptions<TBody> &
-  SqsHandlerStoreOptions;
+  SqsHandlerStoreOptions<TStore>;
 
 /**
  * `options` with the construct's `EO_*` settings (from `options.environment`, else
  * `process.env`) and the default clients filled in, checked against the construct's. The
  * worker resolves its options with it once, so its logs name the same consumer.
  */
-export function resolveSqsHandlerOptions<TBody>(options: SqsHandlerOptions<TBody>): SqsHandlerOptions<TBody> {
+export function resolveSqsHandlerOptions<TBody, TStore>(
+  options: SqsHandlerOptions<TBody, TStore>,
+): SqsHandlerOptions<TBody, TStore> {
   return applyConstructEnvironment(options, options?.environment ?? process.env);
+}
+
+/** The DynamoDB store the mode asks for: entity mode's needs no inbox table. */
+function defaultStore(
+  mode: Mode<unknown, unknown>,
+  client: SqsHandlerStoreOptions['client'],
+  tableName: string | undefined,
+) {
+  return mode.capability === 'entity'
+    ? createDynamoDbEntityStore({ client: client! })
+    : createDynamoDbStore({ client: client!, tableName: tableName! });
 }
 
 /**
@@ -88,23 +108,40 @@ export function resolveSqsHandlerOptions<TBody>(options: SqsHandlerOptions<TBody
  * @example
  * export const handler = createSqsHandler<OrderEvent>({
  *   dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
- *   mode: 'atomic',
- *   handle: (message, unitOfWork) => {
+ *   mode: atomic((message, unitOfWork) => {
  *     unitOfWork.put({ TableName: 'Orders', Item: { pk: message.body.orderId, status: message.body.status } });
- *   },
+ *   }),
  * });
  */
-export function createSqsHandler<TBody = unknown>(options: SqsHandlerOptions<TBody>): SqsHandler {
-  const { store, client, tableName, clock, environment: _read, ...rest } = resolveSqsHandlerOptions(options);
-  return createBatchProcessor<TBody>({
-    ...(rest as CommonOptions<TBody> & ModeOptions<TBody>),
-    store:
-      store ??
-      createDynamoDbStore({
-        client: client!,
-        // Entity mode never reads or writes the inbox table; the name only satisfies the store.
-        tableName: tableName ?? (rest.mode === 'entity' ? 'no-inbox-table-in-entity-mode' : tableName!),
-      }),
-    clock: clock ?? Date.now,
-  });
+export function createSqsHandler<TBody = unknown, TStore = unknown>(
+  options: SqsHandlerOptions<TBody, TStore>,
+): SqsHandler {
+  return createSqsHandlerWithDefaults(options, {});
+}
+
+/**
+ * `createSqsHandler` for an entry point that supplies mode defaults of its own (the worker's
+ * visibility timeout as the two-phase lease); they win over the construct's `EO_LEASE_MILLIS`.
+ */
+export function createSqsHandlerWithDefaults<TBody, TStore>(
+  options: SqsHandlerOptions<TBody, TStore>,
+  modeDefaults: ModeDefaults,
+): SqsHandler {
+  const environment = options?.environment ?? process.env;
+  const resolved = applyConstructEnvironment(options, environment);
+  const { store, client, tableName, clock, environment: _read, ...rest } = resolved;
+  // Checked before the default store is built for it: a missing mode is named as such.
+  expectMode(rest.mode);
+  const constructDefaults = constructModeDefaults(environment);
+  return createBatchProcessor<TBody, TStore>(
+    {
+      ...(rest as CommonOptions<TBody, TStore>),
+      store: store ?? (defaultStore(rest.mode, client, tableName) as TStore),
+      clock: clock ?? Date.now,
+    },
+    {
+      leaseMillis: modeDefaults.leaseMillis ?? constructDefaults.leaseMillis,
+      heartbeat: modeDefaults.heartbeat,
+    },
+  );
 }

@@ -5,6 +5,10 @@
  */
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createSqsHandler, fromBody, type SqsHandlerOptions } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import type { BatchHandler, BenchTables, OrderEvent } from '../workload';
 import { orderItemOf } from '../workload';
 
@@ -47,35 +51,33 @@ export function createToolkitHandler(
     case 'marker':
       return createSqsHandler<OrderEvent>({
         ...common,
-        mode: 'marker',
-        handle: (message) => putBusinessItem(message.body),
+        mode: marker((message) => putBusinessItem(message.body)),
       });
     case 'atomic':
       return createSqsHandler<OrderEvent>({
         ...common,
-        mode: 'atomic',
-        handle: (message, unitOfWork) => {
+        mode: atomic((message, unitOfWork) => {
           unitOfWork.put({ TableName: tables.orders, Item: orderItemOf(message.body) });
-        },
+        }),
       });
     case 'entity':
       return createSqsHandler<OrderEvent>({
         ...common,
-        mode: 'entity',
-        handle: (message) => ({
+        mode: entity((message) => ({
           tableName: tables.orders,
           keyAttribute: 'pk',
           item: orderItemOf(message.body),
-        }),
+        })),
       });
     case 'two-phase':
       // Not in the toolkit's types yet: passed through, and validated by the toolkit at run time.
       return createSqsHandler<OrderEvent>({
         ...common,
-        mode: 'two-phase',
-        // The effect outside the commit runs through `effects.run`: claim, effect, complete.
-        handle: (message: { body: OrderEvent }, effects: TwoPhaseEffects) =>
-          effects.run(() => putBusinessItem(message.body)),
+        mode: twoPhase({
+          // The effect outside the commit runs through `effects.run`: claim, effect, complete.
+          handle: (message: { body: OrderEvent }, effects: TwoPhaseEffects) =>
+            effects.run(() => putBusinessItem(message.body)),
+        }),
       } as unknown as SqsHandlerOptions<OrderEvent>);
   }
 }

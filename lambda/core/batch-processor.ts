@@ -8,18 +8,12 @@ import type { DeadLetterMessage } from './dead-letter';
 import { fromDeduplicationId } from './dedup-key';
 import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './errors';
 import { sha256Hex } from './fingerprint';
-import { createJsonLogger, isLevelEnabled, type LogEntry } from './logger';
-import { type Prepared, prepareMessage } from './message';
+import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry } from './logger';
+import { type Message, type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
-import {
-  type BatchProcessorOptions,
-  DEFAULT_LEASE_MILLIS,
-  MIN_LEASE_MILLIS,
-  type ModeOptions,
-  resolveOptions,
-} from './options';
+import type { ModeDefaults, ModeStepResult } from './mode';
+import { type BatchProcessorOptions, resolveOptions } from './options';
 import { type Outcome, type OutcomeKind, outcomeOfError, reasonOf } from './outcome';
-import { type ProcessMessageDeps, processMessage } from './process-message';
 import { runWithDependencies } from './scheduler';
 import {
   fifoGroupOf,
@@ -83,18 +77,24 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  * `code`; the message of an error thrown by user code (or a library it calls) only with
  * `logErrorMessages`.
  *
+ * The engine knows no mode: `options.mode` (`marker(...)`, `atomic(...)`, `entity(...)`,
+ * `twoPhase(...)`) checks its own options and the store here, and `modeDefaults` are what the
+ * entry point's environment supplies to it (`EO_LEASE_MILLIS`, the worker's visibility timeout).
+ *
  * @example
  * const processBatch = createBatchProcessor({
  *   consumer: 'billing',
  *   dedupKey: fromBody('invoiceId'),
- *   mode: 'marker',
- *   handle: async (message) => sendInvoice(message.body),
+ *   mode: marker(async (message) => sendInvoice(message.body)),
  *   store,
  *   clock: Date.now,
  * });
  * const response = await processBatch(event, context);
  */
-export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOptions<TBody>): SqsHandler {
+export function createBatchProcessor<TBody = unknown, TStore = unknown>(
+  options: BatchProcessorOptions<TBody, TStore>,
+  modeDefaults: ModeDefaults = {},
+): SqsHandler {
   const config = resolveOptions(options);
   const { clock, consumer } = config;
   const logger = config.logger ?? createJsonLogger();
@@ -102,14 +102,26 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     config.metrics === false
       ? undefined
       : (config.metrics ?? createEmfMetricsSink({ namespace: config.metricNamespace }));
-  const mode = config as ModeOptions<TBody>;
+  const mode = config.mode.create({
+    store: config.store,
+    consumer,
+    ttlSeconds: config.ttlSeconds,
+    clock,
+    defaults: modeDefaults,
+  });
+  const log = createLevelLog(logger, config.logLevel);
 
-  const log = (entry: LogEntry): void => {
-    if (!isLevelEnabled(entry.level, config.logLevel)) return;
+  /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
+  const step = async (
+    message: Message<TBody>,
+    fingerprint: string,
+    nowMillis: number,
+    remainingMillis: number | undefined,
+  ): Promise<ModeStepResult> => {
     try {
-      logger.log(entry);
-    } catch {
-      // A failing logger must not change what happens to messages.
+      return await mode.process(message, { fingerprint, nowMillis, remainingMillis });
+    } catch (error) {
+      return { outcome: outcomeOfError(error, 'UNEXPECTED'), logs: [], takeovers: 0 };
     }
   };
 
@@ -149,14 +161,12 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
     }
     const records = event.Records;
     const remaining = context?.getRemainingTimeInMillis?.();
-    const hasRemaining = typeof remaining === 'number';
-    const deadline = hasRemaining
-      ? clock() + remaining - deadlineMarginFor(config.deadlineMarginMillis, remaining)
-      : Infinity;
-    // The lease is never zero or absent: by default it covers what is left of this invocation.
-    const leaseMillis =
-      (mode.mode === 'two-phase' && mode.leaseMillis) ||
-      (hasRemaining ? Math.max(MIN_LEASE_MILLIS, Math.floor(remaining)) : DEFAULT_LEASE_MILLIS);
+    // The time the invocation has left when it starts; modes may derive a lease from it.
+    const remainingMillis = typeof remaining === 'number' ? remaining : undefined;
+    const deadline =
+      remainingMillis === undefined
+        ? Infinity
+        : clock() + remainingMillis - deadlineMarginFor(config.deadlineMarginMillis, remainingMillis);
     const prepared = records.map((record) => prepareMessage(record, config));
 
     const lastOfGroup = new Map<string, number>();
@@ -188,19 +198,6 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
       messageId: string,
       { scopedKey, correlationId }: { readonly scopedKey?: string; readonly correlationId: string },
     ) => ({ consumer, ...keyFields(scopedKey), messageId, correlationId });
-    const deps: ProcessMessageDeps<TBody> = {
-      store: config.store,
-      consumer,
-      ttlSeconds: config.ttlSeconds,
-      mode,
-      clock,
-      leaseMillis,
-      log: (message, entry) => log({ ...entry, ...fieldsOf(message.messageId, message) }),
-      onTakeover: () => {
-        counts.takeover += 1;
-      },
-    };
-
     const settle = async (index: number): Promise<void> => {
       const record = records[index]!;
       const current = prepared[index]!;
@@ -216,10 +213,13 @@ export function createBatchProcessor<TBody = unknown>(options: BatchProcessorOpt
         };
       } else if (now >= deadline) {
         outcome = { kind: 'retry', code: 'DEADLINE', reason: 'Not started: too close to the Lambda timeout' };
+      } else if (current.ok) {
+        const result = await step(current.message, current.fingerprint, now, remainingMillis);
+        counts.takeover += result.takeovers;
+        for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.messageId, current.message) });
+        outcome = result.outcome;
       } else {
-        outcome = current.ok
-          ? await processMessage(current.message, current.fingerprint, now, deps)
-          : outcomeOfError(current.error, 'MALFORMED_BODY');
+        outcome = outcomeOfError(current.error, 'MALFORMED_BODY');
       }
 
       let ack = outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'stale';

@@ -151,3 +151,15 @@ export function invalidOption(field: string, expected: string, value: unknown): 
 export function expectOption(ok: unknown, field: string, expected: string, value: unknown): void {
   if (!ok) invalidOption(field, expected, value);
 }
+
+/**
+ * Throws `INVALID_OPTIONS` (see `invalidOption`) unless `value` is an object with a function at
+ * each of `methods`: ``Expected `store` to be an object with `insert`, `release`, got ...``.
+ */
+export function expectMethods(field: string, value: unknown, methods: readonly string[]): void {
+  const ok =
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  expectOption(ok, field, `an object with ${methods.map((method) => `\`${method}\``).join(', ')}`, value);
+}

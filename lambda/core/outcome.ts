@@ -5,6 +5,7 @@
 import { INBOX_STATUS } from './contract';
 import { dispositionOf, type ErrorCode, isEffectivelyOnceError } from './errors';
 import type { InboxRecord } from './store-port';
+import { isExpired } from './time';
 
 /** A failure outcome's details, for the log line and the dead-letter reason. */
 export interface FailureDetails {
@@ -52,7 +53,7 @@ export type OutcomeKind = Outcome['kind'];
  * duplicate. An entity item written by something else has the fingerprint `''`: a mismatch.
  */
 export function outcomeOfExisting(record: InboxRecord, fingerprint: string, nowMillis: number): Outcome {
-  if (record.expiresAt <= Math.floor(nowMillis / 1000)) {
+  if (isExpired(record.expiresAt, nowMillis)) {
     return {
       kind: 'retry',
       code: 'EXPIRED_RECORD',

@@ -20,3 +20,6 @@ export function expiresAt(nowMillis: number, ttlSeconds: number): number {
 export function isExpired(expiresAtSeconds: number, nowMillis: number): boolean {
   return expiresAtSeconds <= epochSeconds(nowMillis);
 }
+
+/** Epoch milliseconds now. Injected so the core never reads the system clock itself. */
+export type Clock = () => number;

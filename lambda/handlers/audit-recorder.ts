@@ -13,11 +13,15 @@
  *
  * Environment: `AUDIT_TABLE`, plus the toolkit's `EO_*` variables (see `ENV`).
  */
-import { fromCloudEvent } from '../core/dedup-key';
-import type { Message } from '../core/message';
-import type { EntityWrite } from '../core/store-port';
-import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { requireEnv } from './handler-env';
+import {
+  createSqsHandler,
+  EffectivelyOnceError,
+  type EntityWrite,
+  entity,
+  fromCloudEvent,
+  type Message,
+  type SqsHandlerOptions,
+} from 'effectively-once';
 
 /** The CloudEvents attributes the recorder keeps, plus the event data. */
 export interface AuditEvent {
@@ -58,24 +62,31 @@ export function recordAudit(auditTable: string, message: Message<AuditEvent>): E
   };
 }
 
-/** The audit recorder's mode options for `auditTable` (everything but the toolkit settings). */
-export function auditRecorderOptions(auditTable: string): Pick<
-  SqsHandlerOptions<AuditEvent>,
-  'parse' | 'dedupKey'
-> & {
-  readonly mode: 'entity';
-  readonly handle: (message: Message<AuditEvent>) => EntityWrite;
-} {
+/** The audit recorder's options for `auditTable` (everything but the toolkit settings). */
+export function auditRecorderOptions(
+  auditTable: string,
+): Pick<SqsHandlerOptions<AuditEvent>, 'parse' | 'dedupKey' | 'mode'> {
   return {
     parse: parseAuditEvent,
     dedupKey: fromCloudEvent(),
-    mode: 'entity',
-    handle: (message) => recordAudit(auditTable, message),
+    mode: entity((message: Message<AuditEvent>) => recordAudit(auditTable, message)),
   };
+}
+
+/** The audit table, from `AUDIT_TABLE`; a missing one fails the cold start. */
+export function auditTableOf(env: Readonly<Record<string, string | undefined>>): string {
+  const table = env.AUDIT_TABLE;
+  if (table === undefined || table.trim() === '') {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected environment variable \`AUDIT_TABLE\` to be set, got \`${String(table)}\``,
+    );
+  }
+  return table;
 }
 
 /**
  * The Lambda handler (bundled by entry path). The consumer, TTL, dead letters and the rest come
  * from the construct's `EO_*` variables; the SDK clients are created once per cold start.
  */
-export const handler = createSqsHandler<AuditEvent>(auditRecorderOptions(requireEnv('AUDIT_TABLE')));
+export const handler = createSqsHandler<AuditEvent>(auditRecorderOptions(auditTableOf(process.env)));

@@ -14,9 +14,9 @@
  * SIGINT stops it after the batch in progress.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createSqsWorker, type SqsWorker } from '../worker/index';
-import { type HandlerEnvironment, optionalInteger, requireEnv } from './handler-env';
-import { orderProjectorDefinition } from './order-projector';
+import { EffectivelyOnceError } from 'effectively-once';
+import { createSqsWorker, type SqsWorker } from 'effectively-once/worker';
+import { type HandlerEnvironment, orderProjectorDefinition } from './order-projector';
 
 /** Visibility timeout of received messages, extended while a batch runs. */
 const DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 60;
@@ -26,12 +26,26 @@ export function createOrderProjectorWorker(
   env: HandlerEnvironment = process.env,
   sqs: SQSClient = new SQSClient({}),
 ): SqsWorker {
-  return createSqsWorker(orderProjectorDefinition(env), {
+  const definition = orderProjectorDefinition(env);
+  const queueUrl = env.ORDERS_QUEUE_URL;
+  if (queueUrl === undefined || queueUrl.trim() === '') {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected environment variable \`ORDERS_QUEUE_URL\` to be set, got \`${String(queueUrl)}\``,
+    );
+  }
+  const visibility = env.WORKER_VISIBILITY_TIMEOUT_SECONDS;
+  if (visibility !== undefined && visibility !== '' && !/^\d+$/.test(visibility)) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected environment variable \`WORKER_VISIBILITY_TIMEOUT_SECONDS\` to be a positive integer, got \`${visibility}\``,
+    );
+  }
+  return createSqsWorker(definition, {
     sqs,
-    queueUrl: requireEnv('ORDERS_QUEUE_URL', env),
+    queueUrl,
     // The adapter checks the range (1 to 43,200).
-    visibilityTimeoutSeconds:
-      optionalInteger('WORKER_VISIBILITY_TIMEOUT_SECONDS', env) ?? DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+    visibilityTimeoutSeconds: visibility ? Number(visibility) : DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
   });
 }
 

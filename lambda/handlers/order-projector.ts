@@ -18,12 +18,19 @@
  * definition runs as a long-running `sqs-consumer` worker: see `order-projector-worker.ts`.
  */
 
-import { fromBody } from '../core/dedup-key';
-import { EffectivelyOnceError, PermanentError } from '../core/errors';
-import type { Message } from '../core/message';
-import type { UnitOfWork } from '../core/unit-of-work';
-import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { type HandlerEnvironment, requireEnv } from './handler-env';
+import {
+  atomic,
+  createSqsHandler,
+  EffectivelyOnceError,
+  fromBody,
+  type Message,
+  PermanentError,
+  type SqsHandlerOptions,
+  type UnitOfWork,
+} from 'effectively-once';
+
+/** The environment a deployable handler reads its own variables from. */
+export type HandlerEnvironment = Readonly<Record<string, string | undefined>>;
 
 /** One order event, as the producer sends it. */
 export interface OrderEvent {
@@ -102,23 +109,32 @@ export function projectOrder(
   });
 }
 
-/** The order projector's mode options for `ordersTable` (everything but the toolkit settings). */
-export function orderProjectorOptions(ordersTable: string): Pick<
-  SqsHandlerOptions<OrderEvent>,
-  'parse' | 'dedupKey' | 'fingerprint'
-> & {
-  readonly mode: 'atomic';
-  readonly handle: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => void;
-} {
+/** The order projector's options for `ordersTable` (everything but the toolkit settings). */
+export function orderProjectorOptions(
+  ordersTable: string,
+): Pick<SqsHandlerOptions<OrderEvent>, 'parse' | 'dedupKey' | 'fingerprint' | 'mode'> {
   return {
     parse: parseOrderEvent,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
     // The producer's event id changes on a resend, so it stays out of the fingerprint: a
     // resend with a fresh id is a duplicate, while a changed amount is still a mismatch.
     fingerprint: ({ body: { eventId: _eventId, ...event } }) => event,
-    mode: 'atomic',
-    handle: (message, unitOfWork) => projectOrder(ordersTable, message, unitOfWork),
+    mode: atomic((message: Message<OrderEvent>, unitOfWork) =>
+      projectOrder(ordersTable, message, unitOfWork),
+    ),
   };
+}
+
+/** The Orders table, from `ORDERS_TABLE`; a missing one fails the cold start. */
+export function ordersTableOf(env: HandlerEnvironment): string {
+  const table = env.ORDERS_TABLE;
+  if (table === undefined || table.trim() === '') {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected environment variable \`ORDERS_TABLE\` to be set, got \`${String(table)}\``,
+    );
+  }
+  return table;
 }
 
 /**
@@ -132,7 +148,7 @@ export function orderProjectorOptions(ordersTable: string): Pick<
 export function orderProjectorDefinition(
   env: HandlerEnvironment = process.env,
 ): SqsHandlerOptions<OrderEvent> {
-  return { environment: env, ...orderProjectorOptions(requireEnv('ORDERS_TABLE', env)) };
+  return { environment: env, ...orderProjectorOptions(ordersTableOf(env)) };
 }
 
 /** The Lambda handler (bundled by entry path; read and validated once per cold start). */

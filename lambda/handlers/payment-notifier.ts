@@ -17,12 +17,17 @@
  * `EO_LEASE_MILLIS` is the lease (the construct sets the function timeout). Permissions on the
  * inbox table: `dynamodb:PutItem`, `GetItem`, `UpdateItem`.
  */
-import { fromBody } from '../core/dedup-key';
-import { EffectivelyOnceError, PermanentError } from '../core/errors';
-import type { Message } from '../core/message';
-import type { EffectContext, Effects } from '../core/two-phase';
-import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
-import { requireEnv } from './handler-env';
+import {
+  createSqsHandler,
+  type EffectContext,
+  EffectivelyOnceError,
+  type Effects,
+  fromBody,
+  type Message,
+  PermanentError,
+  type SqsHandlerOptions,
+  twoPhase,
+} from 'effectively-once';
 
 /** One payment event, as the producer sends it. */
 export interface PaymentEvent {
@@ -117,27 +122,25 @@ export function notifyPayment(
   return effects.run('notify', (effect) => notifyDownstream(downstreamUrl, message.body, effect, fetchImpl));
 }
 
-/** The payment notifier's mode options for `downstreamUrl` (everything but the toolkit settings). */
+/** The payment notifier's options for `downstreamUrl` (everything but the toolkit settings). */
 export function paymentNotifierOptions(
-  downstreamUrl: string,
+  downstreamUrl: string | undefined,
   fetchImpl?: typeof fetch,
-): Pick<SqsHandlerOptions<PaymentEvent>, 'parse' | 'dedupKey'> & {
-  readonly mode: 'two-phase';
-  readonly storeResults: true;
-  readonly handle: (message: Message<PaymentEvent>, effects: Effects) => Promise<unknown>;
-} {
-  if (!URL.canParse(downstreamUrl)) {
+): Pick<SqsHandlerOptions<PaymentEvent>, 'parse' | 'dedupKey' | 'mode'> {
+  if (downstreamUrl === undefined || !URL.canParse(downstreamUrl)) {
     throw new EffectivelyOnceError(
       'INVALID_OPTIONS',
       `Expected \`DOWNSTREAM_URL\` to be an absolute URL, got \`${downstreamUrl}\``,
     );
   }
+  const url = downstreamUrl;
   return {
     parse: parsePaymentEvent,
     dedupKey: fromBody((payment: PaymentEvent) => [payment.paymentId, payment.status]),
-    mode: 'two-phase',
-    storeResults: true,
-    handle: (message, effects) => notifyPayment(downstreamUrl, message, effects, fetchImpl),
+    mode: twoPhase({
+      storeResults: true,
+      handle: (message: Message<PaymentEvent>, effects) => notifyPayment(url, message, effects, fetchImpl),
+    }),
   };
 }
 
@@ -146,4 +149,4 @@ export function paymentNotifierOptions(
  * letters and the rest come from the construct's `EO_*` variables; the SDK clients are created
  * once per cold start.
  */
-export const handler = createSqsHandler<PaymentEvent>(paymentNotifierOptions(requireEnv('DOWNSTREAM_URL')));
+export const handler = createSqsHandler<PaymentEvent>(paymentNotifierOptions(process.env.DOWNSTREAM_URL));

@@ -20,10 +20,10 @@ import {
   type OutcomeCounts,
   publishCounts,
 } from '../core/metrics';
-import type { Clock } from '../core/options';
 import { errorMessageField } from '../core/outcome';
 import type { LambdaContext } from '../core/sqs-event';
 import type { InboxStore } from '../core/store-port';
+import type { Clock } from '../core/time';
 import { createLeaseClaim } from '../jobs/lease-claim';
 import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from '../jobs/lease-options';
 import {

@@ -16,8 +16,8 @@
  */
 import { INBOX_STATUS } from '../core/contract';
 import { sha256Hex } from '../core/fingerprint';
-import type { Clock } from '../core/options';
 import type { InboxRecord, InboxStore } from '../core/store-port';
+import type { Clock } from '../core/time';
 
 /** The effect name scoping checkpoint records next to their job record. */
 export const CHECKPOINT_EFFECT = 'checkpoint';

@@ -18,7 +18,7 @@ export interface SqsMiddleware {
  * the partial batch response as middy's early response. The batch response is exactly what
  * `createSqsHandler` returns for the same options and batch. Middlewares registered before it
  * run first; as with any early response, the base handler and the `after` phases are skipped,
- * so pass the per-message logic as `handle`. Options are validated when this is called.
+ * so pass the per-message logic in the mode. Options are validated when this is called.
  *
  * @example
  * import middy from '@middy/core';
@@ -29,12 +29,13 @@ export interface SqsMiddleware {
  *     client,
  *     tableName: process.env.EO_INBOX_TABLE!,
  *     dedupKey: fromCloudEvent(),
- *     mode: 'marker',
- *     handle: async (message) => notify(message.body),
+ *     mode: marker(async (message) => notify(message.body)),
  *   }),
  * );
  */
-export function createSqsMiddleware<TBody = unknown>(options: SqsHandlerOptions<TBody>): SqsMiddleware {
+export function createSqsMiddleware<TBody = unknown, TStore = unknown>(
+  options: SqsHandlerOptions<TBody, TStore>,
+): SqsMiddleware {
   const handler = createSqsHandler(options);
   return { before: (request) => handler(request.event, request.context) };
 }

@@ -16,6 +16,7 @@ import { INBOX_ATTRIBUTES as A, ENTITY_FINGERPRINT_ATTRIBUTE, INBOX_STATUS } fro
 import { EffectivelyOnceError, expectOption } from '../core/errors';
 import type {
   CommitResult,
+  EntityStore,
   FencedResult,
   InboxRecord,
   InboxStore,
@@ -171,6 +172,32 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
     'a non-empty string',
     tableName,
   );
+  return storeOver(client, tableName);
+}
+
+/** Options of `createDynamoDbEntityStore`. */
+export interface DynamoDbEntityStoreOptions {
+  /** The document client, created once at module scope (see `DynamoDbStoreOptions.client`). */
+  readonly client: DynamoDBDocumentClient;
+}
+
+/**
+ * Creates the DynamoDB-backed `EntityStore` of entity mode: `insertEntity` puts the business item
+ * into the table the entity names, so there is no inbox table.
+ *
+ * @example
+ * const store = createDynamoDbEntityStore({ client });
+ */
+export function createDynamoDbEntityStore(options: DynamoDbEntityStoreOptions): EntityStore {
+  const { client } = options ?? ({} as DynamoDbEntityStoreOptions);
+  expectOption(typeof client?.send === 'function', 'client', 'a DynamoDBDocumentClient', client);
+  // `insertEntity` reads and writes only the entity's own table: the inbox table stays unnamed.
+  const { insertEntity } = storeOver(client, undefined);
+  return Object.freeze<EntityStore>({ insertEntity });
+}
+
+/** The store over `client`; the inbox table is `undefined` only for the entity store. */
+function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined): InboxStore {
   const Key = (pk: string) => ({ [A.pk]: pk });
 
   /**
@@ -219,7 +246,7 @@ export function createDynamoDbStore(options: DynamoDbStoreOptions): InboxStore {
   }
 
   /** A consistent read, for when a failed condition did not return the stored item. */
-  async function read(operation: string, TableName: string, key: Record<string, unknown>) {
+  async function read(operation: string, TableName: string | undefined, key: Record<string, unknown>) {
     try {
       return (await client.send(new GetCommand({ TableName, Key: key, ConsistentRead: true }))).Item;
     } catch (error) {

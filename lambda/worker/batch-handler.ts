@@ -11,9 +11,14 @@
  */
 import { ChangeMessageVisibilityBatchCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { EffectivelyOnceError } from '../core/errors';
-import { createJsonLogger, isLevelEnabled, type LogEntry, type Logger, type LogLevel } from '../core/logger';
+import { createJsonLogger, createLevelLog, type LogEntry, type Logger, type LogLevel } from '../core/logger';
+import type { ModeDefaults } from '../core/mode';
 import type { SqsBatchResponse, SqsRecord } from '../core/sqs-event';
-import { createSqsHandler, resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
+import {
+  createSqsHandlerWithDefaults,
+  resolveSqsHandlerOptions,
+  type SqsHandlerOptions,
+} from '../sqs-handler';
 import { clampVisibilityTimeout, type RetryDelay, resolveRetryDelay } from './retry-delay';
 import { recordSourceOf, toSqsRecord } from './sqs-record';
 
@@ -87,16 +92,7 @@ export function createWorkerLog(options: {
   readonly logger?: Logger;
   readonly logLevel?: LogLevel;
 }): (entry: LogEntry) => void {
-  const logger = options.logger ?? createJsonLogger();
-  const level = options.logLevel ?? 'info';
-  return (entry) => {
-    if (!isLevelEnabled(entry.level, level)) return;
-    try {
-      logger.log(entry);
-    } catch {
-      // A failing logger must not change what happens to messages.
-    }
-  };
+  return createLevelLog(options.logger ?? createJsonLogger(), options.logLevel ?? 'info');
 }
 
 /**
@@ -167,9 +163,21 @@ export async function handBack(
  * });
  * consumer.start();
  */
-export function createWorkerBatchHandler<TBody = unknown>(
-  given: SqsHandlerOptions<TBody>,
+export function createWorkerBatchHandler<TBody = unknown, TStore = unknown>(
+  given: SqsHandlerOptions<TBody, TStore>,
   worker: WorkerBatchHandlerOptions,
+): MessageBatchHandler {
+  return createWorkerBatchHandlerWithDefaults(given, worker, {});
+}
+
+/**
+ * `createWorkerBatchHandler` with mode defaults of the worker's own (`createSqsWorker`'s lease
+ * from its visibility timeout), which win over the construct's `EO_LEASE_MILLIS`.
+ */
+export function createWorkerBatchHandlerWithDefaults<TBody, TStore>(
+  given: SqsHandlerOptions<TBody, TStore>,
+  worker: WorkerBatchHandlerOptions,
+  modeDefaults: ModeDefaults,
 ): MessageBatchHandler {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
   // FIFO or not by the queue's name, as for a Lambda record: a fair queue's group id is no order.
@@ -177,7 +185,7 @@ export function createWorkerBatchHandler<TBody = unknown>(
   const retryDelay = resolveRetryDelay(worker.retryDelaySeconds);
   // The construct's `EO_*` settings, resolved once, so the logs name the same consumer.
   const options = resolveSqsHandlerOptions(given);
-  const processBatch = createSqsHandler(options);
+  const processBatch = createSqsHandlerWithDefaults(options, modeDefaults);
   const log = createWorkerLog(options);
   // Checked by `createSqsHandler` above.
   const consumer = options.consumer as string;

@@ -5,10 +5,11 @@
  */
 import { Consumer } from 'sqs-consumer';
 import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import type { ModeDefaults } from '../core/mode';
 import { errorMessageField } from '../core/outcome';
 import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
 import {
-  createWorkerBatchHandler,
+  createWorkerBatchHandlerWithDefaults,
   createWorkerLog,
   handBack,
   validateWorkerBatchOptions,
@@ -79,24 +80,15 @@ function whole(field: string, value: unknown, fallback: number, min: number, max
 const SETTLE_CHECK_MILLIS = 10;
 
 /**
- * Two-phase defaults of a worker, which has no invocation time to derive a lease from: the lease
- * is the visibility timeout, so a crashed worker's claim ends when its messages come back and the
- * first redelivery takes it over (a 15-minute lease against a 30-second visibility timeout would
- * see every receive answered in flight and the message dead-lettered first); and while the
- * visibility heartbeat keeps a batch hidden, the lease heartbeat keeps its claims held. Options
- * the user set are kept as they are.
+ * The mode defaults of a worker, which has no invocation time to derive a lease from: the lease
+ * of a two-phase claim is the visibility timeout, so a crashed worker's claim ends when its
+ * messages come back and the first redelivery takes it over (a 15-minute lease against a
+ * 30-second visibility timeout would see every receive answered in flight and the message
+ * dead-lettered first); and while the visibility heartbeat keeps a batch hidden, the lease
+ * heartbeat keeps its claims held. Options the mode sets win over these.
  */
-function withWorkerLease<TBody>(
-  options: SqsHandlerOptions<TBody>,
-  visibilityTimeoutSeconds: number,
-  visibilityHeartbeat: boolean,
-): SqsHandlerOptions<TBody> {
-  if (options?.mode !== 'two-phase') return options;
-  return {
-    ...options,
-    leaseMillis: options.leaseMillis ?? visibilityTimeoutSeconds * 1000,
-    heartbeat: options.heartbeat ?? visibilityHeartbeat,
-  };
+function workerModeDefaults(visibilityTimeoutSeconds: number, visibilityHeartbeat: boolean): ModeDefaults {
+  return { leaseMillis: visibilityTimeoutSeconds * 1000, heartbeat: visibilityHeartbeat };
 }
 
 /**
@@ -148,8 +140,8 @@ function describeWorkerError(error: unknown): Record<string, string | number> {
  * worker.start();
  * process.once('SIGTERM', () => void worker.stop());
  */
-export function createSqsWorker<TBody = unknown>(
-  given: SqsHandlerOptions<TBody>,
+export function createSqsWorker<TBody = unknown, TStore = unknown>(
+  given: SqsHandlerOptions<TBody, TStore>,
   worker: SqsWorkerOptions,
 ): SqsWorker {
   const { sqs, queueUrl } = validateWorkerBatchOptions(worker);
@@ -181,13 +173,15 @@ export function createSqsWorker<TBody = unknown>(
     0,
     Number.MAX_SAFE_INTEGER,
   );
-  // The worker's lease follows its visibility timeout, before the construct's `EO_LEASE_MILLIS`
-  // (the Lambda's timeout) can apply; then the construct's `EO_*` settings, resolved once, so the
-  // logs name the same consumer.
-  const options = resolveSqsHandlerOptions(
-    withWorkerLease(given, visibilityTimeout, heartbeat !== undefined),
+  // The construct's `EO_*` settings, resolved once, so the logs name the same consumer. The
+  // worker's lease follows its visibility timeout, over the construct's `EO_LEASE_MILLIS` (the
+  // Lambda's timeout).
+  const options = resolveSqsHandlerOptions(given);
+  const handleBatch = createWorkerBatchHandlerWithDefaults(
+    options,
+    worker,
+    workerModeDefaults(visibilityTimeout, heartbeat !== undefined),
   );
-  const handleBatch = createWorkerBatchHandler(options, worker);
   const log = createWorkerLog(options);
   // Checked by `createWorkerBatchHandler` above.
   const consumerName = options.consumer as string;

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSqsHandler, fromBody, type Message, PermanentError, type UnitOfWork } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
 import { localAwsEnv } from '../../scripts/local-aws-lib';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
@@ -54,14 +55,13 @@ describe('a handler in a function the construct configured', () => {
     };
     const handler = createSqsHandler<Order>({
       dedupKey: fromBody('orderId'),
-      mode: 'atomic',
-      handle: (message: Message<Order>, unitOfWork: UnitOfWork) => {
+      mode: atomic((message: Message<Order>, unitOfWork: UnitOfWork) => {
         if (message.body.amount < 0) throw new PermanentError('An order amount cannot be negative');
         unitOfWork.put({
           TableName: ordersTable,
           Item: { pk: message.body.orderId, amount: message.body.amount },
         });
-      },
+      }),
       environment,
     });
     const order = { orderId: `o-${randomUUID()}`, amount: 1250 };

@@ -11,6 +11,9 @@ import { randomBytes } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsHandler, fromBody, type SqsHandler, type SqsRecord } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
@@ -116,23 +119,23 @@ describe('inbox requests stay inside the IAM scope the construct grants', () => 
       };
       const handler =
         mode === 'marker'
-          ? createSqsHandler<Event>({ ...common, mode, handle: (message) => failIf(message.body) })
+          ? createSqsHandler<Event>({ ...common, mode: marker((message) => failIf(message.body)) })
           : mode === 'atomic'
             ? createSqsHandler<Event>({
                 ...common,
-                mode,
-                handle: (message, unitOfWork) => {
+                mode: atomic((message, unitOfWork) => {
                   failIf(message.body);
                   unitOfWork.put({ TableName: businessTable, Item: { pk: message.body.eventId } });
-                },
+                }),
               })
             : createSqsHandler<Event>({
                 ...common,
-                mode,
-                handle: async (message, effects) => {
-                  await effects.run('invoice', () => failIf(message.body));
-                  await effects.run(() => 'unnamed');
-                },
+                mode: twoPhase({
+                  handle: async (message, effects) => {
+                    await effects.run('invoice', () => failIf(message.body));
+                    await effects.run(() => 'unnamed');
+                  },
+                }),
               });
       // A dedup key long enough that the scoped key is hashed, so both key shapes are sent.
       const long = 'k'.repeat(2000);

@@ -20,6 +20,7 @@ import {
   type KeySource,
   type SqsRecord,
 } from '../../lambda';
+import { marker } from '../../lambda/modes/marker';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, type TestQueue } from '../support/fixtures';
 
@@ -61,12 +62,11 @@ async function createConsumer<TBody>(dedupKey: KeySource<TBody>) {
     client: local.documentClient(),
     tableName: inboxTable,
     dedupKey,
-    mode: 'marker',
+    mode: marker((message) => void handled.push(message.rawBody)),
     logLevel: 'silent',
     metrics: false,
     deadLetter: 'direct',
     deadLetterSender: createSqsDeadLetterSender({ client: local.sqs, queueUrl: deadLetterQueue.url }),
-    handle: (message) => void handled.push(message.rawBody),
   });
   const deliver = async (body: string) => {
     await local.sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: body }));

@@ -17,6 +17,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { createJobGuard, type JobRun, jobSlotKey } from '../../lambda/jobs';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalResources } from '../support/fixtures';
@@ -93,17 +95,15 @@ describe('marker mode: a release retried by the SDK after another delivery compl
     const runs: string[] = [];
     const failing = createSqsHandler<Payment>({
       ...common,
-      mode: 'marker',
-      handle: () => {
+      mode: marker(() => {
         runs.push('first');
         throw new Error('downstream timed out');
-      },
+      }),
     });
     const healthy = createSqsHandler<Payment>({
       ...common,
       client: local.documentClient(),
-      mode: 'marker',
-      handle: () => void runs.push('second'),
+      mode: marker(() => void runs.push('second')),
     });
     const body = { id: 'released-twice', amount: 1 };
 
@@ -137,13 +137,14 @@ describe('two-phase: a record never expires while its lease runs', () => {
       ...common,
       // No leaseMillis: the lease is the invocation's remaining time (300 s), the TTL 5 s.
       ttlSeconds: 5,
-      mode: 'two-phase',
-      maxTakeovers: 0,
-      handle: (_message, effects) =>
-        effects.run(async () => {
-          runs += 1;
-          if (runs === 1) await gate.promise;
-        }),
+      mode: twoPhase({
+        handle: (_message, effects) =>
+          effects.run(async () => {
+            runs += 1;
+            if (runs === 1) await gate.promise;
+          }),
+        maxTakeovers: 0,
+      }),
     });
     const body = { id: 'outlived', amount: 1 };
 
@@ -172,15 +173,16 @@ describe('two-phase: a record never expires while its lease runs', () => {
     const handler = createSqsHandler<Payment>({
       ...common,
       ttlSeconds: 4,
-      mode: 'two-phase',
-      leaseMillis: lease,
-      heartbeat: true,
-      maxTakeovers: 0,
-      handle: (_message, effects) =>
-        effects.run(async () => {
-          runs += 1;
-          if (runs === 1) await gate.promise;
-        }),
+      mode: twoPhase({
+        handle: (_message, effects) =>
+          effects.run(async () => {
+            runs += 1;
+            if (runs === 1) await gate.promise;
+          }),
+        leaseMillis: lease,
+        heartbeat: true,
+        maxTakeovers: 0,
+      }),
     });
     const body = { id: 'beating', amount: 1 };
     const pk = `${common.consumer}#beating`;
@@ -287,16 +289,17 @@ describe('two-phase: a heartbeat extension in flight when the effect fails', () 
     let runs = 0;
     const handler = createSqsHandler<Payment>({
       ...common,
-      mode: 'two-phase',
-      leaseMillis: lease,
-      heartbeat: true,
-      handle: (_message, effects) =>
-        effects.run(async () => {
-          runs += 1;
-          if (runs > 1) return;
-          await extensionSent.promise;
-          throw new Error('downstream refused');
-        }),
+      mode: twoPhase({
+        handle: (_message, effects) =>
+          effects.run(async () => {
+            runs += 1;
+            if (runs > 1) return;
+            await extensionSent.promise;
+            throw new Error('downstream refused');
+          }),
+        leaseMillis: lease,
+        heartbeat: true,
+      }),
     });
     const body = { id: 'revived', amount: 1 };
 

@@ -20,6 +20,7 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
 import { uniqueName } from '../support/aws';
 import {
   createLocalResources,
@@ -76,13 +77,12 @@ function pathOptions(tables: Tables) {
     client,
     tableName: tables.inbox,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-    mode: 'atomic',
-    handle: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => {
+    mode: atomic((message: Message<OrderEvent>, unitOfWork: UnitOfWork) => {
       const { orderId, status, amount } = message.body;
       if (amount < 0) throw new PermanentError('An order amount cannot be negative');
       unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}`, status, amount } });
       unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}#${status}`, amount } });
-    },
+    }),
     clock: () => now,
     logger: createJsonLogger((line) => lines.push(line)),
     logLevel: 'debug',

@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
@@ -82,8 +84,7 @@ describe('marker mode: a lost response to the marker put, retried by the SDK', (
     const performed: number[] = [];
     const handler = createSqsHandler<Payment>({
       ...common,
-      mode: 'marker',
-      handle: (message) => void performed.push(message.body.amount),
+      mode: marker((message) => void performed.push(message.body.amount)),
     });
     const record = sqsRecord('m-lost', { id: 'lost-marker', amount: 1 });
 
@@ -114,13 +115,14 @@ describe('two-phase: a key reused with another payload after the first effect’
     let lostAnswers = 1;
     const handler = createSqsHandler<Payment>({
       ...common,
-      mode: 'two-phase',
-      leaseMillis: 30_000,
-      handle: (message, effects) =>
-        effects.run(() => {
-          performed.push(message.body.amount);
-          if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
-        }),
+      mode: twoPhase({
+        handle: (message, effects) =>
+          effects.run(() => {
+            performed.push(message.body.amount);
+            if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
+          }),
+        leaseMillis: 30_000,
+      }),
     });
     const pk = `${common.consumer}#reused`;
     const first = sqsRecord('m-first', { id: 'reused', amount: 1 });

@@ -28,6 +28,7 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
 import { uniqueName } from '../support/aws';
 import {
   captureLogs,
@@ -144,8 +145,7 @@ function orderProjector(
     client: newClient(),
     tableName: inboxTable,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-    mode: 'atomic',
-    handle: projectOrder,
+    mode: atomic(projectOrder),
     deadLetter: 'direct',
     clock: () => now,
     logLevel: 'silent',
@@ -194,8 +194,7 @@ describe('createSqsHandler with real queues', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-      mode: 'atomic',
-      handle: projectOrder,
+      mode: atomic(projectOrder),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetters.url }),
       clock: () => now,

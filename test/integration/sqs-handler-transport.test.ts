@@ -28,6 +28,8 @@ import {
   type SqsBatchResponse,
   type SqsHandler,
 } from '../../lambda';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { toSqsRecord } from '../../lambda/worker';
 import { uniqueName } from '../support/aws';
 import {
@@ -95,14 +97,15 @@ describe('fromDeduplicationId across a dead letter and a redrive', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromDeduplicationId(),
-      mode: 'two-phase',
-      handle: async (message: Message<Payment>, effects) => {
-        await effects.run('charge', () => void charges.push(message.body.paymentId));
-        await effects.run('receipt', () => {
-          if (templateMissing) throw new PermanentError('The receipt template is missing');
-          receipts.push(message.body.paymentId);
-        });
-      },
+      mode: twoPhase({
+        handle: async (message: Message<Payment>, effects) => {
+          await effects.run('charge', () => void charges.push(message.body.paymentId));
+          await effects.run('receipt', () => {
+            if (templateMissing) throw new PermanentError('The receipt template is missing');
+            receipts.push(message.body.paymentId);
+          });
+        },
+      }),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterQueue.url }),
       logger: logs.logger,
@@ -152,11 +155,10 @@ describe('a fair queue: a standard queue whose messages carry group ids', () => 
       client,
       tableName: inboxTable,
       dedupKey: fromBody('id'),
-      mode: 'marker',
-      handle: (message) => {
+      mode: marker((message) => {
         if (message.body.id.startsWith('bad')) throw new Error('downstream unavailable');
         handled.push(message.body.id);
-      },
+      }),
       logLevel: 'silent',
       metrics: false,
     });
@@ -195,11 +197,10 @@ describe('direct dead letters SQS must accept', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody('id'),
-      mode: 'marker',
-      handle: () => {
+      mode: marker(() => {
         // 1022 letters, then emoji: a cut at 1023 UTF-16 units would leave half a pair.
         throw new PermanentError(`${'x'.repeat(1022)}${'😀'.repeat(10)}`);
-      },
+      }),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterQueue.url }),
       logLevel: 'silent',
@@ -243,8 +244,7 @@ describe('user error messages', () => {
         if (order.id.startsWith('parse')) assert.match(order.card, /^tok_/);
         return order;
       },
-      mode: 'marker',
-      handle: (message) => assert.match(message.body.card, /^tok_/),
+      mode: marker((message) => assert.match(message.body.card, /^tok_/)),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterQueue.url }),
       logger: logs.logger,

@@ -24,6 +24,10 @@ import {
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { INBOX_TABLE_ACTIONS } from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
 import {
@@ -153,8 +157,7 @@ function orderProjector(overrides: ToolkitOverrides = {}): SqsHandler {
     client: newClient(),
     tableName: inboxTable,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-    mode: 'atomic',
-    handle: projectOrder,
+    mode: atomic(projectOrder),
     clock: () => now,
     ttlSeconds: 3600,
     logLevel: 'silent',
@@ -345,8 +348,7 @@ describe('createSqsHandler on a failing business condition', () => {
       client: newClient(),
       tableName: inboxTable,
       dedupKey: fromBody('orderId'),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         const { orderId, sku, quantity } = message.body;
         unitOfWork.put({ TableName: businessTable, Item: { pk: `ORDER#${orderId}`, sku, quantity } });
         unitOfWork.update({
@@ -356,7 +358,7 @@ describe('createSqsHandler on a failing business condition', () => {
           ConditionExpression: 'available >= :n',
           ExpressionAttributeValues: { ':n': quantity },
         });
-      },
+      }),
       clock: () => now,
       logLevel: 'silent',
       metrics: false,
@@ -514,10 +516,9 @@ describe('createSqsHandler on throttling and transaction conflicts', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody('eventId'),
-      mode: 'marker',
-      handle: (message) => {
+      mode: marker((message) => {
         effects.push(message.dedupKey);
-      },
+      }),
       clock: () => now,
       logger: logs.logger,
       metrics: false,
@@ -632,13 +633,12 @@ describe('createSqsHandler batch responses', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody('key'),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         const { key, amount, fault } = message.body;
         if (fault === 'throw') throw new Error('downstream unavailable');
         if (fault === 'permanent') throw new PermanentError('rejected by the business');
         unitOfWork.put({ TableName: businessTable, Item: { pk: `PROP#${key}`, amount, probe: fault } });
-      },
+      }),
       clock: () => now,
       logLevel: 'silent',
       metrics: false,
@@ -779,33 +779,32 @@ function modeHandler(
     case 'marker':
       return createSqsHandler<Event>({
         ...common,
-        mode: 'marker',
-        handle: () => {
+        mode: marker(() => {
           if (options.fail) throw new Error('the mail server is down');
           effects.push(writer);
-        },
+        }),
       });
     case 'atomic':
     case 'atomic without writes':
       return createSqsHandler<Event>({
         ...common,
-        mode: 'atomic',
-        handle: (message, unitOfWork) => {
+        mode: atomic((message, unitOfWork) => {
           if (mode === 'atomic without writes') return;
           const { eventId, amount } = message.body;
           unitOfWork.put({ TableName: businessTable, Item: { pk: `EVENT#${eventId}`, amount, writer } });
           unitOfWork.put({ TableName: businessTable, Item: { pk: `EVENT#${eventId}#writer-${writer}` } });
-        },
+        }),
       });
     case 'entity':
       return createSqsHandler<Event>({
         ...common,
-        mode: 'entity',
-        handle: (message): EntityWrite => ({
-          tableName: businessTable,
-          keyAttribute: 'pk',
-          item: { pk: `AUDIT#${message.body.eventId}`, amount: message.body.amount, writer },
-        }),
+        mode: entity(
+          (message): EntityWrite => ({
+            tableName: businessTable,
+            keyAttribute: 'pk',
+            item: { pk: `AUDIT#${message.body.eventId}`, amount: message.body.amount, writer },
+          }),
+        ),
       });
   }
 }
@@ -881,19 +880,20 @@ describe('createSqsHandler DynamoDB round trips', () => {
     const client = newClient();
     const counter = attachRequestCounter(client);
     const performed: string[] = [];
-    const twoPhase = createSqsHandler<{ eventId: string; effects: number }>({
+    const twoPhaseHandler = createSqsHandler<{ eventId: string; effects: number }>({
       consumer: 'two-phase-consumer',
       client,
       tableName: inboxTable,
       dedupKey: fromBody('eventId'),
-      mode: 'two-phase',
-      handle: async (message, effects) => {
-        for (let effect = 1; effect <= message.body.effects; effect += 1) {
-          await effects.run(`effect-${effect}`, ({ idempotencyKey }) => {
-            performed.push(idempotencyKey);
-          });
-        }
-      },
+      mode: twoPhase({
+        handle: async (message, effects) => {
+          for (let effect = 1; effect <= message.body.effects; effect += 1) {
+            await effects.run(`effect-${effect}`, ({ idempotencyKey }) => {
+              performed.push(idempotencyKey);
+            });
+          }
+        },
+      }),
       clock: () => now,
       logLevel: 'silent',
       metrics: false,
@@ -905,7 +905,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
         ['duplicate', redelivered(first)],
       ] as const) {
         counter.reset();
-        expect(await twoPhase(sqsEvent(record), lambdaContext())).toEqual({ batchItemFailures: [] });
+        expect(await twoPhaseHandler(sqsEvent(record), lambdaContext())).toEqual({ batchItemFailures: [] });
         measured[`two-phase, ${count} effect${count > 1 ? 's' : ''}: ${label}`] = counter.counts();
       }
     }
@@ -915,14 +915,13 @@ describe('createSqsHandler DynamoDB round trips', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody('eventId'),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         unitOfWork.putIfNewer({
           TableName: businessTable,
           Item: { pk: customer, version: message.body.version },
           versionAttribute: 'version',
         });
-      },
+      }),
       clock: () => now,
       logLevel: 'silent',
       metrics: false,
@@ -959,10 +958,9 @@ describe('createSqsHandler key sources', () => {
       tableName: inboxTable,
       dedupKey: fromAttribute('idempotency-key'),
       parse: 'text',
-      mode: 'marker',
-      handle: (message) => {
+      mode: marker((message) => {
         effects.push(message.dedupKey);
-      },
+      }),
       clock: () => now,
       logLevel: 'silent',
       metrics: metrics.sink,

@@ -10,10 +10,12 @@ import type { AddressInfo } from 'node:net';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
+import { deriveEffectKeys } from '../../lambda/core/effect-keys';
 import { readConstructSettings } from '../../lambda/core/environment';
 import type { Message } from '../../lambda/core/message';
 import type { InboxRecord } from '../../lambda/core/store-port';
-import { deriveEffectKeys, type Effects } from '../../lambda/core/two-phase';
+import { atomic } from '../../lambda/modes/atomic';
+import { type Effects, type TwoPhaseOptions, twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
 import { uniqueName } from '../support/aws';
@@ -138,12 +140,28 @@ let sequence = 0;
 /** A dedup key no other test uses. */
 const freshKey = (label: string) => `${label}-${++sequence}-${Date.now().toString(36)}`;
 
-/** A two-phase handler on the local endpoint with its own client, clock, logs and metrics. */
-function twoPhase(
+/** The options of `twoPhase({ ... })` a test may set besides `handle`. */
+const MODE_OPTIONS: readonly string[] = [
+  'leaseMillis',
+  'heartbeat',
+  'storeResults',
+  'stuckAfterMillis',
+  'maxTakeovers',
+];
+
+/**
+ * A two-phase handler on the local endpoint with its own client, clock, logs and metrics; the
+ * two-phase options among `options` go to the mode (an explicit `leaseMillis: undefined` too).
+ */
+function setupTwoPhase(
   clock: ManualClock,
   handle: (message: Message<Payment>, effects: Effects) => unknown,
-  options: Partial<SqsHandlerOptions<Payment>> & { client?: DynamoDBDocumentClient } = {},
+  given: Partial<SqsHandlerOptions<Payment>> &
+    Partial<Omit<TwoPhaseOptions<Payment>, 'handle'>> & { client?: DynamoDBDocumentClient } = {},
 ) {
+  const entries = Object.entries(given);
+  const modeOptions = Object.fromEntries(entries.filter(([key]) => MODE_OPTIONS.includes(key)));
+  const options = Object.fromEntries(entries.filter(([key]) => !MODE_OPTIONS.includes(key))) as typeof given;
   const client = options.client ?? newClient();
   const logger = captureLogger();
   const metrics = captureMetrics();
@@ -156,9 +174,7 @@ function twoPhase(
     clock,
     logger,
     metrics,
-    mode: 'two-phase',
-    leaseMillis: LEASE,
-    handle,
+    mode: twoPhase<Payment>({ handle, leaseMillis: LEASE, ...modeOptions }),
     ...options,
   } as SqsHandlerOptions<Payment>);
   return { processBatch, logger, metrics, counter };
@@ -201,7 +217,7 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const key = freshKey('pay');
     const results: unknown[] = [];
-    const { processBatch, counter, metrics } = twoPhase(
+    const { processBatch, counter, metrics } = setupTwoPhase(
       clock,
       async (_message, effects) => {
         results.push(await effects.run('notify', ({ idempotencyKey }) => post('/notify', idempotencyKey)));
@@ -242,7 +258,7 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const key = freshKey('release');
     let attempts = 0;
-    const { processBatch, counter } = twoPhase(clock, (_message, effects) =>
+    const { processBatch, counter } = setupTwoPhase(clock, (_message, effects) =>
       effects.run(() => {
         attempts += 1;
         if (attempts === 1) throw new Error('downstream 503');
@@ -267,8 +283,8 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const key = freshKey('live');
     const effect = gatedEffect();
-    const first = twoPhase(clock, effect.handle);
-    const second = twoPhase(clock, effect.handle);
+    const first = setupTwoPhase(clock, effect.handle);
+    const second = setupTwoPhase(clock, effect.handle);
 
     const running = first.processBatch(deliver(key), context);
     await vi.waitFor(() => expect(effect.runs).toBe(1));
@@ -294,8 +310,8 @@ describe('two-phase mode on the local endpoint', () => {
         runs += 1;
         if (runs === 1) await gate.promise;
       });
-    const old = twoPhase(clock, handle);
-    const successor = twoPhase(clock, handle);
+    const old = setupTwoPhase(clock, handle);
+    const successor = setupTwoPhase(clock, handle);
 
     const running = old.processBatch(deliver(key), context);
     await vi.waitFor(() => expect(runs).toBe(1));
@@ -332,8 +348,8 @@ describe('two-phase mode on the local endpoint', () => {
         }
         await successorGate.promise;
       });
-    const old = twoPhase(clock, handle);
-    const successor = twoPhase(clock, handle);
+    const old = setupTwoPhase(clock, handle);
+    const successor = setupTwoPhase(clock, handle);
 
     const oldRun = old.processBatch(deliver(key), context);
     await vi.waitFor(() => expect(runs).toBe(1));
@@ -378,7 +394,8 @@ describe('two-phase mode on the local endpoint', () => {
           clock,
           logger,
           metrics,
-          leaseMillis: LEASE,
+          // The lease the construct gives the function.
+          environment: { EO_LEASE_MILLIS: String(LEASE) },
           ...paymentNotifierOptions(downstream.url),
         }),
       };
@@ -434,7 +451,7 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const key = freshKey('concurrent');
     const effect = gatedEffect();
-    const deliveries = Array.from({ length: 8 }, () => twoPhase(clock, effect.handle));
+    const deliveries = Array.from({ length: 8 }, () => setupTwoPhase(clock, effect.handle));
     let settled = 0;
 
     const responses = deliveries.map((delivery, index) =>
@@ -456,7 +473,7 @@ describe('two-phase mode on the local endpoint', () => {
     const clock = manualClock(Date.now());
     const key = freshKey('partial');
     const invoices: unknown[] = [];
-    const { processBatch, counter, metrics } = twoPhase(
+    const { processBatch, counter, metrics } = setupTwoPhase(
       clock,
       async (_message, effects) => {
         invoices.push(
@@ -492,8 +509,8 @@ describe('two-phase mode on the local endpoint', () => {
     const start = clock();
     const key = freshKey('heartbeat');
     const effect = gatedEffect();
-    const beating = twoPhase(clock, effect.handle, { heartbeat: true });
-    const other = twoPhase(clock, effect.handle);
+    const beating = setupTwoPhase(clock, effect.handle, { heartbeat: true });
+    const other = setupTwoPhase(clock, effect.handle);
 
     const running = beating.processBatch(deliver(key), context);
     await vi.waitFor(() => expect(effect.runs).toBe(1));
@@ -535,15 +552,14 @@ describe('stale messages on the local endpoint', () => {
       clock: manualClock(Date.now()),
       logger: captureLogger(),
       metrics,
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         const { name, version } = message.body;
         unitOfWork.putIfNewer({
           TableName: customersTable,
           Item: { pk: message.body.customerId, name, version },
           versionAttribute: 'version',
         });
-      },
+      }),
     });
     const changed = (version: number) =>
       sqsEvent(
@@ -596,11 +612,15 @@ describe('leases: never zero, never absent, always milliseconds', () => {
   it('derives the lease from the invocation time left when leaseMillis is absent, and 15 minutes without a context', async () => {
     const clock = manualClock(Date.now());
     const keys = [freshKey('derived'), freshKey('no-context')];
-    const { processBatch } = twoPhase(clock, noop, { leaseMillis: undefined });
+    const { processBatch } = setupTwoPhase(clock, noop, { leaseMillis: undefined });
     const gate = deferred();
-    const { processBatch: held } = twoPhase(clock, (_message, effects) => effects.run(() => gate.promise), {
-      leaseMillis: undefined,
-    });
+    const { processBatch: held } = setupTwoPhase(
+      clock,
+      (_message, effects) => effects.run(() => gate.promise),
+      {
+        leaseMillis: undefined,
+      },
+    );
 
     const running = held(deliver(keys[0]!), { getRemainingTimeInMillis: () => 45_000 });
     await vi.waitFor(async () =>
@@ -612,7 +632,7 @@ describe('leases: never zero, never absent, always milliseconds', () => {
     await running;
 
     const blocked = deferred();
-    const { processBatch: withoutContext } = twoPhase(
+    const { processBatch: withoutContext } = setupTwoPhase(
       clock,
       (_message, effects) => effects.run(() => blocked.promise),
       { leaseMillis: undefined },
@@ -630,11 +650,11 @@ describe('leases: never zero, never absent, always milliseconds', () => {
 
   it('fails at cold start on a zero lease, or on seconds given as milliseconds, also from EO_LEASE_MILLIS', () => {
     const clock = manualClock(Date.now());
-    expect(() => twoPhase(clock, noop, { leaseMillis: 0 })).toThrow(
-      'Expected `leaseMillis` to be a positive integer, got `0`',
+    expect(() => setupTwoPhase(clock, noop, { leaseMillis: 0 })).toThrow(
+      'Expected `twoPhase.leaseMillis` to be a positive integer, got `0`',
     );
-    expect(() => twoPhase(clock, noop, { leaseMillis: 30 })).toThrow(
-      'Expected `leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
+    expect(() => setupTwoPhase(clock, noop, { leaseMillis: 30 })).toThrow(
+      'Expected `twoPhase.leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
     );
     const environment = readConstructSettings({
       EO_INBOX_TABLE: inboxTable,
@@ -642,7 +662,7 @@ describe('leases: never zero, never absent, always milliseconds', () => {
       EO_LEASE_MILLIS: '300',
     });
     expect(environment.leaseMillis).toBe(300);
-    expect(() => twoPhase(clock, noop, { leaseMillis: environment.leaseMillis })).toThrow(
+    expect(() => setupTwoPhase(clock, noop, { leaseMillis: environment.leaseMillis })).toThrow(
       expect.objectContaining({
         code: 'INVALID_OPTIONS',
         message: expect.stringContaining('use 300000'),

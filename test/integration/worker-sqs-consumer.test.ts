@@ -20,6 +20,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsDeadLetterSender, fromBody, type Message, type SqsHandlerOptions } from '../../lambda';
+import { marker } from '../../lambda/modes/marker';
 import { createSqsWorker, type SqsWorker } from '../../lambda/worker';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, waitFor } from '../support/fixtures';
@@ -86,14 +87,13 @@ describe('createSqsWorker on a FIFO queue', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody('eventId'),
-      mode: 'marker',
-      handle: (message: Message<OrderEvent>) => {
+      mode: marker((message: Message<OrderEvent>) => {
         const attempt = (attempts.get(message.body.eventId) ?? 0) + 1;
         attempts.set(message.body.eventId, attempt);
         // A transient failure: the first attempt of g-2's third event times out downstream.
         if (message.body.eventId === 'g-2-3' && attempt === 1) throw new Error('downstream timeout');
         effects.push(message.body);
-      },
+      }),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetterUrl }),
       logLevel: 'silent',
@@ -161,11 +161,10 @@ describe('createSqsWorker heartbeat', () => {
         client,
         tableName: inboxTable,
         dedupKey: fromBody('eventId'),
-        mode: 'marker',
-        handle: async (message) => {
+        mode: marker(async (message) => {
           started.push(message.record.attributes.ApproximateReceiveCount ?? '?');
           await released;
-        },
+        }),
         logLevel: 'silent',
         metrics: false,
       },
@@ -255,10 +254,9 @@ describe('createSqsWorker stop', () => {
         client,
         tableName: inboxTable,
         dedupKey: fromBody('eventId'),
-        mode: 'marker',
-        handle: (message) => {
+        mode: marker((message) => {
           handled.push(message.body.eventId);
-        },
+        }),
         logLevel: 'silent',
         metrics: false,
       },

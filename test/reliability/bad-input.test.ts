@@ -24,7 +24,9 @@ import { fromAttribute, fromBody, type KeySource, scopeKey } from '../../lambda/
 import { sha256Hex } from '../../lambda/core/fingerprint';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsBatchResponse, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalClient, createTables, deleteTables, type LocalClient, readItems } from './support/tables';
@@ -115,8 +117,7 @@ function createConsumer(
     options.mode === 'entity'
       ? createSqsHandler<Body>({
           ...common,
-          mode: 'entity',
-          handle: (message) => ({
+          mode: entity((message) => ({
             tableName: businessTable,
             keyAttribute: 'pk',
             item: {
@@ -125,17 +126,17 @@ function createConsumer(
               blob: message.body.blob,
               effects: 1,
             },
-          }),
+          })),
         })
       : createSqsHandler<Body>({
           ...common,
-          mode: 'atomic',
-          handle: (message, unitOfWork) =>
+          mode: atomic((message, unitOfWork) =>
             (options.handle ?? ((key, body, work) => countEffect(work, key, body)))(
               message.scopedKey,
               message.body,
               unitOfWork,
             ),
+          ),
         });
   return {
     name,

@@ -22,6 +22,9 @@ import { fromBody, fromDeduplicationId, scopeKey } from '../../lambda/core/dedup
 import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
+import { atomic } from '../../lambda/modes/atomic';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsDeadLetterSender } from '../../lambda/sqs/dead-letter-sender';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store';
@@ -149,23 +152,20 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
         mode === 'atomic'
           ? createSqsHandler<Body>({
               ...common,
-              mode,
-              handle: (message, unitOfWork) => {
+              mode: atomic((message, unitOfWork) => {
                 unitOfWork.update({
                   TableName: businessTable,
                   Key: { pk: message.scopedKey },
                   UpdateExpression: 'ADD effects :one',
                   ExpressionAttributeValues: { ':one': 1 },
                 });
-              },
+              }),
             })
           : mode === 'marker'
-            ? createSqsHandler<Body>({ ...common, mode, handle: count })
+            ? createSqsHandler<Body>({ ...common, mode: marker(count) })
             : createSqsHandler<Body>({
                 ...common,
-                mode,
-                leaseMillis: 30_000,
-                handle: (_message, run) => run.run(count),
+                mode: twoPhase({ leaseMillis: 30_000, handle: (_message, run) => run.run(count) }),
               });
       const message = sqsRecord({ id: 'order-1', amount: 1 });
 
@@ -197,12 +197,10 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
       const common = test.options(client);
       const handler =
         mode === 'marker'
-          ? createSqsHandler<Body>({ ...common, mode, handle: effect })
+          ? createSqsHandler<Body>({ ...common, mode: marker(effect) })
           : createSqsHandler<Body>({
               ...common,
-              mode,
-              leaseMillis: 30_000,
-              handle: (_message, effects) => effects.run(effect),
+              mode: twoPhase({ leaseMillis: 30_000, handle: (_message, effects) => effects.run(effect) }),
             });
       const message = sqsRecord({ id: 'order-1', amount: 1 });
 
@@ -230,18 +228,19 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
     let executions = 0;
     const handler = createSqsHandler<Body>({
       ...test.options(client),
-      mode: 'two-phase',
-      leaseMillis: 1000,
-      heartbeat: true,
-      handle: (_message, effects) =>
-        effects.run(async ({ signal: aborted }) => {
-          executions += 1;
-          // The heartbeat moves the lease past the claim's (a lease only grows).
-          test.clock.advance(100);
-          // The effect outlasts a heartbeat (every lease/3, real time), whose retry then lands.
-          await landed.promise;
-          if (aborted.aborted) throw new Error('the heartbeat lost the claim');
-        }),
+      mode: twoPhase({
+        handle: (_message, effects) =>
+          effects.run(async ({ signal: aborted }) => {
+            executions += 1;
+            // The heartbeat moves the lease past the claim's (a lease only grows).
+            test.clock.advance(100);
+            // The effect outlasts a heartbeat (every lease/3, real time), whose retry then lands.
+            await landed.promise;
+            if (aborted.aborted) throw new Error('the heartbeat lost the claim');
+          }),
+        leaseMillis: 1000,
+        heartbeat: true,
+      }),
     });
     const message = sqsRecord({ id: 'order-1', amount: 1 });
 
@@ -303,8 +302,8 @@ describe('a release retried late: its first attempt lands after another delivery
       attempts += 1;
       if (attempts === 1) throw new Error('the effect failed before it happened (injected)');
     };
-    const a = createSqsHandler<Body>({ ...test.options(first), mode: 'marker', handle });
-    const b = createSqsHandler<Body>({ ...test.options(other), mode: 'marker', handle });
+    const a = createSqsHandler<Body>({ ...test.options(first), mode: marker(handle) });
+    const b = createSqsHandler<Body>({ ...test.options(other), mode: marker(handle) });
     const message = sqsRecord({ id: 'order-1', amount: 1 });
 
     expect(await invoke(a, message)).toEqual(failed(message));
@@ -349,7 +348,7 @@ describe('a record expiring while its effect runs (issue 12 item 3)', () => {
         await beat.promise;
         rivalResponses.push(await invoke(rival!, message));
       });
-    const common = { mode: 'two-phase' as const, leaseMillis: 1000, heartbeat: true, handle };
+    const common = { mode: twoPhase({ handle, leaseMillis: 1000, heartbeat: true }) };
     const a = createSqsHandler<Body>({ ...test.options(owner), ...common });
     rival = createSqsHandler<Body>({ ...test.options(rivalClient), ...common });
 
@@ -393,17 +392,18 @@ describe('a heartbeat in flight when the effect fails (issue 12 item 4)', () => 
     let attempts = 0;
     const handler = createSqsHandler<Body>({
       ...test.options(client),
-      mode: 'two-phase',
-      leaseMillis: 1000,
-      heartbeat: true,
-      handle: (_message, effects) =>
-        effects.run(async () => {
-          attempts += 1;
-          if (attempts > 1) return;
-          await sent.promise;
-          effectEnded.resolve();
-          throw new Error('the downstream service failed after a heartbeat was sent (injected)');
-        }),
+      mode: twoPhase({
+        handle: (_message, effects) =>
+          effects.run(async () => {
+            attempts += 1;
+            if (attempts > 1) return;
+            await sent.promise;
+            effectEnded.resolve();
+            throw new Error('the downstream service failed after a heartbeat was sent (injected)');
+          }),
+        leaseMillis: 1000,
+        heartbeat: true,
+      }),
     });
     const message = sqsRecord({ id: 'order-1', amount: 1 });
 
@@ -432,15 +432,16 @@ describe('a dead-letter redrive with the ids AWS gives redriven messages (issue 
       ...test.options(local.documentClient({ maxAttempts: 3 })),
       dedupKey: fromDeduplicationId(),
       deadLetterSender: createSqsDeadLetterSender({ client: local.sqs, queueUrl: deadLetterQueue.url }),
-      mode: 'two-phase',
-      leaseMillis: 30_000,
-      handle: async (_message, effects) => {
-        await effects.run('charge', () => void executions.push('charge'));
-        await effects.run('notify', () => {
-          if (outage) throw new PermanentError('the mailer rejected the address (injected)');
-          executions.push('notify');
-        });
-      },
+      mode: twoPhase({
+        handle: async (_message, effects) => {
+          await effects.run('charge', () => void executions.push('charge'));
+          await effects.run('notify', () => {
+            if (outage) throw new PermanentError('the mailer rejected the address (injected)');
+            executions.push('notify');
+          });
+        },
+        leaseMillis: 30_000,
+      }),
     });
     await local.sqs.send(
       new SendMessageCommand({
@@ -496,8 +497,7 @@ describe('keys the toolkit must not merge', () => {
     const keys: string[] = [];
     const handler = createSqsHandler<Body>({
       ...test.options(local.documentClient({ maxAttempts: 3 })),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         keys.push(message.scopedKey);
         unitOfWork.update({
           TableName: businessTable,
@@ -505,7 +505,7 @@ describe('keys the toolkit must not merge', () => {
           UpdateExpression: 'ADD effects :one',
           ExpressionAttributeValues: { ':one': 1 },
         });
-      },
+      }),
     });
     const first = sqsRecord(undefined, { rawBody: '{"id":1152921504606846977,"amount":1}' });
     const second = sqsRecord(undefined, { rawBody: '{"id":1152921504606846978,"amount":2}' });
@@ -527,10 +527,9 @@ describe('keys the toolkit must not merge', () => {
     let handled = 0;
     const handler = createSqsHandler<Body>({
       ...test.options(local.documentClient({ maxAttempts: 3 })),
-      mode: 'atomic',
-      handle: () => {
+      mode: atomic(() => {
         handled += 1;
-      },
+      }),
     });
     const high = sqsRecord({ id: 'order-\ud800', amount: 1 });
     const low = sqsRecord({ id: 'order-\udfff', amount: 2 });

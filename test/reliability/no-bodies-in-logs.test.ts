@@ -15,7 +15,10 @@ import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsHandler, SqsRecord } from '../../lambda/core/sqs-event';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { twoPhase } from '../../lambda/modes/two-phase';
+import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { attachFaultInjection } from './support/fault-injection';
@@ -117,8 +120,7 @@ function defaultHandler(
     client: used.document,
     tableName: inboxTable,
     dedupKey: fromBody<Body>((body) => body.id),
-    mode: 'atomic',
-    handle: (message, unitOfWork) => handle(message.scopedKey, message.body, unitOfWork),
+    mode: atomic((message, unitOfWork) => handle(message.scopedKey, message.body, unitOfWork)),
   });
   return { handler, consumer };
 }
@@ -240,10 +242,11 @@ describe('no bodies in logs at default settings', () => {
       client: client.document,
       tableName: inboxTable,
       dedupKey: fromBody<Body>((body) => body.id),
-      mode: 'two-phase',
-      handle: async (_message, effects) => {
-        await effects.run(() => 'sent');
-      },
+      mode: twoPhase({
+        handle: async (_message, effects) => {
+          await effects.run(() => 'sent');
+        },
+      }),
     });
     const body = bodyWith(mark);
     const now = Date.now();
@@ -278,8 +281,7 @@ describe('no bodies in logs at default settings', () => {
       client: client.document,
       tableName: inboxTable,
       dedupKey: fromBody<Body>((body) => body.note),
-      mode: 'atomic',
-      handle: () => undefined,
+      mode: atomic(() => undefined),
       logKeys: 'hash',
       logLevel: 'debug',
       logger: { log: (entry) => lines.push(entry) },
@@ -340,12 +342,11 @@ describe('no bodies in logs at default settings', () => {
       client: used.document,
       tableName: inboxTable,
       dedupKey: fromBody<Body>((body) => body.id),
-      mode: 'entity',
-      handle: (message) => ({
+      mode: entity((message) => ({
         tableName: businessTable,
         keyAttribute: 'pk',
         item: { pk: message.scopedKey, note: message.body.note, total: NumberValue.from(message.body.total) },
-      }),
+      })),
     });
     const raw = bodyWith(mark, { total: digits } as Partial<Body>);
 

@@ -12,6 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsBatchResponse, SqsRecord } from '../../lambda/core/sqs-event';
+import { atomic } from '../../lambda/modes/atomic';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalClient, readItems, useFileTables } from './support/tables';
@@ -94,27 +96,27 @@ async function race(mode: 'atomic' | 'two-phase', consumers: number, keyCount: n
     return mode === 'atomic'
       ? createSqsHandler<Body>({
           ...common,
-          mode: 'atomic',
-          handle: (message, unitOfWork) => {
+          mode: atomic((message, unitOfWork) => {
             unitOfWork.update({
               TableName: businessTable,
               Key: { pk: message.scopedKey },
               UpdateExpression: 'ADD effects :one',
               ExpressionAttributeValues: { ':one': 1 },
             });
-          },
+          }),
         })
       : createSqsHandler<Body>({
           ...common,
-          mode: 'two-phase',
-          leaseMillis: 60_000,
-          handle: async (_message, effects) => {
-            await effects.run(async ({ scopedKey }) => {
-              executions.set(scopedKey, (executions.get(scopedKey) ?? 0) + 1);
-              // The external call takes a moment, so the losers meet the claim in progress.
-              await new Promise((resolve) => setTimeout(resolve, 5));
-            });
-          },
+          mode: twoPhase({
+            handle: async (_message, effects) => {
+              await effects.run(async ({ scopedKey }) => {
+                executions.set(scopedKey, (executions.get(scopedKey) ?? 0) + 1);
+                // The external call takes a moment, so the losers meet the claim in progress.
+                await new Promise((resolve) => setTimeout(resolve, 5));
+              });
+            },
+            leaseMillis: 60_000,
+          }),
         });
   });
 

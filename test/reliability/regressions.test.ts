@@ -21,7 +21,11 @@ import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { OutcomeCounts } from '../../lambda/core/metrics';
 import type { SqsBatchResponse, SqsRecord } from '../../lambda/core/sqs-event';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
+import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { attachFaultInjection, type DynamoRequest, type RequestFault } from './support/fault-injection';
@@ -134,47 +138,45 @@ function createConsumer(options: ConsumerOptions): Consumer {
     options.mode === 'atomic'
       ? createSqsHandler<Body>({
           ...common,
-          mode: 'atomic',
-          handle: (message, unitOfWork) => {
+          mode: atomic((message, unitOfWork) => {
             options.before?.(message.body);
             unitOfWork.update(counter(message.scopedKey, message.body.amount));
             options.extraWrites?.(message.scopedKey, unitOfWork);
-          },
+          }),
         })
       : options.mode === 'marker'
         ? createSqsHandler<Body>({
             ...common,
-            mode: 'marker',
-            handle: (message) => {
+            mode: marker((message) => {
               options.before?.(message.body);
               effect(message.dedupKey, message.body.amount);
-            },
+            }),
           })
         : options.mode === 'entity'
           ? createSqsHandler<Body>({
               ...common,
-              mode: 'entity',
-              handle: (message) => {
+              mode: entity((message) => {
                 options.before?.(message.body);
                 return {
                   tableName: businessTable,
                   keyAttribute: 'pk',
                   item: { pk: message.scopedKey, amount: message.body.amount, effects: 1 },
                 };
-              },
+              }),
             })
           : createSqsHandler<Body>({
               ...common,
-              mode: 'two-phase',
-              leaseMillis: 30_000,
+              mode: twoPhase({
+                handle: async (message, effects) => {
+                  options.before?.(message.body);
+                  await effects.run(() => {
+                    effect(message.dedupKey, message.body.amount);
+                    return { charged: message.body.amount };
+                  });
+                },
+                leaseMillis: 30_000,
+              }),
               ...(options.storeResults ? { storeResults: true } : {}),
-              handle: async (message, effects) => {
-                options.before?.(message.body);
-                await effects.run(() => {
-                  effect(message.dedupKey, message.body.amount);
-                  return { charged: message.body.amount };
-                });
-              },
             });
   return {
     name,

@@ -14,6 +14,7 @@ import { PermanentError } from '../../lambda/core/errors';
 import type { Message } from '../../lambda/core/message';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { isFifoQueue } from '../../lambda/core/sqs-event';
+import { type MarkerHandler, marker } from '../../lambda/modes/marker';
 import { createMemoryStore } from '../support/memory-store';
 import { captureLogger, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
@@ -22,7 +23,11 @@ interface OrderEvent {
   readonly card?: string;
 }
 
-function setup(options: Partial<BatchProcessorOptions<OrderEvent>> = {}) {
+/** The batch processor in marker mode; `handle` replaces the handler that records each message. */
+function setup({
+  handle,
+  ...options
+}: Partial<BatchProcessorOptions<OrderEvent>> & { handle?: MarkerHandler<OrderEvent> } = {}) {
   const clock = manualClock();
   const logger = captureLogger();
   const handled: string[] = [];
@@ -30,10 +35,12 @@ function setup(options: Partial<BatchProcessorOptions<OrderEvent>> = {}) {
   const processBatch = createBatchProcessor<OrderEvent>({
     consumer: 'orders',
     dedupKey: fromBody('id'),
-    mode: 'marker',
-    handle: (message: Message<OrderEvent>) => {
-      handled.push(message.messageId);
-    },
+    mode: marker(
+      handle ??
+        ((message: Message<OrderEvent>) => {
+          handled.push(message.messageId);
+        }),
+    ),
     store: createMemoryStore(),
     clock,
     logger,

@@ -6,9 +6,11 @@ import { EffectivelyOnceError, PermanentError } from '../../lambda/core/errors';
 import { fingerprintOf, sha256Hex } from '../../lambda/core/fingerprint';
 import type { Message } from '../../lambda/core/message';
 import { createEmfMetricsSink } from '../../lambda/core/metrics';
-import type { BatchProcessorOptions, ModeOptions } from '../../lambda/core/options';
+import type { BatchProcessorOptions } from '../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { atomic } from '../../lambda/modes/atomic';
+import { type EntityHandler, entity } from '../../lambda/modes/entity';
+import { type MarkerHandler, marker } from '../../lambda/modes/marker';
 import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
@@ -27,12 +29,12 @@ interface OrderEvent {
   readonly sentAt?: string;
 }
 
-type SetupOptions = Partial<Omit<BatchProcessorOptions<OrderEvent>, 'mode' | 'handle'>> & {
-  readonly mode?: ModeOptions<OrderEvent>['mode'];
-  readonly handle?: (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => unknown;
+/** The options of `setup`; `handle` replaces the marker handler that records each message. */
+type SetupOptions = Partial<BatchProcessorOptions<OrderEvent, InboxStore>> & {
+  readonly handle?: MarkerHandler<OrderEvent>;
 };
 
-function setup(options: SetupOptions = {}) {
+function setup({ handle, ...options }: SetupOptions = {}) {
   const store = createMemoryStore();
   const clock = manualClock();
   const logger = captureLogger();
@@ -41,23 +43,25 @@ function setup(options: SetupOptions = {}) {
   const processBatch = createBatchProcessor<OrderEvent>({
     consumer: 'orders',
     dedupKey: fromBody('id'),
-    mode: 'marker',
-    handle: (message: Message<OrderEvent>) => {
-      handled.push(message);
-    },
+    mode: marker(
+      handle ??
+        ((message: Message<OrderEvent>) => {
+          handled.push(message);
+        }),
+    ),
     store,
     clock,
     logger,
     metrics,
     ttlSeconds: 3600,
     ...options,
-  } as BatchProcessorOptions<OrderEvent>);
+  });
   return { store, clock, logger, metrics, handled, processBatch };
 }
 
 const body = (id: string, extra: Partial<OrderEvent> = {}): OrderEvent => ({ id, amount: 10, ...extra });
 const fingerprint = (value: unknown) => fingerprintOf(value);
-const marker = (id: string, extra: Partial<InboxRecord> = {}): InboxRecord => ({
+const markerRecord = (id: string, extra: Partial<InboxRecord> = {}): InboxRecord => ({
   pk: `orders#${id}`,
   status: 'COMPLETED',
   fingerprint: fingerprint(body(id)),
@@ -68,7 +72,7 @@ const marker = (id: string, extra: Partial<InboxRecord> = {}): InboxRecord => ({
 });
 /** A marker released after its handler failed, keeping its fingerprint. */
 const released = (id: string) =>
-  marker(id, { status: 'IN_PROGRESS', owner: expect.any(String), leaseExpiresAt: 0 });
+  markerRecord(id, { status: 'IN_PROGRESS', owner: expect.any(String), leaseExpiresAt: 0 });
 const line = (messageId: string, id: string, fields: Record<string, unknown>) => ({
   consumer: 'orders',
   scopedKey: `orders#${id}`,
@@ -91,8 +95,8 @@ describe('marker mode', () => {
     // A random owner token tells this claim's own marker from another delivery's.
     const owner = (store.calls[0]?.args[0] as InboxRecord | undefined)?.owner;
     expect(owner).toMatch(/^[0-9a-f-]{36}$/);
-    expect(store.calls).toEqual([{ method: 'insert', args: [marker('o-1', { owner }), T0] }]);
-    expect(store.items('inbox')).toEqual([marker('o-1', { owner })]);
+    expect(store.calls).toEqual([{ method: 'insert', args: [markerRecord('o-1', { owner }), T0] }]);
+    expect(store.items('inbox')).toEqual([markerRecord('o-1', { owner })]);
     expect(handled.map((message) => message.messageId)).toEqual(['m-1']);
     expect(logger.entries).toEqual([]);
     expect(metrics.published).toEqual([{ consumer: 'orders', counts: counts({ processed: 1 }) }]);
@@ -150,7 +154,7 @@ describe('marker mode', () => {
 
     expect(response).toEqual(ids('m-1'));
     expect(store.calls).toEqual([
-      { method: 'insert', args: [marker('o-1', { owner: expect.any(String) }), T0] },
+      { method: 'insert', args: [markerRecord('o-1', { owner: expect.any(String) }), T0] },
       {
         method: 'release',
         // Fenced by the marker's own owner token, not by the payload's fingerprint.
@@ -268,7 +272,7 @@ describe('marker mode', () => {
     const { store, processBatch, handled, logger, metrics } = setup();
     store.seed(
       'inbox',
-      marker('o-1', { status: 'IN_PROGRESS', owner: 'other', leaseExpiresAt: T0 + 30_000 }),
+      markerRecord('o-1', { status: 'IN_PROGRESS', owner: 'other', leaseExpiresAt: T0 + 30_000 }),
     );
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids('m-1'));
@@ -285,7 +289,7 @@ describe('marker mode', () => {
 
   it('retries rather than guesses when the store returns a record that has already expired', async () => {
     const memory = createMemoryStore();
-    const expired = marker('o-1', { expiresAt: Math.floor(T0 / 1000) });
+    const expired = markerRecord('o-1', { expiresAt: Math.floor(T0 / 1000) });
     const store: InboxStore = { ...memory, insert: async () => ({ kind: 'existing', record: expired }) };
     const { processBatch, logger, handled } = setup({ store });
 
@@ -434,9 +438,8 @@ describe('preparing messages', () => {
 });
 
 describe('atomic mode', () => {
-  const atomic = (extra: SetupOptions = {}): SetupOptions => ({
-    mode: 'atomic',
-    handle: (message, unitOfWork) => {
+  const atomicSetup = (extra: SetupOptions = {}): SetupOptions => ({
+    mode: atomic((message, unitOfWork) => {
       unitOfWork.put({ TableName: 'Orders', Item: { pk: message.body.id, amount: message.body.amount } });
       unitOfWork.update({
         TableName: 'Totals',
@@ -444,19 +447,19 @@ describe('atomic mode', () => {
         UpdateExpression: 'SET total = if_not_exists(total, :zero) + :amount',
         ExpressionAttributeValues: { ':zero': 0, ':amount': message.body.amount },
       });
-    },
+    }),
     ...extra,
   });
 
   it('commits the business writes with the marker at index 0 in one call', async () => {
-    const { store, processBatch } = setup(atomic());
+    const { store, processBatch } = setup(atomicSetup());
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids());
     expect(store.calls).toEqual([
       {
         method: 'commit',
         args: [
-          marker('o-1'),
+          markerRecord('o-1'),
           [
             { Put: { TableName: 'Orders', Item: { pk: 'o-1', amount: 10 } } },
             {
@@ -477,7 +480,7 @@ describe('atomic mode', () => {
   });
 
   it('applies nothing for a duplicate and acknowledges it', async () => {
-    const { store, processBatch, metrics } = setup(atomic());
+    const { store, processBatch, metrics } = setup(atomicSetup());
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
 
     expect(await processBatch(sqsEvent(sqsRecord('m-2', body('o-1'))))).toEqual(ids());
@@ -487,15 +490,14 @@ describe('atomic mode', () => {
 
   it('reports a failed business condition with its index, not as a duplicate, and stores no marker', async () => {
     const { store, processBatch, logger } = setup({
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         unitOfWork.put({ TableName: 'Orders', Item: { pk: message.body.id } });
         unitOfWork.conditionCheck({
           TableName: 'Stock',
           Key: { pk: 'sku-1' },
           ConditionExpression: 'attribute_exists(pk)',
         });
-      },
+      }),
     });
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids('m-1'));
@@ -514,7 +516,7 @@ describe('atomic mode', () => {
       ...memory,
       commit: async () => ({ kind: 'condition-failed', index: 0, message: 'The conditional request failed' }),
     };
-    const { processBatch, logger } = setup(atomic({ store }));
+    const { processBatch, logger } = setup(atomicSetup({ store }));
 
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
     expect(logger.entries[0]?.reason).toBe(
@@ -523,19 +525,18 @@ describe('atomic mode', () => {
   });
 
   it('stores the marker alone with one conditional put when the handler describes no writes', async () => {
-    const { store, processBatch } = setup({ mode: 'atomic', handle: () => undefined });
+    const { store, processBatch } = setup({ mode: atomic(() => undefined) });
 
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
-    expect(store.calls).toEqual([{ method: 'insert', args: [marker('o-1'), T0] }]);
+    expect(store.calls).toEqual([{ method: 'insert', args: [markerRecord('o-1'), T0] }]);
   });
 
   it('rejects a 100th business write up front as permanent, before any store call', async () => {
     const { store, processBatch, logger } = setup({
-      mode: 'atomic',
-      handle: (_message, unitOfWork) => {
+      mode: atomic((_message, unitOfWork) => {
         for (let index = 0; index < 100; index += 1)
           unitOfWork.put({ TableName: 'T', Item: { pk: `p-${index}` } });
-      },
+      }),
     });
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids('m-1'));
@@ -545,10 +546,9 @@ describe('atomic mode', () => {
 
   it('rejects an oversize item up front as permanent', async () => {
     const { store, processBatch, logger } = setup({
-      mode: 'atomic',
-      handle: (_message, unitOfWork) => {
+      mode: atomic((_message, unitOfWork) => {
         unitOfWork.put({ TableName: 'T', Item: { pk: 'p', blob: 'x'.repeat(410_000) } });
-      },
+      }),
     });
 
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
@@ -557,7 +557,7 @@ describe('atomic mode', () => {
   });
 
   it('retries a transaction conflict', async () => {
-    const { store, processBatch, logger } = setup(atomic());
+    const { store, processBatch, logger } = setup(atomicSetup());
     store.failNext('commit', new EffectivelyOnceError('TRANSACTION_CONFLICT', 'conflict'));
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids('m-1'));
@@ -566,18 +566,16 @@ describe('atomic mode', () => {
 });
 
 describe('entity-as-marker mode', () => {
-  const entity = (extra: SetupOptions = {}): SetupOptions => ({
-    mode: 'entity',
-    handle: (message) => ({
+  const entitySetup = (
+    handle: EntityHandler<OrderEvent> = (message) => ({
       tableName: 'Audit',
       keyAttribute: 'pk',
       item: { pk: message.scopedKey, amount: message.body.amount },
     }),
-    ...extra,
-  });
+  ): SetupOptions => ({ mode: entity(handle) });
 
   it('puts the business item with its fingerprint in one conditional put', async () => {
-    const { store, processBatch } = setup(entity());
+    const { store, processBatch } = setup(entitySetup());
 
     expect(await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))))).toEqual(ids());
     expect(store.calls).toEqual([
@@ -596,7 +594,7 @@ describe('entity-as-marker mode', () => {
   });
 
   it('acknowledges a redelivery as a duplicate, and reports an item written by something else as a mismatch', async () => {
-    const { store, processBatch, metrics } = setup(entity());
+    const { store, processBatch, metrics } = setup(entitySetup());
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
     store.seed('Audit', { pk: 'orders#o-2', amount: 10 });
 
@@ -610,7 +608,7 @@ describe('entity-as-marker mode', () => {
 
   it('rejects a handler result that is not an entity write as permanent', async () => {
     const { store, processBatch, logger } = setup(
-      entity({ handle: () => ({ tableName: 'Audit', keyAttribute: 'pk', item: { id: 'no-pk' } }) }),
+      entitySetup(() => ({ tableName: 'Audit', keyAttribute: 'pk', item: { id: 'no-pk' } }) as never),
     );
 
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
@@ -620,13 +618,11 @@ describe('entity-as-marker mode', () => {
 
   it('rejects an oversize entity up front as permanent', async () => {
     const { store, processBatch, logger } = setup(
-      entity({
-        handle: () => ({
-          tableName: 'Audit',
-          keyAttribute: 'pk',
-          item: { pk: 'a', blob: 'x'.repeat(410_000) },
-        }),
-      }),
+      entitySetup(() => ({
+        tableName: 'Audit',
+        keyAttribute: 'pk',
+        item: { pk: 'a', blob: 'x'.repeat(410_000) },
+      })),
     );
 
     await processBatch(sqsEvent(sqsRecord('m-1', body('o-1'))));
@@ -1013,8 +1009,7 @@ describe('observability', () => {
       const processBatch = createBatchProcessor({
         consumer: 'orders',
         dedupKey: fromBody('id'),
-        mode: 'marker',
-        handle: () => undefined,
+        mode: marker(() => undefined),
         store: createMemoryStore(),
         clock: () => T0,
         metricNamespace: 'Shop',

@@ -6,6 +6,7 @@ import { PermanentError } from '../../lambda/core/errors';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { Message } from '../../lambda/core/message';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
+import { marker } from '../../lambda/modes/marker';
 import { createMemoryStore } from '../support/memory-store';
 import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
@@ -84,14 +85,13 @@ async function run(input: Scenario, concurrency = input.concurrency) {
     consumer: 'orders',
     dedupKey: fromBody('id'),
     fingerprint: (message) => ({ id: message.body.id, variant: message.body.variant }),
-    mode: 'marker',
-    handle: async (message) => {
+    mode: marker(async (message) => {
       started.push(message.messageId);
       await Promise.resolve();
       if (message.body.behaviour === 'throw') throw new Error('transient');
       if (message.body.behaviour === 'permanent') throw new PermanentError('rejected');
       succeeded.push(message);
-    },
+    }),
     store,
     clock: () => T0,
     concurrency,

@@ -1,12 +1,17 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applyConstructEnvironment, defaultDocumentClient } from '../../lambda/construct-environment';
+import {
+  applyConstructEnvironment,
+  constructModeDefaults,
+  defaultDocumentClient,
+} from '../../lambda/construct-environment';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { readConstructSettings } from '../../lambda/core/environment';
 import { PermanentError } from '../../lambda/core/errors';
 import type { Message } from '../../lambda/core/message';
-import type { Effects } from '../../lambda/core/two-phase';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
+import { marker } from '../../lambda/modes/marker';
+import { type Effects, twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createWorkerBatchHandler } from '../../lambda/worker/batch-handler';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
@@ -40,10 +45,9 @@ interface Order {
 /** What a user writes in a function the construct deployed: the key, the mode, the handler. */
 const minimal = {
   dedupKey: fromBody('id'),
-  mode: 'marker',
-  handle: (message: Message<Order>) => {
+  mode: marker((message: Message<Order>) => {
     if (message.body.bad) throw new PermanentError('never');
-  },
+  }),
 } as const;
 
 afterEach(() => {
@@ -108,8 +112,8 @@ describe('readConstructSettings', () => {
 
 describe('applyConstructEnvironment', () => {
   it('fills every option the construct sets from its EO_* variables, with clients made once per cold start', () => {
-    const resolved = applyConstructEnvironment<Order>(minimal, construct);
-    const again = applyConstructEnvironment<Order>(minimal, construct);
+    const resolved = applyConstructEnvironment<Order, unknown>(minimal, construct);
+    const again = applyConstructEnvironment<Order, unknown>(minimal, construct);
 
     expect(resolved).toEqual({
       ...minimal,
@@ -129,20 +133,16 @@ describe('applyConstructEnvironment', () => {
     });
   });
 
-  it('gives a two-phase handler the construct lease, and no other mode one', () => {
-    const twoPhase = applyConstructEnvironment<Order>(
-      { dedupKey: fromBody('id'), mode: 'two-phase', handle: () => undefined },
-      construct,
-    );
-
-    expect(twoPhase).toMatchObject({ mode: 'two-phase', leaseMillis: 30_000 });
-    expect(applyConstructEnvironment<Order>(minimal, construct)).not.toHaveProperty('leaseMillis');
+  it('gives the mode the construct lease as a default, and the options none', () => {
+    expect(constructModeDefaults(construct)).toEqual({ leaseMillis: 30_000 });
+    expect(constructModeDefaults({})).toEqual({});
+    expect(applyConstructEnvironment<Order, unknown>(minimal, construct)).not.toHaveProperty('leaseMillis');
   });
 
   it('lets explicit options win over the construct', () => {
     const client = defaultDocumentClient();
     const sender = { send: async () => undefined };
-    const explicit = applyConstructEnvironment<Order>(
+    const explicit = applyConstructEnvironment<Order, unknown>(
       {
         ...minimal,
         consumer: 'billing',
@@ -154,11 +154,7 @@ describe('applyConstructEnvironment', () => {
       },
       construct,
     );
-    const lease = applyConstructEnvironment<Order>(
-      { dedupKey: fromBody('id'), mode: 'two-phase', handle: () => undefined, leaseMillis: 5000 },
-      construct,
-    );
-    const withSender = applyConstructEnvironment<Order>(
+    const withSender = applyConstructEnvironment<Order, unknown>(
       { ...minimal, client, deadLetterSender: sender },
       construct,
     );
@@ -170,14 +166,15 @@ describe('applyConstructEnvironment', () => {
       metricNamespace: 'Mine',
       logLevel: 'warn',
     });
-    expect(lease).toMatchObject({ leaseMillis: 5000 });
     expect(withSender).toMatchObject({ deadLetter: 'direct', deadLetterSender: sender, client });
   });
 
   it('creates no document client for a handler with its own store', () => {
     const store = createMemoryStore();
 
-    expect(applyConstructEnvironment<Order>({ ...minimal, store }, construct).client).toBeUndefined();
+    expect(
+      applyConstructEnvironment<Order, unknown>({ ...minimal, store }, construct).client,
+    ).toBeUndefined();
   });
 
   it('fails the cold start on an explicit consumer or tableName other than the construct’s, naming both', () => {
@@ -313,14 +310,20 @@ describe('entry points configured by the construct', () => {
   });
 
   /** A two-phase handler over `store` whose one effect records the lease end it was claimed with. */
-  function twoPhase(store: ReturnType<typeof createMemoryStore>, leases: unknown[]) {
+  function twoPhaseHandler(
+    store: ReturnType<typeof createMemoryStore>,
+    leases: unknown[],
+    leaseMillis?: number,
+  ) {
     return {
       dedupKey: fromBody('id'),
-      mode: 'two-phase',
-      handle: (_message: Message<Order>, effects: Effects) =>
-        effects.run('charge', () => {
-          leases.push(...store.items('billing-inbox').map((item) => item.leaseExpiresAt));
-        }),
+      mode: twoPhase({
+        leaseMillis,
+        handle: (_message: Message<Order>, effects: Effects) =>
+          effects.run('charge', () => {
+            leases.push(...store.items('billing-inbox').map((item) => item.leaseExpiresAt));
+          }),
+      }),
       store,
       clock: () => T0,
       logLevel: 'silent',
@@ -332,11 +335,21 @@ describe('entry points configured by the construct', () => {
   it('createSqsHandler claims two-phase effects for EO_LEASE_MILLIS', async () => {
     const store = createMemoryStore({ inboxTable: 'billing-inbox' });
     const leases: unknown[] = [];
-    const handler = createSqsHandler(twoPhase(store, leases));
+    const handler = createSqsHandler(twoPhaseHandler(store, leases));
 
     await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
 
     expect(leases).toEqual([T0 + 30_000]);
+  });
+
+  it('lets the mode’s own leaseMillis win over EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    const handler = createSqsHandler(twoPhaseHandler(store, leases, 5000));
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
+
+    expect(leases).toEqual([T0 + 5000]);
   });
 
   it('the worker claims for its visibility timeout rather than the Lambda lease in EO_LEASE_MILLIS', async () => {
@@ -353,7 +366,7 @@ describe('entry points configured by the construct', () => {
         };
       },
     } as unknown as SQSClient;
-    const worker = createSqsWorker(twoPhase(store, leases), {
+    const worker = createSqsWorker(twoPhaseHandler(store, leases), {
       sqs,
       queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/billing',
       visibilityTimeoutSeconds: 45,

@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
-import { requireEnv } from '../../lambda/handlers/handler-env';
 import { createMemoryStore } from '../support/memory-store';
 import { bundledInputs } from './bundled-inputs';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
@@ -245,9 +244,14 @@ describe('audit recorder', () => {
 });
 
 describe('handler environment', () => {
-  it('fails at cold start on a missing app variable, naming it', () => {
-    expect(() => requireEnv('NOT_SET_ANYWHERE')).toThrow(
-      'Expected environment variable `NOT_SET_ANYWHERE` to be set, got `undefined`',
+  it('fails at cold start on a missing app variable, naming it', async () => {
+    const { ordersTableOf } = await import('../../lambda/handlers/order-projector');
+    const { auditTableOf } = await import('../../lambda/handlers/audit-recorder');
+    expect(() => ordersTableOf({})).toThrow(
+      'Expected environment variable `ORDERS_TABLE` to be set, got `undefined`',
+    );
+    expect(() => auditTableOf({ AUDIT_TABLE: ' ' })).toThrow(
+      'Expected environment variable `AUDIT_TABLE` to be set, got ` `',
     );
   });
 });

@@ -11,6 +11,7 @@ import type { LogEntry } from '../../lambda/core/logger';
 import { createIdempotentHttpHandler } from '../../lambda/http/idempotent-http-handler';
 import { createJobGuard } from '../../lambda/jobs/job-guard';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
+import { marker } from '../../lambda/modes/marker';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
 import { createMemoryStore } from '../support/memory-store';
 import { sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
@@ -91,8 +92,7 @@ describe('logErrorMessages', () => {
         store: createMemoryStore(),
         clock: () => T0,
         dedupKey: fromBody('id'),
-        mode: 'marker',
-        handle: matchCard,
+        mode: marker(matchCard),
         logger,
         metrics: false,
         logErrorMessages,
@@ -114,8 +114,7 @@ describe('logErrorMessages', () => {
           store: createMemoryStore(),
           clock: () => T0,
           dedupKey: fromBody('id'),
-          mode: 'marker',
-          handle: () => undefined,
+          mode: marker(() => undefined),
           logger,
           metrics: false,
           logErrorMessages,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { claimExpiresAt, isLeaseWithinTtl } from '../../lambda/core/lease';
 import {
@@ -8,20 +9,24 @@ import {
   DEFAULT_TTL_SECONDS,
   resolveOptions,
 } from '../../lambda/core/options';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { createMemoryStore } from '../support/memory-store';
 import { T0 } from './sqs-fixtures';
 
 const valid: BatchProcessorOptions<unknown> = {
   consumer: 'orders',
   dedupKey: fromBody('id'),
-  mode: 'marker',
-  handle: () => undefined,
+  mode: marker(() => undefined),
   store: createMemoryStore(),
   clock: () => T0,
 };
 
+/** Creates the processor, so the mode checks its own options and the store too. */
 const resolve = (overrides: Record<string, unknown>) =>
-  resolveOptions({ ...valid, ...overrides } as BatchProcessorOptions<unknown>);
+  createBatchProcessor({ ...valid, ...overrides } as BatchProcessorOptions<unknown>);
 
 describe('resolveOptions', () => {
   it('applies the documented defaults and freezes the result', () => {
@@ -53,9 +58,17 @@ describe('resolveOptions', () => {
     [{ dedupKey: 'id' }, 'Expected `dedupKey` to be a key source such as `fromBody(...)`, got `"id"`'],
     [
       { mode: 'twice' },
-      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `\"twice\"`",
+      'Expected `mode` to be a mode: `marker(handle)`, `atomic(handle)`, `entity(handle)` or `twoPhase({ handle })`, got `"twice"`',
     ],
-    [{ handle: undefined }, 'Expected `handle` to be a function, got `undefined`'],
+    [
+      { mode: undefined },
+      'Expected `mode` to be a mode: `marker(handle)`, `atomic(handle)`, `entity(handle)` or `twoPhase({ handle })`, got `undefined`',
+    ],
+    [{ mode: marker(undefined as never) }, 'Expected `marker(handle)` to be a function, got `undefined`'],
+    [{ mode: atomic('put' as never) }, 'Expected `atomic(handle)` to be a function, got `"put"`'],
+    [{ mode: entity({} as never) }, 'Expected `entity(handle)` to be a function, got `an object`'],
+    [{ mode: twoPhase(undefined as never) }, 'Expected `twoPhase(options)` to be an object, got `undefined`'],
+    [{ mode: twoPhase({} as never) }, 'Expected `twoPhase.handle` to be a function, got `undefined`'],
     [{ parse: 'xml' }, "Expected `parse` to be 'json', 'text' or a function, got `\"xml\"`"],
     [{ fingerprint: {} }, 'Expected `fingerprint` to be a function, got `an object`'],
     [{ correlationId: [] }, 'Expected `correlationId` to be a function, got `an array`'],
@@ -72,9 +85,18 @@ describe('resolveOptions', () => {
       { metricNamespace: '' },
       'Expected `metricNamespace` to be a non-empty string of at most 255 characters, got `""`',
     ],
+    [{ store: {} }, 'Expected `store` to be an object with `insert`, `release`, got `an object`'],
     [
-      { store: {} },
-      'Expected `store` to be an object with `insert`, `commit`, `insertEntity`, `release`, got `an object`',
+      { store: {}, mode: atomic(() => undefined) },
+      'Expected `store` to be an object with `insert`, `commit`, got `an object`',
+    ],
+    [
+      { store: {}, mode: entity(() => undefined as never) },
+      'Expected `store` to be an object with `insertEntity`, got `an object`',
+    ],
+    [
+      { store: {}, mode: twoPhase({ handle: () => undefined }) },
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, got `an object`',
     ],
     [{ clock: 0 }, 'Expected `clock` to be a function returning epoch milliseconds, got `0`'],
   ])('rejects %j at cold start with a message naming the option', (overrides, message) => {
@@ -87,7 +109,9 @@ describe('resolveOptions', () => {
 
   it('accepts metrics: false and a direct dead-letter sender', () => {
     const sender = { send: async () => undefined };
-    expect(resolve({ metrics: false, deadLetter: 'direct', deadLetterSender: sender })).toMatchObject({
+    expect(
+      resolveOptions({ ...valid, metrics: false, deadLetter: 'direct', deadLetterSender: sender }),
+    ).toMatchObject({
       metrics: false,
       deadLetter: 'direct',
       deadLetterSender: sender,
@@ -99,13 +123,15 @@ describe('the lease and TTL rule', () => {
   it('accepts only a lease shorter than the TTL, the rule the construct mirrors at synth', () => {
     expect(isLeaseWithinTtl(3_599_999, 3600)).toBe(true);
     expect(isLeaseWithinTtl(3_600_000, 3600)).toBe(false);
-    expect(() => resolve({ mode: 'two-phase', ttlSeconds: 60, leaseMillis: 60_000 })).toThrow(
+    const lease = (leaseMillis: number) => twoPhase({ handle: () => undefined, leaseMillis });
+    expect(() => resolve({ mode: lease(60_000), ttlSeconds: 60 })).toThrow(
       expect.objectContaining({
         code: 'INVALID_OPTIONS',
-        message: 'Expected `leaseMillis` to be shorter than `ttlSeconds` (60000 milliseconds), got `60000`',
+        message:
+          'Expected `twoPhase.leaseMillis` to be shorter than `ttlSeconds` (60000 milliseconds), got `60000`',
       }) as Error,
     );
-    expect(() => resolve({ mode: 'two-phase', ttlSeconds: 60, leaseMillis: 59_999 })).not.toThrow();
+    expect(() => resolve({ mode: lease(59_999), ttlSeconds: 60 })).not.toThrow();
   });
 
   it('keeps an in-progress claim its TTL past the lease end, rounded up to the second', () => {

@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { scopeKey } from '../../lambda/core/dedup-key';
-import type { Message } from '../../lambda/core/message';
-import { deriveEffectKeys, type Effects } from '../../lambda/core/two-phase';
+import { deriveEffectKeys } from '../../lambda/core/effect-keys';
 import type { PaymentEvent } from '../../lambda/handlers/payment-notifier';
 import { createMemoryStore } from '../support/memory-store';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
@@ -89,25 +88,22 @@ describe('payment notifier', () => {
     );
   });
 
-  it('notifies once per payment status and returns the stored notification on a duplicate', async () => {
+  it('notifies once per payment status and stores the notification for a duplicate', async () => {
     const { paymentNotifierOptions } = await load();
     const { fetchImpl, requests } = fakeFetch({ status: 201, body: { notificationId: 'n-1' } });
     const store = createMemoryStore();
     const metrics = captureMetrics();
-    const options = paymentNotifierOptions(URL_, fetchImpl);
-    const results: unknown[] = [];
-    const processBatch = createBatchProcessor<PaymentEvent>({
-      consumer: 'payment-notifier',
-      store,
-      clock: manualClock(),
-      logger: captureLogger(),
-      metrics,
-      leaseMillis: 60_000,
-      ...options,
-      handle: async (message: Message<PaymentEvent>, effects: Effects) => {
-        results.push(await options.handle(message, effects));
+    const processBatch = createBatchProcessor<PaymentEvent>(
+      {
+        consumer: 'payment-notifier',
+        store,
+        clock: manualClock(),
+        logger: captureLogger(),
+        metrics,
+        ...paymentNotifierOptions(URL_, fetchImpl),
       },
-    });
+      { leaseMillis: 60_000 },
+    );
     const event = sqsEvent(sqsRecord('m-1', payment));
 
     await processBatch(event);
@@ -118,9 +114,13 @@ describe('payment notifier', () => {
     expect(headers['idempotency-key']).toBe(
       deriveEffectKeys(scopeKey('payment-notifier', 'pay-1:CAPTURED', 'notify')).idempotencyKey,
     );
-    expect(results).toEqual([
-      { status: 201, notificationId: 'n-1' },
-      { status: 201, notificationId: 'n-1' },
+    // The notification is stored with the completed effect: a duplicate's `effects.run` returns it.
+    expect(store.items('inbox')).toEqual([
+      expect.objectContaining({
+        pk: scopeKey('payment-notifier', 'pay-1:CAPTURED', 'notify'),
+        status: 'COMPLETED',
+        result: JSON.stringify({ status: 201, notificationId: 'n-1' }),
+      }),
     ]);
     expect(metrics.published.map((published) => published.counts)).toEqual([
       counts({ processed: 1 }),
@@ -138,7 +138,7 @@ describe('payment notifier', () => {
     vi.stubEnv('EO_LEASE_MILLIS', '30');
     vi.resetModules();
     await expect(load()).rejects.toThrow(
-      'Expected `leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
+      'Expected `twoPhase.leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
     );
   });
 });

@@ -22,8 +22,10 @@ describe('package root', () => {
       'PermanentError',
       'REPLAYED_HEADER',
       'SCOPED_KEY_HASH_THRESHOLD_BYTES',
+      'atomic',
       'canonicalJson',
       'createBatchProcessor',
+      'createDynamoDbEntityStore',
       'createDynamoDbStore',
       'createEmfMetricsSink',
       'createIdempotentHttpHandler',
@@ -34,6 +36,7 @@ describe('package root', () => {
       'createSqsMiddleware',
       'deriveEffectKeys',
       'dispositionOf',
+      'entity',
       'estimateItemSize',
       'fingerprintOf',
       'fromAttribute',
@@ -46,11 +49,13 @@ describe('package root', () => {
       'isReplayableStatus',
       'isValidName',
       'jobSlotKey',
+      'marker',
       'scheduledEventSlot',
       'scopeKey',
       'sha256Hex',
       'toDedupKey',
       'toScheduleSlot',
+      'twoPhase',
     ]);
   });
 

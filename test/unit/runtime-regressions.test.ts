@@ -20,6 +20,9 @@ import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { SYNTAX_ERROR_REASON } from '../../lambda/core/outcome';
 import type { InboxStore } from '../../lambda/core/store-port';
+import { atomic } from '../../lambda/modes/atomic';
+import { marker } from '../../lambda/modes/marker';
+import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createMemoryStore } from '../support/memory-store';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
@@ -56,18 +59,15 @@ function setup(options: Partial<BatchProcessorOptions<Payment>>, store: InboxSto
 
 describe('a lost response to the claim, retried by the SDK', () => {
   const cases: [string, 'insert' | 'claimLease', Partial<BatchProcessorOptions<Payment>>][] = [
-    [
-      'marker mode',
-      'insert',
-      { mode: 'marker', handle: (message) => void performed.push(message.body.amount) },
-    ],
+    ['marker mode', 'insert', { mode: marker((message) => void performed.push(message.body.amount)) }],
     [
       'two-phase',
       'claimLease',
       {
-        mode: 'two-phase',
-        leaseMillis: 30_000,
-        handle: (message, effects) => effects.run(() => void performed.push(message.body.amount)),
+        mode: twoPhase({
+          handle: (message, effects) => effects.run(() => void performed.push(message.body.amount)),
+          leaseMillis: 30_000,
+        }),
       },
     ],
   ];
@@ -109,13 +109,14 @@ describe('two-phase: a key reused with another payload after a failed effect', (
     let lostAnswers = 1;
     const { processBatch, deadLetters, metrics } = setup(
       {
-        mode: 'two-phase',
-        leaseMillis: 30_000,
-        handle: (message, effects) =>
-          effects.run(() => {
-            performed.push(message.body.amount);
-            if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
-          }),
+        mode: twoPhase({
+          handle: (message, effects) =>
+            effects.run(() => {
+              performed.push(message.body.amount);
+              if (lostAnswers-- > 0) throw new Error('downstream timed out after applying the effect');
+            }),
+          leaseMillis: 30_000,
+        }),
       },
       store,
     );
@@ -146,8 +147,7 @@ describe('no body in logs or dead-letter reasons', () => {
 
   it('logs a SyntaxError from the handler by its class only, never its message', async () => {
     const { processBatch, logger } = setup({
-      mode: 'atomic',
-      handle: (message) => JSON.parse(message.body.payload ?? ''),
+      mode: atomic((message) => JSON.parse(message.body.payload ?? '')),
     });
 
     expect(
@@ -169,8 +169,9 @@ describe('no body in logs or dead-letter reasons', () => {
 
   it('logs a SyntaxError from a two-phase effect by its class only', async () => {
     const { processBatch, logger } = setup({
-      mode: 'two-phase',
-      handle: (message, effects) => effects.run(() => JSON.parse(message.body.payload ?? '')),
+      mode: twoPhase({
+        handle: (message, effects) => effects.run(() => JSON.parse(message.body.payload ?? '')),
+      }),
     });
 
     await processBatch(sqsEvent(sqsRecord('m-1', { id: 'p-1', amount: 1, payload: `{"a":${mark}` })));
@@ -181,10 +182,9 @@ describe('no body in logs or dead-letter reasons', () => {
 
   it('keeps the reason of a PermanentError verbatim: what it says is the user’s explicit choice', async () => {
     const { processBatch, deadLetters } = setup({
-      mode: 'atomic',
-      handle: (message) => {
+      mode: atomic((message) => {
         throw new PermanentError(`order ${message.body.id} has no items`);
-      },
+      }),
     });
 
     await processBatch(sqsEvent(sqsRecord('m-1', { id: 'p-1', amount: 1 })));
@@ -214,10 +214,9 @@ describe('no body in logs or dead-letter reasons', () => {
       tableName: 'inbox',
       clock: () => T0,
       dedupKey: fromBody('id'),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic((message, unitOfWork) => {
         unitOfWork.put({ TableName: 'payments', Item: { pk: message.body.id, amount: message.body.amount } });
-      },
+      }),
       logger,
       metrics: false,
       deadLetter: 'direct',

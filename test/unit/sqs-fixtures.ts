@@ -11,6 +11,7 @@ import type { Message } from '../../lambda/core/message';
 import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../../lambda/core/metrics';
 import type { CommonOptions } from '../../lambda/core/options';
 import type { SqsEvent, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+import { type MarkerHandler, marker } from '../../lambda/modes/marker';
 import type {
   SqsHandlerEnvironmentOptions,
   SqsHandlerOptions,
@@ -123,19 +124,23 @@ export interface OutcomeEvent {
  * {@link T0}, silent and without metrics; its handler throws a transient error for
  * `outcome: 'throw'` and a `PermanentError` for `outcome: 'permanent'`.
  */
-export function outcomeHandlerOptions(
-  overrides: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions & SqsHandlerEnvironmentOptions> & {
-    readonly handle?: (message: Message<OutcomeEvent>) => unknown;
-  } = {},
-): SqsHandlerOptions<OutcomeEvent> {
+export function outcomeHandlerOptions({
+  handle,
+  ...overrides
+}: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions & SqsHandlerEnvironmentOptions> & {
+  /** Replaces the marker handler. */
+  readonly handle?: MarkerHandler<OutcomeEvent>;
+} = {}): SqsHandlerOptions<OutcomeEvent> {
   return {
     consumer: 'orders',
     dedupKey: fromBody('id'),
-    mode: 'marker',
-    handle: (message: Message<OutcomeEvent>) => {
-      if (message.body.outcome === 'throw') throw new Error('transient');
-      if (message.body.outcome === 'permanent') throw new PermanentError('never');
-    },
+    mode: marker(
+      handle ??
+        ((message: Message<OutcomeEvent>) => {
+          if (message.body.outcome === 'throw') throw new Error('transient');
+          if (message.body.outcome === 'permanent') throw new PermanentError('never');
+        }),
+    ),
     store: createMemoryStore(),
     clock: () => T0,
     logLevel: 'silent',

@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SqsEvent } from '../../lambda/core/sqs-event';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
+import { entity } from '../../lambda/modes/entity';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createMemoryStore } from '../support/memory-store';
 import { outcomeHandlerOptions as options, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
@@ -66,17 +67,20 @@ describe('createSqsHandler', () => {
   it('needs no inbox table in entity mode, and fails at cold start without one in the other modes', async () => {
     const sent: { input: Record<string, unknown> }[] = [];
     const client = { send: async (command: (typeof sent)[number]) => void sent.push(command) };
-    const entity = createSqsHandler<{ id: string }>({
+    const entityHandler = createSqsHandler<{ id: string }>({
       consumer: 'audit',
       client: client as never,
       dedupKey: (record) => JSON.parse(record.body).id,
-      mode: 'entity',
-      handle: (message) => ({ tableName: 'Audit', keyAttribute: 'pk', item: { pk: message.scopedKey } }),
+      mode: entity((message) => ({
+        tableName: 'Audit',
+        keyAttribute: 'pk',
+        item: { pk: message.scopedKey },
+      })),
       logLevel: 'silent',
       metrics: false,
     });
 
-    expect(await entity(sqsEvent(sqsRecord('m-1', { id: 'o-1' })))).toEqual({ batchItemFailures: [] });
+    expect(await entityHandler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })))).toEqual({ batchItemFailures: [] });
     expect(sent.map((command) => command.input.TableName)).toEqual(['Audit']);
     expect(() => createSqsHandler(options({ store: undefined, client: client as never }))).toThrow(
       expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`tableName`') }),

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { atomic } from '../../lambda/modes/atomic';
+import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createMemoryStore } from '../support/memory-store';
 import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
@@ -29,8 +30,7 @@ function setup(
   const processBatch = createBatchProcessor<CustomerChanged>({
     consumer: 'customers',
     dedupKey: fromBody('eventId'),
-    mode: 'atomic',
-    handle,
+    mode: atomic(handle),
     store,
     clock: manualClock(),
     logger,

@@ -2,17 +2,19 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fromBody, scopeKey } from '../../lambda/core/dedup-key';
+import { deriveEffectKeys } from '../../lambda/core/effect-keys';
 import { EffectivelyOnceError, PermanentError } from '../../lambda/core/errors';
 import { fingerprintOf, sha256Hex } from '../../lambda/core/fingerprint';
 import { MAX_ITEM_BYTES } from '../../lambda/core/item-size';
 import type { Message } from '../../lambda/core/message';
-import {
-  type BatchProcessorOptions,
-  DEFAULT_LEASE_MILLIS,
-  type TwoPhaseModeOptions,
-} from '../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
-import { deriveEffectKeys, type EffectContext, type Effects } from '../../lambda/core/two-phase';
+import {
+  DEFAULT_LEASE_MILLIS,
+  type EffectContext,
+  type Effects,
+  type TwoPhaseOptions,
+  twoPhase,
+} from '../../lambda/modes/two-phase';
 import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
@@ -35,7 +37,7 @@ const LEASE = 30_000;
 const TTL = 3600;
 const T0_SECONDS = Math.floor(T0 / 1000);
 
-function setup(options: Partial<Omit<TwoPhaseModeOptions<Payment>, 'mode'>> & { store?: InboxStore } = {}) {
+function setup({ store, ...options }: Partial<TwoPhaseOptions<Payment>> & { store?: InboxStore } = {}) {
   const memory = createMemoryStore();
   const clock = manualClock();
   const logger = captureLogger();
@@ -44,20 +46,21 @@ function setup(options: Partial<Omit<TwoPhaseModeOptions<Payment>, 'mode'>> & { 
   const processBatch = createBatchProcessor<Payment>({
     consumer: 'payments',
     dedupKey: fromBody('id'),
-    mode: 'two-phase',
-    leaseMillis: LEASE,
-    handle: (_message, effects) =>
-      effects.run((context) => {
-        contexts.push(context);
-        return { receipt: 'r-1' };
-      }),
-    store: memory,
+    mode: twoPhase({
+      handle: (_message, effects) =>
+        effects.run((context) => {
+          contexts.push(context);
+          return { receipt: 'r-1' };
+        }),
+      leaseMillis: LEASE,
+      ...options,
+    }),
+    store: store ?? memory,
     clock,
     logger,
     metrics,
     ttlSeconds: TTL,
-    ...options,
-  } as BatchProcessorOptions<Payment>);
+  });
   return { store: memory, clock, logger, metrics, contexts, processBatch };
 }
 
@@ -778,33 +781,33 @@ describe('two-phase mode: the lease', () => {
   });
 
   it.each([
-    [{ leaseMillis: 0 }, 'Expected `leaseMillis` to be a positive integer, got `0`'],
-    [{ leaseMillis: -1 }, 'Expected `leaseMillis` to be a positive integer, got `-1`'],
-    [{ leaseMillis: 1500.5 }, 'Expected `leaseMillis` to be a positive integer, got `1500.5`'],
-    [{ leaseMillis: '30000' }, 'Expected `leaseMillis` to be a positive integer, got `"30000"`'],
-    [{ leaseMillis: Number.NaN }, 'Expected `leaseMillis` to be a positive integer, got `NaN`'],
+    [{ leaseMillis: 0 }, 'Expected `twoPhase.leaseMillis` to be a positive integer, got `0`'],
+    [{ leaseMillis: -1 }, 'Expected `twoPhase.leaseMillis` to be a positive integer, got `-1`'],
+    [{ leaseMillis: 1500.5 }, 'Expected `twoPhase.leaseMillis` to be a positive integer, got `1500.5`'],
+    [{ leaseMillis: '30000' }, 'Expected `twoPhase.leaseMillis` to be a positive integer, got `"30000"`'],
+    [{ leaseMillis: Number.NaN }, 'Expected `twoPhase.leaseMillis` to be a positive integer, got `NaN`'],
     [
       { leaseMillis: 30 },
-      'Expected `leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
+      'Expected `twoPhase.leaseMillis` to be milliseconds (at least 1000; for 30 seconds use 30000), got `30`',
     ],
     [
       { leaseMillis: 900 },
-      'Expected `leaseMillis` to be milliseconds (at least 1000; for 900 seconds use 900000), got `900`',
+      'Expected `twoPhase.leaseMillis` to be milliseconds (at least 1000; for 900 seconds use 900000), got `900`',
     ],
     [
       { leaseMillis: 3_600_000 },
-      'Expected `leaseMillis` to be shorter than `ttlSeconds` (3600000 milliseconds), got `3600000`',
+      'Expected `twoPhase.leaseMillis` to be shorter than `ttlSeconds` (3600000 milliseconds), got `3600000`',
     ],
     [
       { stuckAfterMillis: 60 },
-      'Expected `stuckAfterMillis` to be milliseconds (at least 1000; for 60 seconds use 60000), got `60`',
+      'Expected `twoPhase.stuckAfterMillis` to be milliseconds (at least 1000; for 60 seconds use 60000), got `60`',
     ],
-    [{ maxTakeovers: -1 }, 'Expected `maxTakeovers` to be a non-negative integer, got `-1`'],
-    [{ heartbeat: 'yes' }, 'Expected `heartbeat` to be a boolean, got `"yes"`'],
-    [{ storeResults: 1 }, 'Expected `storeResults` to be a boolean, got `1`'],
+    [{ maxTakeovers: -1 }, 'Expected `twoPhase.maxTakeovers` to be a non-negative integer, got `-1`'],
+    [{ heartbeat: 'yes' }, 'Expected `twoPhase.heartbeat` to be a boolean, got `"yes"`'],
+    [{ storeResults: 1 }, 'Expected `twoPhase.storeResults` to be a boolean, got `1`'],
     [
       { store: { insert() {}, commit() {}, insertEntity() {}, release() {} } },
-      'Expected `store` to be an object with `insert`, `commit`, `insertEntity`, `release`, `claimLease`, `complete`, `extendLease`, got `an object`',
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, got `an object`',
     ],
   ])('rejects %j at cold start with a message naming the option', (options, message) => {
     expect(() => setup(options as never)).toThrow(

@@ -2,9 +2,11 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { fromBody, fromCloudEvent } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
 import type { SqsHandler } from '../../lambda/core/sqs-event';
-import type { EffectContext, Effects } from '../../lambda/core/two-phase';
-import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
+import { atomic } from '../../lambda/modes/atomic';
+import { entity } from '../../lambda/modes/entity';
+import { type EffectContext, type Effects, twoPhase } from '../../lambda/modes/two-phase';
+import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { createMemoryStore } from '../support/memory-store';
 
@@ -16,18 +18,17 @@ interface OrderEvent {
 const store = createMemoryStore();
 
 describe('types', () => {
-  it('infers the body type from the parse option and types the handler end to end', () => {
+  it('types the handler end to end from the body type given to the mode factory', () => {
     const handler = createSqsHandler({
       consumer: 'orders',
       store,
       parse: (raw) => JSON.parse(raw) as OrderEvent,
       dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-      mode: 'atomic',
-      handle: (message, unitOfWork) => {
+      mode: atomic<OrderEvent>((message, unitOfWork) => {
         expectTypeOf(message).toEqualTypeOf<Message<OrderEvent>>();
         expectTypeOf(message.body.orderId).toEqualTypeOf<string>();
         expectTypeOf(unitOfWork).toEqualTypeOf<UnitOfWork>();
-      },
+      }),
     });
     expectTypeOf(handler).toEqualTypeOf<SqsHandler>();
   });
@@ -37,16 +38,18 @@ describe('types', () => {
       consumer: 'orders',
       store,
       dedupKey: fromCloudEvent(),
-      mode: 'entity',
-      handle: (message) => ({ tableName: 'Orders', keyAttribute: 'pk', item: { pk: message.body.orderId } }),
+      mode: entity((message) => ({
+        tableName: 'Orders',
+        keyAttribute: 'pk',
+        item: { pk: message.body.orderId },
+      })),
     });
-    // @ts-expect-error an entity-mode handler must return the entity write
     createSqsMiddleware<OrderEvent>({
       consumer: 'orders',
       store,
       dedupKey: fromBody('orderId'),
-      mode: 'entity',
-      handle: () => 'not an entity',
+      // @ts-expect-error an entity-mode handler must return the entity write
+      mode: entity(() => 'not an entity'),
     });
   });
 
@@ -55,31 +58,33 @@ describe('types', () => {
       consumer: 'orders',
       store,
       dedupKey: fromBody('orderId'),
-      mode: 'two-phase',
-      leaseMillis: 30_000,
-      storeResults: true,
-      handle: async (message, effects) => {
-        expectTypeOf(effects).toEqualTypeOf<Effects>();
-        const invoice = await effects.run('invoice', (context) => {
-          expectTypeOf(context).toEqualTypeOf<EffectContext>();
-          expectTypeOf(context.idempotencyKey).toEqualTypeOf<string>();
-          expectTypeOf(context.signal).toEqualTypeOf<AbortSignal>();
-          return { invoiceId: message.body.orderId };
-        });
-        expectTypeOf(invoice).toEqualTypeOf<{ invoiceId: string } | undefined>();
-        expectTypeOf(await effects.run(async () => 42)).toEqualTypeOf<number | undefined>();
-      },
+      mode: twoPhase({
+        handle: async (message, effects) => {
+          expectTypeOf(effects).toEqualTypeOf<Effects>();
+          const invoice = await effects.run('invoice', (context) => {
+            expectTypeOf(context).toEqualTypeOf<EffectContext>();
+            expectTypeOf(context.idempotencyKey).toEqualTypeOf<string>();
+            expectTypeOf(context.signal).toEqualTypeOf<AbortSignal>();
+            return { invoiceId: message.body.orderId };
+          });
+          expectTypeOf(invoice).toEqualTypeOf<{ invoiceId: string } | undefined>();
+          expectTypeOf(await effects.run(async () => 42)).toEqualTypeOf<number | undefined>();
+        },
+        leaseMillis: 30_000,
+        storeResults: true,
+      }),
     });
     expect(() =>
       createSqsHandler<OrderEvent>({
         consumer: 'orders',
         store,
         dedupKey: fromBody('orderId'),
-        mode: 'two-phase',
-        // @ts-expect-error leaseMillis is a number of milliseconds
-        leaseMillis: '30s',
-        handle: () => undefined,
+        mode: twoPhase({
+          handle: () => undefined,
+          // @ts-expect-error leaseMillis is a number of milliseconds
+          leaseMillis: '30s',
+        }),
       }),
-    ).toThrow('Expected `leaseMillis` to be a positive integer');
+    ).toThrow('Expected `twoPhase.leaseMillis` to be a positive integer');
   });
 });

@@ -9,7 +9,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { InboxRecord } from '../../lambda/core/store-port';
-import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { type TwoPhaseOptions, twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsWorker, type SqsWorkerOptions } from '../../lambda/worker/sqs-worker';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
 import { deferred, manualClock, T0 } from './sqs-fixtures';
@@ -56,7 +56,7 @@ afterEach(() => {
  * timers move `waitMillis`; returns the store's calls.
  */
 async function runOne(
-  mode: Partial<SqsHandlerOptions<{ id: string }>>,
+  mode: Partial<Omit<TwoPhaseOptions<{ id: string }>, 'handle'>>,
   worker: Partial<SqsWorkerOptions>,
   waitMillis: number,
 ): Promise<MemoryStore['calls']> {
@@ -73,10 +73,8 @@ async function runOne(
       clock,
       logLevel: 'silent',
       metrics: false,
-      mode: 'two-phase',
-      handle: (_message, effects) => effects.run(() => gate.promise),
-      ...mode,
-    } as SqsHandlerOptions<{ id: string }>,
+      mode: twoPhase({ handle: (_message, effects) => effects.run(() => gate.promise), ...mode }),
+    },
     { sqs: sqs.client, queueUrl: QUEUE_URL, ...worker },
   );
 

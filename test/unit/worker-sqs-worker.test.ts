@@ -5,6 +5,7 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import { EffectivelyOnceError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import type { Message } from '../../lambda/core/message';
+import { marker } from '../../lambda/modes/marker';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
 import { createMemoryStore } from '../support/memory-store';
@@ -15,8 +16,7 @@ type Command = { input: Record<string, unknown>; constructor: { name: string } }
 const options = (entries: LogEntry[] = []): SqsHandlerOptions<{ id: string }> => ({
   consumer: 'orders',
   dedupKey: fromBody('id'),
-  mode: 'marker',
-  handle: () => undefined,
+  mode: marker(() => undefined),
   store: createMemoryStore(),
   clock: () => Date.UTC(2026, 0, 1),
   logger: { log: (entry) => void entries.push(entry) },
@@ -126,8 +126,7 @@ describe('createSqsWorker', () => {
     const worker = createSqsWorker(
       {
         ...options(),
-        mode: 'marker',
-        handle: (message: Message<{ id: string }>) => void handled.push(message.dedupKey),
+        mode: marker((message: Message<{ id: string }>) => void handled.push(message.dedupKey)),
       },
       { sqs: sqs.client, queueUrl: QUEUE_URL },
     );

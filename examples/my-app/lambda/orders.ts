@@ -5,7 +5,7 @@
  * the handler: the consumer name, inbox table, record TTL and dead-letter mode come from the
  * construct.
  */
-import { createSqsHandler, fromBody, PermanentError } from 'effectively-once';
+import { atomic, createSqsHandler, fromBody, PermanentError } from 'effectively-once';
 
 interface OrderPlaced {
   readonly orderId: string;
@@ -17,8 +17,7 @@ const totalsTable = process.env.TOTALS_TABLE!;
 
 export const handler = createSqsHandler<OrderPlaced>({
   dedupKey: fromBody('orderId'),
-  mode: 'atomic',
-  handle: (message, unitOfWork) => {
+  mode: atomic((message, unitOfWork) => {
     const { customerId, amount } = message.body;
     // A permanent failure: with `deadLetterMode: 'direct'` it goes to the dead-letter queue at once.
     if (!(amount > 0)) throw new PermanentError('An order amount must be positive');
@@ -28,5 +27,5 @@ export const handler = createSqsHandler<OrderPlaced>({
       UpdateExpression: 'ADD orderCount :one, amountTotal :amount',
       ExpressionAttributeValues: { ':one': 1, ':amount': amount },
     });
-  },
+  }),
 });

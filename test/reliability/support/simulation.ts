@@ -57,6 +57,10 @@ import type {
   SqsMessageAttribute,
   SqsRecord,
 } from '../../../lambda/core/sqs-event';
+import { atomic } from '../../../lambda/modes/atomic';
+import { entity } from '../../../lambda/modes/entity';
+import { marker } from '../../../lambda/modes/marker';
+import { twoPhase } from '../../../lambda/modes/two-phase';
 import { toDeadLetterAttributes } from '../../../lambda/sqs/dead-letter-sender';
 import { createSqsHandler } from '../../../lambda/sqs-handler';
 import { toSqsRecord } from '../../../lambda/worker/sqs-record';
@@ -1164,18 +1168,16 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       mode === 'atomic'
         ? createSqsHandler<Body>({
             ...common,
-            mode: 'atomic',
-            handle: (message, unitOfWork) => {
+            mode: atomic((message, unitOfWork) => {
               noteKey(message);
               failInOutage(message.messageId);
               unitOfWork.update(effectUpdate(message.scopedKey, message.body.amount, epochNow()));
-            },
+            }),
           })
         : mode === 'marker'
           ? createSqsHandler<Body>({
               ...common,
-              mode: 'marker',
-              handle: async (message) => {
+              mode: marker(async (message) => {
                 noteKey(message);
                 const invocation = current(instance);
                 if (inOutage(message.messageId)) throw outageError('The effect failed before it happened');
@@ -1186,13 +1188,12 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
                 await instance.client.document.send(
                   new UpdateCommand(effectUpdate(message.scopedKey, message.body.amount, epochNow())),
                 );
-              },
+              }),
             })
           : mode === 'entity'
             ? createSqsHandler<Body>({
                 ...common,
-                mode: 'entity',
-                handle: (message) => {
+                mode: entity((message) => {
                   noteKey(message);
                   failInOutage(message.messageId);
                   return {
@@ -1200,30 +1201,31 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
                     keyAttribute: 'pk',
                     item: { pk: message.scopedKey, amount: message.body.amount, epoch: epochNow() },
                   };
-                },
+                }),
               })
             : createSqsHandler<Body>({
                 ...common,
-                mode: 'two-phase',
-                leaseMillis: LEASE_MILLIS,
-                // Beats every lease/3 (real time): only slow effects (delayed heartbeats, expiries
-                // mid-effect) outlast one.
-                heartbeat: true,
-                handle: async (message, effects) => {
-                  noteKey(message);
-                  // One after the other: the second effect runs only once the first completed.
-                  for (const effect of TWO_PHASE_EFFECTS) {
-                    await effects.run(effect, ({ scopedKey, idempotencyKey }) =>
-                      callDownstream(
-                        instance,
-                        scopedKey,
-                        idempotencyKey,
-                        message.body.amount,
-                        message.messageId,
-                      ),
-                    );
-                  }
-                },
+                mode: twoPhase({
+                  handle: async (message, effects) => {
+                    noteKey(message);
+                    // One after the other: the second effect runs only once the first completed.
+                    for (const effect of TWO_PHASE_EFFECTS) {
+                      await effects.run(effect, ({ scopedKey, idempotencyKey }) =>
+                        callDownstream(
+                          instance,
+                          scopedKey,
+                          idempotencyKey,
+                          message.body.amount,
+                          message.messageId,
+                        ),
+                      );
+                    }
+                  },
+                  leaseMillis: LEASE_MILLIS,
+                  // Beats every lease/3 (real time): only slow effects (delayed heartbeats, expiries
+                  // mid-effect) outlast one.
+                  heartbeat: true,
+                }),
               });
   }
 

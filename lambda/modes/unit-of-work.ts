@@ -2,9 +2,9 @@
  * The unit of work of atomic (inbox) mode: the business writes a handler describes, which the
  * toolkit commits in one `TransactWriteItems` with the marker at index 0.
  */
-import { EffectivelyOnceError } from './errors';
-import { MAX_BUSINESS_WRITES, tooManyWrites } from './item-size';
-import type { InboxStore, TransactWriteAction, VersionedPutWrite } from './store-port';
+import { EffectivelyOnceError } from '../core/errors';
+import { MAX_BUSINESS_WRITES, tooManyWrites } from '../core/item-size';
+import type { AtomicStore, TransactWriteAction, VersionedPutWrite } from '../core/store-port';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
 export type PutWrite = NonNullable<TransactWriteAction['Put']>;
@@ -65,7 +65,7 @@ export interface GuardedUnitOfWork extends UnitOfWork {
  * Creates an empty unit of work; adding a write beyond the transaction limit throws
  * `TOO_MANY_WRITES`. `store` builds the expressions of `putIfNewer`.
  */
-export function createUnitOfWork(store?: Pick<InboxStore, 'putIfNewer'>): GuardedUnitOfWork {
+export function createUnitOfWork(store?: Pick<AtomicStore, 'putIfNewer'>): GuardedUnitOfWork {
   const writes: TransactWriteAction[] = [];
   const guards = new Set<number>();
   const add = (write: TransactWriteAction): number => {

@@ -1,0 +1,107 @@
+/**
+ * The port between the engine and a mode. The engine (`batch-processor.ts`) prepares each message,
+ * schedules it, logs its outcome and answers the batch; a mode (one module per mode under
+ * `lambda/modes/`) decides what one prepared message does against the store. The engine knows
+ * no mode: it asks the mode for its name, the store capability it needs, a processor built from
+ * the common settings, and, per message, the facts of its step.
+ */
+import { expectOption } from './errors';
+import type { LogEntry } from './logger';
+import type { Message } from './message';
+import type { Outcome } from './outcome';
+import type { Clock } from './time';
+
+/** The name of a mode, as logs, metrics and the construct's `mode` setting spell it. */
+export type ModeName = 'marker' | 'atomic' | 'entity' | 'two-phase';
+
+/**
+ * The store capability a mode needs (the ports in `store-port.ts`): `entity` needs no inbox
+ * table, every other capability does.
+ */
+export type StoreCapability = 'marker' | 'atomic' | 'entity' | 'lease';
+
+/**
+ * Defaults an entry point's environment supplies to a mode; a mode's own option wins over them.
+ * Only two-phase reads them today.
+ */
+export interface ModeDefaults {
+  /**
+   * The lease of a claim: `EO_LEASE_MILLIS` through `createSqsHandler` (the construct sets the
+   * function timeout), the visibility timeout in `createSqsWorker`.
+   */
+  readonly leaseMillis?: number;
+  /** Extend leases while an effect runs: `true` in `createSqsWorker` while its visibility heartbeat is on. */
+  readonly heartbeat?: boolean;
+}
+
+/** What a mode is created with: the store and the settings common to every mode, validated. */
+export interface ModeSettings<TStore> {
+  /** The store, not yet checked: the mode checks it has the methods of its capability. */
+  readonly store: TStore;
+  /** Consumer name, unscoped. */
+  readonly consumer: string;
+  /** Inbox record lifetime, seconds. */
+  readonly ttlSeconds: number;
+  readonly clock: Clock;
+  readonly defaults: ModeDefaults;
+}
+
+/** What the engine knows of one message's step. */
+export interface ModeStepInput {
+  /** SHA-256 hex of the message's canonical payload. */
+  readonly fingerprint: string;
+  /** Epoch milliseconds when the message started. */
+  readonly nowMillis: number;
+  /** The time the invocation had left when it started; `undefined` without a Lambda context. */
+  readonly remainingMillis: number | undefined;
+}
+
+/**
+ * The facts of one message's step, returned with its outcome: the log entries of the step (the
+ * engine adds the message's fields and logs them before the outcome's line) and the claims it
+ * took over (metric `Takeover`).
+ */
+export interface ModeStepResult {
+  readonly outcome: Outcome;
+  readonly logs: readonly LogEntry[];
+  readonly takeovers: number;
+}
+
+/** A mode ready to process messages. */
+export interface ModeProcessor<TBody> {
+  /**
+   * Processes one prepared message and returns its facts. Never throws: a failure of the store
+   * or of the user's handler is a `retry` or `permanent` outcome.
+   */
+  process(message: Message<TBody>, input: ModeStepInput): Promise<ModeStepResult>;
+}
+
+/**
+ * A mode, as the factories `marker`, `atomic`, `entity` and `twoPhase` return it. `TStore` is the
+ * store port the mode needs.
+ */
+export interface Mode<TBody = unknown, TStore = unknown> {
+  readonly name: ModeName;
+  readonly capability: StoreCapability;
+  /**
+   * Validates the mode's own options against `settings` and returns the processor. Throws
+   * `INVALID_OPTIONS` naming the option: a bad option fails the cold start.
+   */
+  create(settings: ModeSettings<TStore>): ModeProcessor<TBody>;
+}
+
+/** The facts of a step that only has an outcome. */
+export function stepResult(outcome: Outcome, logs: readonly LogEntry[] = []): ModeStepResult {
+  return { outcome, logs, takeovers: 0 };
+}
+
+/** Throws `INVALID_OPTIONS` unless `value` is a mode made by one of the four factories. */
+export function expectMode(value: unknown): asserts value is Mode<unknown, unknown> {
+  const candidate = value as Partial<Mode> | null | undefined;
+  expectOption(
+    typeof candidate === 'object' && candidate !== null && typeof candidate.create === 'function',
+    'mode',
+    'a mode: `marker(handle)`, `atomic(handle)`, `entity(handle)` or `twoPhase({ handle })`',
+    value,
+  );
+}
