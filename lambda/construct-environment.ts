@@ -7,11 +7,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeadLetterSender } from './core/dead-letter';
+import type { DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
+import type { LogLevel } from './core/logger';
 import type { ModeDefaults } from './core/mode';
 import { createSqsDeadLetterSender } from './sqs/dead-letter-sender';
-import type { SqsHandlerOptions } from './sqs-handler';
 
 let documentClient: DynamoDBDocumentClient | undefined;
 let sqsClient: SQSClient | undefined;
@@ -39,6 +39,19 @@ export function defaultDeadLetterSender(queueUrl: string): DeadLetterSender {
   return sender;
 }
 
+/** The options of a handler that the construct's settings fill (`SqsHandlerOptions` has them all). */
+export interface ConstructOptions {
+  readonly consumer?: string;
+  readonly tableName?: string;
+  readonly store?: unknown;
+  readonly client?: DynamoDBDocumentClient;
+  readonly ttlSeconds?: number;
+  readonly deadLetter?: DeadLetterMode;
+  readonly deadLetterSender?: DeadLetterSender;
+  readonly metricNamespace?: string;
+  readonly logLevel?: LogLevel;
+}
+
 /**
  * `options` with the construct's settings from `environment` filling what it leaves out:
  * `consumer` (`EO_CONSUMER`), `tableName` (`EO_INBOX_TABLE`), `ttlSeconds` (`EO_TTL_SECONDS`),
@@ -49,10 +62,10 @@ export function defaultDeadLetterSender(queueUrl: string): DeadLetterSender {
  * the construct's throws `INVALID_OPTIONS`, as does a malformed variable. Applying it twice
  * gives the same options.
  */
-export function applyConstructEnvironment<TBody, TStore>(
-  options: SqsHandlerOptions<TBody, TStore>,
+export function applyConstructEnvironment<TOptions extends ConstructOptions>(
+  options: TOptions,
   environment: Environment,
-): SqsHandlerOptions<TBody, TStore> {
+): TOptions {
   // Not an object: left to the option checks, which say so.
   if (typeof options !== 'object' || options === null) return options;
   const settings = readConstructSettings(environment);

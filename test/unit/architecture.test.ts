@@ -37,6 +37,18 @@ describe('architecture', () => {
     }
   });
 
+  it('the core imports no mode module', () => {
+    // Every import, type-only ones too: the engine knows the Mode port, never a mode.
+    const allImports = (text: string) =>
+      [...text.matchAll(/^(?:import|export)\s[^'";]*?from\s+'([^']+)'/gm)].map((match) => match[1]!);
+    for (const file of core) {
+      const modes = allImports(read(file)).filter(
+        (specifier) => specifier.includes('/modes/') || specifier.startsWith('../modes'),
+      );
+      expect({ file, modes }).toEqual({ file, modes: [] });
+    }
+  });
+
   it('keeps the shared contract dependency-free', () => {
     expect(runtimeImports(read('lambda/core/contract.ts'))).toEqual([]);
     expect(read('lambda/core/contract.ts')).not.toMatch(/^import /m);

@@ -112,8 +112,8 @@ describe('readConstructSettings', () => {
 
 describe('applyConstructEnvironment', () => {
   it('fills every option the construct sets from its EO_* variables, with clients made once per cold start', () => {
-    const resolved = applyConstructEnvironment<Order, unknown>(minimal, construct);
-    const again = applyConstructEnvironment<Order, unknown>(minimal, construct);
+    const resolved = applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct);
+    const again = applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct);
 
     expect(resolved).toEqual({
       ...minimal,
@@ -136,13 +136,15 @@ describe('applyConstructEnvironment', () => {
   it('gives the mode the construct lease as a default, and the options none', () => {
     expect(constructModeDefaults(construct)).toEqual({ leaseMillis: 30_000 });
     expect(constructModeDefaults({})).toEqual({});
-    expect(applyConstructEnvironment<Order, unknown>(minimal, construct)).not.toHaveProperty('leaseMillis');
+    expect(applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct)).not.toHaveProperty(
+      'leaseMillis',
+    );
   });
 
   it('lets explicit options win over the construct', () => {
     const client = defaultDocumentClient();
     const sender = { send: async () => undefined };
-    const explicit = applyConstructEnvironment<Order, unknown>(
+    const explicit = applyConstructEnvironment<SqsHandlerOptions<Order>>(
       {
         ...minimal,
         consumer: 'billing',
@@ -154,7 +156,7 @@ describe('applyConstructEnvironment', () => {
       },
       construct,
     );
-    const withSender = applyConstructEnvironment<Order, unknown>(
+    const withSender = applyConstructEnvironment<SqsHandlerOptions<Order>>(
       { ...minimal, client, deadLetterSender: sender },
       construct,
     );
@@ -173,7 +175,7 @@ describe('applyConstructEnvironment', () => {
     const store = createMemoryStore();
 
     expect(
-      applyConstructEnvironment<Order, unknown>({ ...minimal, store }, construct).client,
+      applyConstructEnvironment<SqsHandlerOptions<Order>>({ ...minimal, store }, construct).client,
     ).toBeUndefined();
   });
 
