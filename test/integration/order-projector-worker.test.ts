@@ -178,11 +178,10 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     const records: SqsRecord[] = log
       .filter((line) => typeof line.body.status === 'string')
       .map((line, index) =>
-        sqsRecord(line.body, {
-          messageId: `lambda-${index}`,
+        sqsRecord(`lambda-${index}`, line.body, {
           groupId: line.groupId,
           deduplicationId: `${line.deduplicationId}#lambda`,
-          queue: queue.name.replace(/\.fifo$/, ''),
+          queue: queue.name,
         }),
       );
     const event: SqsEvent = { Records: records };

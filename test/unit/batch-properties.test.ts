@@ -7,7 +7,7 @@ import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { Message } from '../../lambda/core/message';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { createMemoryStore } from '../support/memory-store';
-import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
+import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from '../support/fixtures';
 
 type Behaviour = 'ok' | 'throw' | 'permanent' | 'malformed' | 'missing-key';
 

@@ -5,7 +5,7 @@ import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { requireEnv } from '../../lambda/handlers/handler-env';
 import { createMemoryStore } from '../support/memory-store';
 import { bundledInputs } from './bundled-inputs';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 
 const environment = {
   EO_INBOX_TABLE: 'inbox',

@@ -7,7 +7,7 @@ import {
   nodeAt,
   readJson,
 } from '../../lambda/core/json-text';
-import { check } from './sqs-fixtures';
+import { check } from '../support/fixtures';
 
 describe('readJson', () => {
   it('keeps number literals as written, objects as maps (the last duplicate wins), and decodes strings', () => {

@@ -5,7 +5,7 @@ import type { Message } from '../../lambda/core/message';
 import { deriveEffectKeys, type Effects } from '../../lambda/core/two-phase';
 import type { PaymentEvent } from '../../lambda/handlers/payment-notifier';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 
 const URL_ = 'https://notify.example/v1/';
 const payment: PaymentEvent = { paymentId: 'pay-1', status: 'CAPTURED', amount: 1250, currency: 'EUR' };
