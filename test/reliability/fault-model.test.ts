@@ -458,7 +458,11 @@ describe('a dead-letter redrive with the ids AWS gives redriven messages (issue 
       new DeleteMessageCommand({ QueueUrl: source.url, ReceiptHandle: original!.ReceiptHandle }),
     );
     const [deadLettered] = await local.receive(deadLetterQueue.url);
-    expect(deadLettered).toBeDefined();
+    // Dead-lettered with its body and the deduplication id it was first delivered with.
+    expect(deadLettered).toMatchObject({
+      Body: JSON.stringify({ id: 'order-7', amount: 7 }),
+      MessageAttributes: { 'eo-deduplication-id': { DataType: 'String', StringValue: 'order-7-created' } },
+    });
     await local.sqs.send(
       new DeleteMessageCommand({ QueueUrl: deadLetterQueue.url, ReceiptHandle: deadLettered!.ReceiptHandle }),
     );
