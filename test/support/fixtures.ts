@@ -353,6 +353,8 @@ export interface OrderEvent {
 export interface SqsRecordOptions {
   /** Message attributes, string values. */
   readonly attributes?: Readonly<Record<string, string>>;
+  /** Message attributes exactly as delivered (binary and list values too), added to `attributes`. */
+  readonly messageAttributes?: Readonly<Record<string, SqsMessageAttribute>>;
   /**
    * The `MessageGroupId`: with it the record comes from the FIFO queue `orders.fifo` (and gets a
    * `SequenceNumber`), unless `queue` names another (a fair queue is a standard queue whose
@@ -382,15 +384,14 @@ let fifoSequence = 18_000_000_000_000_000_000n;
 export function sqsRecord(messageId: string, body: unknown, options: SqsRecordOptions = {}): SqsRecord {
   const text = options.rawBody ?? JSON.stringify(body);
   const sentAt = options.sentAt ?? T0;
-  const messageAttributes: Record<string, SqsMessageAttribute> = {};
-  for (const [name, value] of Object.entries(options.attributes ?? {})) {
-    messageAttributes[name] = {
-      stringValue: value,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: 'String',
-    };
-  }
+  // Built from entries, so any name (`__proto__` too) is an own property, as in Lambda's event.
+  const messageAttributes: Record<string, SqsMessageAttribute> = Object.fromEntries([
+    ...Object.entries(options.attributes ?? {}).map(([name, value]): [string, SqsMessageAttribute] => [
+      name,
+      { stringValue: value, stringListValues: [], binaryListValues: [], dataType: 'String' },
+    ]),
+    ...Object.entries(options.messageAttributes ?? {}),
+  ]);
   const grouped = options.groupId !== undefined;
   const queue = options.queue ?? (grouped ? 'orders.fifo' : 'orders');
   return {
