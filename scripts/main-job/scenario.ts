@@ -9,7 +9,7 @@ import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { LocalAws } from '../local-aws-lib';
+import type { LocalAws } from '../local-aws/harness';
 import { type Check, check } from './checks';
 import type { DownstreamFailure, DownstreamLedger, DownstreamSnapshot } from './downstream';
 import type { ExampleOutputs } from './example-deployment';

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { type Difference, diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
-import { localAwsEnv } from '../local-aws-lib';
+import { localAwsEnv } from '../local-aws/harness';
 import { type Check, check } from './checks';
 import { functionEnvironment, setEventSourceMappingsEnabled } from './functions';
 import {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
-import { projectRoot } from '../../scripts/local-aws-lib';
+import { projectRoot } from '../../scripts/local-aws/harness';
 import { type Downstream, startDownstream } from '../../scripts/main-job/downstream';
 import {
   deployExample,

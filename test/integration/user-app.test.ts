@@ -34,7 +34,7 @@ import { ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
-import { ensureMiniStack, projectRoot } from '../../scripts/local-aws-lib';
+import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
 import { waitFor } from '../support/fixtures';
 
