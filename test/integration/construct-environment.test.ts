@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSqsHandler, fromBody, type Message, PermanentError, type UnitOfWork } from '../../lambda';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 

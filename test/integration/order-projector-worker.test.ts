@@ -14,7 +14,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
 import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, sqsRecord, type TestQueue, waitFor } from '../support/fixtures';
 

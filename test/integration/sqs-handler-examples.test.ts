@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsRecord } from '../../lambda';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 
