@@ -9,13 +9,14 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { EffectivelyOnceError, errorFields } from '../core/errors';
+import { readExistingRecord } from '../core/existing-record';
 import { fingerprintOf } from '../core/fingerprint';
 import { isLeaseWithinTtl } from '../core/lease';
 import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
 import { errorMessageField } from '../core/outcome';
-import type { InboxStore } from '../core/store-port';
+import type { InboxRecord, InboxStore } from '../core/store-port';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
 import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from './lease-options';
 
@@ -176,39 +177,29 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       const pk = scopeKey(consumer, dedupKey);
       const fields = { consumer, job: target.job, slot, scopedKey: pk };
       const now = clock();
-      const lease = createLeaseClaim(
-        store,
-        { pk, fingerprint: fingerprintOf({ job: target.job, slot }), consumer, leaseMillis, ttlSeconds },
-        now,
-      );
+      const fingerprint = fingerprintOf({ job: target.job, slot });
+      const lease = createLeaseClaim(store, { pk, fingerprint, consumer, leaseMillis, ttlSeconds }, now);
       const { owner } = lease;
 
       const claimed = await lease.claim();
       if (claimed.kind === 'existing') {
-        const existing = claimed.record;
-        if (existing.expiresAt <= Math.floor(now / 1000)) {
-          throw new EffectivelyOnceError(
-            'EXPIRED_RECORD',
-            'The store returned an expired job record; retry the run',
-          );
-        }
-        if (existing.status === INBOX_STATUS.inProgress) {
-          const until = existing.leaseExpiresAt ?? now;
+        const skipped = skippedRun(claimed.record, fingerprint, now);
+        if (skipped.reason === 'in-progress') {
           log({
             level: 'info',
             message: 'Job slot in progress in another run; skipped',
             ...fields,
             outcome: 'in-flight',
           });
-          return { ran: false, reason: 'in-progress', leaseExpiresAt: until };
+        } else {
+          log({
+            level: 'info',
+            message: 'Job slot already completed; skipped',
+            ...fields,
+            outcome: 'duplicate',
+          });
         }
-        log({
-          level: 'info',
-          message: 'Job slot already completed; skipped',
-          ...fields,
-          outcome: 'duplicate',
-        });
-        return { ran: false, reason: 'completed' };
+        return skipped;
       }
       const takeover = claimed.takeover === true;
       if (takeover) {
@@ -319,6 +310,42 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       return { ran: true, result, takeover };
     },
   };
+}
+
+/**
+ * What a run answers when `record` holds its slot, from the reading of the record: an expired
+ * record throws `EXPIRED_RECORD` (retry the run), a completed slot is `completed`, a claim in
+ * progress (running, lease ended but not taken over, released) is `in-progress` until its lease
+ * end.
+ */
+function skippedRun(
+  record: InboxRecord,
+  fingerprint: string,
+  nowMillis: number,
+): Extract<JobResult<never>, { readonly ran: false; readonly reason: 'completed' | 'in-progress' }> {
+  const reading = readExistingRecord(record, fingerprint, nowMillis);
+  switch (reading.kind) {
+    case 'expired':
+      throw new EffectivelyOnceError(
+        'EXPIRED_RECORD',
+        'The store returned an expired job record; retry the run',
+      );
+    case 'completed':
+      return { ran: false, reason: 'completed' };
+    case 'in-flight':
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: reading.leaseExpiresAt ?? nowMillis };
+    case 'lease-ended':
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: reading.leaseExpiresAt };
+    case 'released':
+      // Another run of the slot claims it again now; its lease end reads `0`, as stored.
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: 0 };
+    case 'mismatch':
+      // A slot's fingerprint derives from its key, so another payload's record under the key was
+      // not written by a job guard: the run skips it by its status and never runs over it.
+      return record.status === INBOX_STATUS.inProgress
+        ? { ran: false, reason: 'in-progress', leaseExpiresAt: record.leaseExpiresAt ?? nowMillis }
+        : { ran: false, reason: 'completed' };
+  }
 }
 
 /** The scoped key of a job slot, for operators looking up its inbox record. */

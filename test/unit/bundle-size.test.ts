@@ -34,20 +34,23 @@ describe('bundle size', () => {
   // the default (the check of each variable, the merge with explicit options, and the SQS
   // dead-letter sender that `EO_DEAD_LETTER_MODE=direct` selects at deploy time, so every handler
   // carries it: about 4.5 KB): 39,328 bytes, and 39,490 with the claim condition that keeps a late
-  // copy of a put from re-taking its own released claim. This ratchet (the size rounded up to the next 256
+  // copy of a put from re-taking its own released claim. Issue 14's one reading of an existing
+  // record (`readExistingRecord`, which every entry point maps its answer from) added 661 bytes:
+  // 40,177. This ratchet (the size rounded up to the next 256
   // bytes) keeps it from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 39,680 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(39_680);
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 40,192 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(40_192);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
   // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB;
   // lossless keys and fingerprints and fenced claim writes (issue 12) about 2.9 KB more: 22,971
   // bytes; the transport fixes (above) about 1.1 KB more: 24,079 bytes; the construct's `EO_*`
-  // contract by default (above) about 4.5 KB more: 28,642 bytes, ratcheted (next 256).
-  it('keeps the core and createSqsHandler within 28,672 bytes minified, AWS SDK and store excluded', async () => {
+  // contract by default (above) about 4.5 KB more: 28,642 bytes; the one reading of an existing
+  // record (above) 661 bytes more: 29,329 bytes, ratcheted (next 256).
+  it('keeps the core and createSqsHandler within 29,440 bytes minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      28_672,
+      29_440,
     );
   });
 });
