@@ -320,8 +320,16 @@ describe('createJobGuard', () => {
     );
     expect(create({ leaseMillis: 899_999, ttlSeconds: 900 })).not.toThrow();
     expect(create({ store: { claimLease() {} } })).toThrow(
-      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`',
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`, `replace`, got `an object`',
     );
+    expect(create({ clock: {} })).toThrow(
+      'Expected `clock` to be a function returning epoch milliseconds, got `an object`',
+    );
+    expect(create({ logger: [] })).toThrow('Expected `logger` to be an object with `log`, got `an array`');
+    expect(create({ logLevel: 'loud' })).toThrow(
+      "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"loud\"`",
+    );
+    expect(() => createJobGuard(null as never)).toThrow('Expected `options` to be an object, got `null`');
     const { guard } = setup();
     await expect(guard.run({ job: 'has space', slot: 'x' }, () => 1)).rejects.toThrow(
       'Expected `job` to be a name matching',
