@@ -202,45 +202,40 @@ describe('adapter boundaries', () => {
    */
   const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'sqs', 'store'];
   const SHARED_ADAPTER = 'store';
-  const adapterOf = (file: string): string | undefined => {
-    const [top, folder, ...rest] = file.split('/');
+  const adapterOf = (file: string | undefined): string | undefined => {
+    const [top, folder, ...rest] = (file ?? '').split('/');
     return top === 'lambda' && rest.length > 0 && ADAPTERS.includes(folder!) ? folder : undefined;
   };
-  /** Every module specifier a file names: imports (type-only too), re-exports, dynamic imports. */
-  const specifiers = (text: string) =>
-    [
-      ...text.matchAll(/^(?:import|export)\s[^'";]*?from\s+'([^']+)'/gm),
-      ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
-    ].map((match) => match[1]!);
-  /** The imports of `file` (source `text`) that reach into a sibling adapter, each naming both. */
+  /**
+   * The imports of `file` (source `text`) that reach into a sibling adapter, each naming the file,
+   * the import and the adapter: imports, type-only imports, re-exports and `import()` alike.
+   */
   const siblingImports = (file: string, text: string): string[] =>
-    specifiers(code(text)).flatMap((specifier) => {
-      const own = adapterOf(file);
-      const target = specifier.startsWith('.')
-        ? adapterOf(relative(root, join(root, file, '..', specifier)))
-        : undefined;
-      return target === undefined || target === own || target === SHARED_ADAPTER
+    importsOf(file, text).flatMap(({ specifier }) => {
+      const target = adapterOf(resolveImport(file, specifier));
+      return target === undefined || target === adapterOf(file) || target === SHARED_ADAPTER
         ? []
         : [`${file} imports '${specifier}' (the ${target} adapter)`];
     });
 
   it('keeps every adapter from importing a sibling adapter (the store is shared)', () => {
-    const files = ADAPTERS.flatMap((adapter) => sources(join('lambda', adapter)));
+    const files = ADAPTERS.flatMap((adapter) => sources(`lambda/${adapter}`));
     expect(files.flatMap((file) => siblingImports(file, read(file)))).toEqual([]);
   });
 
   it('names the offending file and import, for imports, type imports, re-exports and dynamic imports', () => {
     const text = [
-      "import { createLeaseClaim } from '../jobs/lease-claim';",
-      "import type { SqsRecord } from '../worker/sqs-record';",
+      "import { createJobGuard } from '../jobs/job-guard';",
+      "import type { SqsWorkerOptions } from '../worker/sqs-worker';",
       "export { createSqsHandler } from '../sqs-handler';",
       "import { createDynamoDbStore } from '../store/dynamodb-store';",
       "import { readIdempotencyKey } from './http-event';",
       "const sender = import('../sqs/dead-letter-sender');",
+      "// import { createSqsMiddleware } from '../middleware/sqs-middleware';",
     ].join('\n');
     expect(siblingImports('lambda/http/handler.ts', text)).toEqual([
-      "lambda/http/handler.ts imports '../jobs/lease-claim' (the jobs adapter)",
-      "lambda/http/handler.ts imports '../worker/sqs-record' (the worker adapter)",
+      "lambda/http/handler.ts imports '../jobs/job-guard' (the jobs adapter)",
+      "lambda/http/handler.ts imports '../worker/sqs-worker' (the worker adapter)",
       "lambda/http/handler.ts imports '../sqs/dead-letter-sender' (the sqs adapter)",
     ]);
   });
