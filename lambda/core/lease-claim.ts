@@ -16,9 +16,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { INBOX_STATUS } from './contract';
-import { claimExpiresAt } from './lease';
+import { claimExpiresAt, isLeaseEnded } from './lease';
 import type { FencedResult, InboxRecord, LeaseStore } from './store-port';
-import { expiresAt, isExpired } from './time';
+import { expiresAt } from './time';
 
 /** What a claim found. */
 export type LeaseClaimResult =
@@ -62,17 +62,6 @@ export interface TakeoverPolicy {
    * @default no limit
    */
   readonly maxTakeovers?: number;
-}
-
-/** True when `record` is a live claim whose lease ended before `nowMillis`: it may be taken over. */
-export function isLeaseEnded(record: InboxRecord, nowMillis: number): boolean {
-  return (
-    record.status === INBOX_STATUS.inProgress &&
-    typeof record.owner === 'string' &&
-    typeof record.leaseExpiresAt === 'number' &&
-    record.leaseExpiresAt < nowMillis &&
-    !isExpired(record.expiresAt, nowMillis)
-  );
 }
 
 /**

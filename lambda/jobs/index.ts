@@ -15,6 +15,7 @@ export {
   DEFAULT_JOB_TTL_SECONDS,
   type JobGuard,
   type JobGuardOptions,
+  type JobGuardStore,
   type JobResult,
   type JobRun,
   type JobSlot,

@@ -193,3 +193,50 @@ describe('import cycles', () => {
     expect(findCycles(adjacency(edges)).map(formatCycle)).toEqual(KNOWN_CYCLES);
   });
 });
+
+describe('adapter boundaries', () => {
+  /**
+   * The adapters built on the core. The DynamoDB store is one too, and the one every other
+   * adapter may use; the SQS entry (`lambda/sqs-handler.ts`) is not an adapter folder, so the
+   * worker and the middleware may build on it.
+   */
+  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'sqs', 'store'];
+  const SHARED_ADAPTER = 'store';
+  const adapterOf = (file: string | undefined): string | undefined => {
+    const [top, folder, ...rest] = (file ?? '').split('/');
+    return top === 'lambda' && rest.length > 0 && ADAPTERS.includes(folder!) ? folder : undefined;
+  };
+  /**
+   * The imports of `file` (source `text`) that reach into a sibling adapter, each naming the file,
+   * the import and the adapter: imports, type-only imports, re-exports and `import()` alike.
+   */
+  const siblingImports = (file: string, text: string): string[] =>
+    importsOf(file, text).flatMap(({ specifier }) => {
+      const target = adapterOf(resolveImport(file, specifier));
+      return target === undefined || target === adapterOf(file) || target === SHARED_ADAPTER
+        ? []
+        : [`${file} imports '${specifier}' (the ${target} adapter)`];
+    });
+
+  it('keeps every adapter from importing a sibling adapter (the store is shared)', () => {
+    const files = ADAPTERS.flatMap((adapter) => sources(`lambda/${adapter}`));
+    expect(files.flatMap((file) => siblingImports(file, read(file)))).toEqual([]);
+  });
+
+  it('names the offending file and import, for imports, type imports, re-exports and dynamic imports', () => {
+    const text = [
+      "import { createJobGuard } from '../jobs/job-guard';",
+      "import type { SqsWorkerOptions } from '../worker/sqs-worker';",
+      "export { createSqsHandler } from '../sqs-handler';",
+      "import { createDynamoDbStore } from '../store/dynamodb-store';",
+      "import { readIdempotencyKey } from './http-event';",
+      "const sender = import('../sqs/dead-letter-sender');",
+      "// import { createSqsMiddleware } from '../middleware/sqs-middleware';",
+    ].join('\n');
+    expect(siblingImports('lambda/http/handler.ts', text)).toEqual([
+      "lambda/http/handler.ts imports '../jobs/job-guard' (the jobs adapter)",
+      "lambda/http/handler.ts imports '../worker/sqs-worker' (the worker adapter)",
+      "lambda/http/handler.ts imports '../sqs/dead-letter-sender' (the sqs adapter)",
+    ]);
+  });
+});

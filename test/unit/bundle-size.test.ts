@@ -36,21 +36,23 @@ describe('bundle size', () => {
   // carries it: about 4.5 KB): 39,328 bytes, and 39,490 with the claim condition that keeps a late
   // copy of a put from re-taking its own released claim. Issue 14 retired the target: the store
   // writes every request's ExpressionAttributeNames and ExpressionAttributeValues at the call
-  // instead of deriving them by regex (about 2.1 KB) and classifies AWS errors from plain maps
-  // (about 0.6 KB): 42,228 bytes. This ratchet (the size rounded up to the next 256 bytes) keeps
-  // it from growing unnoticed.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 42,240 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(42_240);
+  // instead of deriving them by regex (about 2.1 KB), classifies AWS errors from plain maps
+  // (about 0.6 KB), and every entry point maps its answer from one reading of an existing record
+  // (`readExistingRecord`, 661 bytes): 42,850 bytes. This ratchet (the size rounded up to the
+  // next 256 bytes) keeps it from growing unnoticed.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 43,008 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(43_008);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,
   // stuck claims, heartbeat, stored results, derived keys and version guards added about 4 KB;
   // lossless keys and fingerprints and fenced claim writes (issue 12) about 2.9 KB more: 22,971
   // bytes; the transport fixes (above) about 1.1 KB more: 24,079 bytes; the construct's `EO_*`
-  // contract by default (above) about 4.5 KB more: 28,642 bytes, ratcheted (next 256).
-  it('keeps the core and createSqsHandler within 28,672 bytes minified, AWS SDK and store excluded', async () => {
+  // contract by default (above) about 4.5 KB more: 28,642 bytes; the one reading of an existing
+  // record (above) 661 bytes more: 29,329 bytes, ratcheted (next 256).
+  it('keeps the core and createSqsHandler within 29,440 bytes minified, AWS SDK and store excluded', async () => {
     expect(await minifiedBytes('lambda/sqs-handler.ts', ['./store/dynamodb-store'])).toBeLessThanOrEqual(
-      28_672,
+      29_440,
     );
   });
 });

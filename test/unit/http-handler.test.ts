@@ -542,7 +542,16 @@ describe('createIdempotentHttpHandler', () => {
       'Expected `caller` to be a function, got `"principalId"`',
     );
     expect(create({ store: {} })).toThrow(
-      'Expected `store` to be an object with `claimLease`, `complete`, `release`, got `[object Object]`',
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, got `an object`',
+    );
+    expect(create({ metrics: {} })).toThrow(
+      'Expected `metrics` to be an object with `publish`, got `an object`',
+    );
+    expect(create({ logger: { log: 'stdout' } })).toThrow(
+      'Expected `logger` to be an object with `log`, got `an object`',
+    );
+    expect(create({ methods: ['POST', ''] })).toThrow(
+      'Expected `methods` to be a list of HTTP methods, got `""`',
     );
     expect(create({ logLevel: 'verbose' })).toThrow(
       "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimWithTakeover, createLeaseClaim, isLeaseEnded } from '../../lambda/core/lease-claim';
+import { claimWithTakeover, createLeaseClaim } from '../../lambda/core/lease-claim';
 import type { InboxRecord } from '../../lambda/core/store-port';
 import { createMemoryStore } from '../support/memory-store';
 
@@ -89,15 +89,6 @@ describe('claimWithTakeover', () => {
     const answer = await claimWithTakeover(store, claim('b', T0 + 5000), T0 + 5000);
 
     expect(answer).toMatchObject({ kind: 'existing', record: { status: 'COMPLETED' } });
-  });
-});
-
-describe('isLeaseEnded', () => {
-  it('holds only for a live in-progress claim whose lease ended before now', () => {
-    expect(isLeaseEnded(claim('a', T0), T0 + 1001)).toBe(true);
-    expect(isLeaseEnded(claim('a', T0), T0 + 1000)).toBe(false);
-    expect(isLeaseEnded({ ...claim('a', T0), status: 'COMPLETED' }, T0 + 5000)).toBe(false);
-    expect(isLeaseEnded({ ...claim('a', T0), expiresAt: T0 / 1000 }, T0 + 5000)).toBe(false);
   });
 });
 
