@@ -59,6 +59,16 @@ function expectThrow(props: Partial<IdempotentConsumerProps>, message: string | 
   ).toThrow(message);
 }
 
+/** The error `create` throws (fails the test when it throws none). */
+function errorOf(create: () => unknown): unknown {
+  try {
+    create();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('Expected an error, got none');
+}
+
 function environmentOf(template: Template, consumer: IdempotentConsumer): Record<string, unknown> {
   const fn = template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)];
   return fn?.Properties.Environment.Variables;
@@ -324,7 +334,7 @@ describe('IdempotentConsumer queue options', () => {
   });
 
   it('encrypts both queues with a customer-managed key and lets the function decrypt', () => {
-    const { app, stack } = newStack();
+    const { stack } = newStack();
     const key = new kms.Key(stack, 'Key');
     const consumer = new IdempotentConsumer(stack, 'Consumer', {
       mode: 'marker',
@@ -338,7 +348,6 @@ describe('IdempotentConsumer queue options', () => {
       });
     }
     expect(permissionsOf(template, consumer.role!)).toContain(`Allow kms:Decrypt ${logicalId(key)}.Arn`);
-    expect(app).toBeDefined();
   });
 
   it('applies batch size, batching window and maximum concurrency to the event source', () => {
@@ -744,7 +753,7 @@ describe('IdempotentConsumer with shared and existing resources', () => {
     expect(
       () => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', entry: FIXTURE_ENTRY, table }),
     ).toThrow(
-      `Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`ttl\``,
+      `Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`"ttl"\``,
     );
   });
 
@@ -941,9 +950,9 @@ describe('IdempotentConsumer prop validation', () => {
     ],
     [
       { consumerName: 'has space' },
-      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `has space`",
+      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `\"has space\"`",
     ],
-    [{ consumerName: 'a#b' }, 'got `a#b`'],
+    [{ consumerName: 'a#b' }, 'got `"a#b"`'],
     [{ consumerName: 'x'.repeat(101) }, 'Expected `consumerName`'],
     [
       { environment: { [ENV.consumer]: 'sneaky' } },
@@ -953,7 +962,7 @@ describe('IdempotentConsumer prop validation', () => {
     [{ contentBasedDeduplication: true }, 'Expected `contentBasedDeduplication` only with `fifo: true`'],
     [
       { fifo: true, queueName: 'orders' },
-      "Expected `queueName` to be up to 80 characters of A-Z, a-z, 0-9, '-', '_' ending in '.fifo' (FIFO queue), got `orders`",
+      "Expected `queueName` to be up to 80 characters of A-Z, a-z, 0-9, '-', '_' ending in '.fifo' (FIFO queue), got `\"orders\"`",
     ],
     [{ batchSize: 11 }, 'Expected `batchSize` to be an integer from 1 to 10, got `11`'],
     [{ memorySize: 100 }, 'Expected `memorySize` to be an integer from 128 to 10240, got `100`'],
@@ -978,9 +987,16 @@ describe('IdempotentConsumer prop validation', () => {
     ],
     [
       { mode: 'exactly-once' },
-      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `exactly-once`",
+      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `\"exactly-once\"`",
     ],
-    [{ deadLetterMode: 'drop' }, "Expected `deadLetterMode` to be 'redrive' or 'direct', got `drop`"],
+    [
+      { deadLetterMode: 'drop' },
+      "Expected `deadLetterMode` to be one of 'redrive', 'direct', got `\"drop\"`",
+    ],
+    [
+      { logLevel: 'verbose' },
+      "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    ],
   ] as [Partial<IdempotentConsumerProps>, string][])('rejects %j', (props, message) => {
     expectThrow(props, message);
   });
@@ -1087,8 +1103,74 @@ describe('IdempotentConsumer prop validation', () => {
           businessTables: [{ table: audit, access: [] }],
         }),
     ).toThrow(
-      "Expected `businessTables[0].access` to be a non-empty list of 'read', 'write', 'conditionCheck', got `[]`",
+      "Expected `businessTables[0].access` to be a non-empty list of 'read', 'write', 'conditionCheck', got an empty list",
     );
+    expect(
+      () =>
+        new IdempotentConsumer(stack, 'Other', {
+          mode: 'marker',
+          entry: FIXTURE_ENTRY,
+          businessTables: [{ table: audit, access: ['read', 'delete' as never] }],
+        }),
+    ).toThrow(
+      "Expected `businessTables[0].access[1]` to be one of 'read', 'write', 'conditionCheck', got `\"delete\"`",
+    );
+  });
+
+  it('fails synth with one error naming all three of three distinct bad values', () => {
+    const { stack } = newStack();
+    const create = () =>
+      new IdempotentConsumer(stack, 'Consumer', {
+        mode: 'marker',
+        entry: FIXTURE_ENTRY,
+        consumerName: 'has space',
+        batchSize: 11,
+        retentionPeriod: Duration.days(15),
+      });
+    const failures = [
+      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `\"has space\"`",
+      'Expected `batchSize` to be an integer from 1 to 10, got `11`',
+      'Expected `retentionPeriod` to be from 1 minute to 14 days, got `15 days`',
+    ];
+    expect(errorOf(create)).toMatchObject({
+      name: 'InvalidPropsError',
+      code: 'INVALID_OPTIONS',
+      failures,
+      message: `[TestStack/Consumer] 3 problems with the props of IdempotentConsumer:\n${failures.map((failure) => `- ${failure}`).join('\n')}`,
+    });
+  });
+
+  it('collects the rules between props (lease, timeouts, queues) with the single-prop checks', () => {
+    const { stack } = newStack();
+    const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
+    const create = () =>
+      new IdempotentConsumer(stack, 'Consumer', {
+        mode: 'two-phase',
+        entry: FIXTURE_ENTRY,
+        queue,
+        deadLetterMode: 'direct',
+        timeout: Duration.seconds(2),
+        recordTtl: Duration.seconds(1),
+        memorySize: 100,
+      });
+    expect(errorOf(create)).toMatchObject({
+      failures: [
+        'Expected `memorySize` to be an integer from 128 to 10240, got `100`',
+        'Expected a `deadLetterQueue` with `deadLetterMode: direct`: the queue you passed has no known DLQ',
+        "`timeout` (2 seconds) must be longer than the runtime's deadline margin (`deadlineMarginMillis`, default 2 seconds): the batch processor starts no message once less than the margin is left, so the function would process nothing",
+        'The default lease (the function timeout, or 15 minutes when it is unknown) (2 seconds) must be shorter than `recordTtl` (1 second) in two-phase mode: a claim must never outlive its record, and the runtime rejects `leaseMillis` >= `ttlSeconds` at cold start',
+      ],
+    });
+  });
+
+  it('throws a single failure as the sentence itself, and creates nothing when the props are invalid', () => {
+    const { stack } = newStack();
+    expect(
+      () => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', entry: FIXTURE_ENTRY, batchSize: 0 }),
+    ).toThrow(
+      '[TestStack/Consumer] Expected `batchSize` to be an integer from 1 to 10, got `0`',
+    );
+    expect(stack.node.findChild('Consumer').node.children).toEqual([]);
   });
 
   it('skips validation of unresolved tokens', () => {
