@@ -263,7 +263,7 @@ describe('README code samples', () => {
   });
 
   it('lists exactly the cdk-nag rules the construct acknowledges', () => {
-    const acknowledged = readdirSync(join(root, 'lib'))
+    const acknowledged = readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' })
       .filter((name) => name.endsWith('.ts'))
       .flatMap((name) => [
         ...readFileSync(join(root, 'lib', name), 'utf8').matchAll(/acknowledge\(\{\s*id: '([^']+)'/g),
