@@ -8,14 +8,19 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  CONSUMER_MODES,
+  CONSUMER_NAME_PATTERN,
+  DEAD_LETTER_MODES,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
   ENV,
   INBOX_ATTRIBUTES,
+  LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from '../../lambda/core/contract';
-import { scopeKey } from '../../lambda/core/dedup-key';
+import { NAME_PATTERN, scopeKey } from '../../lambda/core/dedup-key';
+import { readConstructSettings } from '../../lambda/core/environment';
 import { DEFAULT_DEADLINE_MARGIN_MILLIS as RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/options';
 import { IdempotentConsumer, type IdempotentConsumerProps, InboxTable } from '../../lib';
 import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
@@ -1167,9 +1172,7 @@ describe('IdempotentConsumer prop validation', () => {
     const { stack } = newStack();
     expect(
       () => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', entry: FIXTURE_ENTRY, batchSize: 0 }),
-    ).toThrow(
-      '[TestStack/Consumer] Expected `batchSize` to be an integer from 1 to 10, got `0`',
-    );
+    ).toThrow('[TestStack/Consumer] Expected `batchSize` to be an integer from 1 to 10, got `0`');
     expect(stack.node.findChild('Consumer').node.children).toEqual([]);
   });
 
@@ -1225,6 +1228,36 @@ describe('IdempotentConsumer function timeout and the runtime deadline margin', 
 
   it('mirrors the batch processor default margin in the contract', () => {
     expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS);
+  });
+});
+
+describe('IdempotentConsumer contract values shared with the runtime', () => {
+  it('accepts exactly the dead-letter modes and log levels the runtime reads back from the environment', () => {
+    for (const deadLetterMode of DEAD_LETTER_MODES) {
+      const settings = readConstructSettings({
+        [ENV.deadLetterMode]: deadLetterMode,
+        [ENV.deadLetterQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq',
+      });
+      expect(settings.deadLetter).toBe(deadLetterMode);
+    }
+    for (const logLevel of LOG_LEVELS) {
+      expect(readConstructSettings({ [ENV.logLevel]: logLevel }).logLevel).toBe(logLevel);
+    }
+    expect(() => readConstructSettings({ [ENV.logLevel]: 'verbose' })).toThrow(
+      "Expected `EO_LOG_LEVEL` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    );
+    expect(() => readConstructSettings({ [ENV.deadLetterMode]: 'drop' })).toThrow(
+      "Expected `EO_DEAD_LETTER_MODE` to be one of 'redrive', 'direct', got `\"drop\"`",
+    );
+  });
+
+  it('checks consumer names with the pattern the runtime checks them with', () => {
+    expect(CONSUMER_NAME_PATTERN.source).toBe(NAME_PATTERN.source);
+    expect(CONSUMER_NAME_PATTERN.flags).toBe(NAME_PATTERN.flags);
+  });
+
+  it('grants on the inbox table for exactly the contract modes', () => {
+    expect(Object.keys(INBOX_TABLE_ACTIONS)).toEqual([...CONSUMER_MODES]);
   });
 });
 
