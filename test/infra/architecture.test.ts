@@ -25,7 +25,10 @@ describe('infrastructure import rules', () => {
     for (const file of tsFiles('lib')) {
       for (const specifier of importsOf(file)) {
         const target = specifier.startsWith('.')
-          ? path.relative(ROOT, path.resolve(path.dirname(file), specifier)).split(path.sep).join('/')
+          ? path
+              .relative(ROOT, path.resolve(path.dirname(file), specifier))
+              .split(path.sep)
+              .join('/')
           : undefined;
         const allowed =
           specifier === 'aws-cdk-lib' ||
