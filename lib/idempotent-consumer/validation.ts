@@ -15,6 +15,7 @@ import {
   DEAD_LETTER_MODES,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   ENV,
+  INBOX_ATTRIBUTES,
   LOG_LEVELS,
 } from '../../lambda/core/contract';
 import { describeValue, EffectivelyOnceError } from '../../lambda/core/errors';
@@ -327,7 +328,7 @@ function checkTables(props: IdempotentConsumerProps, fail: Fail, warn: Warn): vo
     if (inspection.ttl === 'missing') {
       warn(
         'inboxTableWithoutTtl',
-        'The inbox `table` you passed has no TTL: inbox records are never deleted. Enable TTL on the `expiresAt` attribute, or create the table with `new InboxTable(...)`.',
+        `The inbox \`table\` you passed has no TTL: inbox records are never deleted. Enable TTL on the \`${INBOX_ATTRIBUTES.expiresAt}\` attribute, or create the table with \`new InboxTable(...)\`.`,
       );
     }
   }
