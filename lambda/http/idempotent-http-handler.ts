@@ -12,6 +12,7 @@ import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPar
 import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import { isLeaseWithinTtl } from '../core/lease';
+import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
@@ -24,7 +25,6 @@ import type { Clock } from '../core/options';
 import { errorMessageField } from '../core/outcome';
 import type { LambdaContext } from '../core/sqs-event';
 import type { InboxStore } from '../core/store-port';
-import { createLeaseClaim } from '../jobs/lease-claim';
 import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from '../jobs/lease-options';
 import {
   type HttpEvent,

@@ -20,5 +20,4 @@ export {
   type JobSlot,
   jobSlotKey,
 } from './job-guard';
-export { claimWithTakeover, isLeaseEnded, type LeaseClaimResult } from './lease-claim';
 export { type ScheduledEvent, scheduledEventSlot, toScheduleSlot } from './schedule-slot';

@@ -10,13 +10,13 @@ import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
 import { EffectivelyOnceError, errorFields } from '../core/errors';
 import { fingerprintOf } from '../core/fingerprint';
-import { claimExpiresAt, isLeaseWithinTtl } from '../core/lease';
+import { isLeaseWithinTtl } from '../core/lease';
+import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import type { Clock } from '../core/options';
 import { errorMessageField } from '../core/outcome';
 import type { InboxStore } from '../core/store-port';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
-import { createLeaseClaim } from './lease-claim';
 import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from './lease-options';
 
 /** Default lease: 15 minutes, the longest a Lambda invocation runs. */
@@ -182,7 +182,6 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
         now,
       );
       const { owner } = lease;
-      let { leaseExpiresAt } = lease;
 
       const claimed = await lease.claim();
       if (claimed.kind === 'existing') {
@@ -245,17 +244,14 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       };
       const extendLease = async (): Promise<void> => {
         if (leaseLost) throw lost();
-        const next = clock() + leaseMillis;
         // The TTL moves with the lease: the slot's record never expires while this run works.
-        const answer = await store.extendLease(pk, owner, next, claimExpiresAt(next, ttlSeconds));
-        if (answer.kind === 'lost-ownership') throw lost();
-        leaseExpiresAt = next;
+        if ((await lease.extend(clock())).kind === 'lost-ownership') throw lost();
       };
       const run: JobRun = {
         job: target.job,
         slot,
         takeover,
-        leaseExpiresAt: () => leaseExpiresAt,
+        leaseExpiresAt: () => lease.leaseExpiresAt,
         extendLease,
         loadCheckpoint: async <V>() => (await checkpointOf().load()) as V | undefined,
         async saveCheckpoint(value) {

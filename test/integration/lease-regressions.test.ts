@@ -19,9 +19,16 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import { createJobGuard, type JobRun, jobSlotKey } from '../../lambda/jobs';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
-import { createLocalResources } from '../support/fixtures';
+import {
+  captureMetrics,
+  counts,
+  createLocalResources,
+  deferred,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+} from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
-import { captureMetrics, counts, deferred, manualClock, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
 
 interface Payment {
   readonly id: string;

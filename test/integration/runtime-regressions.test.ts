@@ -16,9 +16,8 @@ import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
-import { createLocalResources } from '../support/fixtures';
+import { captureMetrics, counts, createLocalResources, sqsEvent, sqsRecord } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
-import { captureMetrics, counts, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
 
 interface Payment {
   readonly id: string;

@@ -18,6 +18,7 @@ import type { SqsHandler, SqsRecord } from '../../lambda/core/sqs-event';
 import type { UnitOfWork } from '../../lambda/core/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { attachFaultInjection } from './support/fault-injection';
 import { createLocalClient, type LocalClient, useFileTables } from './support/tables';
 
@@ -32,14 +33,7 @@ function sentinel(): string {
 let sequence = 0;
 function record(raw: string): SqsRecord {
   sequence += 1;
-  return {
-    messageId: `msg-${sequence}`,
-    receiptHandle: `rh-${sequence}`,
-    body: raw,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(`msg-${sequence}`, undefined, { rawBody: raw });
 }
 
 /** Everything written to standard output, standard error and the console while `run` runs. */

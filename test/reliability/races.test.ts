@@ -14,6 +14,7 @@ import type { LogEntry } from '../../lambda/core/logger';
 import type { SqsBatchResponse, SqsRecord } from '../../lambda/core/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { createLocalClient, readItems, useFileTables } from './support/tables';
 
 const RACE_KEYS = process.env.RELIABILITY_RACE_KEYS ? Number(process.env.RELIABILITY_RACE_KEYS) : undefined;
@@ -35,14 +36,7 @@ function createBarrier(parties: number): () => Promise<void> {
 }
 
 function recordOf(messageId: string, key: string): SqsRecord {
-  return {
-    messageId,
-    receiptHandle: `rh-${messageId}`,
-    body: JSON.stringify({ id: key, amount: key.length }),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(messageId, { id: key, amount: key.length });
 }
 
 interface RaceResult {

@@ -14,8 +14,8 @@ import { PermanentError } from '../../lambda/core/errors';
 import type { Message } from '../../lambda/core/message';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { isFifoQueue } from '../../lambda/core/sqs-event';
+import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 interface OrderEvent {
   readonly id: string;

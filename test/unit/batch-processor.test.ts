@@ -9,7 +9,6 @@ import { createEmfMetricsSink } from '../../lambda/core/metrics';
 import type { BatchProcessorOptions, ModeOptions } from '../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
 import type { UnitOfWork } from '../../lambda/core/unit-of-work';
-import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
   captureMetrics,
@@ -19,7 +18,8 @@ import {
   sqsEvent,
   sqsRecord,
   T0,
-} from './sqs-fixtures';
+} from '../support/fixtures';
+import { createMemoryStore } from '../support/memory-store';
 
 interface OrderEvent {
   readonly id: string;

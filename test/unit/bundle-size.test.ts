@@ -34,10 +34,13 @@ describe('bundle size', () => {
   // the default (the check of each variable, the merge with explicit options, and the SQS
   // dead-letter sender that `EO_DEAD_LETTER_MODE=direct` selects at deploy time, so every handler
   // carries it: about 4.5 KB): 39,328 bytes, and 39,490 with the claim condition that keeps a late
-  // copy of a put from re-taking its own released claim. This ratchet (the size rounded up to the next 256
-  // bytes) keeps it from growing; the target is not met.
-  it('keeps createSqsHandler, every mode and the DynamoDB store within 39,680 bytes minified, AWS SDK excluded', async () => {
-    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(39_680);
+  // copy of a put from re-taking its own released claim. Issue 14 retired the target: the store
+  // writes every request's ExpressionAttributeNames and ExpressionAttributeValues at the call
+  // instead of deriving them by regex (about 2.1 KB) and classifies AWS errors from plain maps
+  // (about 0.6 KB): 42,228 bytes. This ratchet (the size rounded up to the next 256 bytes) keeps
+  // it from growing unnoticed.
+  it('keeps createSqsHandler, every mode and the DynamoDB store within 42,240 bytes minified, AWS SDK excluded', async () => {
+    expect(await minifiedBytes('lambda/sqs-handler.ts')).toBeLessThanOrEqual(42_240);
   });
 
   // The ratchet stood at 16 KB (15,974 bytes measured) before two-phase mode; claims, takeovers,

@@ -2,20 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { EffectivelyOnceError } from '../../lambda/core/errors';
 import type { LogEntry } from '../../lambda/core/logger';
 import { createJobGuard, type JobGuardOptions, type JobRun, jobSlotKey } from '../../lambda/jobs/job-guard';
+import { deferred } from '../support/fixtures';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
 
 const T0 = Date.UTC(2026, 0, 1, 2);
 const SLOT = { job: 'nightly-report', slot: '2026-01-01T00:00:00.000Z' };
 const PK = 'reports#nightly-report:2026-01-01T00%3A00%3A00.000Z';
 const CHECKPOINT_PK = 'reports/checkpoint#nightly-report:2026-01-01T00%3A00%3A00.000Z';
-
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((ok) => {
-    resolve = ok;
-  });
-  return { promise, resolve };
-}
 
 const settle = async () => {
   for (let i = 0; i < 20; i += 1) await Promise.resolve();

@@ -8,8 +8,8 @@ import {
   DEFAULT_TTL_SECONDS,
   resolveOptions,
 } from '../../lambda/core/options';
+import { T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { T0 } from './sqs-fixtures';
 
 const valid: BatchProcessorOptions<unknown> = {
   consumer: 'orders',

@@ -21,8 +21,16 @@ import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { SYNTAX_ERROR_REASON } from '../../lambda/core/outcome';
 import type { InboxStore } from '../../lambda/core/store-port';
 import { createSqsHandler } from '../../lambda/sqs-handler';
+import {
+  captureLogger,
+  captureMetrics,
+  counts,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+  T0,
+} from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 interface Payment {
   readonly id: string;

@@ -3,8 +3,8 @@ import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
 import type { UnitOfWork } from '../../lambda/core/unit-of-work';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 interface CustomerChanged {
   readonly eventId: string;

@@ -13,7 +13,6 @@ import {
 } from '../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
 import { deriveEffectKeys, type EffectContext, type Effects } from '../../lambda/core/two-phase';
-import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
   captureMetrics,
@@ -24,7 +23,8 @@ import {
   sqsEvent,
   sqsRecord,
   T0,
-} from './sqs-fixtures';
+} from '../support/fixtures';
+import { createMemoryStore } from '../support/memory-store';
 
 interface Payment {
   readonly id: string;
