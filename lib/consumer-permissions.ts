@@ -1,25 +1,6 @@
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-
-/**
- * How a consumer records that it has processed a message (see the modes table in the README).
- *
- * - `marker`: one conditional put of an inbox record; the effect is naturally idempotent or
- *   recorded elsewhere.
- * - `atomic`: the inbox record and the business writes commit in one `TransactWriteItems`.
- * - `entity`: one business item is the whole effect and is its own marker (one conditional
- *   put on a business table; the inbox table is not used).
- * - `two-phase`: claim with a lease, perform an effect outside DynamoDB, then complete.
- */
-export type ConsumerMode = 'marker' | 'atomic' | 'entity' | 'two-phase';
-
-/** Every consumer mode, in documentation order. */
-export const CONSUMER_MODES: readonly ConsumerMode[] = Object.freeze([
-  'marker',
-  'atomic',
-  'entity',
-  'two-phase',
-]);
+import type { ConsumerMode } from '../lambda/core/contract';
 
 /**
  * The DynamoDB actions each mode's runtime calls on the inbox table, and nothing else.
@@ -68,8 +49,11 @@ export function ownInboxRecordsCondition(consumerName: string): Record<string, R
   return { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': inboxKeyPatterns(consumerName) } };
 }
 
+/** Every access a consumer may have to a business table's items, in a stable order. */
+export const BUSINESS_TABLE_ACCESSES = Object.freeze(['read', 'write', 'conditionCheck'] as const);
+
 /** What a consumer may do with a business table's items. */
-export type BusinessTableAccess = 'read' | 'write' | 'conditionCheck';
+export type BusinessTableAccess = (typeof BUSINESS_TABLE_ACCESSES)[number];
 
 /**
  * The DynamoDB actions granted on a business table for each access, always on the table's
@@ -136,7 +120,7 @@ export function grantItemActions(
 /** The distinct actions for a list of accesses, in a stable order. */
 export function actionsForAccess(access: readonly BusinessTableAccess[]): string[] {
   const actions = new Set<string>();
-  for (const name of ['read', 'write', 'conditionCheck'] as const) {
+  for (const name of BUSINESS_TABLE_ACCESSES) {
     if (access.includes(name)) {
       for (const action of BUSINESS_TABLE_ACTIONS[name]) actions.add(action);
     }

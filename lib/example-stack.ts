@@ -11,7 +11,7 @@ import {
 } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import { IdempotentConsumer } from './idempotent-consumer';
+import { IdempotentConsumer } from './idempotent-consumer/construct';
 import { InboxTable } from './inbox-table';
 
 /** Properties of the {@link ExampleStack}. */

@@ -3,6 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { INBOX_ATTRIBUTES } from '../lambda/core/contract';
+import { describeValue } from '../lambda/core/errors';
 
 /** Properties of an {@link InboxTable}. */
 export interface InboxTableProps {
@@ -61,7 +62,7 @@ export class InboxTable extends Construct {
     if (props.tableName !== undefined && !Token.isUnresolved(props.tableName)) {
       if (!/^[A-Za-z0-9_.-]{3,255}$/.test(props.tableName)) {
         throw new Error(
-          `[${this.node.path}] Expected \`tableName\` to be 3-255 characters of A-Z, a-z, 0-9, '_', '-', '.', got \`${props.tableName}\``,
+          `[${this.node.path}] Expected \`tableName\` to be 3-255 characters of A-Z, a-z, 0-9, '_', '-', '.', got \`${describeValue(props.tableName)}\``,
         );
       }
     }
@@ -84,14 +85,23 @@ export class InboxTable extends Construct {
 /** Whether an inbox table expires records: `unknown` when it is not defined in this app. */
 export type InboxTableTtl = 'enabled' | 'missing' | 'unknown';
 
+/** What the construct finds on a given inbox table (see {@link inspectInboxTable}). */
+export interface InboxTableInspection {
+  /** Whether the table expires records. */
+  readonly ttl: InboxTableTtl;
+  /** How the table differs from the contract (key schema, TTL attribute); empty when it does not. */
+  readonly failures: readonly string[];
+}
+
 /**
- * Throws when `table` is defined in this app with a key schema or TTL attribute that differs
- * from the contract, and tells whether it has TTL. Imported tables cannot be checked at synth
- * time and pass as `unknown`.
+ * Checks a table defined in this app against the contract (only the String partition key
+ * `INBOX_ATTRIBUTES.pk`, TTL on `INBOX_ATTRIBUTES.expiresAt`) and tells whether it has TTL.
+ * Imported tables cannot be checked at synth time and pass as `unknown`.
  */
-export function assertInboxTableShape(scope: Construct, table: dynamodb.ITable): InboxTableTtl {
+export function inspectInboxTable(table: dynamodb.ITable): InboxTableInspection {
   const resource = table.node.defaultChild;
-  if (!(resource instanceof dynamodb.CfnTable)) return 'unknown';
+  if (!(resource instanceof dynamodb.CfnTable)) return { ttl: 'unknown', failures: [] };
+  const failures: string[] = [];
   const keySchema = resource.keySchema;
   if (!Token.isUnresolved(keySchema) && Array.isArray(keySchema)) {
     const keys = keySchema as dynamodb.CfnTable.KeySchemaProperty[];
@@ -105,20 +115,20 @@ export function assertInboxTableShape(scope: Construct, table: dynamodb.ITable):
         : undefined;
     if (keys.length !== 1 || hash?.attributeName !== INBOX_ATTRIBUTES.pk || hashType !== 'S') {
       const found = keys.map((key) => `${key.attributeName} (${key.keyType})`).join(', ');
-      throw new Error(
-        `[${scope.node.path}] Expected the inbox \`table\` to have only the String partition key \`${INBOX_ATTRIBUTES.pk}\`, got ${found}. Create it with \`new InboxTable(...)\`.`,
+      failures.push(
+        `Expected the inbox \`table\` to have only the String partition key \`${INBOX_ATTRIBUTES.pk}\`, got ${found}. Create it with \`new InboxTable(...)\`.`,
       );
     }
   }
   const ttl = resource.timeToLiveSpecification;
-  if (ttl === undefined) return 'missing';
-  if (Token.isUnresolved(ttl)) return 'unknown';
+  if (ttl === undefined) return { ttl: 'missing', failures };
+  if (Token.isUnresolved(ttl)) return { ttl: 'unknown', failures };
   const spec = ttl as dynamodb.CfnTable.TimeToLiveSpecificationProperty;
-  if (spec.enabled !== true) return 'missing';
+  if (spec.enabled !== true) return { ttl: 'missing', failures };
   if (spec.attributeName !== INBOX_ATTRIBUTES.expiresAt) {
-    throw new Error(
-      `[${scope.node.path}] Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`${spec.attributeName}\``,
+    failures.push(
+      `Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`${describeValue(spec.attributeName)}\``,
     );
   }
-  return 'enabled';
+  return { ttl: 'enabled', failures };
 }

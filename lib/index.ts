@@ -1,20 +1,19 @@
+export { CONSUMER_MODES, type ConsumerMode } from '../lambda/core/contract';
 export {
   BUSINESS_TABLE_ACTIONS,
   type BusinessTableAccess,
-  CONSUMER_MODES,
-  type ConsumerMode,
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
   inboxKeyPatterns,
   ownInboxRecordsCondition,
 } from './consumer-permissions';
-export {
-  type BusinessTable,
-  type ConsumerLogLevel,
-  type DeadLetterMode,
-  IdempotentConsumer,
-  type IdempotentConsumerProps,
-} from './idempotent-consumer';
+export { IdempotentConsumer } from './idempotent-consumer/construct';
+export type {
+  BusinessTable,
+  ConsumerLogLevel,
+  DeadLetterMode,
+  IdempotentConsumerProps,
+} from './idempotent-consumer/props';
 export { InboxTable, type InboxTableProps } from './inbox-table';
 export {
   DEFAULT_REDRIVE_ALLOWANCE,

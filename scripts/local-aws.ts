@@ -4,7 +4,7 @@
  *
  * `--install-only` installs the pinned MiniStack into `.local/venv` and exits (used by CI).
  */
-import { ensureMiniStack, localAwsEnv, MINISTACK_VERSION, startLocalAws } from './local-aws-lib';
+import { ensureMiniStack, localAwsEnv, MINISTACK_VERSION, startLocalAws } from './local-aws/harness';
 
 async function main(args: readonly string[]): Promise<void> {
   if (args.includes('--install-only')) {

@@ -23,7 +23,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SqsRecord } from '../../lambda';
-import { type LocalAws, sdkClientConfig, startLocalAws } from '../../scripts/local-aws-lib';
+import { type LocalAws, sdkClientConfig, startLocalAws } from '../../scripts/local-aws/harness';
 import { attachRequestCounter, type RequestCounter } from '../../test/support/request-counter';
 import { type Container, createContainer, type Implementation } from '../implementations';
 import { type BenchTables, batchOf, benchContext, orderEvent, tableSchemas } from '../workload';

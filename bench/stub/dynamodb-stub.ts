@@ -12,7 +12,9 @@ import { itemSize, readUnits, transactionalWriteUnits, writeUnits } from './capa
 import {
   type AttributeValue,
   applyUpdate,
+  checkUnusedPlaceholders,
   type ExpressionContext,
+  ExpressionValidationError,
   evaluateCondition,
   type Item,
 } from './expressions';
@@ -136,11 +138,21 @@ function plan(
   const key = table.keyOf(tableName, (kind === 'Put' ? input.Item : input.Key) as Item);
   const before = table.get(tableName, key);
   const context = contextOf(input);
-  const passed = evaluateCondition(input.ConditionExpression as string | undefined, before, context);
+  const condition = input.ConditionExpression as string | undefined;
+  let passed: boolean;
   let after: Item | undefined;
-  if (kind === 'Put') after = input.Item as Item;
-  else if (kind === 'Update') after = applyUpdate(String(input.UpdateExpression), before, key, context);
-  else if (kind === 'ConditionCheck') after = before;
+  try {
+    checkUnusedPlaceholders([condition, input.UpdateExpression as string | undefined], context);
+    passed = evaluateCondition(condition, before, context);
+    if (kind === 'Put') after = input.Item as Item;
+    else if (kind === 'Update') after = applyUpdate(String(input.UpdateExpression), before, key, context);
+    else if (kind === 'ConditionCheck') after = before;
+  } catch (error) {
+    // What DynamoDB rejects (an undefined or unused placeholder, a wrong operand type) it answers
+    // as a ValidationException; syntax the interpreter lacks stays a thrown Error.
+    if (error instanceof ExpressionValidationError) throw new StubError('ValidationException', error.message);
+    throw error;
+  }
   return {
     table: tableName,
     key,

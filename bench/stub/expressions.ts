@@ -1,10 +1,25 @@
 /**
- * The subset of DynamoDB's condition and update expression language that the benchmarked
- * implementations send: comparisons, `attribute_exists`, `attribute_not_exists`,
- * `begins_with`, `AND`, `OR`, `NOT`, parentheses; `SET a = v` (with `+`/`-` and
- * `if_not_exists`) and `REMOVE a`. Top-level attribute paths only. Anything else throws, so
- * the stub never silently answers a request it does not understand.
+ * The one DynamoDB expression interpreter of the test doubles: the benchmark's DynamoDB stub
+ * (`dynamodb-stub.ts`, on wire-form items) and the in-memory store of the unit tests
+ * (`test/support/memory-store.ts`, on document-form items, through `evaluateDocumentCondition`
+ * and `applyDocumentUpdate`).
+ *
+ * The subset of the language the store and the benchmarked implementations send: comparisons
+ * (`=`, `<>`, `<`, `<=`, `>`, `>=`), `attribute_exists`, `attribute_not_exists`, `begins_with`,
+ * `AND`, `OR`, `NOT`, parentheses; `SET a = v` (with `+`/`-` and `if_not_exists`) and
+ * `REMOVE a`. Top-level attribute paths only. Placeholders resolve through the request's
+ * `ExpressionAttributeNames` and `ExpressionAttributeValues`, as DynamoDB resolves them.
+ *
+ * Two kinds of failure, so a test never passes on a request the double did not understand:
+ * - what DynamoDB itself rejects (an undefined or unused placeholder, an operand of the wrong
+ *   type, `SET` from an absent attribute) throws `ExpressionValidationError`, which the doubles
+ *   answer as DynamoDB does (a `ValidationException`);
+ * - syntax this interpreter does not implement throws a plain `Error`.
+ *
+ * Comparisons follow DynamoDB: values of different types, or an absent attribute, compare false
+ * under every comparator, `<>` included.
  */
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 
 /** A DynamoDB attribute value in wire form (`{ S: 'x' }`, `{ N: '1' }`, ...). */
 export type AttributeValue = Readonly<Record<string, unknown>>;
@@ -12,14 +27,30 @@ export type AttributeValue = Readonly<Record<string, unknown>>;
 /** An item in wire form. */
 export type Item = Readonly<Record<string, AttributeValue>>;
 
-/** The placeholders an expression refers to. */
+/** The placeholders an expression refers to: a request's names and values. */
 export interface ExpressionContext {
   readonly names?: Readonly<Record<string, string>> | undefined;
   readonly values?: Readonly<Record<string, AttributeValue>> | undefined;
 }
 
+/** An item, or a request's values, in document form (`{ pk: 'x', n: 1 }`). */
+export type Document = Readonly<Record<string, unknown>>;
+
+/** The placeholders of a document-form request: its names, and its values as documents. */
+export interface DocumentContext {
+  readonly names?: Readonly<Record<string, string>> | undefined;
+  readonly values?: Document | undefined;
+}
+
+/** A request DynamoDB rejects with a `ValidationException`; the message says why. */
+export class ExpressionValidationError extends Error {
+  override readonly name = 'ExpressionValidationError';
+}
+
 type Token =
+  /** An attribute name (`#placeholder` or a bare name), or a keyword or function name. */
   | { readonly kind: 'name'; readonly text: string }
+  /** A `:placeholder`. */
   | { readonly kind: 'value'; readonly text: string }
   | { readonly kind: 'op'; readonly text: string };
 
@@ -33,7 +64,7 @@ function tokenize(expression: string): Token[] {
     const match = TOKEN.exec(expression);
     if (!match) {
       if (expression.slice(start).trim() === '') break;
-      throw new Error(`Unsupported expression syntax at ${start}: ${expression}`);
+      throw new Error(`DynamoDB expression: unsupported syntax at ${start} in \`${expression}\``);
     }
     const text = match[1]!;
     if (text.startsWith(':')) tokens.push({ kind: 'value', text });
@@ -43,12 +74,19 @@ function tokenize(expression: string): Token[] {
   return tokens;
 }
 
+/** The functions the interpreter implements, by their (case-sensitive) DynamoDB names. */
+const FUNCTIONS = new Set(['attribute_exists', 'attribute_not_exists', 'begins_with', 'if_not_exists']);
+
 class Parser {
   private index = 0;
+  private readonly tokens: readonly Token[];
+
   constructor(
-    private readonly tokens: readonly Token[],
+    private readonly expression: string,
     private readonly context: ExpressionContext,
-  ) {}
+  ) {
+    this.tokens = tokenize(expression);
+  }
 
   get done(): boolean {
     return this.index >= this.tokens.length;
@@ -58,42 +96,69 @@ class Parser {
     return this.tokens[this.index];
   }
 
+  /** True when the next token is the keyword `word` (keywords are case-insensitive). */
   isKeyword(word: string): boolean {
     const token = this.peek();
     return token?.kind === 'name' && token.text.toUpperCase() === word;
   }
 
+  /** True when the next tokens call the function `name`. */
+  isFunction(name: string): boolean {
+    return this.peek()?.text === name && this.tokens[this.index + 1]?.text === '(';
+  }
+
   next(): Token {
     const token = this.tokens[this.index++];
-    if (!token) throw new Error('Unexpected end of expression');
+    if (!token) throw new Error(`DynamoDB expression: unexpected end of \`${this.expression}\``);
     return token;
   }
 
   expect(text: string): void {
     const token = this.next();
-    if (token.text !== text) throw new Error(`Expected \`${text}\`, got \`${token.text}\``);
+    if (token.text !== text) {
+      throw new Error(
+        `DynamoDB expression: expected \`${text}\`, got \`${token.text}\` in \`${this.expression}\``,
+      );
+    }
   }
 
   /** An attribute name, resolving `#placeholders`. */
   attributeName(): string {
     const token = this.next();
-    if (token.kind !== 'name') throw new Error(`Expected an attribute name, got \`${token.text}\``);
+    if (token.kind !== 'name') {
+      throw new Error(
+        `DynamoDB expression: expected an attribute, got \`${token.text}\` in \`${this.expression}\``,
+      );
+    }
+    if (this.tokens[this.index]?.text === '(' && !FUNCTIONS.has(token.text)) {
+      throw new Error(
+        `DynamoDB expression: unsupported function \`${token.text}\` in \`${this.expression}\``,
+      );
+    }
     if (!token.text.startsWith('#')) return token.text;
-    const name = this.context.names?.[token.text];
-    if (name === undefined) throw new Error(`Undefined attribute name placeholder ${token.text}`);
-    return name;
+    const names = this.context.names;
+    if (!names || !Object.hasOwn(names, token.text)) {
+      throw new ExpressionValidationError(
+        `DynamoDB expression: undefined name placeholder ${token.text} in \`${this.expression}\``,
+      );
+    }
+    return names[token.text]!;
   }
 
-  /** An operand: a `:value`, or an attribute path read from `item` (undefined when absent). */
+  /** An operand: a `:value`, `if_not_exists(a, v)`, or an attribute read from `item` (`undefined` when absent). */
   operand(item: Item | undefined): AttributeValue | undefined {
     const token = this.peek();
     if (token?.kind === 'value') {
       this.next();
-      const value = this.context.values?.[token.text];
-      if (value === undefined) throw new Error(`Undefined attribute value placeholder ${token.text}`);
-      return value;
+      const values = this.context.values;
+      if (!values || !Object.hasOwn(values, token.text)) {
+        throw new ExpressionValidationError(
+          `DynamoDB expression: undefined value placeholder ${token.text} in \`${this.expression}\``,
+        );
+      }
+      return values[token.text];
     }
-    if (this.isKeyword('IF_NOT_EXISTS')) {
+    if (this.isFunction('if_not_exists')) {
       this.next();
       this.expect('(');
       const name = this.attributeName();
@@ -106,6 +171,13 @@ class Parser {
     // Read the name first: `item?.[...]` would skip the token when there is no item.
     const name = this.attributeName();
     return item?.[name];
+  }
+
+  /** Fails on anything left over. */
+  end(): void {
+    if (!this.done) {
+      throw new Error(`DynamoDB expression: unexpected \`${this.peek()?.text}\` in \`${this.expression}\``);
+    }
   }
 }
 
@@ -155,24 +227,23 @@ function negation(parser: Parser, item: Item | undefined): boolean {
 }
 
 function primary(parser: Parser, item: Item | undefined): boolean {
-  const token = parser.peek();
-  if (token?.text === '(') {
+  if (parser.peek()?.text === '(') {
     parser.next();
     const result = condition(parser, item);
     parser.expect(')');
     return result;
   }
-  for (const name of ['ATTRIBUTE_EXISTS', 'ATTRIBUTE_NOT_EXISTS'] as const) {
-    if (parser.isKeyword(name)) {
+  for (const name of ['attribute_exists', 'attribute_not_exists'] as const) {
+    if (parser.isFunction(name)) {
       parser.next();
       parser.expect('(');
       const attribute = parser.attributeName();
       const present = item?.[attribute] !== undefined;
       parser.expect(')');
-      return name === 'ATTRIBUTE_EXISTS' ? present : !present;
+      return name === 'attribute_exists' ? present : !present;
     }
   }
-  if (parser.isKeyword('BEGINS_WITH')) {
+  if (parser.isFunction('begins_with')) {
     parser.next();
     parser.expect('(');
     const value = parser.operand(item);
@@ -182,10 +253,12 @@ function primary(parser: Parser, item: Item | undefined): boolean {
     return typeof value?.S === 'string' && typeof prefix?.S === 'string' && value.S.startsWith(prefix.S);
   }
   const left = parser.operand(item);
-  const operator = parser.next().text;
+  const operator = parser.next();
+  if (operator.kind !== 'op')
+    throw new Error(`DynamoDB expression: unsupported comparator \`${operator.text}\``);
   const right = parser.operand(item);
   const order = compareValues(left, right);
-  switch (operator) {
+  switch (operator.text) {
     case '=':
       return order === 0;
     case '<>':
@@ -199,12 +272,13 @@ function primary(parser: Parser, item: Item | undefined): boolean {
     case '>=':
       return order !== undefined && order >= 0;
     default:
-      throw new Error(`Unsupported comparator \`${operator}\``);
+      throw new Error(`DynamoDB expression: unsupported comparator \`${operator.text}\``);
   }
 }
 
 /**
- * Evaluates a condition expression against `item` (`undefined`: no item with that key).
+ * Evaluates a condition expression against `item` (`undefined`: no item with that key). No
+ * expression is a condition that holds.
  *
  * @example
  * evaluateCondition('attribute_not_exists(#pk)', undefined, { names: { '#pk': 'pk' } }); // true
@@ -215,21 +289,26 @@ export function evaluateCondition(
   context: ExpressionContext,
 ): boolean {
   if (expression === undefined || expression.trim() === '') return true;
-  const parser = new Parser(tokenize(expression), context);
+  const parser = new Parser(expression, context);
   const result = condition(parser, item);
-  if (!parser.done) throw new Error(`Unexpected \`${parser.peek()?.text}\` in ${expression}`);
+  parser.end();
   return result;
 }
 
 function arithmetic(left: AttributeValue | undefined, operator: string, right: AttributeValue | undefined) {
   const [x, y] = [numberOf(left), numberOf(right)];
-  if (x === undefined || y === undefined) throw new Error('An operand of + or - is not a number');
+  if (x === undefined || y === undefined) {
+    throw new ExpressionValidationError(
+      'DynamoDB expression: an operand in the update expression has an incorrect data type',
+    );
+  }
   return { N: String(operator === '+' ? x + y : x - y) };
 }
 
 /**
  * Applies an update expression (`SET`, `REMOVE` clauses) to `item`, returning the new item.
- * `key` is merged in, so an update of an absent item creates it.
+ * `key` is merged in, so an update of an absent item creates it. Every operand reads the item
+ * as it was before the update.
  */
 export function applyUpdate(
   expression: string,
@@ -237,7 +316,7 @@ export function applyUpdate(
   key: Item,
   context: ExpressionContext,
 ): Item {
-  const parser = new Parser(tokenize(expression), context);
+  const parser = new Parser(expression, context);
   const next: Record<string, AttributeValue> = { ...item, ...key };
   while (!parser.done) {
     const clause = parser.next().text.toUpperCase();
@@ -252,7 +331,11 @@ export function applyUpdate(
           parser.next();
           value = arithmetic(value, operator, parser.operand(item));
         }
-        if (value === undefined) throw new Error(`SET ${name}: the operand refers to an absent attribute`);
+        if (value === undefined) {
+          throw new ExpressionValidationError(
+            `DynamoDB expression: SET ${name} refers to an attribute that does not exist in the item`,
+          );
+        }
         next[name] = value;
       } while (parser.peek()?.text === ',');
     } else if (clause === 'REMOVE') {
@@ -261,8 +344,75 @@ export function applyUpdate(
         delete next[parser.attributeName()];
       } while (parser.peek()?.text === ',');
     } else {
-      throw new Error(`Unsupported update clause \`${clause}\``);
+      throw new Error(`DynamoDB expression: unsupported update clause \`${clause}\` in \`${expression}\``);
     }
   }
   return next;
+}
+
+/** Every `#name` or `:value` placeholder the texts use. */
+function placeholdersIn(texts: readonly (string | undefined)[], sigil: '#' | ':'): Set<string> {
+  const pattern = sigil === '#' ? /#[A-Za-z0-9_]+/g : /:[A-Za-z0-9_]+/g;
+  return new Set(texts.flatMap((text) => text?.match(pattern) ?? []));
+}
+
+/**
+ * Fails as DynamoDB does when a request carries a name or value placeholder that none of its
+ * expressions (condition, update, ...) uses. Undefined placeholders fail where they are read.
+ */
+export function checkUnusedPlaceholders(
+  expressions: readonly (string | undefined)[],
+  context: { readonly names?: object | undefined; readonly values?: object | undefined },
+): void {
+  for (const [sigil, entries, what] of [
+    ['#', context.names, 'ExpressionAttributeNames'],
+    [':', context.values, 'ExpressionAttributeValues'],
+  ] as const) {
+    const used = placeholdersIn(expressions, sigil);
+    const unused = Object.keys(entries ?? {}).filter((placeholder) => !used.has(placeholder));
+    if (unused.length > 0) {
+      throw new ExpressionValidationError(`DynamoDB expression: unused ${what}: ${unused.join(', ')}`);
+    }
+  }
+}
+
+/*
+ * Document form: the in-memory store keeps plain JavaScript items, as the document client
+ * shows them. They are marshalled to wire form for the interpreter, so both doubles answer with
+ * the same semantics (typed comparisons, absent attributes).
+ */
+
+const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertEmptyValues: false } as const;
+
+function toWire(document: Document | undefined): Item | undefined {
+  return document === undefined ? undefined : (marshall(document, MARSHALL_OPTIONS) as unknown as Item);
+}
+
+function documentContext(context: DocumentContext): ExpressionContext {
+  return { names: context.names, values: toWire(context.values) };
+}
+
+/**
+ * `evaluateCondition` on a document-form item and values.
+ *
+ * @example
+ * evaluateDocumentCondition('#n > :zero', { pk: 'a', n: 1 }, { names: { '#n': 'n' }, values: { ':zero': 0 } }); // true
+ */
+export function evaluateDocumentCondition(
+  expression: string | undefined,
+  item: Document | undefined,
+  context: DocumentContext,
+): boolean {
+  return evaluateCondition(expression, toWire(item), documentContext(context));
+}
+
+/** `applyUpdate` on a document-form item, key and values; the new item in document form. */
+export function applyDocumentUpdate(
+  expression: string,
+  item: Document | undefined,
+  key: Document,
+  context: DocumentContext,
+): Record<string, unknown> {
+  // biome-ignore lint/suspicious/noExplicitAny: unmarshall's parameter type is the raw AttributeValue map.
+  return unmarshall(applyUpdate(expression, toWire(item), toWire(key)!, documentContext(context)) as any);
 }

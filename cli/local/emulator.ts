@@ -6,7 +6,7 @@
  * ({@link startDetachedMiniStack}). When `AWS_ENDPOINT_URL` is set, it uses that endpoint
  * instead and starts nothing.
  *
- * The repository's harness (`scripts/local-aws-lib.ts`) wraps this with `.local/` as home.
+ * The repository's harness (`scripts/local-aws/harness.ts`) wraps this with `.local/` as home.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import {

@@ -125,3 +125,56 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
  * this is left of the invocation. The construct rejects a function timeout at or below it.
  */
 export const DEFAULT_DEADLINE_MARGIN_MILLIS = 2000;
+
+// Values the construct's props take and the runtime reads back from the environment: one list
+// each, so a mode, a dead-letter mode or a log level cannot be known to one side only.
+
+/**
+ * Every consumer mode, in documentation order: how a consumer records that it has processed a
+ * message (the construct's `mode` prop, which decides the grants).
+ *
+ * - `marker`: one conditional put of an inbox record; the effect is naturally idempotent or
+ *   recorded elsewhere.
+ * - `atomic`: the inbox record and the business writes commit in one `TransactWriteItems`.
+ * - `entity`: one business item is the whole effect and is its own marker (one conditional
+ *   put on a business table; the inbox table is not used).
+ * - `two-phase`: claim with a lease, perform an effect outside DynamoDB, then complete.
+ */
+export const CONSUMER_MODES = /* @__PURE__ */ Object.freeze([
+  'marker',
+  'atomic',
+  'entity',
+  'two-phase',
+] as const);
+
+/** A consumer mode (see {@link CONSUMER_MODES}). */
+export type ConsumerMode = (typeof CONSUMER_MODES)[number];
+
+/**
+ * Where a message that can never succeed goes (`EO_DEAD_LETTER_MODE`): `redrive` reports it as
+ * a batch item failure until the queue's redrive policy moves it; `direct` sends it to the
+ * dead-letter queue at once, with the reason as message attributes.
+ */
+export const DEAD_LETTER_MODES = /* @__PURE__ */ Object.freeze(['redrive', 'direct'] as const);
+
+/** A dead-letter mode (see {@link DEAD_LETTER_MODES}). */
+export type DeadLetterMode = (typeof DEAD_LETTER_MODES)[number];
+
+/** The runtime's log levels (`EO_LOG_LEVEL`), most verbose first; `silent` logs nothing. */
+export const LOG_LEVELS = /* @__PURE__ */ Object.freeze([
+  'debug',
+  'info',
+  'warn',
+  'error',
+  'silent',
+] as const);
+
+/** A log level (see {@link LOG_LEVELS}). */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * What a consumer name (`EO_CONSUMER`, the construct's `consumerName`) may be: 1-100 characters
+ * of `A-Z a-z 0-9 . _ : -`. It holds none of `#`, `/`, `*`, `?`, so the scoped keys of two
+ * consumers never share a prefix and IAM key patterns cannot match another consumer's records.
+ */
+export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;

@@ -16,6 +16,9 @@
  * second, the shortest lease). TTLs are compared in seconds, and the `ttlSeconds` margin past
  * the lease end dwarfs any skew.
  */
+import { INBOX_STATUS } from './contract';
+import type { InboxRecord } from './store-port';
+import { isExpired } from './time';
 
 /**
  * `expiresAt` (epoch seconds) of an in-progress claim whose lease ends at `leaseExpiresAt`
@@ -42,4 +45,22 @@ export function claimExpiresAt(leaseExpiresAt: number, ttlSeconds: number): numb
  */
 export function isLeaseWithinTtl(leaseMillis: number, ttlSeconds: number): boolean {
   return leaseMillis < ttlSeconds * 1000;
+}
+
+/**
+ * True when `record` is a live claim whose lease ended before `nowMillis`: its run crashed, and
+ * a claim fenced by its `owner` may take it over (see `claimWithTakeover`). A released claim
+ * (lease end `0`) is one too; the store lets the same payload claim it without a takeover.
+ *
+ * @example
+ * isLeaseEnded({ ...claim, leaseExpiresAt: 1_700_000_030_000 }, 1_700_000_030_001); // true
+ */
+export function isLeaseEnded(record: InboxRecord, nowMillis: number): boolean {
+  return (
+    record.status === INBOX_STATUS.inProgress &&
+    typeof record.owner === 'string' &&
+    typeof record.leaseExpiresAt === 'number' &&
+    record.leaseExpiresAt < nowMillis &&
+    !isExpired(record.expiresAt, nowMillis)
+  );
 }

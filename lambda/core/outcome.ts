@@ -2,10 +2,9 @@
  * Outcomes are values: what happened to one message, decided by the core from what the store
  * said. Every message ends in exactly one outcome, and each outcome has one metric.
  */
-import { INBOX_STATUS } from './contract';
 import { dispositionOf, type ErrorCode, isEffectivelyOnceError } from './errors';
+import { readExistingRecord } from './existing-record';
 import type { InboxRecord } from './store-port';
-import { isExpired } from './time';
 
 /** A failure outcome's details, for the log line and the dead-letter reason. */
 export interface FailureDetails {
@@ -47,28 +46,35 @@ export type Outcome =
 export type OutcomeKind = Outcome['kind'];
 
 /**
- * What an existing record means for a message with `fingerprint`, read at `nowMillis`:
- * expired → retry (`EXPIRED_RECORD`: it counts as absent, but only the database may decide
- * that the key is free), other fingerprint → mismatch, `IN_PROGRESS` → in-flight, else
- * duplicate. An entity item written by something else has the fingerprint `''`: a mismatch.
+ * What an existing record means for a message with `fingerprint`, read at `nowMillis`
+ * (`readExistingRecord`): expired → retry (`EXPIRED_RECORD`: it counts as absent, but only the
+ * database may decide that the key is free), other fingerprint → mismatch, completed →
+ * duplicate, any claim in progress (running, lease ended, released) → in-flight. An entity item
+ * written by something else has the fingerprint `''`: a mismatch.
  */
 export function outcomeOfExisting(record: InboxRecord, fingerprint: string, nowMillis: number): Outcome {
-  if (isExpired(record.expiresAt, nowMillis)) {
-    return {
-      kind: 'retry',
-      code: 'EXPIRED_RECORD',
-      reason: 'The store returned an expired inbox record; retrying treats it as absent',
-    };
+  const reading = readExistingRecord(record, fingerprint, nowMillis);
+  switch (reading.kind) {
+    case 'expired':
+      return {
+        kind: 'retry',
+        code: 'EXPIRED_RECORD',
+        reason: 'The store returned an expired inbox record; retrying treats it as absent',
+      };
+    case 'mismatch':
+      return {
+        kind: 'mismatch',
+        code: 'PAYLOAD_MISMATCH',
+        reason: `The dedup key was already used with a different payload (stored fingerprint ${reading.storedFingerprint}, this message ${fingerprint})`,
+      };
+    case 'completed':
+      return { kind: 'duplicate' };
+    case 'in-flight':
+    case 'lease-ended':
+    case 'released':
+      // Another delivery holds the key; taking a crashed claim over is the lease claim's call.
+      return { kind: 'in-flight' };
   }
-  if (record.fingerprint !== fingerprint) {
-    return {
-      kind: 'mismatch',
-      code: 'PAYLOAD_MISMATCH',
-      reason: `The dedup key was already used with a different payload (stored fingerprint ${record.fingerprint}, this message ${fingerprint})`,
-    };
-  }
-  if (record.status === INBOX_STATUS.inProgress) return { kind: 'in-flight' };
-  return { kind: 'duplicate' };
 }
 
 /**

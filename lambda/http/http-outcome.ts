@@ -3,7 +3,7 @@
  * request, which handler responses are stored, how a response is stored (size-capped) and
  * replayed, and the problem responses (RFC 9457) the wrapper answers with itself.
  */
-import { INBOX_STATUS } from '../core/contract';
+import { readExistingRecord } from '../core/existing-record';
 import { MAX_ITEM_BYTES } from '../core/item-size';
 import type { InboxRecord, InsertResult } from '../core/store-port';
 import type { HttpResponse } from './http-event';
@@ -93,18 +93,26 @@ export function decideClaim(result: InsertResult, fingerprint: string, nowMillis
 }
 
 function decideExisting(record: InboxRecord, fingerprint: string, nowMillis: number): ClaimDecision {
-  if (record.expiresAt <= Math.floor(nowMillis / 1000)) {
-    return { kind: 'retry', reason: 'The store returned an expired inbox record' };
+  const reading = readExistingRecord(record, fingerprint, nowMillis);
+  switch (reading.kind) {
+    case 'expired':
+      return { kind: 'retry', reason: 'The store returned an expired inbox record' };
+    case 'mismatch':
+      return { kind: 'mismatch' };
+    case 'in-flight':
+    case 'lease-ended':
+      return { kind: 'in-progress', retryAfterSeconds: retryAfterSeconds(reading.leaseExpiresAt, nowMillis) };
+    case 'released':
+      // Another request of the same key claims it again now: retry in a second.
+      return { kind: 'in-progress', retryAfterSeconds: 1 };
+    case 'completed': {
+      const response = readStoredResponse(reading.result);
+      if (response === undefined) {
+        return { kind: 'retry', reason: 'The completed inbox record holds no readable response' };
+      }
+      return { kind: 'replay', response };
+    }
   }
-  if (record.fingerprint !== fingerprint) return { kind: 'mismatch' };
-  if (record.status === INBOX_STATUS.inProgress) {
-    return { kind: 'in-progress', retryAfterSeconds: retryAfterSeconds(record.leaseExpiresAt, nowMillis) };
-  }
-  const response = readStoredResponse(record.result);
-  if (response === undefined) {
-    return { kind: 'retry', reason: 'The completed inbox record holds no readable response' };
-  }
-  return { kind: 'replay', response };
 }
 
 /**

@@ -9,9 +9,15 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_METRIC_NAMESPACE } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
-import { dispositionOf, isEffectivelyOnceError } from '../core/errors';
+import {
+  expectLeaseWithinTtl,
+  expectPortOption,
+  positiveOption,
+  resolveLogOption,
+} from '../core/entry-options';
+import { dispositionOf, expectOption, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
-import { isLeaseWithinTtl } from '../core/lease';
+import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import {
   createEmfMetricsSink,
@@ -22,10 +28,9 @@ import {
 } from '../core/metrics';
 import { errorMessageField } from '../core/outcome';
 import type { LambdaContext } from '../core/sqs-event';
-import type { InboxStore } from '../core/store-port';
+import type { LeaseStore } from '../core/store-port';
 import type { Clock } from '../core/time';
-import { createLeaseClaim } from '../jobs/lease-claim';
-import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from '../jobs/lease-options';
+import { createDynamoDbStore } from '../store/dynamodb-store';
 import {
   type HttpEvent,
   type HttpRequest,
@@ -112,7 +117,7 @@ export interface IdempotentHttpHandlerOptions<TEvent extends HttpEvent, TResult>
    * The inbox store. Give either this, or `client` and `tableName`.
    * @default the DynamoDB store over `client` and `tableName`
    */
-  readonly store?: InboxStore;
+  readonly store?: LeaseStore;
   /** The document client, created once at module scope. Used when `store` is not given. */
   readonly client?: DynamoDBDocumentClient;
   /** Name of the inbox table. Used when `store` is not given. */
@@ -176,7 +181,11 @@ export function defaultHttpFingerprint(request: HttpRequest): Record<string, unk
 }
 
 function optionalFunction(field: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') invalidOption(field, 'a function', value);
+  expectOption(value === undefined || typeof value === 'function', field, 'a function', value);
+}
+
+function optionalBoolean(field: string, value: unknown): void {
+  expectOption(value === undefined || typeof value === 'boolean', field, 'a boolean', value);
 }
 
 /** Outcome names of a keyed request, for logs and metrics. */
@@ -219,51 +228,40 @@ type HttpOutcomeKind = keyof OutcomeCounts;
 export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   options: IdempotentHttpHandlerOptions<TEvent, TResult>,
 ): IdempotentHttpHandler<TEvent, TResult> {
-  if (typeof options !== 'object' || options === null) invalidOption('options', 'an object', options);
+  expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
   const { consumer, handle, caller, fingerprint: pickFingerprint } = options;
-  if (!isValidName(consumer)) invalidOption('consumer', `a name matching ${NAME_PATTERN}`, consumer);
-  if (typeof handle !== 'function') invalidOption('handle', 'a function', handle);
+  expectOption(isValidName(consumer), 'consumer', `a name matching ${NAME_PATTERN}`, consumer);
+  expectOption(typeof handle === 'function', 'handle', 'a function', handle);
   optionalFunction('caller', caller);
   optionalFunction('fingerprint', pickFingerprint);
   optionalFunction('isReplayable', options.isReplayable);
   optionalFunction('clock', options.clock);
-  if (options.required !== undefined && typeof options.required !== 'boolean') {
-    invalidOption('required', 'a boolean', options.required);
-  }
-  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
-    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
-  }
+  optionalBoolean('required', options.required);
+  optionalBoolean('logErrorMessages', options.logErrorMessages);
   const methods = new Set(
     (options.methods ?? DEFAULT_IDEMPOTENT_METHODS).map((method) => {
-      if (typeof method !== 'string' || method === '')
-        invalidOption('methods', 'a list of HTTP methods', method);
+      expectOption(typeof method === 'string' && method !== '', 'methods', 'a list of HTTP methods', method);
       return method.toUpperCase();
     }),
   );
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_HTTP_TTL_SECONDS);
   const fixedLeaseMillis = positiveOption('leaseMillis', options.leaseMillis, undefined);
-  if (fixedLeaseMillis !== undefined && !isLeaseWithinTtl(fixedLeaseMillis, ttlSeconds)) {
-    invalidOption(
-      'leaseMillis',
-      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
-      fixedLeaseMillis,
-    );
-  }
+  if (fixedLeaseMillis !== undefined) expectLeaseWithinTtl(fixedLeaseMillis, ttlSeconds);
   const maxResponseBytes = positiveOption(
     'maxResponseBytes',
     options.maxResponseBytes,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
   );
-  const log = resolveLeaseLog(options);
-  if (
-    options.metrics !== undefined &&
-    options.metrics !== false &&
-    typeof options.metrics?.publish !== 'function'
-  ) {
-    invalidOption('metrics', 'an object with `publish`', options.metrics);
+  const log = resolveLogOption(options);
+  if (options.metrics !== undefined && options.metrics !== false) {
+    expectPortOption('metrics', options.metrics, ['publish']);
   }
-  const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release']);
+  // The wrapper never extends a lease: only the methods it calls are required of a store.
+  if (options.store !== undefined)
+    expectPortOption('store', options.store, ['claimLease', 'complete', 'release']);
+  const store =
+    options.store ?? createDynamoDbStore({ client: options.client!, tableName: options.tableName! });
   const clock = options.clock ?? Date.now;
   const isReplayable = options.isReplayable ?? isReplayableStatus;
   const required = options.required === true;

@@ -16,8 +16,9 @@
  */
 import { INBOX_STATUS } from '../core/contract';
 import { sha256Hex } from '../core/fingerprint';
-import type { InboxRecord, InboxStore } from '../core/store-port';
+import type { InboxRecord, LeaseStore, MarkerStore } from '../core/store-port';
 import type { Clock } from '../core/time';
+import { epochSeconds, expiresAt } from '../core/time';
 
 /** The effect name scoping checkpoint records next to their job record. */
 export const CHECKPOINT_EFFECT = 'checkpoint';
@@ -37,7 +38,8 @@ export interface Checkpoint {
 
 /** What a checkpoint needs. */
 export interface CheckpointOptions {
-  readonly store: InboxStore;
+  /** The store capability a checkpoint uses: an insert to load, a fenced replace to save. */
+  readonly store: Pick<LeaseStore, 'replace'> & Pick<MarkerStore, 'insert'>;
   /** The checkpoint record's partition key. */
   readonly pk: string;
   readonly consumer: string;
@@ -68,7 +70,6 @@ export function createCheckpoint(options: CheckpointOptions): Checkpoint {
 
   /** A fingerprint unique to this run and write: it tells this run's writes from any other's. */
   const token = () => sha256Hex(`${owner}:${sequence++}`);
-  const expiresAt = (nowMillis: number) => Math.floor(nowMillis / 1000) + ttlSeconds;
 
   const load = async (): Promise<unknown> => {
     if (loaded !== undefined) return loaded.value;
@@ -77,7 +78,7 @@ export function createCheckpoint(options: CheckpointOptions): Checkpoint {
       pk,
       status: INBOX_STATUS.completed,
       fingerprint: token(),
-      expiresAt: expiresAt(nowMillis),
+      expiresAt: expiresAt(nowMillis, ttlSeconds),
       consumer,
       committedAt: nowMillis,
     };
@@ -106,13 +107,13 @@ export function createCheckpoint(options: CheckpointOptions): Checkpoint {
     load,
     async save(value) {
       const result = JSON.stringify({ value });
-      if (!(await replace({ expiresAt: expiresAt(clock()), result }))) return 'lost-ownership';
+      if (!(await replace({ expiresAt: expiresAt(clock(), ttlSeconds), result }))) return 'lost-ownership';
       loaded = { value: unwrap(result) };
       return 'saved';
     },
     async clear() {
       // Expired now, the record reads as absent to every later load (TTL reaps it).
-      if (current !== undefined) await replace({ expiresAt: Math.floor(clock() / 1000) });
+      if (current !== undefined) await replace({ expiresAt: epochSeconds(clock()) });
     },
   };
 }

@@ -15,10 +15,10 @@ export {
   DEFAULT_JOB_TTL_SECONDS,
   type JobGuard,
   type JobGuardOptions,
+  type JobGuardStore,
   type JobResult,
   type JobRun,
   type JobSlot,
   jobSlotKey,
 } from './job-guard';
-export { claimWithTakeover, isLeaseEnded, type LeaseClaimResult } from './lease-claim';
 export { type ScheduledEvent, scheduledEventSlot, toScheduleSlot } from './schedule-slot';

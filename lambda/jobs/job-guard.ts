@@ -8,21 +8,40 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { INBOX_STATUS } from '../core/contract';
 import { isValidName, type KeyPart, NAME_PATTERN, scopeKey, toDedupKey, toKeyPart } from '../core/dedup-key';
-import { EffectivelyOnceError, errorFields } from '../core/errors';
+import {
+  expectLeaseWithinTtl,
+  expectPortOption,
+  positiveOption,
+  resolveLogOption,
+} from '../core/entry-options';
+import { EffectivelyOnceError, errorFields, expectOption } from '../core/errors';
+import { readExistingRecord } from '../core/existing-record';
 import { fingerprintOf } from '../core/fingerprint';
-import { claimExpiresAt, isLeaseWithinTtl } from '../core/lease';
+import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import { errorMessageField } from '../core/outcome';
-import type { InboxStore } from '../core/store-port';
+import type { InboxRecord, LeaseStore, MarkerStore } from '../core/store-port';
 import type { Clock } from '../core/time';
+import { createDynamoDbStore } from '../store/dynamodb-store';
 import { CHECKPOINT_EFFECT, type Checkpoint, createCheckpoint } from './checkpoint';
-import { createLeaseClaim } from './lease-claim';
-import { invalidOption, positiveOption, resolveLeaseLog, resolveLeaseStore } from './lease-options';
 
 /** Default lease: 15 minutes, the longest a Lambda invocation runs. */
 export const DEFAULT_JOB_LEASE_MILLIS = 15 * 60 * 1000;
 /** Default lifetime of a completed slot's record: 7 days (EventBridge retries for up to 24 hours). */
 export const DEFAULT_JOB_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/** The store capability a job guard uses: claims with a lease, and the checkpoint's insert. */
+export type JobGuardStore = LeaseStore & Pick<MarkerStore, 'insert'>;
+
+/** Every method of `JobGuardStore`, checked on an injected store at creation. */
+const JOB_STORE_METHODS: readonly (keyof JobGuardStore)[] = [
+  'claimLease',
+  'complete',
+  'release',
+  'extendLease',
+  'insert',
+  'replace',
+];
 
 /** Options of {@link createJobGuard}. */
 export interface JobGuardOptions {
@@ -46,7 +65,7 @@ export interface JobGuardOptions {
    * The inbox store. Give either this, or `client` and `tableName`.
    * @default the DynamoDB store over `client` and `tableName`
    */
-  readonly store?: InboxStore;
+  readonly store?: JobGuardStore;
   /** The document client, created once at module scope. Used when `store` is not given. */
   readonly client?: DynamoDBDocumentClient;
   /** Name of the inbox table. Used when `store` is not given. */
@@ -145,71 +164,62 @@ export interface JobGuard {
  *   });
  */
 export function createJobGuard(options: JobGuardOptions): JobGuard {
-  if (typeof options !== 'object' || options === null) invalidOption('options', 'an object', options);
+  expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
   const { consumer } = options;
-  if (!isValidName(consumer)) invalidOption('consumer', `a name matching ${NAME_PATTERN}`, consumer);
+  expectOption(isValidName(consumer), 'consumer', `a name matching ${NAME_PATTERN}`, consumer);
   const leaseMillis = positiveOption('leaseMillis', options.leaseMillis, DEFAULT_JOB_LEASE_MILLIS);
   const ttlSeconds = positiveOption('ttlSeconds', options.ttlSeconds, DEFAULT_JOB_TTL_SECONDS);
-  if (!isLeaseWithinTtl(leaseMillis, ttlSeconds)) {
-    invalidOption(
-      'leaseMillis',
-      `shorter than \`ttlSeconds\` (${ttlSeconds * 1000} milliseconds)`,
-      leaseMillis,
-    );
-  }
-  if (options.clock !== undefined && typeof options.clock !== 'function') {
-    invalidOption('clock', 'a function returning epoch milliseconds', options.clock);
-  }
-  if (options.logErrorMessages !== undefined && typeof options.logErrorMessages !== 'boolean') {
-    invalidOption('logErrorMessages', 'a boolean', options.logErrorMessages);
-  }
-  const log = resolveLeaseLog(options);
-  const store = resolveLeaseStore(options, ['claimLease', 'complete', 'release', 'extendLease', 'insert']);
+  expectLeaseWithinTtl(leaseMillis, ttlSeconds);
+  expectOption(
+    options.clock === undefined || typeof options.clock === 'function',
+    'clock',
+    'a function returning epoch milliseconds',
+    options.clock,
+  );
+  expectOption(
+    options.logErrorMessages === undefined || typeof options.logErrorMessages === 'boolean',
+    'logErrorMessages',
+    'a boolean',
+    options.logErrorMessages,
+  );
+  const log = resolveLogOption(options);
+  if (options.store !== undefined) expectPortOption('store', options.store, JOB_STORE_METHODS);
+  const store: JobGuardStore =
+    options.store ?? createDynamoDbStore({ client: options.client!, tableName: options.tableName! });
   const clock = options.clock ?? Date.now;
 
   return {
     async run<T>(target: JobSlot, work: (run: JobRun) => T | Promise<T>): Promise<JobResult<T>> {
-      if (!isValidName(target?.job)) invalidOption('job', `a name matching ${NAME_PATTERN}`, target?.job);
-      if (typeof work !== 'function') invalidOption('work', 'a function', work);
+      expectOption(isValidName(target?.job), 'job', `a name matching ${NAME_PATTERN}`, target?.job);
+      expectOption(typeof work === 'function', 'work', 'a function', work);
       const slot = toKeyPart(target.slot);
       const dedupKey = toDedupKey([target.job, slot]);
       const pk = scopeKey(consumer, dedupKey);
       const fields = { consumer, job: target.job, slot, scopedKey: pk };
       const now = clock();
-      const lease = createLeaseClaim(
-        store,
-        { pk, fingerprint: fingerprintOf({ job: target.job, slot }), consumer, leaseMillis, ttlSeconds },
-        now,
-      );
+      const fingerprint = fingerprintOf({ job: target.job, slot });
+      const lease = createLeaseClaim(store, { pk, fingerprint, consumer, leaseMillis, ttlSeconds }, now);
       const { owner } = lease;
-      let { leaseExpiresAt } = lease;
 
       const claimed = await lease.claim();
       if (claimed.kind === 'existing') {
-        const existing = claimed.record;
-        if (existing.expiresAt <= Math.floor(now / 1000)) {
-          throw new EffectivelyOnceError(
-            'EXPIRED_RECORD',
-            'The store returned an expired job record; retry the run',
-          );
-        }
-        if (existing.status === INBOX_STATUS.inProgress) {
-          const until = existing.leaseExpiresAt ?? now;
+        const skipped = skippedRun(claimed.record, fingerprint, now);
+        if (skipped.reason === 'in-progress') {
           log({
             level: 'info',
             message: 'Job slot in progress in another run; skipped',
             ...fields,
             outcome: 'in-flight',
           });
-          return { ran: false, reason: 'in-progress', leaseExpiresAt: until };
+        } else {
+          log({
+            level: 'info',
+            message: 'Job slot already completed; skipped',
+            ...fields,
+            outcome: 'duplicate',
+          });
         }
-        log({
-          level: 'info',
-          message: 'Job slot already completed; skipped',
-          ...fields,
-          outcome: 'duplicate',
-        });
-        return { ran: false, reason: 'completed' };
+        return skipped;
       }
       const takeover = claimed.takeover === true;
       if (takeover) {
@@ -245,17 +255,14 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       };
       const extendLease = async (): Promise<void> => {
         if (leaseLost) throw lost();
-        const next = clock() + leaseMillis;
         // The TTL moves with the lease: the slot's record never expires while this run works.
-        const answer = await store.extendLease(pk, owner, next, claimExpiresAt(next, ttlSeconds));
-        if (answer.kind === 'lost-ownership') throw lost();
-        leaseExpiresAt = next;
+        if ((await lease.extend(clock())).kind === 'lost-ownership') throw lost();
       };
       const run: JobRun = {
         job: target.job,
         slot,
         takeover,
-        leaseExpiresAt: () => leaseExpiresAt,
+        leaseExpiresAt: () => lease.leaseExpiresAt,
         extendLease,
         loadCheckpoint: async <V>() => (await checkpointOf().load()) as V | undefined,
         async saveCheckpoint(value) {
@@ -323,6 +330,42 @@ export function createJobGuard(options: JobGuardOptions): JobGuard {
       return { ran: true, result, takeover };
     },
   };
+}
+
+/**
+ * What a run answers when `record` holds its slot, from the reading of the record: an expired
+ * record throws `EXPIRED_RECORD` (retry the run), a completed slot is `completed`, a claim in
+ * progress (running, lease ended but not taken over, released) is `in-progress` until its lease
+ * end.
+ */
+function skippedRun(
+  record: InboxRecord,
+  fingerprint: string,
+  nowMillis: number,
+): Extract<JobResult<never>, { readonly ran: false; readonly reason: 'completed' | 'in-progress' }> {
+  const reading = readExistingRecord(record, fingerprint, nowMillis);
+  switch (reading.kind) {
+    case 'expired':
+      throw new EffectivelyOnceError(
+        'EXPIRED_RECORD',
+        'The store returned an expired job record; retry the run',
+      );
+    case 'completed':
+      return { ran: false, reason: 'completed' };
+    case 'in-flight':
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: reading.leaseExpiresAt ?? nowMillis };
+    case 'lease-ended':
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: reading.leaseExpiresAt };
+    case 'released':
+      // Another run of the slot claims it again now; its lease end reads `0`, as stored.
+      return { ran: false, reason: 'in-progress', leaseExpiresAt: 0 };
+    case 'mismatch':
+      // A slot's fingerprint derives from its key, so another payload's record under the key was
+      // not written by a job guard: the run skips it by its status and never runs over it.
+      return record.status === INBOX_STATUS.inProgress
+        ? { ran: false, reason: 'in-progress', leaseExpiresAt: record.leaseExpiresAt ?? nowMillis }
+        : { ran: false, reason: 'completed' };
+  }
 }
 
 /** The scoped key of a job slot, for operators looking up its inbox record. */

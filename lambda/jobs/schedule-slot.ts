@@ -3,7 +3,7 @@
  * scheduled time (an overlapping run, a retried delivery, a restarted task) get the same slot;
  * transport ids and receive times never enter it. Transport-free.
  */
-import { EffectivelyOnceError } from '../core/errors';
+import { EffectivelyOnceError, expectOption } from '../core/errors';
 
 /** The part of an EventBridge scheduled event (`detail-type: Scheduled Event`) a slot reads. */
 export interface ScheduledEvent {
@@ -30,12 +30,12 @@ function toMillis(time: Date | string | number): number {
  * toScheduleSlot('2026-01-01T02:00:07Z', 86400); // '2026-01-01T00:00:00.000Z'
  */
 export function toScheduleSlot(time: Date | string | number, periodSeconds: number): string {
-  if (!Number.isSafeInteger(periodSeconds) || periodSeconds < 1) {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`periodSeconds\` to be a positive integer, got \`${String(periodSeconds)}\``,
-    );
-  }
+  expectOption(
+    Number.isSafeInteger(periodSeconds) && periodSeconds >= 1,
+    'periodSeconds',
+    'a positive integer',
+    periodSeconds,
+  );
   const millis = toMillis(time);
   if (!Number.isFinite(millis)) {
     throw new EffectivelyOnceError('INVALID_EVENT', 'Expected the scheduled time to be a date');

@@ -32,99 +32,139 @@ export type CancellationOutcome =
   /** This item failed for another reason, already classified. */
   | { readonly kind: 'failed'; readonly error: EffectivelyOnceError };
 
-type Rule = readonly [code: ErrorCode, what: string];
+/** What a failure means: the toolkit error code, and the reason the error message gives. */
+interface Classification {
+  readonly code: ErrorCode;
+  readonly reason: string;
+}
 
 /** The item collection limit of a local secondary index, as an item and a request exceed it. */
 const COLLECTION_LIMIT = 'exceeds the 10 GB item collection limit of a local secondary index';
 /** A DynamoDB request limit, as a request exceeds it. */
 const LIMIT = 'exceeds the DynamoDB limit of';
 
-/** Adds `names` (space-separated) to `table`, each meaning `code`: "`what` (name: message)". */
-function rule(table: Record<string, Rule>, names: string, code: ErrorCode, what: string): Rule {
-  const value: Rule = [code, what];
-  for (const name of names.split(' ')) table[name] = value;
-  return value;
-}
+const THROTTLED: Classification = { code: 'THROTTLED', reason: 'DynamoDB throttled the request' };
+const TRANSACTION_CONFLICT: Classification = {
+  code: 'TRANSACTION_CONFLICT',
+  reason: 'a concurrent transaction touched the item',
+};
+const ACCESS_DENIED: Classification = {
+  code: 'ACCESS_DENIED',
+  reason: 'the credentials may not perform this request',
+};
+const SERVICE_UNAVAILABLE: Classification = {
+  code: 'SERVICE_UNAVAILABLE',
+  reason: 'DynamoDB failed to serve the request',
+};
+const NETWORK_FAILURE: Classification = { code: 'NETWORK', reason: 'the request did not complete' };
+const MARSHALL_FAILURE: Classification = {
+  code: 'VALIDATION',
+  reason:
+    'the item cannot be marshalled (create the document client with marshallOptions ' +
+    '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
+};
+const UNRECOGNISED: Classification = { code: 'SERVICE_UNAVAILABLE', reason: 'unrecognised failure, retried' };
 
-/** AWS error names, by what they mean. */
-const RULES: Record<string, Rule> = {};
-const THROTTLED = rule(
-  RULES,
+/** AWS error names (the exception's `name`), by what they mean. */
+const AWS_ERRORS: Readonly<Record<string, Classification>> = {
   // Control-plane and account-level limits too: transient by nature.
-  'ThrottlingException ProvisionedThroughputExceededException RequestLimitExceeded LimitExceededException TooManyRequestsException',
-  'THROTTLED',
-  'DynamoDB throttled the request',
-);
-rule(
-  RULES,
-  // ReplicatedWriteConflict: global tables with strong consistency, a concurrent write in another region.
-  'TransactionConflictException TransactionInProgressException ReplicatedWriteConflictException',
-  'TRANSACTION_CONFLICT',
-  'a concurrent transaction touched the item',
-);
-rule(
-  RULES,
-  'TransactionCanceledException',
-  'TRANSACTION_CONFLICT',
+  ThrottlingException: THROTTLED,
+  ProvisionedThroughputExceededException: THROTTLED,
+  RequestLimitExceeded: THROTTLED,
+  LimitExceededException: THROTTLED,
+  TooManyRequestsException: THROTTLED,
+  TransactionConflictException: TRANSACTION_CONFLICT,
+  TransactionInProgressException: TRANSACTION_CONFLICT,
+  // Global tables with strong consistency: a concurrent write in another region.
+  ReplicatedWriteConflictException: TRANSACTION_CONFLICT,
   // Met only when no cancellation reason names a failed item (or none was sent).
-  'the transaction was cancelled, but no cancellation reason names a failed item',
-);
-rule(
-  RULES,
-  'ItemCollectionSizeLimitExceededException',
-  'VALIDATION',
-  `the item collection ${COLLECTION_LIMIT}`,
-);
-rule(RULES, 'ResourceNotFoundException', 'MISSING_RESOURCE', 'the table does not exist');
-rule(
-  RULES,
-  'AccessDeniedException UnrecognizedClientException',
-  'ACCESS_DENIED',
-  'the credentials may not perform this request',
-);
-const SERVICE_UNAVAILABLE = rule(
-  RULES,
-  'InternalServerError InternalFailure ServiceUnavailable',
-  'SERVICE_UNAVAILABLE',
-  'DynamoDB failed to serve the request',
-);
+  TransactionCanceledException: {
+    code: 'TRANSACTION_CONFLICT',
+    reason: 'the transaction was cancelled, but no cancellation reason names a failed item',
+  },
+  ItemCollectionSizeLimitExceededException: {
+    code: 'VALIDATION',
+    reason: `the item collection ${COLLECTION_LIMIT}`,
+  },
+  ResourceNotFoundException: { code: 'MISSING_RESOURCE', reason: 'the table does not exist' },
+  AccessDeniedException: ACCESS_DENIED,
+  UnrecognizedClientException: ACCESS_DENIED,
+  InternalServerError: SERVICE_UNAVAILABLE,
+  InternalFailure: SERVICE_UNAVAILABLE,
+  ServiceUnavailable: SERVICE_UNAVAILABLE,
+};
 
 /**
  * Network failures by error name or Node.js socket code (the codes the SDK's own retry strategy
  * treats as transient); checked after an HTTP 5xx.
  */
-const NETWORK: Record<string, Rule> = {};
-const NETWORK_FAILURE = rule(
-  NETWORK,
-  'TimeoutError RequestTimeout RequestTimeoutException AbortError ECONNRESET ECONNREFUSED ECONNABORTED EPIPE ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTFOUND EAI_AGAIN',
-  'NETWORK',
-  'the request did not complete',
-);
+const NETWORK_ERRORS: Readonly<Record<string, Classification>> = {
+  TimeoutError: NETWORK_FAILURE,
+  RequestTimeout: NETWORK_FAILURE,
+  RequestTimeoutException: NETWORK_FAILURE,
+  AbortError: NETWORK_FAILURE,
+  ECONNRESET: NETWORK_FAILURE,
+  ECONNREFUSED: NETWORK_FAILURE,
+  ECONNABORTED: NETWORK_FAILURE,
+  EPIPE: NETWORK_FAILURE,
+  ETIMEDOUT: NETWORK_FAILURE,
+  EHOSTUNREACH: NETWORK_FAILURE,
+  ENETUNREACH: NETWORK_FAILURE,
+  ENOTFOUND: NETWORK_FAILURE,
+  EAI_AGAIN: NETWORK_FAILURE,
+};
 
 const ITEM_TOO_LARGE_MESSAGE = /item size (to update )?has exceeded the maximum allowed size/i;
 
-/** `ValidationException` messages, first match wins. */
-const VALIDATION_RULES: readonly (readonly [RegExp, ErrorCode, string])[] = [
-  [ITEM_TOO_LARGE_MESSAGE, 'ITEM_TOO_LARGE', `an item ${LIMIT} 400 KB`],
-  [/transaction request cannot be larger than/i, 'TRANSACTION_TOO_LARGE', `the transaction ${LIMIT} 4 MB`],
-  [/transactItems.*length less than or equal to/is, 'TOO_MANY_WRITES', `the transaction ${LIMIT} 100 items`],
-  [/(?:)/, 'VALIDATION', 'DynamoDB rejected the request as invalid'],
+/** `ValidationException` messages; the first match wins, any other message is `VALIDATION`. */
+const VALIDATION_MESSAGES: readonly { readonly message: RegExp; readonly means: Classification }[] = [
+  {
+    message: ITEM_TOO_LARGE_MESSAGE,
+    means: { code: 'ITEM_TOO_LARGE', reason: `an item ${LIMIT} 400 KB` },
+  },
+  {
+    message: /transaction request cannot be larger than/i,
+    means: { code: 'TRANSACTION_TOO_LARGE', reason: `the transaction ${LIMIT} 4 MB` },
+  },
+  {
+    message: /transactItems.*length less than or equal to/is,
+    means: { code: 'TOO_MANY_WRITES', reason: `the transaction ${LIMIT} 100 items` },
+  },
 ];
+const INVALID_REQUEST: Classification = {
+  code: 'VALIDATION',
+  reason: 'DynamoDB rejected the request as invalid',
+};
 
 /** Errors that `@aws-sdk/util-dynamodb` throws while marshalling, before anything is sent. */
 const MARSHALL_MESSAGE =
   /removeUndefinedValues|convertClassInstanceToMap|Unsupported type passed|(greater|lesser) than Number\.M(AX|IN)_SAFE_INTEGER/;
 
-/** Transaction cancellation reason codes, for one item of the transaction. */
-const REASONS: Record<string, Rule> = {};
-rule(REASONS, 'TransactionConflict', 'TRANSACTION_CONFLICT', 'conflicted with a concurrent write');
-rule(
-  REASONS,
-  'ThrottlingError ProvisionedThroughputExceeded RequestLimitExceeded',
-  'THROTTLED',
-  'was throttled',
-);
-rule(REASONS, 'ItemCollectionSizeLimitExceeded', 'VALIDATION', COLLECTION_LIMIT);
+/**
+ * Transaction cancellation reason codes, for one item of the transaction. The reason reads after
+ * "transaction item N".
+ */
+const CANCELLATION_REASONS: Readonly<Record<string, Classification>> = {
+  TransactionConflict: { code: 'TRANSACTION_CONFLICT', reason: 'conflicted with a concurrent write' },
+  ThrottlingError: { code: 'THROTTLED', reason: 'was throttled' },
+  ProvisionedThroughputExceeded: { code: 'THROTTLED', reason: 'was throttled' },
+  RequestLimitExceeded: { code: 'THROTTLED', reason: 'was throttled' },
+  ItemCollectionSizeLimitExceeded: { code: 'VALIDATION', reason: COLLECTION_LIMIT },
+};
+const ITEM_TOO_LARGE_REASON: Classification = { code: 'ITEM_TOO_LARGE', reason: `${LIMIT} 400 KB` };
+const INVALID_REASON: Classification = { code: 'VALIDATION', reason: 'is invalid' };
+const UNRECOGNISED_REASON: Classification = {
+  code: 'SERVICE_UNAVAILABLE',
+  reason: 'failed for an unrecognised reason',
+};
+
+/**
+ * The entry of `table` named `key`: own entries only, so an error named like an `Object`
+ * member (`constructor`) is not mistaken for one.
+ */
+function lookup(table: Readonly<Record<string, Classification>>, key: unknown): Classification | undefined {
+  return typeof key === 'string' && Object.hasOwn(table, key) ? table[key] : undefined;
+}
 
 /**
  * Maps any error thrown by the AWS SDK (or by the network underneath it) to an
@@ -161,35 +201,47 @@ export function classifyAwsError(error: unknown, operation = 'DynamoDB request')
   if (isEffectivelyOnceError(error)) return error;
   const name = errorName(error);
   const message = errorMessage(error);
-  const { $metadata, code } = (error ?? {}) as { $metadata?: { httpStatusCode?: unknown }; code?: unknown };
+  const { $metadata, code } = (error ?? {}) as { $metadata?: { httpStatusCode?: number }; code?: unknown };
   const status = $metadata?.httpStatusCode;
-  const network =
-    NETWORK[name] ??
-    NETWORK[code as string] ??
-    (/socket hang up/i.test(message) ? NETWORK_FAILURE : undefined);
-  const [errorCode, what] =
-    status === 429
-      ? THROTTLED
-      : name === 'ValidationException'
-        ? VALIDATION_RULES.find(([pattern]) => pattern.test(message))!.slice(1)
-        : (RULES[name] ??
-          ((status as number) >= 500
-            ? SERVICE_UNAVAILABLE
-            : (network ??
-              (status === undefined && MARSHALL_MESSAGE.test(message)
-                ? [
-                    'VALIDATION',
-                    'the item cannot be marshalled (create the document client with marshallOptions ' +
-                      '{ removeUndefinedValues: true }, or write only plain JSON-like values)',
-                  ]
-                : ['SERVICE_UNAVAILABLE', 'unrecognised failure, retried']))));
+  const network = networkFailure(name, code, message);
+  const { code: errorCode, reason } = classify(name, message, status, network);
   // DynamoDB's own messages name attributes, never values; an error raised in the client (the
   // marshaller: "Number 98765432109876543210 is greater than ...") may quote a value from the
   // body, so only its class is kept. Node's socket errors quote nothing but addresses.
   const shown = status !== undefined || network ? `${name}: ${message}` : name;
-  return new EffectivelyOnceError(errorCode as ErrorCode, `${operation}: ${what} (${shown})`, {
-    cause: error,
-  });
+  return new EffectivelyOnceError(errorCode, `${operation}: ${reason} (${shown})`, { cause: error });
+}
+
+/**
+ * What a failure means, first match wins: an HTTP 429, a `ValidationException` by its message,
+ * a known AWS error name, an HTTP 5xx, a network failure, a marshalling error (raised before
+ * anything was sent), else unrecognised (retried).
+ */
+function classify(
+  name: string,
+  message: string,
+  status: number | undefined,
+  network: Classification | undefined,
+): Classification {
+  if (status === 429) return THROTTLED;
+  if (name === 'ValidationException') {
+    return VALIDATION_MESSAGES.find((rule) => rule.message.test(message))?.means ?? INVALID_REQUEST;
+  }
+  const named = lookup(AWS_ERRORS, name);
+  if (named) return named;
+  if (status !== undefined && status >= 500) return SERVICE_UNAVAILABLE;
+  if (network) return network;
+  if (status === undefined && MARSHALL_MESSAGE.test(message)) return MARSHALL_FAILURE;
+  return UNRECOGNISED;
+}
+
+/** A network failure, by error name, Node.js socket `code` or the "socket hang up" message. */
+function networkFailure(name: string, code: unknown, message: string): Classification | undefined {
+  return (
+    lookup(NETWORK_ERRORS, name) ??
+    lookup(NETWORK_ERRORS, code) ??
+    (/socket hang up/i.test(message) ? NETWORK_FAILURE : undefined)
+  );
 }
 
 /**
@@ -254,13 +306,7 @@ function explainReason(reason: unknown, index: number, cause: unknown): Cancella
       ...(message !== undefined ? { message } : {}),
     };
   }
-  const [errorCode, what] =
-    REASONS[code as string] ??
-    (code !== 'ValidationError'
-      ? ['SERVICE_UNAVAILABLE', 'failed for an unrecognised reason']
-      : ITEM_TOO_LARGE_MESSAGE.test(message ?? '')
-        ? ['ITEM_TOO_LARGE', `${LIMIT} 400 KB`]
-        : ['VALIDATION', 'is invalid']);
+  const { code: errorCode, reason: what } = reasonFailure(code, message);
   const detail = message ? `: ${message}` : '';
   return {
     kind: 'failed',
@@ -270,6 +316,14 @@ function explainReason(reason: unknown, index: number, cause: unknown): Cancella
       { cause },
     ),
   };
+}
+
+/** What a cancellation reason code other than `None` and `ConditionalCheckFailed` means. */
+function reasonFailure(code: unknown, message: string | undefined): Classification {
+  const known = lookup(CANCELLATION_REASONS, code);
+  if (known) return known;
+  if (code !== 'ValidationError') return UNRECOGNISED_REASON;
+  return ITEM_TOO_LARGE_MESSAGE.test(message ?? '') ? ITEM_TOO_LARGE_REASON : INVALID_REASON;
 }
 
 /** The AWS error name: `name`, else a Node.js `code`, else the `__type` shape id suffix. */

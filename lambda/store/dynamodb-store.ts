@@ -23,6 +23,7 @@ import type {
   InsertResult,
   TransactWriteAction,
 } from '../core/store-port';
+import { epochSeconds } from '../core/time';
 import {
   type ConditionalCheckFailure,
   classifyAwsError,
@@ -44,30 +45,57 @@ export interface DynamoDbStoreOptions {
   readonly tableName: string;
 }
 
+/*
+ * Condition and update texts shared by several requests. Each names the placeholders it uses;
+ * every request that sends one lists their `ExpressionAttributeNames` and
+ * `ExpressionAttributeValues` itself, so the call site shows what is sent (and the inputs unit
+ * test pins it).
+ */
+
 /**
  * A live record: absent, or expired by TTL (reaped lazily), does not hold the key. Entity items
  * too, with `#pk` naming their key attribute.
+ *
+ * Placeholders: `#pk`, `#expiresAt`, `:nowSeconds`.
  */
 const LIVE_CONDITION = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
-/** Fences two-phase writes: only the owner of a live claim may touch it. */
+/**
+ * Fences two-phase writes: only the owner of a live claim may touch it.
+ *
+ * Placeholders: `#owner`, `#status`, `:owner`, `:inProgress`.
+ */
 const OWNER_CONDITION = '#owner = :owner AND #status = :inProgress';
 /** The lease end of a claim released after a failed effect, keeping its fingerprint. */
 const RELEASED_LEASE = 0;
-/** The owner still holds its claim: in progress and not released (its lease may have ended). */
+/**
+ * The owner still holds its claim: in progress and not released (its lease may have ended).
+ *
+ * Placeholders: those of `OWNER_CONDITION`, `#leaseExpiresAt`, `:released`.
+ */
 const HELD_CONDITION = `${OWNER_CONDITION} AND #leaseExpiresAt > :released`;
 /**
  * An extension only moves a held lease forward: an older extension delayed past a newer one (or
  * past a release, a completion, a takeover) changes nothing.
+ *
+ * Placeholders: those of `HELD_CONDITION`, `:leaseExpiresAt`.
  */
 const EXTEND_CONDITION = `${HELD_CONDITION} AND #leaseExpiresAt < :leaseExpiresAt`;
 /**
  * A release applies to the claim its owner wrote (a marker `COMPLETED`, a lease claim
  * `IN_PROGRESS`), or to the claim it already released: the SDK's retry after a lost response.
  * Never to a record another delivery wrote since, even of the same payload.
+ *
+ * Placeholders: `#owner`, `#status`, `#leaseExpiresAt`, `:owner`, `:status`, `:inProgress`,
+ * `:released`.
  */
 const RELEASE_CONDITION =
   '#owner = :owner AND (#status = :status OR (#status = :inProgress AND #leaseExpiresAt = :released))';
-/** A claim released after a failed effect, keeping the fingerprint of its payload. */
+/**
+ * A claim released after a failed effect, keeping the fingerprint of its payload.
+ *
+ * Placeholders: `#status`, `#leaseExpiresAt`, `#fingerprint`, `:inProgress`, `:released`,
+ * `:fingerprint`.
+ */
 const RELEASED_CLAIM =
   '#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint';
 /**
@@ -76,68 +104,35 @@ const RELEASED_CLAIM =
  * this very put (its first attempt held on the network while the SDK's retry succeeded, the
  * effect failed and the claim was released), and taking it would write the marker again without
  * the effect, so the retry of the message would be acknowledged as a duplicate.
+ *
+ * Placeholders: those of `LIVE_CONDITION` and `RELEASED_CLAIM`, `#owner`, `:claimOwner`.
  */
 const CLAIM_CONDITION = `${LIVE_CONDITION} OR (${RELEASED_CLAIM} AND #owner <> :claimOwner)`;
 /**
  * The marker of an atomic commit carries no owner token: the marker and the business writes
  * commit in one transaction, so nothing releases it and no late copy can outlive a release.
+ *
+ * Placeholders: those of `LIVE_CONDITION` and `RELEASED_CLAIM`.
  */
 const COMMIT_MARKER_CONDITION = `${LIVE_CONDITION} OR (${RELEASED_CLAIM})`;
-/** A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended. */
+/**
+ * A takeover replaces the claim of the owner the caller saw, once that claim's lease has ended.
+ *
+ * Placeholders: those of `CLAIM_CONDITION`, `:owner`, `:nowMillis`.
+ */
 const TAKEOVER_CONDITION = `${CLAIM_CONDITION} OR (${OWNER_CONDITION} AND #leaseExpiresAt < :nowMillis)`;
-
-/** Values every expression may use without passing them: `:inProgress`, `:completed`, `:released`. */
-const CONSTANTS: Readonly<Record<string, unknown>> = {
-  inProgress: INBOX_STATUS.inProgress,
-  completed: INBOX_STATUS.completed,
-  released: RELEASED_LEASE,
-};
-
-/** Asks a failed condition to return the stored item, saving a read. */
-const RETURN_OLD = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
+/**
+ * A version-guarded put applies when the stored item is absent or older.
+ *
+ * Placeholders: `#version`, `:version`.
+ */
+const NEWER_VERSION_CONDITION = 'attribute_not_exists(#version) OR #version < :version';
 
 /** The fields of an inbox record, each stored under `INBOX_ATTRIBUTES[field]`. */
 const FIELDS = Object.keys(A) as (keyof InboxRecord & keyof typeof A)[];
 
 const INSERTED = { kind: 'inserted' } as const;
 const OK: FencedResult = { kind: 'ok' };
-
-/** The placeholders of each expression text, found once. */
-const placeholders = new Map<string, string[]>();
-
-/**
- * The expressions of a request with their attribute names and values, taken from the
- * placeholders in the text: `#word` names attribute `names[word]` (by default the inbox
- * attribute `word`), `:word` is `values[word]`, else one of `CONSTANTS`. Only placeholders the
- * text uses are sent.
- */
-function expressions(
-  condition: string,
-  values: Record<string, unknown>,
-  update?: string,
-  names: Readonly<Record<string, string>> = A,
-) {
-  const text = update === undefined ? condition : `${condition} ${update}`;
-  let found = placeholders.get(text);
-  if (!found) {
-    found = [...new Set(text.match(/[#:]\w+/g))];
-    placeholders.set(text, found);
-  }
-  const ExpressionAttributeNames: Record<string, string> = {};
-  const ExpressionAttributeValues: Record<string, unknown> = {};
-  const known = { ...CONSTANTS, ...values };
-  for (const placeholder of found) {
-    const word = placeholder.slice(1);
-    if (placeholder[0] === '#') ExpressionAttributeNames[placeholder] = names[word]!;
-    else ExpressionAttributeValues[placeholder] = known[word];
-  }
-  return {
-    ConditionExpression: condition,
-    ...(update === undefined ? {} : { UpdateExpression: update }),
-    ExpressionAttributeNames,
-    ExpressionAttributeValues,
-  };
-}
 
 /**
  * Creates the DynamoDB-backed `InboxStore`.
@@ -254,18 +249,53 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     }
   }
 
-  function markerPut(record: InboxRecord, nowSeconds: number) {
+  /**
+   * The put of a marker (`insert`, and index 0 of a `commit`): under the claim condition when it
+   * carries an owner token, so it never takes its own released claim; else under the commit
+   * marker condition.
+   */
+  function markerPut(record: InboxRecord, nowSeconds: number): MarkerPut {
+    if (record.owner === undefined) {
+      return {
+        TableName: tableName,
+        Item: toItem(record),
+        ConditionExpression: COMMIT_MARKER_CONDITION,
+        ExpressionAttributeNames: {
+          '#pk': A.pk,
+          '#expiresAt': A.expiresAt,
+          '#status': A.status,
+          '#leaseExpiresAt': A.leaseExpiresAt,
+          '#fingerprint': A.fingerprint,
+        },
+        ExpressionAttributeValues: {
+          ':nowSeconds': nowSeconds,
+          ':inProgress': INBOX_STATUS.inProgress,
+          ':released': RELEASED_LEASE,
+          ':fingerprint': record.fingerprint,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      };
+    }
     return {
       TableName: tableName,
       Item: toItem(record),
-      ...(record.owner === undefined
-        ? expressions(COMMIT_MARKER_CONDITION, { nowSeconds, fingerprint: record.fingerprint })
-        : expressions(CLAIM_CONDITION, {
-            nowSeconds,
-            fingerprint: record.fingerprint,
-            claimOwner: record.owner,
-          })),
-      ...RETURN_OLD,
+      ConditionExpression: CLAIM_CONDITION,
+      ExpressionAttributeNames: {
+        '#pk': A.pk,
+        '#expiresAt': A.expiresAt,
+        '#status': A.status,
+        '#leaseExpiresAt': A.leaseExpiresAt,
+        '#fingerprint': A.fingerprint,
+        '#owner': A.owner,
+      },
+      ExpressionAttributeValues: {
+        ':nowSeconds': nowSeconds,
+        ':inProgress': INBOX_STATUS.inProgress,
+        ':released': RELEASED_LEASE,
+        ':fingerprint': record.fingerprint,
+        ':claimOwner': record.owner,
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     };
   }
 
@@ -285,30 +315,9 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
       : { kind: 'lost-ownership' };
   }
 
-  /** A fenced `UpdateItem` of the record at `pk`, returning the stored record when it fails. */
-  function update(
-    operation: string,
-    pk: string,
-    condition: string,
-    values: Record<string, unknown>,
-    expression: string,
-    isOwn?: (record: InboxRecord) => boolean,
-  ): Promise<FencedResult> {
-    return fenced(
-      operation,
-      new UpdateCommand({
-        TableName: tableName,
-        Key: Key(pk),
-        ...expressions(condition, values, expression),
-        ...RETURN_OLD,
-      }),
-      isOwn,
-    );
-  }
-
   return Object.freeze<InboxStore>({
     async insert(record, nowMillis) {
-      const nowSeconds = toSeconds(nowMillis);
+      const nowSeconds = epochSeconds(nowMillis);
       const written = await write('insert', new PutCommand(markerPut(record, nowSeconds)));
       return 'output' in written
         ? INSERTED
@@ -316,7 +325,7 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     },
 
     async commit(record, writes, nowMillis): Promise<CommitResult> {
-      const nowSeconds = toSeconds(nowMillis);
+      const nowSeconds = epochSeconds(nowMillis);
       const TransactItems: TransactWriteAction[] = [{ Put: markerPut(record, nowSeconds) }, ...writes];
       try {
         await client.send(new TransactWriteCommand({ TransactItems }));
@@ -358,7 +367,7 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
 
     async insertEntity(entity, fingerprint, nowMillis) {
       const { tableName: TableName, keyAttribute, item } = entity;
-      const nowSeconds = toSeconds(nowMillis);
+      const nowSeconds = epochSeconds(nowMillis);
       const written = await write(
         'insertEntity',
         new PutCommand({
@@ -367,11 +376,10 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
           // A business item with a numeric `expiresAt` (epoch seconds) in the past is being
           // reaped by TTL: like an expired inbox record, it does not hold the key. Items
           // without one (the usual case) hold it forever.
-          ...expressions(LIVE_CONDITION, { nowSeconds }, undefined, {
-            pk: keyAttribute,
-            expiresAt: A.expiresAt,
-          }),
-          ...RETURN_OLD,
+          ConditionExpression: LIVE_CONDITION,
+          ExpressionAttributeNames: { '#pk': keyAttribute, '#expiresAt': A.expiresAt },
+          ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       if ('output' in written) return INSERTED;
@@ -389,12 +397,26 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     release(pk, { owner, status = INBOX_STATUS.inProgress }) {
       // A completed two-phase record means "never again": only a marker is released completed.
       // The record (a claim, or a marker) becomes a released claim of its payload.
-      return update(
+      return fenced(
         'release',
-        pk,
-        RELEASE_CONDITION,
-        { owner, status },
-        'SET #status = :inProgress, #leaseExpiresAt = :released',
+        new UpdateCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          ConditionExpression: RELEASE_CONDITION,
+          UpdateExpression: 'SET #status = :inProgress, #leaseExpiresAt = :released',
+          ExpressionAttributeNames: {
+            '#owner': A.owner,
+            '#status': A.status,
+            '#leaseExpiresAt': A.leaseExpiresAt,
+          },
+          ExpressionAttributeValues: {
+            ':owner': owner,
+            ':status': status,
+            ':inProgress': INBOX_STATUS.inProgress,
+            ':released': RELEASED_LEASE,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
       );
     },
 
@@ -414,21 +436,47 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
         `epoch milliseconds after now (${nowMillis})`,
         leaseExpiresAt,
       );
-      const nowSeconds = toSeconds(nowMillis);
+      const nowSeconds = epochSeconds(nowMillis);
+      const claimNames = {
+        '#pk': A.pk,
+        '#expiresAt': A.expiresAt,
+        '#status': A.status,
+        '#leaseExpiresAt': A.leaseExpiresAt,
+        '#fingerprint': A.fingerprint,
+        '#owner': A.owner,
+      };
+      const claimValues = {
+        ':nowSeconds': nowSeconds,
+        ':inProgress': INBOX_STATUS.inProgress,
+        ':released': RELEASED_LEASE,
+        ':fingerprint': record.fingerprint,
+        ':claimOwner': owner,
+      };
+      const condition =
+        takeover === undefined
+          ? {
+              ConditionExpression: CLAIM_CONDITION,
+              ExpressionAttributeNames: claimNames,
+              ExpressionAttributeValues: claimValues,
+            }
+          : {
+              ConditionExpression: TAKEOVER_CONDITION,
+              ExpressionAttributeNames: claimNames,
+              ExpressionAttributeValues: {
+                ...claimValues,
+                ':owner': takeover.owner,
+                ':nowMillis': nowMillis,
+              },
+            };
       const written = await write(
         'claimLease',
         new PutCommand({
           TableName: tableName,
           Item: toItem(record),
-          ...expressions(takeover ? TAKEOVER_CONDITION : CLAIM_CONDITION, {
-            nowSeconds,
-            nowMillis,
-            fingerprint: record.fingerprint,
-            claimOwner: record.owner,
-            owner: takeover?.owner,
-          }),
+          ...condition,
+          // The replaced item tells a first claim from a takeover of a live one.
           ReturnValues: 'ALL_OLD',
-          ...RETURN_OLD,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       if (!('output' in written)) {
@@ -452,24 +500,63 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     complete(pk, owner, { expiresAt, result }) {
       // The owner stays on the record for operators; the lease no longer means anything. It also
       // tells a completion of this claim, met again by an SDK retry, from anyone else's.
-      return update(
+      // The document client drops `undefined`: a completion without a result sets none.
+      const withResult = result !== undefined;
+      return fenced(
         'complete',
-        pk,
-        HELD_CONDITION,
-        { owner, expiresAt, result },
-        `SET #status = :completed, ${setExpiry(result)} REMOVE #leaseExpiresAt`,
+        new UpdateCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          ConditionExpression: HELD_CONDITION,
+          UpdateExpression: withResult
+            ? 'SET #status = :completed, #expiresAt = :expiresAt, #result = :result REMOVE #leaseExpiresAt'
+            : 'SET #status = :completed, #expiresAt = :expiresAt REMOVE #leaseExpiresAt',
+          ExpressionAttributeNames: {
+            '#owner': A.owner,
+            '#status': A.status,
+            '#leaseExpiresAt': A.leaseExpiresAt,
+            '#expiresAt': A.expiresAt,
+            ...(withResult ? { '#result': A.result } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':owner': owner,
+            ':inProgress': INBOX_STATUS.inProgress,
+            ':released': RELEASED_LEASE,
+            ':completed': INBOX_STATUS.completed,
+            ':expiresAt': expiresAt,
+            ...(withResult ? { ':result': result } : {}),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
         (stored) => stored.status === INBOX_STATUS.completed && stored.owner === owner,
       );
     },
 
     replace(pk, fingerprint, next) {
       // The next fingerprint is unique to this write: an SDK retry meets it on the record.
-      return update(
+      const withResult = next.result !== undefined;
+      return fenced(
         'replace',
-        pk,
-        '#fingerprint = :current',
-        { ...next, current: fingerprint },
-        `SET #fingerprint = :fingerprint, ${setExpiry(next.result)}`,
+        new UpdateCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          ConditionExpression: '#fingerprint = :current',
+          UpdateExpression: withResult
+            ? 'SET #fingerprint = :fingerprint, #expiresAt = :expiresAt, #result = :result'
+            : 'SET #fingerprint = :fingerprint, #expiresAt = :expiresAt',
+          ExpressionAttributeNames: {
+            '#fingerprint': A.fingerprint,
+            '#expiresAt': A.expiresAt,
+            ...(withResult ? { '#result': A.result } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':current': fingerprint,
+            ':fingerprint': next.fingerprint,
+            ':expiresAt': next.expiresAt,
+            ...(withResult ? { ':result': next.result } : {}),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
         (stored) => stored.fingerprint === next.fingerprint,
       );
     },
@@ -479,24 +566,37 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
         Put: {
           TableName,
           Item,
-          ...expressions(
-            'attribute_not_exists(#version) OR #version < :version',
-            { version: Item[versionAttribute] },
-            undefined,
-            { version: versionAttribute },
-          ),
+          ConditionExpression: NEWER_VERSION_CONDITION,
+          ExpressionAttributeNames: { '#version': versionAttribute },
+          ExpressionAttributeValues: { ':version': Item[versionAttribute] },
         },
       };
     },
 
     extendLease(pk, owner, leaseExpiresAt, expiresAt) {
       // The TTL moves with the lease, so the record never expires while its lease runs.
-      return update(
+      return fenced(
         'extendLease',
-        pk,
-        EXTEND_CONDITION,
-        { leaseExpiresAt, expiresAt, owner },
-        'SET #leaseExpiresAt = :leaseExpiresAt, #expiresAt = :expiresAt',
+        new UpdateCommand({
+          TableName: tableName,
+          Key: Key(pk),
+          ConditionExpression: EXTEND_CONDITION,
+          UpdateExpression: 'SET #leaseExpiresAt = :leaseExpiresAt, #expiresAt = :expiresAt',
+          ExpressionAttributeNames: {
+            '#owner': A.owner,
+            '#status': A.status,
+            '#leaseExpiresAt': A.leaseExpiresAt,
+            '#expiresAt': A.expiresAt,
+          },
+          ExpressionAttributeValues: {
+            ':owner': owner,
+            ':inProgress': INBOX_STATUS.inProgress,
+            ':released': RELEASED_LEASE,
+            ':leaseExpiresAt': leaseExpiresAt,
+            ':expiresAt': expiresAt,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
         (stored) =>
           stored.owner === owner &&
           stored.status === INBOX_STATUS.inProgress &&
@@ -507,6 +607,9 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     },
   });
 }
+
+/** The marker's put, sent alone (`insert`) or as index 0 of a commit's transaction. */
+type MarkerPut = NonNullable<TransactWriteAction['Put']>;
 
 /** A conditional single-item write. */
 type WriteCommand = PutCommand | UpdateCommand;
@@ -524,15 +627,6 @@ function vanished(operation: string, key: string, what: string, cause: unknown):
     `${operation}: the condition on ${key} failed, but a consistent read found no live ${what}; retry`,
     { cause },
   );
-}
-
-/** Sets `expiresAt`, and `result` when there is one (the document client drops `undefined`). */
-function setExpiry(result: unknown): string {
-  return `#expiresAt = :expiresAt${result === undefined ? '' : ', #result = :result'}`;
-}
-
-function toSeconds(millis: number): number {
-  return Math.floor(millis / 1000);
 }
 
 /** The record as an item, omitting absent optional fields (the store never writes `undefined`). */

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { type DeployLocalResult, deployLocal, destroyLocal } from '../../cli/local/deploy';
-import type { LocalAws } from '../local-aws-lib';
+import type { LocalAws } from '../local-aws/harness';
 
 /** The default stack name, the one `bin/app.ts` deploys. */
 export const EXAMPLE_STACK_NAME = 'EffectivelyOnceExample';

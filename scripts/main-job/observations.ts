@@ -14,7 +14,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { scanTable } from '../../cli/replay/aws';
 import type { Item } from '../../cli/replay/snapshot';
 import { DEAD_LETTER_ATTRIBUTES, INBOX_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
-import { type AwsHttpTarget, functionLogGroup, readLogMessages } from './aws-http';
+import { type FunctionClients, functionLogGroup, readLogMessages } from './functions';
 import type { SampleLogName } from './sample-logs';
 
 /** Outcome counts of one consumer, summed over its metric lines. */
@@ -107,9 +107,12 @@ export function sumOutcomeMetrics(messages: readonly string[]): OutcomeTotals {
 }
 
 /** Reads and sums a function's outcome metrics once (see {@link sumOutcomeMetrics}). */
-export async function readOutcomeTotals(target: AwsHttpTarget, functionName: string): Promise<OutcomeTotals> {
-  const logGroup = await functionLogGroup(target, functionName);
-  return sumOutcomeMetrics(await readLogMessages(target, logGroup));
+export async function readOutcomeTotals(
+  clients: FunctionClients,
+  functionName: string,
+): Promise<OutcomeTotals> {
+  const logGroup = await functionLogGroup(clients.lambda, functionName);
+  return sumOutcomeMetrics(await readLogMessages(clients.logs, logGroup));
 }
 
 /**
@@ -118,7 +121,7 @@ export async function readOutcomeTotals(target: AwsHttpTarget, functionName: str
  * returns the last read.
  */
 export async function awaitOutcomeTotals(
-  target: AwsHttpTarget,
+  clients: FunctionClients,
   functionName: string,
   minimumDeliveries: number,
   timeoutMillis = 5_000,
@@ -126,7 +129,7 @@ export async function awaitOutcomeTotals(
   const deadline = Date.now() + timeoutMillis;
   let previous: OutcomeTotals | undefined;
   for (;;) {
-    const totals = await readOutcomeTotals(target, functionName);
+    const totals = await readOutcomeTotals(clients, functionName);
     const settled = previous !== undefined && deliveriesOf(previous) === deliveriesOf(totals);
     if ((settled && deliveriesOf(totals) >= minimumDeliveries) || Date.now() > deadline) return totals;
     previous = totals;

@@ -8,7 +8,7 @@
  */
 import { relative } from 'node:path';
 import { destroyLocal } from '../../cli/local/deploy';
-import { type LocalAws, projectRoot, startLocalAws } from '../local-aws-lib';
+import { type LocalAws, projectRoot, startLocalAws } from '../local-aws/harness';
 import type { Check } from './checks';
 import { type Downstream, startDownstream } from './downstream';
 import { deployExample, EXAMPLE_STACK_NAME } from './example-deployment';

@@ -5,14 +5,16 @@
  * story ({@link checkFirstRun}), replay everything ({@link replayExample}) and check that nothing
  * changed ({@link checkReplay}).
  */
+import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { LocalAws } from '../local-aws-lib';
-import type { AwsHttpTarget } from './aws-http';
+import type { LocalAws } from '../local-aws/harness';
 import { type Check, check } from './checks';
 import type { DownstreamFailure, DownstreamLedger, DownstreamSnapshot } from './downstream';
 import type { ExampleOutputs } from './example-deployment';
 import { checkExternalEffects, checkReplayEffects } from './external-effects';
+import { createFunctionClients, destroyFunctionClients } from './functions';
 import {
   awaitOutcomeTotals,
   bodySha256,
@@ -48,7 +50,10 @@ export interface SampleLogs {
 export interface ExampleHarness {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
-  readonly http: AwsHttpTarget;
+  readonly lambda: LambdaClient;
+  readonly logs: CloudWatchLogsClient;
+  /** The endpoint, region and credentials the clients use (for a process started against it). */
+  readonly aws: Pick<LocalAws, 'endpoint' | 'region' | 'credentials'>;
   readonly outputs: ExampleOutputs;
   /** The ledger of the downstream service the payment notifier was deployed against. */
   readonly downstream: Pick<DownstreamLedger, 'snapshot'>;
@@ -66,15 +71,18 @@ export function createExampleHarness(
   // Queue URLs may name another host than the endpoint (`localhost`); always call the endpoint.
   const sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
   const dynamodb = new DynamoDBClient(config);
+  const functions = createFunctionClients(config);
   return {
     sqs,
     dynamodb,
-    http: config,
+    ...functions,
+    aws: config,
     outputs,
     downstream,
     destroy() {
       sqs.destroy();
       dynamodb.destroy();
+      destroyFunctionClients(functions);
     },
   };
 }
@@ -165,7 +173,7 @@ export async function runSampleLogs(
     const { functionName, queueUrl } = consumerOf(harness.outputs, name);
     for (const line of logs[name].redeliver) {
       redeliveries[name].push(
-        await redeliver(harness.http, harness.sqs, {
+        await redeliver(harness, {
           functionName,
           queueUrl,
           entry: logs[name].entries[line - 1]!,
@@ -198,7 +206,7 @@ export async function observeExample(
   const { outputs } = harness;
   const [orders, audit, payments] = await Promise.all(
     SAMPLE_LOG_NAMES.map((name) =>
-      awaitOutcomeTotals(harness.http, consumerOf(outputs, name).functionName, minimumDeliveries[name]),
+      awaitOutcomeTotals(harness, consumerOf(outputs, name).functionName, minimumDeliveries[name]),
     ),
   );
   const tables = await readTables(harness.dynamodb, {

@@ -5,12 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { describeQueue, readQueueCounters } from '../../cli/replay/aws';
 import { type QueueCounters, waitForDrain } from '../../cli/replay/drain';
 import type { LogEntry } from '../../cli/replay/log';
 import { entryId, planBatches } from '../../cli/replay/send-plan';
-import { type AwsHttpTarget, invokeFunction } from './aws-http';
+import { invokeFunction } from './functions';
 
 /** The SQS message id each line of a log was sent as, by line number. */
 export type SentMessages = ReadonlyMap<number, string>;
@@ -69,10 +70,10 @@ export interface RedeliveryResult {
  * example because the invocation timed out after the commit.
  */
 export async function redeliver(
-  target: AwsHttpTarget,
-  sqs: SQSClient,
+  clients: { readonly lambda: LambdaClient; readonly sqs: SQSClient },
   redelivery: Redelivery,
 ): Promise<RedeliveryResult> {
+  const { lambda, sqs } = clients;
   const { entry, messageId } = redelivery;
   const { Attributes: queue = {} } = await sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: redelivery.queueUrl, AttributeNames: ['QueueArn'] }),
@@ -99,9 +100,9 @@ export async function redeliver(
     md5OfBody: createHash('md5').update(entry.body, 'utf8').digest('hex'),
     eventSource: 'aws:sqs',
     eventSourceARN: queue.QueueArn,
-    awsRegion: target.region,
+    awsRegion: await lambda.config.region(),
   };
-  const response = (await invokeFunction(target, redelivery.functionName, { Records: [record] })) as
+  const response = (await invokeFunction(lambda, redelivery.functionName, { Records: [record] })) as
     | { batchItemFailures?: { itemIdentifier?: string }[] }
     | undefined;
   return {

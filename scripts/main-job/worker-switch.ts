@@ -13,9 +13,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { type Difference, diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
-import { localAwsEnv } from '../local-aws-lib';
-import { functionEnvironment, setEventSourceMappingsEnabled } from './aws-http';
+import { localAwsEnv } from '../local-aws/harness';
 import { type Check, check } from './checks';
+import { functionEnvironment, setEventSourceMappingsEnabled } from './functions';
 import {
   deliveriesOf,
   type OutcomeTotals,
@@ -74,7 +74,7 @@ export async function runOrdersOnWorker(
 ): Promise<WorkerSwitchResult> {
   const started = Date.now();
   const timeoutMillis = options.timeoutMillis ?? 60_000;
-  const { outputs, http } = harness;
+  const { outputs } = harness;
   const consumer = consumerOf(outputs, 'orders');
   const tables = [outputs.ordersTableName, outputs.inboxTableName];
   const snapshot = async (): Promise<TableSnapshot[]> =>
@@ -89,20 +89,20 @@ export async function runOrdersOnWorker(
     );
 
   const before = await snapshot();
-  const lambdaBefore = await readOutcomeTotals(http, consumer.functionName);
-  const mappingsTurnedOff = await setEventSourceMappingsEnabled(http, consumer.functionName, false);
+  const lambdaBefore = await readOutcomeTotals(harness, consumer.functionName);
+  const mappingsTurnedOff = await setEventSourceMappingsEnabled(harness.lambda, consumer.functionName, false);
   options.log?.(`Turned off ${mappingsTurnedOff} event source mapping(s) of ${consumer.functionName}.`);
   let worker: ChildProcess | undefined;
   let output = '';
   try {
-    const environment = await functionEnvironment(http, consumer.functionName);
+    const environment = await functionEnvironment(harness.lambda, consumer.functionName);
     worker = spawn(process.execPath, [require.resolve('tsx/cli'), ORDER_PROJECTOR_WORKER_ENTRY], {
       cwd: options.root,
       env: {
         ...process.env,
         ...environment,
         ORDERS_QUEUE_URL: consumer.queueUrl,
-        ...localAwsEnv(http),
+        ...localAwsEnv(harness.aws),
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -147,7 +147,7 @@ export async function runOrdersOnWorker(
     }));
     options.log?.(`Stopped the worker with SIGTERM (exit code ${exit.code ?? `none, ${exit.signal}`}).`);
     const after = await snapshot();
-    const lambda = subtractTotals(await readOutcomeTotals(http, consumer.functionName), lambdaBefore);
+    const lambda = subtractTotals(await readOutcomeTotals(harness, consumer.functionName), lambdaBefore);
     return {
       mappingsTurnedOff,
       sent: entries.length,
@@ -161,7 +161,7 @@ export async function runOrdersOnWorker(
     };
   } finally {
     if (worker && worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
-    await setEventSourceMappingsEnabled(http, consumer.functionName, true);
+    await setEventSourceMappingsEnabled(harness.lambda, consumer.functionName, true);
     options.log?.('Turned the event source mapping(s) back on.');
   }
 }

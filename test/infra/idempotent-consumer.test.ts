@@ -8,14 +8,19 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  CONSUMER_MODES,
+  CONSUMER_NAME_PATTERN,
+  DEAD_LETTER_MODES,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
   ENV,
   INBOX_ATTRIBUTES,
+  LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from '../../lambda/core/contract';
-import { scopeKey } from '../../lambda/core/dedup-key';
+import { NAME_PATTERN, scopeKey } from '../../lambda/core/dedup-key';
+import { readConstructSettings } from '../../lambda/core/environment';
 import { DEFAULT_DEADLINE_MARGIN_MILLIS as RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/options';
 import { IdempotentConsumer, type IdempotentConsumerProps, InboxTable } from '../../lib';
 import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
@@ -57,6 +62,16 @@ function expectThrow(props: Partial<IdempotentConsumerProps>, message: string | 
         ...props,
       } as IdempotentConsumerProps),
   ).toThrow(message);
+}
+
+/** The error `create` throws (fails the test when it throws none). */
+function errorOf(create: () => unknown): unknown {
+  try {
+    create();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('Expected an error, got none');
 }
 
 function environmentOf(template: Template, consumer: IdempotentConsumer): Record<string, unknown> {
@@ -324,7 +339,7 @@ describe('IdempotentConsumer queue options', () => {
   });
 
   it('encrypts both queues with a customer-managed key and lets the function decrypt', () => {
-    const { app, stack } = newStack();
+    const { stack } = newStack();
     const key = new kms.Key(stack, 'Key');
     const consumer = new IdempotentConsumer(stack, 'Consumer', {
       mode: 'marker',
@@ -338,7 +353,6 @@ describe('IdempotentConsumer queue options', () => {
       });
     }
     expect(permissionsOf(template, consumer.role!)).toContain(`Allow kms:Decrypt ${logicalId(key)}.Arn`);
-    expect(app).toBeDefined();
   });
 
   it('applies batch size, batching window and maximum concurrency to the event source', () => {
@@ -744,7 +758,7 @@ describe('IdempotentConsumer with shared and existing resources', () => {
     expect(
       () => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', entry: FIXTURE_ENTRY, table }),
     ).toThrow(
-      `Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`ttl\``,
+      `Expected the inbox \`table\` TTL attribute to be \`${INBOX_ATTRIBUTES.expiresAt}\`, got \`"ttl"\``,
     );
   });
 
@@ -941,9 +955,9 @@ describe('IdempotentConsumer prop validation', () => {
     ],
     [
       { consumerName: 'has space' },
-      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `has space`",
+      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `\"has space\"`",
     ],
-    [{ consumerName: 'a#b' }, 'got `a#b`'],
+    [{ consumerName: 'a#b' }, 'got `"a#b"`'],
     [{ consumerName: 'x'.repeat(101) }, 'Expected `consumerName`'],
     [
       { environment: { [ENV.consumer]: 'sneaky' } },
@@ -953,7 +967,7 @@ describe('IdempotentConsumer prop validation', () => {
     [{ contentBasedDeduplication: true }, 'Expected `contentBasedDeduplication` only with `fifo: true`'],
     [
       { fifo: true, queueName: 'orders' },
-      "Expected `queueName` to be up to 80 characters of A-Z, a-z, 0-9, '-', '_' ending in '.fifo' (FIFO queue), got `orders`",
+      "Expected `queueName` to be up to 80 characters of A-Z, a-z, 0-9, '-', '_' ending in '.fifo' (FIFO queue), got `\"orders\"`",
     ],
     [{ batchSize: 11 }, 'Expected `batchSize` to be an integer from 1 to 10, got `11`'],
     [{ memorySize: 100 }, 'Expected `memorySize` to be an integer from 128 to 10240, got `100`'],
@@ -978,9 +992,16 @@ describe('IdempotentConsumer prop validation', () => {
     ],
     [
       { mode: 'exactly-once' },
-      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `exactly-once`",
+      "Expected `mode` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `\"exactly-once\"`",
     ],
-    [{ deadLetterMode: 'drop' }, "Expected `deadLetterMode` to be 'redrive' or 'direct', got `drop`"],
+    [
+      { deadLetterMode: 'drop' },
+      "Expected `deadLetterMode` to be one of 'redrive', 'direct', got `\"drop\"`",
+    ],
+    [
+      { logLevel: 'verbose' },
+      "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    ],
   ] as [Partial<IdempotentConsumerProps>, string][])('rejects %j', (props, message) => {
     expectThrow(props, message);
   });
@@ -1087,8 +1108,72 @@ describe('IdempotentConsumer prop validation', () => {
           businessTables: [{ table: audit, access: [] }],
         }),
     ).toThrow(
-      "Expected `businessTables[0].access` to be a non-empty list of 'read', 'write', 'conditionCheck', got `[]`",
+      "Expected `businessTables[0].access` to be a non-empty list of 'read', 'write', 'conditionCheck', got an empty list",
     );
+    expect(
+      () =>
+        new IdempotentConsumer(stack, 'Other', {
+          mode: 'marker',
+          entry: FIXTURE_ENTRY,
+          businessTables: [{ table: audit, access: ['read', 'delete' as never] }],
+        }),
+    ).toThrow(
+      "Expected `businessTables[0].access[1]` to be one of 'read', 'write', 'conditionCheck', got `\"delete\"`",
+    );
+  });
+
+  it('fails synth with one error naming all three of three distinct bad values', () => {
+    const { stack } = newStack();
+    const create = () =>
+      new IdempotentConsumer(stack, 'Consumer', {
+        mode: 'marker',
+        entry: FIXTURE_ENTRY,
+        consumerName: 'has space',
+        batchSize: 11,
+        retentionPeriod: Duration.days(15),
+      });
+    const failures = [
+      "Expected `consumerName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `\"has space\"`",
+      'Expected `batchSize` to be an integer from 1 to 10, got `11`',
+      'Expected `retentionPeriod` to be from 1 minute to 14 days, got `15 days`',
+    ];
+    expect(errorOf(create)).toMatchObject({
+      name: 'InvalidPropsError',
+      code: 'INVALID_OPTIONS',
+      failures,
+      message: `[TestStack/Consumer] 3 problems with the props of IdempotentConsumer:\n${failures.map((failure) => `- ${failure}`).join('\n')}`,
+    });
+  });
+
+  it('collects the rules between props (lease, timeouts, queues) with the single-prop checks', () => {
+    const { stack } = newStack();
+    const queue = sqs.Queue.fromQueueArn(stack, 'Queue', 'arn:aws:sqs:eu-west-1:123456789012:orders');
+    const create = () =>
+      new IdempotentConsumer(stack, 'Consumer', {
+        mode: 'two-phase',
+        entry: FIXTURE_ENTRY,
+        queue,
+        deadLetterMode: 'direct',
+        timeout: Duration.seconds(2),
+        recordTtl: Duration.seconds(1),
+        memorySize: 100,
+      });
+    expect(errorOf(create)).toMatchObject({
+      failures: [
+        'Expected `memorySize` to be an integer from 128 to 10240, got `100`',
+        'Expected a `deadLetterQueue` with `deadLetterMode: direct`: the queue you passed has no known DLQ',
+        "`timeout` (2 seconds) must be longer than the runtime's deadline margin (`deadlineMarginMillis`, default 2 seconds): the batch processor starts no message once less than the margin is left, so the function would process nothing",
+        'The default lease (the function timeout, or 15 minutes when it is unknown) (2 seconds) must be shorter than `recordTtl` (1 second) in two-phase mode: a claim must never outlive its record, and the runtime rejects `leaseMillis` >= `ttlSeconds` at cold start',
+      ],
+    });
+  });
+
+  it('throws a single failure as the sentence itself, and creates nothing when the props are invalid', () => {
+    const { stack } = newStack();
+    expect(
+      () => new IdempotentConsumer(stack, 'Consumer', { mode: 'marker', entry: FIXTURE_ENTRY, batchSize: 0 }),
+    ).toThrow('[TestStack/Consumer] Expected `batchSize` to be an integer from 1 to 10, got `0`');
+    expect(stack.node.findChild('Consumer').node.children).toEqual([]);
   });
 
   it('skips validation of unresolved tokens', () => {
@@ -1143,6 +1228,36 @@ describe('IdempotentConsumer function timeout and the runtime deadline margin', 
 
   it('mirrors the batch processor default margin in the contract', () => {
     expect(DEFAULT_DEADLINE_MARGIN_MILLIS).toBe(RUNTIME_DEFAULT_DEADLINE_MARGIN_MILLIS);
+  });
+});
+
+describe('IdempotentConsumer contract values shared with the runtime', () => {
+  it('accepts exactly the dead-letter modes and log levels the runtime reads back from the environment', () => {
+    for (const deadLetterMode of DEAD_LETTER_MODES) {
+      const settings = readConstructSettings({
+        [ENV.deadLetterMode]: deadLetterMode,
+        [ENV.deadLetterQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq',
+      });
+      expect(settings.deadLetter).toBe(deadLetterMode);
+    }
+    for (const logLevel of LOG_LEVELS) {
+      expect(readConstructSettings({ [ENV.logLevel]: logLevel }).logLevel).toBe(logLevel);
+    }
+    expect(() => readConstructSettings({ [ENV.logLevel]: 'verbose' })).toThrow(
+      "Expected `EO_LOG_LEVEL` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    );
+    expect(() => readConstructSettings({ [ENV.deadLetterMode]: 'drop' })).toThrow(
+      "Expected `EO_DEAD_LETTER_MODE` to be one of 'redrive', 'direct', got `\"drop\"`",
+    );
+  });
+
+  it('checks consumer names with the pattern the runtime checks them with', () => {
+    expect(CONSUMER_NAME_PATTERN.source).toBe(NAME_PATTERN.source);
+    expect(CONSUMER_NAME_PATTERN.flags).toBe(NAME_PATTERN.flags);
+  });
+
+  it('grants on the inbox table for exactly the contract modes', () => {
+    expect(Object.keys(INBOX_TABLE_ACTIONS)).toEqual([...CONSUMER_MODES]);
   });
 });
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSqsHandler, fromBody, type Message, PermanentError, type UnitOfWork } from '../../lambda';
 import { atomic } from '../../lambda/modes/atomic';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 
@@ -65,7 +65,7 @@ describe('a handler in a function the construct configured', () => {
       environment,
     });
     const order = { orderId: `o-${randomUUID()}`, amount: 1250 };
-    const poison = sqsRecord({ orderId: `o-${randomUUID()}`, amount: -5 });
+    const poison = sqsRecord(randomUUID(), { orderId: `o-${randomUUID()}`, amount: -5 });
     vi.spyOn(process.stdout, 'write').mockImplementation((line) => {
       lines.push(String(line).trim());
       return true;
@@ -73,7 +73,7 @@ describe('a handler in a function the construct configured', () => {
 
     const before = Math.floor(Date.now() / 1000);
     const response = await handler(
-      { Records: [sqsRecord(order), sqsRecord(order), poison] },
+      { Records: [sqsRecord(randomUUID(), order), sqsRecord(randomUUID(), order), poison] },
       lambdaContext(),
     );
     const after = Math.ceil(Date.now() / 1000);

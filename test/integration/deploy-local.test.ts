@@ -16,7 +16,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyLocalFixups, type DeployLocalResult, deployLocal, destroyLocal } from '../../cli/local/deploy';
-import { projectRoot } from '../../scripts/local-aws-lib';
+import { projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 
 const root = projectRoot();

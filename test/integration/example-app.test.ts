@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
-import { projectRoot } from '../../scripts/local-aws-lib';
+import { projectRoot } from '../../scripts/local-aws/harness';
 import { type Downstream, startDownstream } from '../../scripts/main-job/downstream';
 import {
   deployExample,
@@ -154,13 +154,13 @@ describe('the example app deployed to local AWS', () => {
     const { run } = afterFirstRun();
     const paid = logs.orders.entries[2]!; // o-1001 PAID, processed in the first test
     const before = await snapshotTables();
-    const metricsBefore = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+    const metricsBefore = await readOutcomeTotals(harness, outputs.orderProjectorFunctionName);
 
     await sendLog(harness.sqs, outputs.orderEventsQueueUrl, [
       { ...paid, line: 1, deduplicationId: `${paid.deduplicationId}#test-resend` },
     ]);
     await waitForQueues(harness.sqs, [outputs.orderEventsQueueUrl]);
-    const redelivered = await redeliver(harness.http, harness.sqs, {
+    const redelivered = await redeliver(harness, {
       functionName: outputs.orderProjectorFunctionName,
       queueUrl: outputs.orderEventsQueueUrl,
       entry: paid,
@@ -169,14 +169,14 @@ describe('the example app deployed to local AWS', () => {
 
     expect(redelivered.failures).toEqual([]);
     expect(diffSnapshots(before, await snapshotTables())).toEqual([]);
-    let metricsAfter = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+    let metricsAfter = await readOutcomeTotals(harness, outputs.orderProjectorFunctionName);
     for (
       let attempt = 0;
       attempt < 20 && deliveriesOf(metricsAfter) < deliveriesOf(metricsBefore) + 2;
       attempt++
     ) {
       await new Promise((done) => setTimeout(done, 250));
-      metricsAfter = await readOutcomeTotals(harness.http, outputs.orderProjectorFunctionName);
+      metricsAfter = await readOutcomeTotals(harness, outputs.orderProjectorFunctionName);
     }
     expect({
       processed: metricsAfter.processed - metricsBefore.processed,
@@ -190,11 +190,11 @@ describe('the example app deployed to local AWS', () => {
     const captured = logs.payments.entries[2]!; // pay-2001 CAPTURED, notified in the first test
     const requestsBefore = downstream.snapshot().requests.length;
     const before = await snapshotTables();
-    const metricsBefore = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+    const metricsBefore = await readOutcomeTotals(harness, outputs.paymentNotifierFunctionName);
 
     await sendLog(harness.sqs, outputs.paymentEventsQueueUrl, [{ ...captured, line: 1 }]);
     await waitForQueues(harness.sqs, [outputs.paymentEventsQueueUrl]);
-    const redelivered = await redeliver(harness.http, harness.sqs, {
+    const redelivered = await redeliver(harness, {
       functionName: outputs.paymentNotifierFunctionName,
       queueUrl: outputs.paymentEventsQueueUrl,
       entry: captured,
@@ -204,14 +204,14 @@ describe('the example app deployed to local AWS', () => {
     expect(redelivered.failures).toEqual([]);
     expect(downstream.snapshot().requests.length).toBe(requestsBefore);
     expect(diffSnapshots(before, await snapshotTables())).toEqual([]);
-    let metricsAfter = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+    let metricsAfter = await readOutcomeTotals(harness, outputs.paymentNotifierFunctionName);
     for (
       let attempt = 0;
       attempt < 20 && deliveriesOf(metricsAfter) < deliveriesOf(metricsBefore) + 2;
       attempt++
     ) {
       await new Promise((done) => setTimeout(done, 250));
-      metricsAfter = await readOutcomeTotals(harness.http, outputs.paymentNotifierFunctionName);
+      metricsAfter = await readOutcomeTotals(harness, outputs.paymentNotifierFunctionName);
     }
     expect({
       processed: metricsAfter.processed - metricsBefore.processed,

@@ -49,7 +49,7 @@ const urlEvent = (key: string, body: unknown): ApiGatewayProxyEventV2 => ({
 
 function paymentsHandler<TEvent extends HttpEvent>(
   charge: (event: TEvent) => Promise<unknown>,
-  clock = manualClock(),
+  clock = manualClock(Date.now()),
   handlerClient = client,
 ) {
   return createIdempotentHttpHandler<TEvent, unknown>({
@@ -171,7 +171,7 @@ describe('createIdempotentHttpHandler with DynamoDB', () => {
   });
 
   it('answers 409 with Retry-After while the first request runs, and takes a crashed one over after its lease', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     let release!: () => void;
     const firstRunning = new Promise<void>((resolve) => {
       release = resolve;
@@ -230,7 +230,7 @@ describe('createIdempotentHttpHandler with DynamoDB', () => {
   });
 
   it('keeps a released key bound to its request: a different request gets 422, the retry claims it in one request', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const handlerClient = local.documentClient();
     const counter = attachRequestCounter(handlerClient);
     const charged: unknown[] = [];

@@ -7,7 +7,7 @@
  * after a failure, named effects, a key long enough to be hashed), names only partition keys the
  * patterns match. A request outside them would be denied on AWS.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsHandler, fromBody, type SqsHandler, type SqsRecord } from '../../lambda';
@@ -141,8 +141,8 @@ describe('inbox requests stay inside the IAM scope the construct grants', () => 
       const long = 'k'.repeat(2000);
       await deliverEveryPath(
         handler,
-        sqsRecord({ eventId: `${long}${id('event')}` }),
-        sqsRecord({ eventId: id('event'), fail: true }),
+        sqsRecord(randomUUID(), { eventId: `${long}${id('event')}` }),
+        sqsRecord(randomUUID(), { eventId: id('event'), fail: true }),
       );
 
       expect(keys.length).toBeGreaterThan(0);

@@ -63,7 +63,7 @@ const guardOn = (clock: () => number, leaseMillis = 60_000, guardClient = client
 
 describe('createJobGuard with DynamoDB', () => {
   it('lets two overlapping runs of one scheduled slot produce one effect', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const [containerA, containerB] = [guardOn(clock), guardOn(clock)];
     const event = { time: '2026-01-01T02:00:04Z' };
     const job = `nightly-${runId}`;
@@ -102,7 +102,7 @@ describe('createJobGuard with DynamoDB', () => {
   });
 
   it('races two runs started together: exactly one runs', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const job = `race-${runId}`;
     const results = await Promise.all(
       [guardOn(clock), guardOn(clock)].map((guard) =>
@@ -117,7 +117,7 @@ describe('createJobGuard with DynamoDB', () => {
   });
 
   it('resumes a crashed run from its checkpoint after its lease ends', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const job = `export-${runId}`;
     const pages = (page: number) => `${job}#page-${page}`;
     let hang!: () => void;
@@ -156,7 +156,7 @@ describe('createJobGuard with DynamoDB', () => {
   });
 
   it('releases a failed run keeping its claim, so the retry claims the slot in one request', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const guardClient = local.documentClient();
     const counter = attachRequestCounter(guardClient);
     const guard = guardOn(clock, 60_000, guardClient);
@@ -198,7 +198,7 @@ describe('createJobGuard with DynamoDB', () => {
     expect(await count(slot.job)).toBe(1);
   });
   it('saves each checkpoint in one fenced UpdateItem, and stops a run whose checkpoint another run wrote', async () => {
-    const clock = manualClock();
+    const clock = manualClock(Date.now());
     const guardClient = local.documentClient();
     const counter = attachRequestCounter(guardClient);
     const guard = guardOn(clock, 60_000, guardClient);

@@ -21,9 +21,16 @@ import { marker } from '../../lambda/modes/marker';
 import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
-import { createLocalResources } from '../support/fixtures';
+import {
+  captureMetrics,
+  counts,
+  createLocalResources,
+  deferred,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+} from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
-import { captureMetrics, counts, deferred, manualClock, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
 
 interface Payment {
   readonly id: string;

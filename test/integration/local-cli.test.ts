@@ -12,7 +12,7 @@ import { join, relative } from 'node:path';
 import { DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
-import { ensureMiniStack, projectRoot } from '../../scripts/local-aws-lib';
+import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
 

@@ -3,7 +3,7 @@
  * endpoint: for the same batch it must answer exactly as `createSqsHandler` does and leave the
  * same items behind. Each path gets its own inbox and business tables, seeded the same way.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +61,7 @@ async function scan(TableName: string): Promise<Record<string, unknown>[]> {
 
 /** A FIFO record as Lambda delivers it, sent at `now`. */
 const fifoRecord = (body: unknown, groupId: string, rawBody?: string): SqsRecord =>
-  sqsRecord(body, { groupId, rawBody, sentAt: now });
+  sqsRecord(randomUUID(), body, { groupId, rawBody, sentAt: now });
 
 /**
  * The options of one path: the order projector over `tables`, with its own client, a

@@ -14,7 +14,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
 import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, sqsRecord, type TestQueue, waitFor } from '../support/fixtures';
 
@@ -178,11 +178,10 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     const records: SqsRecord[] = log
       .filter((line) => typeof line.body.status === 'string')
       .map((line, index) =>
-        sqsRecord(line.body, {
-          messageId: `lambda-${index}`,
+        sqsRecord(`lambda-${index}`, line.body, {
           groupId: line.groupId,
           deduplicationId: `${line.deduplicationId}#lambda`,
-          queue: queue.name.replace(/\.fifo$/, ''),
+          queue: queue.name,
         }),
       );
     const event: SqsEvent = { Records: records };

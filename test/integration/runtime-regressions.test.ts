@@ -18,9 +18,8 @@ import { twoPhase } from '../../lambda/modes/two-phase';
 import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
-import { createLocalResources } from '../support/fixtures';
+import { captureMetrics, counts, createLocalResources, sqsEvent, sqsRecord } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';
-import { captureMetrics, counts, sqsEvent, sqsRecord } from '../unit/sqs-fixtures';
 
 interface Payment {
   readonly id: string;

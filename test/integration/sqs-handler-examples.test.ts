@@ -6,13 +6,13 @@
  * `sqs-two-phase.ts` calls a payments service played by a local HTTP server; `sqs-marker-mode.ts`
  * calls a CDN over the internet and is only type-checked.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LambdaContext, SqsBatchResponse, SqsEvent, SqsRecord } from '../../lambda';
-import { localAwsEnv } from '../../scripts/local-aws-lib';
+import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
 
@@ -86,7 +86,7 @@ const readItem = (variable: keyof typeof tables, key: Record<string, string>) =>
 
 /** A record of the examples' standard queue. */
 const eventRecord = (body: unknown, attributes: Record<string, string> = {}): SqsRecord =>
-  sqsRecord(body, { attributes, queue: 'events' });
+  sqsRecord(randomUUID(), body, { attributes, queue: 'events' });
 
 type Handler = (event: SqsEvent, context: LambdaContext) => Promise<SqsBatchResponse>;
 

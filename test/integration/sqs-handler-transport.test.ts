@@ -211,7 +211,7 @@ describe('direct dead letters SQS must accept', () => {
       JSON.stringify({
         Records: [
           {
-            ...sqsRecord({ id: `odd-${runId}` }),
+            ...sqsRecord(randomUUID(), { id: `odd-${runId}` }),
             messageAttributes: { tenant: { stringValue: 't-1', dataType: 'String' } },
           },
         ],

@@ -5,7 +5,7 @@
  * serialisation, retry strategy and deserialisation). Real SQS queues are exercised in
  * `sqs-handler-queues.test.ts`, the middy middleware in `middleware.test.ts`.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,7 +190,7 @@ describe('createSqsHandler on a first delivery', () => {
     const order = { orderId: id('order'), status: 'PAID', amount: 1250 };
     const handler = orderProjector();
 
-    const response = await handler(sqsEvent(sqsRecord(order)), lambdaContext());
+    const response = await handler(sqsEvent(sqsRecord(randomUUID(), order)), lambdaContext());
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(await readItem(inboxTable, `order-projector#${order.orderId}:PAID`)).toEqual(
@@ -213,7 +213,7 @@ describe('createSqsHandler on a first delivery', () => {
 describe('createSqsHandler on a duplicate', () => {
   it('acknowledges a redelivery and a producer resend as duplicates and writes nothing', async () => {
     const order = { orderId: id('order'), status: 'SHIPPED', amount: 990 };
-    const first = sqsRecord(order);
+    const first = sqsRecord(randomUUID(), order);
     await orderProjector()(sqsEvent(first), lambdaContext());
     const logs = captureLogs();
     const metrics = captureMetrics();
@@ -225,7 +225,7 @@ describe('createSqsHandler on a duplicate', () => {
       metrics: metrics.sink,
     });
     const redelivery = redelivered(first);
-    const resend = sqsRecord(order, { receiveCount: 1 });
+    const resend = sqsRecord(randomUUID(), order, { receiveCount: 1 });
 
     const response = await later(sqsEvent(redelivery, resend), lambdaContext());
 
@@ -257,12 +257,12 @@ describe('createSqsHandler on a duplicate', () => {
 describe('createSqsHandler on a reused key with a different payload', () => {
   it('reports the mismatch as a batch item failure in redrive mode and logs the key and reason, never the body', async () => {
     const order = { orderId: id('order'), status: 'PAID', amount: 1250 };
-    await orderProjector()(sqsEvent(sqsRecord(order)), lambdaContext());
+    await orderProjector()(sqsEvent(sqsRecord(randomUUID(), order)), lambdaContext());
     const logs = captureLogs();
     const metrics = captureMetrics();
     const handler = orderProjector({ logger: logs.logger, logLevel: 'info', metrics: metrics.sink });
     const changed = { ...order, amount: 1999, note: 'card 4111-1111-1111-1111' };
-    const reused = sqsRecord(changed, { attributes: { 'correlation-id': 'checkout-42' } });
+    const reused = sqsRecord(randomUUID(), changed, { attributes: { 'correlation-id': 'checkout-42' } });
 
     const response = await handler(sqsEvent(reused), lambdaContext());
 
@@ -296,7 +296,7 @@ describe('createSqsHandler on an expired inbox record', () => {
   it('processes the message again when its record has expired but not yet been swept', async () => {
     const order = { orderId: id('order'), status: 'PAID', amount: 400 };
     const longAgo = now - 2 * 3600_000;
-    const first = sqsRecord(order);
+    const first = sqsRecord(randomUUID(), order);
     await orderProjector({ clock: () => longAgo })(sqsEvent(first), lambdaContext());
     const pk = `order-projector#${order.orderId}:PAID`;
     // Still stored, expired one hour ago: DynamoDB's TTL sweeper has not deleted it yet.
@@ -317,10 +317,13 @@ describe('createSqsHandler on an expired inbox record', () => {
 
   it('accepts a different payload under an expired key as a new message, not a mismatch', async () => {
     const order = { orderId: id('order'), status: 'PAID', amount: 400 };
-    await orderProjector({ clock: () => now - 2 * 3600_000 })(sqsEvent(sqsRecord(order)), lambdaContext());
+    await orderProjector({ clock: () => now - 2 * 3600_000 })(
+      sqsEvent(sqsRecord(randomUUID(), order)),
+      lambdaContext(),
+    );
     const changed = { ...order, amount: 450 };
 
-    const response = await orderProjector()(sqsEvent(sqsRecord(changed)), lambdaContext());
+    const response = await orderProjector()(sqsEvent(sqsRecord(randomUUID(), changed)), lambdaContext());
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(await readItem(inboxTable, `order-projector#${order.orderId}:PAID`)).toEqual(
@@ -371,7 +374,7 @@ describe('createSqsHandler on a failing business condition', () => {
       new PutCommand({ TableName: businessTable, Item: { pk: `STOCK#${sku}`, available: 1 } }),
     );
     const order = { orderId: id('order'), sku, quantity: 2 };
-    const record = sqsRecord(order);
+    const record = sqsRecord(randomUUID(), order);
     const logs = captureLogs();
     const metrics = captureMetrics();
 
@@ -429,7 +432,7 @@ describe('createSqsHandler on throttling and transaction conflicts', () => {
       return undefined;
     });
     const logs = captureLogs();
-    const records = [ok, throttled, conflicting, unavailable].map((order) => sqsRecord(order));
+    const records = [ok, throttled, conflicting, unavailable].map((order) => sqsRecord(randomUUID(), order));
     const [, throttledRecord, conflictRecord, unavailableRecord] = records as [
       SqsRecord,
       SqsRecord,
@@ -523,7 +526,7 @@ describe('createSqsHandler on throttling and transaction conflicts', () => {
       logger: logs.logger,
       metrics: false,
     });
-    const records = [sqsRecord(conflicting), sqsRecord(throttled)];
+    const records = [sqsRecord(randomUUID(), conflicting), sqsRecord(randomUUID(), throttled)];
 
     const response = await handler(sqsEvent(...records), lambdaContext());
 
@@ -554,7 +557,9 @@ describe('createSqsHandler on a FIFO batch', () => {
       operation === 'TransactWriteItems' && body.includes(`${orderA}:CREATED`) ? THROTTLED : undefined,
     );
     const logs = captureLogs();
-    const records = [a1, b1, a2, b2, a3].map((order) => sqsRecord(order, { groupId: order.orderId }));
+    const records = [a1, b1, a2, b2, a3].map((order) =>
+      sqsRecord(randomUUID(), order, { groupId: order.orderId }),
+    );
     const [ra1, , ra2, , ra3] = records as [SqsRecord, SqsRecord, SqsRecord, SqsRecord, SqsRecord];
 
     const response = await orderProjector({ client, logger: logs.logger, logLevel: 'info' })(
@@ -597,18 +602,18 @@ describe('createSqsHandler batch responses', () => {
       body.includes(throttledOrder.orderId) ? THROTTLED : undefined,
     );
     const seeded = { orderId: id('order'), status: 'CREATED', amount: 5 };
-    await orderProjector()(sqsEvent(sqsRecord(seeded)), lambdaContext());
+    await orderProjector()(sqsEvent(sqsRecord(randomUUID(), seeded)), lambdaContext());
     const fresh = { orderId: id('order'), status: 'CREATED', amount: 7 };
-    const twice = sqsRecord(undefined, { rawBody: '{not json' });
+    const twice = sqsRecord(randomUUID(), undefined, { rawBody: '{not json' });
     const outcomes = {
-      processed: sqsRecord(fresh),
-      inBatchDuplicate: sqsRecord(fresh),
-      duplicate: sqsRecord(seeded),
-      mismatch: sqsRecord({ ...seeded, amount: 6 }),
+      processed: sqsRecord(randomUUID(), fresh),
+      inBatchDuplicate: sqsRecord(randomUUID(), fresh),
+      duplicate: sqsRecord(randomUUID(), seeded),
+      mismatch: sqsRecord(randomUUID(), { ...seeded, amount: 6 }),
       malformed: twice,
       malformedAgain: twice, // the same message listed twice: named once
-      missingKey: sqsRecord({ status: 'CREATED', amount: 1 }),
-      throttled: sqsRecord(throttledOrder),
+      missingKey: sqsRecord(randomUUID(), { status: 'CREATED', amount: 1 }),
+      throttled: sqsRecord(randomUUID(), throttledOrder),
     };
 
     const response = await orderProjector({ client })(sqsEvent(...Object.values(outcomes)), lambdaContext());
@@ -669,7 +674,7 @@ describe('createSqsHandler batch responses', () => {
             amount,
             fault,
           };
-          return sqsRecord(body, {
+          return sqsRecord(randomUUID(), body, {
             ...(fault === 'malformed' ? { rawBody: `{"key": "${key}", ` } : {}),
             ...(fifo ? { groupId: group } : {}),
           });
@@ -702,7 +707,7 @@ describe('createSqsHandler under concurrent deliveries', () => {
     `commits exactly once when ${deliveries} handlers with separate clients receive one message at the same time (%s mode)`,
     async (mode) => {
       const event = { eventId: id('event'), amount: 3 };
-      const record = sqsRecord(event);
+      const record = sqsRecord(randomUUID(), event);
       const effects: number[] = [];
       const metrics = Array.from({ length: deliveries }, () => captureMetrics());
       const handlers = metrics.map((sink, writer) =>
@@ -832,8 +837,10 @@ describe('createSqsHandler DynamoDB round trips', () => {
       const client = newClient();
       const counter = attachRequestCounter(client);
       const handler = modeHandler(mode, client);
-      const first = sqsRecord({ eventId: id('event'), amount: 1 });
-      const batch = Array.from({ length: 10 }, () => sqsRecord({ eventId: id('event'), amount: 1 }));
+      const first = sqsRecord(randomUUID(), { eventId: id('event'), amount: 1 });
+      const batch = Array.from({ length: 10 }, () =>
+        sqsRecord(randomUUID(), { eventId: id('event'), amount: 1 }),
+      );
       const measure = async (label: string, ...records: SqsRecord[]) => {
         counter.reset();
         expect(await handler(sqsEvent(...records), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -848,7 +855,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
     const failing = newClient();
     const counter = attachRequestCounter(failing);
     await modeHandler('marker', failing, { fail: true })(
-      sqsEvent(sqsRecord({ eventId: id('event'), amount: 1 })),
+      sqsEvent(sqsRecord(randomUUID(), { eventId: id('event'), amount: 1 })),
       lambdaContext(),
     );
     measured['marker: handler throws (marker released)'] = counter.counts();
@@ -899,7 +906,7 @@ describe('createSqsHandler DynamoDB round trips', () => {
       metrics: false,
     });
     for (const count of [1, 2]) {
-      const first = sqsRecord({ eventId: id('event'), effects: count });
+      const first = sqsRecord(randomUUID(), { eventId: id('event'), effects: count });
       for (const [label, record] of [
         ['first delivery', first],
         ['duplicate', redelivered(first)],
@@ -926,10 +933,13 @@ describe('createSqsHandler DynamoDB round trips', () => {
       logLevel: 'silent',
       metrics: false,
     });
-    await versioned(sqsEvent(sqsRecord({ eventId: id('event'), version: 5 })), lambdaContext());
+    await versioned(sqsEvent(sqsRecord(randomUUID(), { eventId: id('event'), version: 5 })), lambdaContext());
     counter.reset();
     expect(
-      await versioned(sqsEvent(sqsRecord({ eventId: id('event'), version: 3 })), lambdaContext()),
+      await versioned(
+        sqsEvent(sqsRecord(randomUUID(), { eventId: id('event'), version: 3 })),
+        lambdaContext(),
+      ),
     ).toEqual({
       batchItemFailures: [],
     });
@@ -970,8 +980,8 @@ describe('createSqsHandler key sources', () => {
 
     const response = await handler(
       sqsEvent(
-        sqsRecord(undefined, { rawBody: 'ping', attributes }),
-        sqsRecord(undefined, { rawBody: 'ping', attributes }),
+        sqsRecord(randomUUID(), undefined, { rawBody: 'ping', attributes }),
+        sqsRecord(randomUUID(), undefined, { rawBody: 'ping', attributes }),
       ),
       lambdaContext(),
     );

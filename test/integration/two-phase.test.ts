@@ -19,18 +19,18 @@ import { type Effects, type TwoPhaseOptions, twoPhase } from '../../lambda/modes
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
 import { uniqueName } from '../support/aws';
-import { createLocalResources } from '../support/fixtures';
-import { attachRequestCounter } from '../support/request-counter';
 import {
   captureLogger,
   captureMetrics,
   counts,
+  createLocalResources,
   deferred,
   type ManualClock,
   manualClock,
   sqsEvent,
   sqsRecord,
-} from '../unit/sqs-fixtures';
+} from '../support/fixtures';
+import { attachRequestCounter } from '../support/request-counter';
 
 const local = createLocalResources();
 const inboxTable = uniqueName('eo-two-phase-inbox');

@@ -28,12 +28,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { CloudWatchLogsClient, FilterLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
-import { ensureMiniStack, projectRoot } from '../../scripts/local-aws-lib';
+import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
 import { waitFor } from '../support/fixtures';
 
@@ -170,21 +171,19 @@ function outputsOf(stdout: string): Record<string, string> {
   return outputs;
 }
 
-/** The messages of a log group, through CloudWatch Logs' JSON API (the package has no Logs client). */
+/** The messages of a log group (the first page of `FilterLogEvents`), through the CloudWatch Logs client. */
 async function logMessages(endpoint: string, logGroupName: string): Promise<string[]> {
-  const response = await fetch(endpoint, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-amz-json-1.1',
-      'x-amz-target': 'Logs_20140328.FilterLogEvents',
-      authorization:
-        'AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/logs/aws4_request, SignedHeaders=host, Signature=0',
-    },
-    body: JSON.stringify({ logGroupName }),
+  const logs = new CloudWatchLogsClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
-  const body = (await response.json()) as { events?: { message: string }[] };
-  if (!response.ok) throw new Error(`FilterLogEvents on ${logGroupName}: ${JSON.stringify(body)}`);
-  return (body.events ?? []).map((event) => event.message);
+  try {
+    const { events = [] } = await logs.send(new FilterLogEventsCommand({ logGroupName }));
+    return events.map((event) => event.message ?? '');
+  } finally {
+    logs.destroy();
+  }
 }
 
 /** The JSON objects among log lines (the runtime's logs and EMF metrics); platform lines are skipped. */

@@ -29,6 +29,7 @@ import { entity } from '../../lambda/modes/entity';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { createLocalClient, createTables, deleteTables, type LocalClient, readItems } from './support/tables';
 
 const inboxTable = uniqueName('eo-bad-inbox');
@@ -57,14 +58,7 @@ function record(
   options: { raw?: string; attributes?: Record<string, SqsMessageAttribute> } = {},
 ): SqsRecord {
   sequence += 1;
-  return {
-    messageId: `msg-${sequence}`,
-    receiptHandle: `rh-${sequence}`,
-    body: options.raw ?? JSON.stringify(body),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: options.attributes ?? {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(`msg-${sequence}`, body, { rawBody: options.raw, messageAttributes: options.attributes });
 }
 
 /** The default effect: one counter per key, so a second effect would show as `effects: 2`. */

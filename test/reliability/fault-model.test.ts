@@ -13,6 +13,7 @@
  *   with a new message id and a new deduplication id, as AWS redrives (item 5);
  * - numeric ids beyond 2^53 (item 1) and keys with lone surrogates (item 11).
  */
+import { randomUUID } from 'node:crypto';
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,7 +89,7 @@ function harness(prefix: string) {
   const consumer = uniqueName(prefix).replace(/[^A-Za-z0-9._:-]/g, '-');
   const logs: LogEntry[] = [];
   const deadLetters: DeadLetterMessage[] = [];
-  const clock = manualClock();
+  const clock = manualClock(Date.now());
   const sender: DeadLetterSender = { send: async (message) => void deadLetters.push(message) };
   const options = (client: DynamoDBDocumentClient) => ({
     consumer,
@@ -167,7 +168,7 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
                 ...common,
                 mode: twoPhase({ leaseMillis: 30_000, handle: (_message, run) => run.run(count) }),
               });
-      const message = sqsRecord({ id: 'order-1', amount: 1 });
+      const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
 
       expect(await invoke(handler, message)).toEqual(acknowledged);
       test.clock.advance(1000);
@@ -202,7 +203,7 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
               ...common,
               mode: twoPhase({ leaseMillis: 30_000, handle: (_message, effects) => effects.run(effect) }),
             });
-      const message = sqsRecord({ id: 'order-1', amount: 1 });
+      const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
 
       expect(await invoke(handler, message)).toEqual(failed(message));
       test.clock.advance(1000);
@@ -242,7 +243,7 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
         heartbeat: true,
       }),
     });
-    const message = sqsRecord({ id: 'order-1', amount: 1 });
+    const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
 
     expect(await invoke(handler, message)).toEqual(acknowledged);
 
@@ -304,7 +305,7 @@ describe('a release retried late: its first attempt lands after another delivery
     };
     const a = createSqsHandler<Body>({ ...test.options(first), mode: marker(handle) });
     const b = createSqsHandler<Body>({ ...test.options(other), mode: marker(handle) });
-    const message = sqsRecord({ id: 'order-1', amount: 1 });
+    const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
 
     expect(await invoke(a, message)).toEqual(failed(message));
     test.clock.advance(1000);
@@ -335,7 +336,7 @@ describe('a record expiring while its effect runs (issue 12 item 3)', () => {
     });
     const rivalClient = local.documentClient({ maxAttempts: 3 });
     let executions = 0;
-    const message = sqsRecord({ id: 'order-1', amount: 1 });
+    const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
     let rival: ReturnType<typeof createSqsHandler> | undefined;
     const rivalResponses: unknown[] = [];
     const handle = (_message: unknown, effects: { run: (effect: () => Promise<void>) => Promise<unknown> }) =>
@@ -405,7 +406,7 @@ describe('a heartbeat in flight when the effect fails (issue 12 item 4)', () => 
         heartbeat: true,
       }),
     });
-    const message = sqsRecord({ id: 'order-1', amount: 1 });
+    const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
 
     expect(await invoke(handler, message)).toEqual(failed(message));
     await landed.promise;
@@ -458,7 +459,11 @@ describe('a dead-letter redrive with the ids AWS gives redriven messages (issue 
       new DeleteMessageCommand({ QueueUrl: source.url, ReceiptHandle: original!.ReceiptHandle }),
     );
     const [deadLettered] = await local.receive(deadLetterQueue.url);
-    expect(deadLettered).toBeDefined();
+    // Dead-lettered with its body and the deduplication id it was first delivered with.
+    expect(deadLettered).toMatchObject({
+      Body: JSON.stringify({ id: 'order-7', amount: 7 }),
+      MessageAttributes: { 'eo-deduplication-id': { DataType: 'String', StringValue: 'order-7-created' } },
+    });
     await local.sqs.send(
       new DeleteMessageCommand({ QueueUrl: deadLetterQueue.url, ReceiptHandle: deadLettered!.ReceiptHandle }),
     );
@@ -507,8 +512,8 @@ describe('keys the toolkit must not merge', () => {
         });
       }),
     });
-    const first = sqsRecord(undefined, { rawBody: '{"id":1152921504606846977,"amount":1}' });
-    const second = sqsRecord(undefined, { rawBody: '{"id":1152921504606846978,"amount":2}' });
+    const first = sqsRecord(randomUUID(), undefined, { rawBody: '{"id":1152921504606846977,"amount":1}' });
+    const second = sqsRecord(randomUUID(), undefined, { rawBody: '{"id":1152921504606846978,"amount":2}' });
 
     expect(await invoke(handler, first)).toEqual(acknowledged);
     expect(await invoke(handler, second)).toEqual(acknowledged);
@@ -531,8 +536,8 @@ describe('keys the toolkit must not merge', () => {
         handled += 1;
       }),
     });
-    const high = sqsRecord({ id: 'order-\ud800', amount: 1 });
-    const low = sqsRecord({ id: 'order-\udfff', amount: 2 });
+    const high = sqsRecord(randomUUID(), { id: 'order-\ud800', amount: 1 });
+    const low = sqsRecord(randomUUID(), { id: 'order-\udfff', amount: 2 });
 
     expect(await invoke(handler, high, low)).toEqual(acknowledged);
 

@@ -21,6 +21,7 @@ import { twoPhase } from '../../lambda/modes/two-phase';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { attachFaultInjection } from './support/fault-injection';
 import { createLocalClient, type LocalClient, useFileTables } from './support/tables';
 
@@ -35,14 +36,7 @@ function sentinel(): string {
 let sequence = 0;
 function record(raw: string): SqsRecord {
   sequence += 1;
-  return {
-    messageId: `msg-${sequence}`,
-    receiptHandle: `rh-${sequence}`,
-    body: raw,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(`msg-${sequence}`, undefined, { rawBody: raw });
 }
 
 /** Everything written to standard output, standard error and the console while `run` runs. */

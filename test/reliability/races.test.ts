@@ -16,6 +16,7 @@ import { atomic } from '../../lambda/modes/atomic';
 import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { createLocalClient, readItems, useFileTables } from './support/tables';
 
 const RACE_KEYS = process.env.RELIABILITY_RACE_KEYS ? Number(process.env.RELIABILITY_RACE_KEYS) : undefined;
@@ -37,14 +38,7 @@ function createBarrier(parties: number): () => Promise<void> {
 }
 
 function recordOf(messageId: string, key: string): SqsRecord {
-  return {
-    messageId,
-    receiptHandle: `rh-${messageId}`,
-    body: JSON.stringify({ id: key, amount: key.length }),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(messageId, { id: key, amount: key.length });
 }
 
 interface RaceResult {

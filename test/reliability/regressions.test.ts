@@ -28,6 +28,7 @@ import { twoPhase } from '../../lambda/modes/two-phase';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../lambda/sqs-handler';
 import { uniqueName } from '../support/aws';
+import { sqsRecord } from '../support/fixtures';
 import { attachFaultInjection, type DynamoRequest, type RequestFault } from './support/fault-injection';
 import { createLocalClient, type LocalClient, readItems, useFileTables } from './support/tables';
 
@@ -40,16 +41,10 @@ type Body = { id: string; amount: number; note?: string; extra?: unknown };
 const TTL_SECONDS = 3600;
 let sequence = 0;
 
+/** A fresh message with a JSON body. */
 function record(body: unknown): SqsRecord {
   sequence += 1;
-  return {
-    messageId: `msg-${sequence}`,
-    receiptHandle: `rh-${sequence}`,
-    body: JSON.stringify(body),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    eventSource: 'aws:sqs',
-  };
+  return sqsRecord(`msg-${sequence}`, body);
 }
 
 /** A client whose requests `plan` may fault (throttle, conflict, lost response). */

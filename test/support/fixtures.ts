@@ -1,10 +1,13 @@
 /**
- * Setup shared by the integration tests: clients, tables and queues on the local AWS endpoint
+ * The one fixture module of the tests. Builders: SQS records and events shaped the way Lambda
+ * delivers them, a Lambda context, a manual clock, handler options over a memory store, outcome
+ * counts and totals, a deferred promise, property checks that print their seed, and capturing
+ * log and metrics sinks. For the tests on the local AWS endpoint: clients, tables and queues
  * (each removed again by `dispose`), item reads and scans, queue depth and receives, polling
- * until a condition holds, a manual clock, DynamoDB faults injected on a real client, SQS
- * records and a context shaped the way Lambda delivers them, and captured logs.
+ * until a condition holds, DynamoDB faults injected on a real client, and what the event source
+ * mapping does with a batch response.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   CreateTableCommand,
   DeleteTableCommand,
@@ -23,15 +26,33 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { createJsonLogger } from '../../lambda/core/logger';
+import fc from 'fast-check';
+import { vi } from 'vitest';
+import { fromBody } from '../../lambda/core/dedup-key';
+import { PermanentError } from '../../lambda/core/errors';
+import { createJsonLogger, type LogEntry, type Logger } from '../../lambda/core/logger';
+import type { Message } from '../../lambda/core/message';
+import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../../lambda/core/metrics';
+import type { CommonOptions } from '../../lambda/core/options';
 import type {
   LambdaContext,
   SqsBatchResponse,
+  SqsEvent,
   SqsMessageAttribute,
   SqsRecord,
 } from '../../lambda/core/sqs-event';
-import { manualClock as clockAt, type ManualClock } from '../unit/sqs-fixtures';
+import { type MarkerHandler, marker } from '../../lambda/modes/marker';
+import type {
+  SqsHandlerEnvironmentOptions,
+  SqsHandlerOptions,
+  SqsHandlerStoreOptions,
+} from '../../lambda/sqs-handler';
+import { type OutcomeTotals, zeroOutcomeTotals } from '../../scripts/main-job/observations';
 import { awsConfig, type LocalAwsConfig, uniqueName } from './aws';
+import { createMemoryStore } from './memory-store';
+
+/** Epoch milliseconds every test starts at (2026-01-01T00:00:00Z). */
+export const T0 = Date.UTC(2026, 0, 1);
 
 /** What a test may set on a DynamoDB client of its own. */
 export type DynamoDbClientConfig = Pick<DynamoDBClientConfig, 'maxAttempts' | 'endpoint'>;
@@ -223,11 +244,27 @@ export function createLocalResources(): LocalResources {
   };
 }
 
-export type { ManualClock };
+/** A clock the test moves by hand. */
+export interface ManualClock {
+  (): number;
+  advance(millis: number): void;
+  set(millis: number): void;
+}
 
-/** A clock for injection that stands still at `start` (default: now) until the test moves it. */
-export function manualClock(start = Date.now()): ManualClock {
-  return clockAt(start);
+/**
+ * A clock for injection that stands still at `start` until the test moves it. Tests on the local
+ * endpoint pass `Date.now()`, so what they write is current for the emulator too.
+ */
+export function manualClock(start = T0): ManualClock {
+  let now = start;
+  const clock = (() => now) as ManualClock;
+  clock.advance = (millis) => {
+    now += millis;
+  };
+  clock.set = (millis) => {
+    now = millis;
+  };
+  return clock;
 }
 
 /** How {@link waitFor} polls. */
@@ -315,62 +352,72 @@ export interface OrderEvent {
 
 /** How {@link sqsRecord} builds a record. */
 export interface SqsRecordOptions {
-  readonly messageId?: string;
   /** Message attributes, string values. */
   readonly attributes?: Readonly<Record<string, string>>;
-  /** Makes it a FIFO record of this message group. */
+  /** Message attributes exactly as delivered (binary and list values too), added to `attributes`. */
+  readonly messageAttributes?: Readonly<Record<string, SqsMessageAttribute>>;
+  /**
+   * The `MessageGroupId`: with it the record comes from the FIFO queue `orders.fifo` (and gets a
+   * `SequenceNumber`), unless `queue` names another (a fair queue is a standard queue whose
+   * records carry a group id).
+   */
   readonly groupId?: string;
+  /** The `MessageDeduplicationId`. @default none */
   readonly deduplicationId?: string;
+  /** The `ApproximateReceiveCount`. @default 1 */
   readonly receiveCount?: number;
-  /** The body exactly as sent (default: the JSON of `body`). */
+  /** The body exactly as sent. @default the JSON of `body` */
   readonly rawBody?: string;
-  /** Epoch milliseconds when it was sent. @default now */
+  /** Epoch milliseconds when it was sent. @default T0 */
   readonly sentAt?: number;
-  /** Name of the source queue, without `.fifo`. @default 'orders' */
+  /** The source queue's name. @default 'orders.fifo' with a `groupId`, else 'orders' */
   readonly queue?: string;
 }
 
 let fifoSequence = 18_000_000_000_000_000_000n;
 
-/** One SQS record as Lambda's event source mapping delivers it. */
-export function sqsRecord(body: unknown, options: SqsRecordOptions = {}): SqsRecord {
+/**
+ * One SQS record as Lambda's event source mapping delivers it: the message `messageId` with a
+ * JSON body (or `rawBody`). Everything else is fixed unless `options` says otherwise, so two calls
+ * with the same arguments build the same record (FIFO sequence numbers aside). Tests on the
+ * local endpoint pass `randomUUID()` where a fresh message is meant.
+ */
+export function sqsRecord(messageId: string, body: unknown, options: SqsRecordOptions = {}): SqsRecord {
   const text = options.rawBody ?? JSON.stringify(body);
-  const sentAt = options.sentAt ?? Date.now();
-  const messageAttributes: Record<string, SqsMessageAttribute> = {};
-  for (const [name, value] of Object.entries(options.attributes ?? {})) {
-    messageAttributes[name] = {
-      stringValue: value,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: 'String',
-    };
-  }
-  const fifo = options.groupId !== undefined;
-  const { region } = awsConfig();
+  const sentAt = options.sentAt ?? T0;
+  // Built from entries, so any name (`__proto__` too) is an own property, as in Lambda's event.
+  const messageAttributes: Record<string, SqsMessageAttribute> = Object.fromEntries([
+    ...Object.entries(options.attributes ?? {}).map(([name, value]): [string, SqsMessageAttribute] => [
+      name,
+      { stringValue: value, stringListValues: [], binaryListValues: [], dataType: 'String' },
+    ]),
+    ...Object.entries(options.messageAttributes ?? {}),
+  ]);
+  const grouped = options.groupId !== undefined;
+  const queue = options.queue ?? (grouped ? 'orders.fifo' : 'orders');
   return {
-    messageId: options.messageId ?? randomUUID(),
-    receiptHandle: randomBytes(96).toString('base64'),
+    messageId,
+    receiptHandle: `rh-${messageId}`,
     body: text,
     attributes: {
       ApproximateReceiveCount: String(options.receiveCount ?? 1),
       SentTimestamp: String(sentAt),
       SenderId: 'AROAEXAMPLEPRODUCER:order-service',
       ApproximateFirstReceiveTimestamp: String(sentAt + 4),
-      ...(fifo
-        ? {
-            SequenceNumber: String(++fifoSequence),
-            MessageGroupId: options.groupId,
-            MessageDeduplicationId:
-              options.deduplicationId ?? createHash('sha256').update(text).digest('hex'),
-          }
-        : {}),
+      ...(grouped ? { SequenceNumber: String(++fifoSequence), MessageGroupId: options.groupId } : {}),
+      ...(options.deduplicationId === undefined ? {} : { MessageDeduplicationId: options.deduplicationId }),
     },
     messageAttributes,
     md5OfBody: createHash('md5').update(text).digest('hex'),
     eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:${region}:000000000000:${options.queue ?? 'orders'}${fifo ? '.fifo' : ''}`,
-    awsRegion: region,
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
+    awsRegion: 'us-east-1',
   };
+}
+
+/** An SQS event of `records`. */
+export function sqsEvent(...records: SqsRecord[]): SqsEvent {
+  return { Records: records };
 }
 
 /** The Lambda context of one invocation, with a minute left. */
@@ -388,6 +435,40 @@ export function captureLogs() {
     lines,
     entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
   };
+}
+
+/**
+ * Runs `run` with standard output captured (what a handler built from the environment writes:
+ * its JSON log lines and Embedded Metric Format lines), and returns its result with every line
+ * written, parsed.
+ */
+export async function captureStdout<T>(
+  run: () => Promise<T>,
+): Promise<{ result: T; lines: Record<string, unknown>[] }> {
+  const written: string[] = [];
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    written.push(String(chunk));
+    return true;
+  });
+  const result = await run().finally(() => write.mockRestore());
+  const lines = written
+    .join('')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { result, lines };
+}
+
+/**
+ * Invokes `handler` with one record `m-1` whose body is `rawBody` (not what its parser accepts),
+ * with standard output captured. A malformed body needs no store call, so a handler built from
+ * the environment (with its own DynamoDB client) can be invoked without I/O.
+ */
+export function invokeWithMalformedBody(
+  handler: (event: SqsEvent, context: LambdaContext) => Promise<SqsBatchResponse>,
+  rawBody: string,
+): Promise<{ result: SqsBatchResponse; lines: Record<string, unknown>[] }> {
+  return captureStdout(() => handler(sqsEvent(sqsRecord('m-1', undefined, { rawBody })), lambdaContext()));
 }
 
 /**
@@ -417,4 +498,99 @@ export async function settleBatch(
       }),
     );
   }
+}
+
+/** A logger that keeps its entries. */
+export function captureLogger(): Logger & { readonly entries: LogEntry[] } {
+  const entries: LogEntry[] = [];
+  return { entries, log: (entry) => entries.push(entry) };
+}
+
+/** A metrics sink that keeps what was published. */
+export function captureMetrics(): MetricsSink & {
+  readonly published: { counts: OutcomeCounts; consumer: string }[];
+} {
+  const published: { counts: OutcomeCounts; consumer: string }[] = [];
+  return {
+    published,
+    publish: (counts, { consumer }) => published.push({ counts: { ...counts }, consumer }),
+  };
+}
+
+/** Counts with every outcome zero except `partial`. */
+export function counts(partial: Partial<OutcomeCounts>): OutcomeCounts {
+  return { ...createOutcomeCounts(), ...partial };
+}
+
+/** Outcome totals of the main job's observations, every one zero except `partial`. */
+export function outcomeTotals(partial: Partial<OutcomeTotals>): OutcomeTotals {
+  return { ...zeroOutcomeTotals(), ...partial };
+}
+
+/** The body of the messages {@link outcomeHandlerOptions} handles: `outcome` picks what happens. */
+export interface OutcomeEvent {
+  readonly id?: string;
+  readonly outcome?: 'ok' | 'throw' | 'permanent';
+}
+
+/**
+ * Options of a marker-mode handler over a fresh memory store, keyed by the body's `id`, at
+ * {@link T0}, silent and without metrics; its handler throws a transient error for
+ * `outcome: 'throw'` and a `PermanentError` for `outcome: 'permanent'`.
+ */
+export function outcomeHandlerOptions({
+  handle,
+  ...overrides
+}: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions & SqsHandlerEnvironmentOptions> & {
+  /** Replaces the marker handler. */
+  readonly handle?: MarkerHandler<OutcomeEvent>;
+} = {}): SqsHandlerOptions<OutcomeEvent> {
+  return {
+    consumer: 'orders',
+    dedupKey: fromBody('id'),
+    mode: marker(
+      handle ??
+        ((message: Message<OutcomeEvent>) => {
+          if (message.body.outcome === 'throw') throw new Error('transient');
+          if (message.body.outcome === 'permanent') throw new PermanentError('never');
+        }),
+    ),
+    store: createMemoryStore(),
+    clock: () => T0,
+    logLevel: 'silent',
+    metrics: false,
+    ...overrides,
+  } as SqsHandlerOptions<OutcomeEvent>;
+}
+
+/** A promise with its settlers, to hold a handler (or a store call) until the test lets it go. */
+export function deferred<T = void>(): {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+} {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((done, fail) => {
+    resolve = done;
+    reject = fail;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Runs a property; on failure the error names the seed and path, so the run can be replayed. */
+export function check<Ts extends unknown[]>(
+  property: fc.IProperty<Ts> | fc.IAsyncProperty<Ts>,
+  parameters: fc.Parameters<Ts> = {},
+): Promise<void> | void {
+  return fc.assert(property as fc.IAsyncProperty<Ts>, {
+    ...parameters,
+    reporter: (details) => {
+      if (details.failed) {
+        throw new Error(
+          `Property failed; replay with { seed: ${details.seed}, path: '${details.counterexamplePath}' }\n${fc.defaultReportMessage(details)}`,
+        );
+      }
+    },
+  });
 }

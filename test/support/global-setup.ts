@@ -4,7 +4,7 @@
  * `inject('awsEndpoint')` (see `test/support/aws.ts`), and stops it after the run.
  */
 import type { TestProject } from 'vitest/node';
-import { localAwsEnv, startLocalAws } from '../../scripts/local-aws-lib';
+import { localAwsEnv, startLocalAws } from '../../scripts/local-aws/harness';
 
 /**
  * Starts (or reuses) the local AWS endpoint and provides it to the integration tests.

@@ -11,15 +11,25 @@
  *   again by its own owner is `ok`; an extension only moves the lease and `expiresAt` forward), the
  *   fingerprint-fenced `replace`, and the version-guarded put builder (`putIfNewer`).
  *
- * Business writes understand a small subset of DynamoDB expressions (conditions with
- * `attribute_exists`, `attribute_not_exists`, comparisons, `AND`/`OR`/`NOT`, parentheses;
- * updates with `SET a = v`, `a + v`, `a - v`, `if_not_exists(a, v)` and `REMOVE`) on top-level
- * attributes; anything else throws, so a test never passes on an expression the fake ignored.
+ * Business writes are evaluated by the one DynamoDB expression interpreter of the test doubles
+ * (`bench/stub/expressions.ts`, shared with the benchmark's DynamoDB stub): conditions with
+ * `attribute_exists`, `attribute_not_exists`, `begins_with`, comparisons, `AND`/`OR`/`NOT`,
+ * parentheses; updates with `SET a = v`, `a + v`, `a - v`, `if_not_exists(a, v)` and `REMOVE`,
+ * on top-level attributes. Anything else throws, so a test never passes on an expression the
+ * fake ignored; what DynamoDB rejects (an undefined or unused placeholder, an operand of the
+ * wrong type) fails the commit as `VALIDATION`, as the DynamoDB store reports it.
  * Stored values are deep copies, as a database would keep them.
  *
  * Faults are injected per method (`failNext`), every call is recorded (`calls`), and `gate`
  * holds a method until the test opens it, to order concurrent calls.
  */
+
+import {
+  applyDocumentUpdate,
+  checkUnusedPlaceholders,
+  ExpressionValidationError,
+  evaluateDocumentCondition,
+} from '../../bench/stub/expressions';
 import {
   INBOX_ATTRIBUTES as A,
   ENTITY_FINGERPRINT_ATTRIBUTE,
@@ -34,6 +44,7 @@ import type {
   InsertResult,
   TransactWriteAction,
 } from '../../lambda/core/store-port';
+import { epochSeconds } from '../../lambda/core/time';
 
 type Item = Record<string, unknown>;
 type Method = keyof InboxStore;
@@ -117,7 +128,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     if (queued && queued.length > 0) throw queued.shift();
   }
 
-  const seconds = (millis: number) => Math.floor(millis / 1000);
   const isLive = (item: Item | undefined, nowSeconds: number): item is Item =>
     item !== undefined &&
     !(typeof item[A.expiresAt] === 'number' && (item[A.expiresAt] as number) <= nowSeconds);
@@ -141,7 +151,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       await enter('insert', [record, nowMillis]);
       const inbox = table(inboxTable);
       const existing = inbox.get(keyOf(inboxTable, record as unknown as Item));
-      if (isLive(existing, seconds(nowMillis)) && !isReleasedClaim(existing, record)) {
+      if (isLive(existing, epochSeconds(nowMillis)) && !isReleasedClaim(existing, record)) {
         // The same insert sent again (an SDK retry after a lost response) meets its own record.
         return isOwn(existing, record)
           ? { kind: 'inserted' }
@@ -174,23 +184,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
       const markerKey = keyOf(inboxTable, record as unknown as Item);
       const existing = table(inboxTable).get(markerKey);
-      if (isLive(existing, seconds(nowMillis)) && !isReleasedClaim(existing, record)) {
+      if (isLive(existing, epochSeconds(nowMillis)) && !isReleasedClaim(existing, record)) {
         return { kind: 'existing', record: toRecord(existing) };
       }
       stage(inboxTable, markerKey, toItem(record));
 
       for (const [index, write] of writes.entries()) {
-        const { name, key, apply, condition } = describeWrite(write);
-        const itemKey = keyOf(name, key);
+        const described = describeWrite(write);
+        const itemKey = keyOf(described.name, described.key);
         // Every condition sees the table as it was before the transaction.
-        const current = table(name).get(itemKey);
-        if (
-          condition &&
-          !evaluateCondition(condition.expression, current, condition.names, condition.values)
-        ) {
-          return { kind: 'condition-failed', index };
-        }
-        stage(name, itemKey, apply(current));
+        const current = table(described.name).get(itemKey);
+        const written = evaluateWrite(described, current);
+        if (written === 'condition-failed') return { kind: 'condition-failed', index };
+        stage(described.name, itemKey, written.item);
       }
       for (const [name, pending] of staged) {
         for (const [key, item] of pending) {
@@ -210,7 +216,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         options.keys?.[entity.tableName] ?? [entity.keyAttribute],
       );
       const existing = items.get(key);
-      if (isLive(existing, seconds(nowMillis))) {
+      if (isLive(existing, epochSeconds(nowMillis))) {
         const stored = existing[ENTITY_FINGERPRINT_ATTRIBUTE];
         const expiresAt = existing[A.expiresAt];
         return {
@@ -261,7 +267,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const inbox = table(inboxTable);
       const key = keyOf(inboxTable, record as unknown as Item);
       const existing = inbox.get(key);
-      const nowSeconds = seconds(nowMillis);
+      const nowSeconds = epochSeconds(nowMillis);
       const inProgress = existing?.[A.status] === INBOX_STATUS.inProgress;
       // A claim released keeping its fingerprint is taken by the same payload, as a first claim.
       const released = isReleasedClaim(existing, record);
@@ -386,37 +392,36 @@ function toRecord(item: Item): InboxRecord {
   return clone(item) as unknown as InboxRecord;
 }
 
+/** One business write of a commit: where it goes, what it does, and its expressions. */
 interface DescribedWrite {
   readonly name: string;
   readonly key: Item;
   readonly apply: (current: Item | undefined) => Item | undefined;
-  readonly condition?: {
-    readonly expression: string;
-    readonly names: Readonly<Record<string, string>> | undefined;
-    readonly values: Readonly<Record<string, unknown>> | undefined;
-  };
+  readonly condition: string | undefined;
+  readonly update: string | undefined;
+  readonly names: Readonly<Record<string, string>> | undefined;
+  readonly values: Readonly<Record<string, unknown>> | undefined;
 }
 
 function describeWrite(write: TransactWriteAction): DescribedWrite {
-  const expressionOf = (body: {
+  const expressionsOf = (body: {
     ConditionExpression?: string;
+    UpdateExpression?: string;
     ExpressionAttributeNames?: Record<string, string>;
     ExpressionAttributeValues?: Record<string, unknown>;
-  }) =>
-    body.ConditionExpression === undefined
-      ? undefined
-      : {
-          expression: body.ConditionExpression,
-          names: body.ExpressionAttributeNames,
-          values: body.ExpressionAttributeValues,
-        };
+  }) => ({
+    condition: body.ConditionExpression,
+    update: body.UpdateExpression,
+    names: body.ExpressionAttributeNames,
+    values: body.ExpressionAttributeValues,
+  });
   if (write.Put) {
     const { TableName, Item } = write.Put;
     return {
       name: TableName!,
       key: Item as Item,
       apply: () => clone(Item as Item),
-      condition: expressionOf(write.Put),
+      ...expressionsOf(write.Put),
     };
   }
   if (write.Update) {
@@ -426,15 +431,11 @@ function describeWrite(write: TransactWriteAction): DescribedWrite {
       name: TableName!,
       key: Key as Item,
       apply: (current) =>
-        applyUpdate(
-          UpdateExpression!,
-          { ...clone(Key as Item), ...clone(current ?? {}) },
-          ExpressionAttributeNames,
-          {
-            ...ExpressionAttributeValues,
-          },
-        ),
-      condition: expressionOf(write.Update),
+        applyDocumentUpdate(UpdateExpression!, current, Key as Item, {
+          names: ExpressionAttributeNames,
+          values: ExpressionAttributeValues,
+        }),
+      ...expressionsOf(write.Update),
     };
   }
   if (write.Delete) {
@@ -442,7 +443,7 @@ function describeWrite(write: TransactWriteAction): DescribedWrite {
       name: write.Delete.TableName!,
       key: write.Delete.Key as Item,
       apply: () => undefined,
-      condition: expressionOf(write.Delete),
+      ...expressionsOf(write.Delete),
     };
   }
   if (write.ConditionCheck) {
@@ -450,209 +451,29 @@ function describeWrite(write: TransactWriteAction): DescribedWrite {
       name: write.ConditionCheck.TableName!,
       key: write.ConditionCheck.Key as Item,
       apply: (current) => current,
-      condition: expressionOf(write.ConditionCheck),
+      ...expressionsOf(write.ConditionCheck),
     };
   }
   throw new EffectivelyOnceError('VALIDATION', 'A write must be one of Put, Update, Delete, ConditionCheck');
 }
 
-// ---- a small DynamoDB expression evaluator (top-level attributes only) -------------------
-
-type Token = { readonly kind: 'word' | 'name' | 'value' | 'op' | 'punct'; readonly text: string };
-
-function tokenize(expression: string): Token[] {
-  const tokens: Token[] = [];
-  const pattern =
-    /\s*(?:(#[A-Za-z0-9_]+)|(:[A-Za-z0-9_]+)|([A-Za-z_][A-Za-z0-9_]*)|(<>|<=|>=|=|<|>|\+|-)|([(),]))/y;
-  let index = 0;
-  while (index < expression.length) {
-    if (/^\s*$/.test(expression.slice(index))) break;
-    pattern.lastIndex = index;
-    const match = pattern.exec(expression);
-    if (!match) throw new Error(`memory store: cannot read expression \`${expression}\` at ${index}`);
-    index = pattern.lastIndex;
-    if (match[1]) tokens.push({ kind: 'name', text: match[1] });
-    else if (match[2]) tokens.push({ kind: 'value', text: match[2] });
-    else if (match[3]) tokens.push({ kind: 'word', text: match[3] });
-    else if (match[4]) tokens.push({ kind: 'op', text: match[4] });
-    else tokens.push({ kind: 'punct', text: match[5]! });
+/**
+ * Evaluates `write` against the stored item `current`: the item it leaves (`undefined`:
+ * deleted), or `'condition-failed'`. A request DynamoDB would reject (an undefined or unused
+ * placeholder, an operand of the wrong type) fails as the DynamoDB store reports it:
+ * `VALIDATION`.
+ */
+function evaluateWrite(
+  write: DescribedWrite,
+  current: Item | undefined,
+): { readonly item: Item | undefined } | 'condition-failed' {
+  const context = { names: write.names, values: write.values };
+  try {
+    checkUnusedPlaceholders([write.condition, write.update], context);
+    if (!evaluateDocumentCondition(write.condition, current, context)) return 'condition-failed';
+    return { item: write.apply(current) };
+  } catch (error) {
+    if (!(error instanceof ExpressionValidationError)) throw error;
+    throw new EffectivelyOnceError('VALIDATION', `commit: ${error.message}`, { cause: error });
   }
-  return tokens;
-}
-
-interface Scope {
-  readonly item: Item | undefined;
-  readonly names: Readonly<Record<string, string>> | undefined;
-  readonly values: Readonly<Record<string, unknown>> | undefined;
-}
-
-function createParser(expression: string, scope: Scope) {
-  const tokens = tokenize(expression);
-  let position = 0;
-  const peek = () => tokens[position];
-  const isWord = (word: string) => peek()?.kind === 'word' && peek()!.text.toUpperCase() === word;
-  const next = () => {
-    const token = tokens[position++];
-    if (!token) throw new Error(`memory store: unexpected end of \`${expression}\``);
-    return token;
-  };
-  const expect = (text: string) => {
-    const token = next();
-    if (token.text !== text) throw new Error(`memory store: expected \`${text}\` in \`${expression}\``);
-  };
-  const path = (): string => {
-    const token = next();
-    if (token.kind === 'name') {
-      const name = scope.names?.[token.text];
-      if (name === undefined) throw new Error(`memory store: undefined name ${token.text}`);
-      return name;
-    }
-    if (token.kind === 'word') return token.text;
-    throw new Error(`memory store: expected an attribute in \`${expression}\``);
-  };
-  const operand = (): unknown => {
-    if (peek()?.kind === 'value') {
-      const token = next();
-      if (!scope.values || !Object.hasOwn(scope.values, token.text)) {
-        throw new Error(`memory store: undefined value ${token.text}`);
-      }
-      return scope.values[token.text];
-    }
-    // Read the attribute even when the item is absent, so the parser moves past it.
-    const attribute = path();
-    return scope.item?.[attribute];
-  };
-  return { tokens, peek, isWord, next, expect, path, operand, done: () => position >= tokens.length };
-}
-
-function compare(left: unknown, operator: string, right: unknown): boolean {
-  if (operator === '=') return left !== undefined && JSON.stringify(left) === JSON.stringify(right);
-  if (operator === '<>') return JSON.stringify(left) !== JSON.stringify(right);
-  if (typeof left !== typeof right || (typeof left !== 'number' && typeof left !== 'string')) return false;
-  const [a, b] = [left as number | string, right as number | string];
-  switch (operator) {
-    case '<':
-      return a < b;
-    case '<=':
-      return a <= b;
-    case '>':
-      return a > b;
-    default:
-      return a >= b;
-  }
-}
-
-/** Evaluates a condition expression against `item` (`undefined` when the item is absent). */
-export function evaluateCondition(
-  expression: string,
-  item: Item | undefined,
-  names: Readonly<Record<string, string>> | undefined,
-  values: Readonly<Record<string, unknown>> | undefined,
-): boolean {
-  const parser = createParser(expression, { item, names, values });
-  const primary = (): boolean => {
-    if (parser.peek()?.text === '(') {
-      parser.next();
-      const result = or();
-      parser.expect(')');
-      return result;
-    }
-    const token = parser.peek();
-    if (token?.kind === 'word' && /^attribute_(not_)?exists$/.test(token.text)) {
-      parser.next();
-      parser.expect('(');
-      const attribute = parser.path();
-      parser.expect(')');
-      const exists = item !== undefined && item[attribute] !== undefined;
-      return token.text === 'attribute_exists' ? exists : !exists;
-    }
-    const left = parser.operand();
-    const operator = parser.next();
-    if (operator.kind !== 'op' || operator.text === '+' || operator.text === '-') {
-      throw new Error(`memory store: unsupported condition \`${expression}\``);
-    }
-    return compare(left, operator.text, parser.operand());
-  };
-  const not = (): boolean => {
-    if (parser.isWord('NOT')) {
-      parser.next();
-      return !not();
-    }
-    return primary();
-  };
-  const and = (): boolean => {
-    let result = not();
-    while (parser.isWord('AND')) {
-      parser.next();
-      result = not() && result;
-    }
-    return result;
-  };
-  const or = (): boolean => {
-    let result = and();
-    while (parser.isWord('OR')) {
-      parser.next();
-      result = and() || result;
-    }
-    return result;
-  };
-  const result = or();
-  if (!parser.done()) throw new Error(`memory store: unsupported condition \`${expression}\``);
-  return result;
-}
-
-/** Applies `SET` and `REMOVE` clauses to a copy of `item`. */
-export function applyUpdate(
-  expression: string,
-  item: Item,
-  names: Readonly<Record<string, string>> | undefined,
-  values: Readonly<Record<string, unknown>> | undefined,
-): Item {
-  const before = clone(item);
-  const parser = createParser(expression, { item: before, names, values });
-  const updated = clone(item);
-  const term = (): unknown => {
-    const token = parser.peek();
-    if (token?.kind === 'word' && token.text === 'if_not_exists') {
-      parser.next();
-      parser.expect('(');
-      const attribute = parser.path();
-      parser.expect(',');
-      const fallback = parser.operand();
-      parser.expect(')');
-      return before[attribute] ?? fallback;
-    }
-    return parser.operand();
-  };
-  while (!parser.done()) {
-    const clause = parser.next();
-    const keyword = clause.text.toUpperCase();
-    if (clause.kind !== 'word' || (keyword !== 'SET' && keyword !== 'REMOVE')) {
-      throw new Error(`memory store: unsupported update \`${expression}\``);
-    }
-    do {
-      if (parser.peek()?.text === ',') parser.next();
-      const attribute = parser.path();
-      if (keyword === 'REMOVE') {
-        delete updated[attribute];
-        continue;
-      }
-      parser.expect('=');
-      let value = term();
-      const operator = parser.peek();
-      if (operator?.text === '+' || operator?.text === '-') {
-        parser.next();
-        const right = term();
-        if (typeof value !== 'number' || typeof right !== 'number') {
-          throw new EffectivelyOnceError(
-            'VALIDATION',
-            'An operand in the update expression has an incorrect data type',
-          );
-        }
-        value = operator.text === '+' ? value + right : value - right;
-      }
-      updated[attribute] = clone(value);
-    } while (parser.peek()?.text === ',');
-  }
-  return updated;
 }

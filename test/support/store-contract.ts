@@ -1,7 +1,8 @@
 /**
  * The `InboxStore` contract: one suite that runs against every implementation of the port
- * (the DynamoDB store on the local emulator, the in-memory fake used by unit tests), so the
- * fake cannot drift from what the database really does.
+ * (the DynamoDB store on the local emulator, the same store over the benchmark's DynamoDB stub,
+ * the in-memory fake used by unit tests), so the fake cannot drift from what the database
+ * really does.
  *
  * Business writes in this suite use a small, fixed subset of DynamoDB expressions, so a
  * fake only needs to understand these:
@@ -19,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
 import type { InboxRecord, InboxStore, TransactWriteAction } from '../../lambda/core/store-port';
+import { epochSeconds } from '../../lambda/core/time';
 
 /** What a contract run needs from an implementation. */
 export interface InboxStoreFixture {
@@ -54,7 +56,7 @@ export function describeInboxStoreContract(
     const read = (pk: string) => fixture.readItem(business, pk);
 
     const now = Date.now();
-    const nowSeconds = Math.floor(now / 1000);
+    const nowSeconds = epochSeconds(now);
     const hour = 3600;
 
     const key = (label: string) => `contract#${label}#${randomUUID()}`;

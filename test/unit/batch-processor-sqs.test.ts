@@ -15,8 +15,8 @@ import type { Message } from '../../lambda/core/message';
 import type { BatchProcessorOptions } from '../../lambda/core/options';
 import { isFifoQueue } from '../../lambda/core/sqs-event';
 import { type MarkerHandler, marker } from '../../lambda/modes/marker';
+import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 interface OrderEvent {
   readonly id: string;

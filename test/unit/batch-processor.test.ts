@@ -11,7 +11,6 @@ import type { InboxRecord, InboxStore } from '../../lambda/core/store-port';
 import { atomic } from '../../lambda/modes/atomic';
 import { type EntityHandler, entity } from '../../lambda/modes/entity';
 import { type MarkerHandler, marker } from '../../lambda/modes/marker';
-import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
   captureMetrics,
@@ -21,7 +20,8 @@ import {
   sqsEvent,
   sqsRecord,
   T0,
-} from './sqs-fixtures';
+} from '../support/fixtures';
+import { createMemoryStore } from '../support/memory-store';
 
 interface OrderEvent {
   readonly id: string;

@@ -7,8 +7,8 @@ import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { Message } from '../../lambda/core/message';
 import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { marker } from '../../lambda/modes/marker';
+import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 type Behaviour = 'ok' | 'throw' | 'permanent' | 'malformed' | 'missing-key';
 
@@ -132,7 +132,8 @@ describe('batch response properties', () => {
 
         expect(new Set(keys).size).toBe(keys.length);
         if (input.seeded) expect(keys).not.toContain('orders#k4');
-        for (const key of keys) expect(store.read('inbox', key)).toBeDefined();
+        for (const key of keys)
+          expect(store.read('inbox', key)).toMatchObject({ pk: key, status: 'COMPLETED' });
       }),
     ));
 

@@ -135,6 +135,32 @@ describe('bench stub: canned responses', () => {
     });
   });
 
+  it.each([
+    [
+      'an unused name placeholder',
+      { ...newMarker, ExpressionAttributeNames: { '#pk': 'pk', '#extra': 'extra' } },
+      'DynamoDB expression: unused ExpressionAttributeNames: #extra',
+    ],
+    [
+      'an undefined value placeholder',
+      { ...newMarker, ConditionExpression: 'attribute_not_exists(#pk) OR #pk = :pk' },
+      'DynamoDB expression: undefined value placeholder :pk in `attribute_not_exists(#pk) OR #pk = :pk`',
+    ],
+  ])(
+    'answers a put with %s as DynamoDB does: a ValidationException, nothing written',
+    (_, input, message) => {
+      const table = createStubTable(schemas);
+      expect(answerOperation(table, 'PutItem', input)).toEqual({
+        status: 400,
+        written: [],
+        body: { __type: 'com.amazonaws.dynamodb.v20120810#ValidationException', message },
+        writeUnits: 0,
+        readUnits: 0,
+      });
+      expect(table.size()).toBe(0);
+    },
+  );
+
   it('answers an unknown table with ResourceNotFoundException', () => {
     const table = createStubTable(schemas);
     expect(

@@ -223,6 +223,87 @@ describe('classifyAwsError', () => {
     );
   });
 
+  it.each<[string, ErrorCode, string]>([
+    ['ThrottlingException', 'THROTTLED', 'DynamoDB throttled the request'],
+    ['ProvisionedThroughputExceededException', 'THROTTLED', 'DynamoDB throttled the request'],
+    ['RequestLimitExceeded', 'THROTTLED', 'DynamoDB throttled the request'],
+    ['LimitExceededException', 'THROTTLED', 'DynamoDB throttled the request'],
+    ['TooManyRequestsException', 'THROTTLED', 'DynamoDB throttled the request'],
+    ['TransactionConflictException', 'TRANSACTION_CONFLICT', 'a concurrent transaction touched the item'],
+    ['TransactionInProgressException', 'TRANSACTION_CONFLICT', 'a concurrent transaction touched the item'],
+    ['ReplicatedWriteConflictException', 'TRANSACTION_CONFLICT', 'a concurrent transaction touched the item'],
+    [
+      'TransactionCanceledException',
+      'TRANSACTION_CONFLICT',
+      'the transaction was cancelled, but no cancellation reason names a failed item',
+    ],
+    [
+      'ItemCollectionSizeLimitExceededException',
+      'VALIDATION',
+      'the item collection exceeds the 10 GB item collection limit of a local secondary index',
+    ],
+    ['ResourceNotFoundException', 'MISSING_RESOURCE', 'the table does not exist'],
+    ['AccessDeniedException', 'ACCESS_DENIED', 'the credentials may not perform this request'],
+    ['UnrecognizedClientException', 'ACCESS_DENIED', 'the credentials may not perform this request'],
+    ['InternalServerError', 'SERVICE_UNAVAILABLE', 'DynamoDB failed to serve the request'],
+    ['InternalFailure', 'SERVICE_UNAVAILABLE', 'DynamoDB failed to serve the request'],
+    ['ServiceUnavailable', 'SERVICE_UNAVAILABLE', 'DynamoDB failed to serve the request'],
+    ['TimeoutError', 'NETWORK', 'the request did not complete'],
+    ['RequestTimeout', 'NETWORK', 'the request did not complete'],
+    ['RequestTimeoutException', 'NETWORK', 'the request did not complete'],
+    ['AbortError', 'NETWORK', 'the request did not complete'],
+    ['SomethingNewException', 'SERVICE_UNAVAILABLE', 'unrecognised failure, retried'],
+    // Named like an Object member: looked up among the table's own entries only.
+    ['constructor', 'SERVICE_UNAVAILABLE', 'unrecognised failure, retried'],
+    ['toString', 'SERVICE_UNAVAILABLE', 'unrecognised failure, retried'],
+  ])('reads the AWS error %s (HTTP 400) as %s: "%s"', (name, code, reason) => {
+    expect(classifyAwsError(serviceError(name, 'msg'), 'op')).toMatchObject({
+      code,
+      message: `op: ${reason} (${name}: msg)`,
+    });
+  });
+
+  it.each([
+    'ECONNRESET',
+    'ECONNREFUSED',
+    'ECONNABORTED',
+    'EPIPE',
+    'ETIMEDOUT',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+  ])('reads the Node.js socket code %s as NETWORK, keeping its message', (code) => {
+    expect(classifyAwsError(nodeError(code, `connect ${code}`), 'op')).toMatchObject({
+      code: 'NETWORK',
+      message: `op: the request did not complete (${code}: connect ${code})`,
+    });
+  });
+
+  it('reads an unknown socket code as unrecognised, naming its class only', () => {
+    expect(classifyAwsError(nodeError('EOTHER', 'connect EOTHER'), 'op').message).toBe(
+      'op: unrecognised failure, retried (EOTHER)',
+    );
+  });
+
+  it('checks HTTP 429 before the error name, the name before HTTP 5xx, and 5xx before a network name', () => {
+    expect(
+      classifyAwsError(
+        serviceError('ValidationException', 'Item size has exceeded the maximum allowed size', 429),
+      ).code,
+    ).toBe('THROTTLED');
+    expect(classifyAwsError(serviceError('ResourceNotFoundException', 'gone', 503)).code).toBe(
+      'MISSING_RESOURCE',
+    );
+    expect(classifyAwsError(serviceError('TimeoutError', 'slow', 504)).code).toBe('SERVICE_UNAVAILABLE');
+  });
+
+  it('reads a marshaller message as a marshalling error only when no HTTP response came back', () => {
+    expect(
+      classifyAwsError(serviceError('Error', 'Pass options.removeUndefinedValues=true', 400), 'op').message,
+    ).toBe('op: unrecognised failure, retried (Error: Pass options.removeUndefinedValues=true)');
+  });
+
   it('returns a toolkit error unchanged', () => {
     const error = new EffectivelyOnceError('TRANSACTION_CONFLICT', 'already classified');
 
@@ -306,6 +387,55 @@ describe('readTransactionCancellation', () => {
       'commit: transaction item 2 conflicted with a concurrent write (TransactionConflict: Transaction is ongoing for the item)',
     );
     expect(conflict?.kind === 'failed' && conflict.error.cause).toBe(error);
+  });
+
+  it('names the reason of every failed item, with the code and message DynamoDB sent', () => {
+    const error = new TransactionCanceledException({
+      message: 'Transaction cancelled',
+      CancellationReasons: [
+        { Code: 'ThrottlingError', Message: 'slow' },
+        { Code: 'ProvisionedThroughputExceeded' },
+        { Code: 'RequestLimitExceeded' },
+        { Code: 'ItemCollectionSizeLimitExceeded' },
+        { Code: 'ValidationError', Message: 'Item size has exceeded the maximum allowed size' },
+        { Code: 'ValidationError' },
+        { Code: 'SomethingNew' },
+        { Code: 'constructor' },
+      ],
+      ...metadata(400),
+    });
+
+    expect(
+      readTransactionCancellation(error)?.map((reason) =>
+        reason.kind === 'failed' ? { code: reason.error.code, message: reason.error.message } : reason,
+      ),
+    ).toEqual([
+      { code: 'THROTTLED', message: 'commit: transaction item 0 was throttled (ThrottlingError: slow)' },
+      {
+        code: 'THROTTLED',
+        message: 'commit: transaction item 1 was throttled (ProvisionedThroughputExceeded)',
+      },
+      { code: 'THROTTLED', message: 'commit: transaction item 2 was throttled (RequestLimitExceeded)' },
+      {
+        code: 'VALIDATION',
+        message:
+          'commit: transaction item 3 exceeds the 10 GB item collection limit of a local secondary index (ItemCollectionSizeLimitExceeded)',
+      },
+      {
+        code: 'ITEM_TOO_LARGE',
+        message:
+          'commit: transaction item 4 exceeds the DynamoDB limit of 400 KB (ValidationError: Item size has exceeded the maximum allowed size)',
+      },
+      { code: 'VALIDATION', message: 'commit: transaction item 5 is invalid (ValidationError)' },
+      {
+        code: 'SERVICE_UNAVAILABLE',
+        message: 'commit: transaction item 6 failed for an unrecognised reason (SomethingNew)',
+      },
+      {
+        code: 'SERVICE_UNAVAILABLE',
+        message: 'commit: transaction item 7 failed for an unrecognised reason (constructor)',
+      },
+    ]);
   });
 
   it('returns no reasons for a cancellation that carries none', () => {

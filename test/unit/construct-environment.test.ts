@@ -15,8 +15,8 @@ import { type Effects, twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
 import { createWorkerBatchHandler } from '../../lambda/worker/batch-handler';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
+import { captureLogger, captureMetrics, sqsEvent, sqsRecord, T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 /** The variables `IdempotentConsumer` sets on a function in direct dead-letter mode. */
 const construct = {

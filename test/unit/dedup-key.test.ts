@@ -15,7 +15,7 @@ import {
   toKeyPart,
 } from '../../lambda/core/dedup-key';
 import { isWellFormedText, sha256Hex } from '../../lambda/core/fingerprint';
-import { check, sqsRecord } from './sqs-fixtures';
+import { check, sqsRecord } from '../support/fixtures';
 
 describe('key sources', () => {
   const record = sqsRecord(

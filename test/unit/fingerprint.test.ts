@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, canonicalJsonText, fingerprintOf, sha256Hex } from '../../lambda/core/fingerprint';
-import { check } from './sqs-fixtures';
+import { check } from '../support/fixtures';
 
 describe('canonicalJson', () => {
   it('sorts keys at every depth and writes no whitespace', () => {

@@ -1,10 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
-import type { SqsRecord } from '../../lambda/core/sqs-event';
+import type { SqsHandler, SqsRecord } from '../../lambda/core/sqs-event';
+import {
+  captureLogger,
+  captureMetrics,
+  counts,
+  invokeWithMalformedBody,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+} from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
 import { bundledInputs } from './bundled-inputs';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 const environment = {
   EO_INBOX_TABLE: 'inbox',
@@ -22,6 +30,28 @@ beforeEach(() => {
 afterEach(() => {
   vi.unstubAllEnvs();
 });
+
+/**
+ * Checks that `handler` was built from the stubbed environment: one malformed record (which needs
+ * no store call) fails with the consumer and dead-letter mode the environment sets.
+ */
+async function expectBuiltFromEnvironment(handler: SqsHandler): Promise<void> {
+  const { result, lines } = await invokeWithMalformedBody(handler, 'not json');
+
+  expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+  expect(lines.filter((line) => 'level' in line)).toEqual([
+    expect.objectContaining({
+      level: 'error',
+      consumer: 'order-projector',
+      messageId: 'm-1',
+      code: 'MALFORMED_BODY',
+      deadLetter: 'redrive',
+    }),
+  ]);
+  expect(
+    lines.filter((line) => '_aws' in line).map(({ Consumer, Permanent }) => ({ Consumer, Permanent })),
+  ).toEqual([{ Consumer: 'order-projector', Permanent: 1 }]);
+}
 
 describe('order projector', () => {
   async function setup() {
@@ -64,7 +94,7 @@ describe('order projector', () => {
 
   it('exports a Lambda handler built from the environment', async () => {
     const { handler } = await setup();
-    expect(typeof handler).toBe('function');
+    await expectBuiltFromEnvironment(handler);
   });
 
   it('projects each order event into the order item and one status transition, committed with the marker', async () => {
@@ -192,7 +222,7 @@ describe('audit recorder', () => {
 
   it('exports a Lambda handler built from the environment', async () => {
     const { handler } = await setup();
-    expect(typeof handler).toBe('function');
+    await expectBuiltFromEnvironment(handler);
   });
 
   it('writes one audit item per CloudEvent, keyed by source and id, with its fingerprint', async () => {

@@ -10,9 +10,8 @@ import {
   defaultHttpFingerprint,
   type IdempotentHttpHandlerOptions,
 } from '../../lambda/http/idempotent-http-handler';
+import { deferred, manualClock, T0 } from '../support/fixtures';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
-
-const T0 = Date.UTC(2026, 0, 1);
 
 interface PaymentsEvent extends ApiGatewayProxyEventV1 {
   readonly requestContext?: { readonly authorizer?: { readonly principalId?: string } };
@@ -31,25 +30,6 @@ const post = (
   isBase64Encoded: false,
   requestContext: { authorizer: { principalId: options.principal ?? 'user-1' } },
 });
-
-function manualClock(start = T0) {
-  let now = start;
-  const clock = () => now;
-  clock.advance = (millis: number) => {
-    now += millis;
-  };
-  return clock;
-}
-
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((ok, fail) => {
-    resolve = ok;
-    reject = fail;
-  });
-  return { promise, resolve, reject };
-}
 
 /** Settles pending store calls (the memory store answers asynchronously). */
 const settle = async () => {
@@ -562,7 +542,16 @@ describe('createIdempotentHttpHandler', () => {
       'Expected `caller` to be a function, got `"principalId"`',
     );
     expect(create({ store: {} })).toThrow(
-      'Expected `store` to be an object with `claimLease`, `complete`, `release`, got `[object Object]`',
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, got `an object`',
+    );
+    expect(create({ metrics: {} })).toThrow(
+      'Expected `metrics` to be an object with `publish`, got `an object`',
+    );
+    expect(create({ logger: { log: 'stdout' } })).toThrow(
+      'Expected `logger` to be an object with `log`, got `an object`',
+    );
+    expect(create({ methods: ['POST', ''] })).toThrow(
+      'Expected `methods` to be a list of HTTP methods, got `""`',
     );
     expect(create({ logLevel: 'verbose' })).toThrow(
       "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",

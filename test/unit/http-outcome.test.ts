@@ -50,6 +50,30 @@ describe('decideClaim', () => {
     });
   });
 
+  it('answers a retry that meets a crashed or a released claim it could not take with Retry-After 1', () => {
+    const crashed = record({ status: 'IN_PROGRESS', owner: 'a', leaseExpiresAt: NOW - 1, result: undefined });
+    const released = record({ status: 'IN_PROGRESS', owner: 'a', leaseExpiresAt: 0, result: undefined });
+    expect(decideClaim({ kind: 'existing', record: crashed }, 'f-1', NOW)).toEqual({
+      kind: 'in-progress',
+      retryAfterSeconds: 1,
+    });
+    expect(decideClaim({ kind: 'existing', record: released }, 'f-1', NOW)).toEqual({
+      kind: 'in-progress',
+      retryAfterSeconds: 1,
+    });
+  });
+
+  it('names why it retries: an expired record, or a completed one without a readable response', () => {
+    expect(decideClaim({ kind: 'existing', record: record({ expiresAt: NOW / 1000 }) }, 'f-1', NOW)).toEqual({
+      kind: 'retry',
+      reason: 'The store returned an expired inbox record',
+    });
+    expect(decideClaim({ kind: 'existing', record: record({ result: 'not json' }) }, 'f-1', NOW)).toEqual({
+      kind: 'retry',
+      reason: 'The completed inbox record holds no readable response',
+    });
+  });
+
   it('retries on an expired or unreadable record instead of guessing', () => {
     expect(
       decideClaim({ kind: 'existing', record: record({ expiresAt: NOW / 1000 }) }, 'f-1', NOW),

@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { EffectivelyOnceError } from '../../lambda/core/errors';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import type { LogEntry } from '../../lambda/core/logger';
+import type { InboxRecord } from '../../lambda/core/store-port';
 import { createJobGuard, type JobGuardOptions, type JobRun, jobSlotKey } from '../../lambda/jobs/job-guard';
+import { deferred } from '../support/fixtures';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
 
 const T0 = Date.UTC(2026, 0, 1, 2);
@@ -9,17 +12,19 @@ const SLOT = { job: 'nightly-report', slot: '2026-01-01T00:00:00.000Z' };
 const PK = 'reports#nightly-report:2026-01-01T00%3A00%3A00.000Z';
 const CHECKPOINT_PK = 'reports/checkpoint#nightly-report:2026-01-01T00%3A00%3A00.000Z';
 
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((ok) => {
-    resolve = ok;
-  });
-  return { promise, resolve };
-}
-
 const settle = async () => {
   for (let i = 0; i < 20; i += 1) await Promise.resolve();
 };
+
+/** Another run's claim of SLOT, as the store would answer with it. */
+const slotClaim = (fields: Pick<InboxRecord, 'expiresAt' | 'leaseExpiresAt'>): InboxRecord => ({
+  pk: PK,
+  status: 'IN_PROGRESS',
+  fingerprint: fingerprintOf({ job: SLOT.job, slot: SLOT.slot }),
+  consumer: 'reports',
+  owner: 'x',
+  ...fields,
+});
 
 function setup(overrides: Partial<JobGuardOptions> = {}) {
   const store: MemoryStore = createMemoryStore();
@@ -241,6 +246,52 @@ describe('createJobGuard', () => {
     expect(ran).toBe(false);
   });
 
+  it("skips a slot held by another payload's record by its status, and never runs over it", async () => {
+    const { guard, store } = setup();
+    const base = { pk: PK, fingerprint: 'other', consumer: 'reports', expiresAt: T0 / 1000 + 3600 };
+    let effects = 0;
+    const work = () => {
+      effects += 1;
+    };
+
+    store.seed('inbox', { ...base, status: 'COMPLETED' });
+    const completed = await guard.run(SLOT, work);
+    store.seed('inbox', { ...base, status: 'IN_PROGRESS', owner: 'x', leaseExpiresAt: T0 - 1 });
+    const inProgress = await guard.run(SLOT, work);
+
+    expect(completed).toEqual({ ran: false, reason: 'completed' });
+    expect(inProgress).toEqual({ ran: false, reason: 'in-progress', leaseExpiresAt: T0 - 1 });
+    expect(effects).toBe(0);
+    expect(store.read('inbox', PK)).toMatchObject({ fingerprint: 'other', owner: 'x' });
+  });
+
+  it('throws EXPIRED_RECORD when the store answers with an expired slot record', async () => {
+    const { guard, store } = setup();
+    const expired = slotClaim({ expiresAt: T0 / 1000, leaseExpiresAt: T0 + 1000 });
+    vi.spyOn(store, 'claimLease').mockResolvedValueOnce({ kind: 'existing', record: expired });
+
+    await expect(guard.run(SLOT, () => undefined)).rejects.toMatchObject({
+      code: 'EXPIRED_RECORD',
+      message: 'The store returned an expired job record; retry the run',
+    });
+  });
+
+  it('answers a released claim that a takeover also met (another run claims it again) as in progress', async () => {
+    const { guard, store } = setup();
+    const released = slotClaim({ expiresAt: T0 / 1000 + 3600, leaseExpiresAt: 0 });
+    vi.spyOn(store, 'claimLease')
+      .mockResolvedValueOnce({ kind: 'existing', record: released })
+      .mockResolvedValueOnce({ kind: 'existing', record: released });
+    let effects = 0;
+
+    const answer = await guard.run(SLOT, () => {
+      effects += 1;
+    });
+
+    expect(answer).toEqual({ ran: false, reason: 'in-progress', leaseExpiresAt: 0 });
+    expect(effects).toBe(0);
+  });
+
   it('names the scoped key of a slot for operators', () => {
     expect(jobSlotKey('reports', SLOT)).toBe(PK);
   });
@@ -262,8 +313,16 @@ describe('createJobGuard', () => {
     );
     expect(create({ leaseMillis: 899_999, ttlSeconds: 900 })).not.toThrow();
     expect(create({ store: { claimLease() {} } })).toThrow(
-      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`',
+      'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, `insert`, `replace`, got `an object`',
     );
+    expect(create({ clock: {} })).toThrow(
+      'Expected `clock` to be a function returning epoch milliseconds, got `an object`',
+    );
+    expect(create({ logger: [] })).toThrow('Expected `logger` to be an object with `log`, got `an array`');
+    expect(create({ logLevel: 'loud' })).toThrow(
+      "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"loud\"`",
+    );
+    expect(() => createJobGuard(null as never)).toThrow('Expected `options` to be an object, got `null`');
     const { guard } = setup();
     await expect(guard.run({ job: 'has space', slot: 'x' }, () => 1)).rejects.toThrow(
       'Expected `job` to be a name matching',

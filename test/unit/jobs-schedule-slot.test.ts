@@ -24,6 +24,12 @@ describe('toScheduleSlot', () => {
     expect(() => toScheduleSlot('2026-01-01T00:00:00Z', 1.5)).toThrow(
       'Expected `periodSeconds` to be a positive integer, got `1.5`',
     );
+    expect(() => toScheduleSlot('2026-01-01T00:00:00Z', '60' as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message: 'Expected `periodSeconds` to be a positive integer, got `"60"`',
+      }) as Error,
+    );
   });
 });
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ensureMiniStack, localAwsEnv, startLocalAws } from '../../scripts/local-aws-lib';
+import { ensureMiniStack, localAwsEnv, startLocalAws } from '../../scripts/local-aws/harness';
 
 describe('local AWS harness', () => {
   const roots: string[] = [];

@@ -13,8 +13,8 @@ import { createJobGuard } from '../../lambda/jobs/job-guard';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
 import { marker } from '../../lambda/modes/marker';
 import { createSqsWorker } from '../../lambda/worker/sqs-worker';
+import { sqsEvent, sqsRecord, T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 const CARD = '4111111111111111';
 const matchCard = () => {

@@ -7,7 +7,7 @@ import {
   summariseTables,
   sumOutcomeMetrics,
 } from '../../scripts/main-job/observations';
-import { counts, outcomeTotals } from './sqs-fixtures';
+import { counts, outcomeTotals } from '../support/fixtures';
 
 /** The metric line the runtime writes for one invocation with these counts. */
 function metricLine(partial: Partial<OutcomeCounts>): string {

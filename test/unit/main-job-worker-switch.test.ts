@@ -7,7 +7,7 @@ import {
   type WorkerSwitchResult,
   withTimeout,
 } from '../../scripts/main-job/worker-switch';
-import { outcomeTotals } from './sqs-fixtures';
+import { outcomeTotals } from '../support/fixtures';
 
 const logs = loadSampleLogs(join(__dirname, '..', '..'));
 const clean: WorkerSwitchResult = {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fromAttribute, fromBody, type KeySource } from '../../lambda/core/dedup-key';
 import { canonicalJson, fingerprintOf, sha256Hex } from '../../lambda/core/fingerprint';
 import { type BodyParser, type PrepareConfig, prepareMessage } from '../../lambda/core/message';
-import { sqsRecord } from './sqs-fixtures';
+import { sqsRecord } from '../support/fixtures';
 
 function config<TBody>(
   dedupKey: KeySource<TBody>,

@@ -13,8 +13,8 @@ import { atomic } from '../../lambda/modes/atomic';
 import { entity } from '../../lambda/modes/entity';
 import { marker } from '../../lambda/modes/marker';
 import { twoPhase } from '../../lambda/modes/two-phase';
+import { T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { T0 } from './sqs-fixtures';
 
 const valid: BatchProcessorOptions<unknown> = {
   consumer: 'orders',

@@ -3,8 +3,16 @@ import { createBatchProcessor } from '../../lambda/core/batch-processor';
 import { scopeKey } from '../../lambda/core/dedup-key';
 import { deriveEffectKeys } from '../../lambda/core/effect-keys';
 import type { PaymentEvent } from '../../lambda/handlers/payment-notifier';
+import {
+  captureLogger,
+  captureMetrics,
+  counts,
+  invokeWithMalformedBody,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+} from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 const URL_ = 'https://notify.example/v1/';
 const payment: PaymentEvent = { paymentId: 'pay-1', status: 'CAPTURED', amount: 1250, currency: 'EUR' };
@@ -133,7 +141,18 @@ describe('payment notifier', () => {
     vi.resetModules();
 
     const { handler } = await load();
-    expect(handler).toBeTypeOf('function');
+    const { result, lines } = await invokeWithMalformedBody(handler, 'nope');
+    // A malformed body needs no store call; the lease itself is pinned in construct-environment.test.ts.
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+    expect(lines.filter((line) => 'level' in line)).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        consumer: 'payment-notifier',
+        messageId: 'm-1',
+        code: 'MALFORMED_BODY',
+        reason: 'The body was rejected by the `parse` option: A payment event must be JSON',
+      }),
+    ]);
 
     vi.stubEnv('EO_LEASE_MILLIS', '30');
     vi.resetModules();

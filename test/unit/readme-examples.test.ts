@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { REPLAY_USAGE } from '../../cli/replay/args';
 import * as keySources from '../../examples/sqs-key-sources';
 import { DEFAULT_METRIC_NAMESPACE, ERROR_CODES, METRICS } from '../../lambda';
+import { CONSUMER_MODES } from '../../lambda/core/contract';
 import {
   DEFAULT_CONCURRENCY,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
@@ -21,7 +22,6 @@ import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { PROBLEMS } from '../../lambda/http/http-outcome';
 import {
   BUSINESS_TABLE_ACTIONS,
-  CONSUMER_MODES,
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
 } from '../../lib/consumer-permissions';
@@ -92,7 +92,7 @@ const actionsIn = (cell: string) =>
 
 /** Props of `IdempotentConsumerProps` with the first line of their `@default`, read from the source. */
 function constructProps(): { name: string; defaultValue: string | undefined }[] {
-  const source = readFileSync(join(root, 'lib', 'idempotent-consumer.ts'), 'utf8');
+  const source = readFileSync(join(root, 'lib', 'idempotent-consumer', 'props.ts'), 'utf8');
   const start = source.indexOf('export interface IdempotentConsumerProps {');
   const body = source.slice(start, source.indexOf('\n}\n', start));
   return [...body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*readonly (\w+)\??:/g)].map((match) => ({
@@ -263,7 +263,7 @@ describe('README code samples', () => {
   });
 
   it('lists exactly the cdk-nag rules the construct acknowledges', () => {
-    const acknowledged = readdirSync(join(root, 'lib'))
+    const acknowledged = readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' })
       .filter((name) => name.endsWith('.ts'))
       .flatMap((name) => [
         ...readFileSync(join(root, 'lib', name), 'utf8').matchAll(/acknowledge\(\{\s*id: '([^']+)'/g),

@@ -24,8 +24,16 @@ import { atomic } from '../../lambda/modes/atomic';
 import { marker } from '../../lambda/modes/marker';
 import { twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsHandler } from '../../lambda/sqs-handler';
+import {
+  captureLogger,
+  captureMetrics,
+  counts,
+  manualClock,
+  sqsEvent,
+  sqsRecord,
+  T0,
+} from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 interface Payment {
   readonly id: string;

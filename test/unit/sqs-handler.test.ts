@@ -4,8 +4,8 @@ import type { SqsEvent } from '../../lambda/core/sqs-event';
 import { createSqsMiddleware } from '../../lambda/middleware/sqs-middleware';
 import { entity } from '../../lambda/modes/entity';
 import { createSqsHandler } from '../../lambda/sqs-handler';
+import { outcomeHandlerOptions as options, sqsEvent, sqsRecord, T0 } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { outcomeHandlerOptions as options, sqsEvent, sqsRecord, T0 } from './sqs-fixtures';
 
 const batch: SqsEvent = sqsEvent(
   sqsRecord('m-1', { id: 'o-1' }, { groupId: 'g-1' }),

@@ -4,8 +4,8 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import type { Message } from '../../lambda/core/message';
 import { atomic } from '../../lambda/modes/atomic';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
+import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { captureLogger, captureMetrics, counts, manualClock, sqsEvent, sqsRecord } from './sqs-fixtures';
 
 interface CustomerChanged {
   readonly eventId: string;

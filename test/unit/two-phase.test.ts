@@ -15,7 +15,6 @@ import {
   type TwoPhaseOptions,
   twoPhase,
 } from '../../lambda/modes/two-phase';
-import { createMemoryStore } from '../support/memory-store';
 import {
   captureLogger,
   captureMetrics,
@@ -26,7 +25,8 @@ import {
   sqsEvent,
   sqsRecord,
   T0,
-} from './sqs-fixtures';
+} from '../support/fixtures';
+import { createMemoryStore } from '../support/memory-store';
 
 interface Payment {
   readonly id: string;

@@ -7,8 +7,8 @@ import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { createWorkerBatchHandler, planBatch } from '../../lambda/worker/batch-handler';
 import { defaultRetryDelay, resolveRetryDelay } from '../../lambda/worker/retry-delay';
 import { toSqsRecord } from '../../lambda/worker/sqs-record';
+import { type OutcomeEvent, outcomeHandlerOptions as options } from '../support/fixtures';
 import { createMemoryStore } from '../support/memory-store';
-import { type OutcomeEvent, outcomeHandlerOptions as options } from './sqs-fixtures';
 
 const QUEUE_URL = 'http://127.0.0.1:4566/000000000000/orders.fifo';
 

@@ -11,8 +11,8 @@ import { fromBody } from '../../lambda/core/dedup-key';
 import type { InboxRecord } from '../../lambda/core/store-port';
 import { type TwoPhaseOptions, twoPhase } from '../../lambda/modes/two-phase';
 import { createSqsWorker, type SqsWorkerOptions } from '../../lambda/worker/sqs-worker';
+import { deferred, manualClock, T0 } from '../support/fixtures';
 import { createMemoryStore, type MemoryStore } from '../support/memory-store';
-import { deferred, manualClock, T0 } from './sqs-fixtures';
 
 const QUEUE_URL = 'http://127.0.0.1:4566/000000000000/payments';
 type Command = { constructor: { name: string } };

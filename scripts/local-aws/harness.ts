@@ -13,7 +13,7 @@ import {
   type MiniStackInstallation,
   type StartLocalAwsOptions,
   startLocalAws as startLocalAwsIn,
-} from '../cli/local/emulator';
+} from '../../cli/local/emulator';
 
 export {
   DEFAULT_REGION,
@@ -24,11 +24,11 @@ export {
   MINISTACK_VERSION,
   type MiniStackInstallation,
   sdkClientConfig,
-} from '../cli/local/emulator';
+} from '../../cli/local/emulator';
 
 /** The project root: the directory that holds `scripts/`. */
 export function projectRoot(): string {
-  return resolve(__dirname, '..');
+  return resolve(__dirname, '..', '..');
 }
 
 /** Directory for MiniStack logs: `.local/logs` under the project root. */
@@ -40,7 +40,7 @@ export function logsDir(root: string = projectRoot()): string {
 interface ProjectHome {
   /**
    * Project root holding `.local/` (venv and logs).
-   * @default the directory above `scripts/`
+   * @default the directory that holds `scripts/`
    */
   readonly root?: string;
 }

@@ -1,0 +1,470 @@
+/**
+ * The checks over an `IdempotentConsumer`'s props, made before anything is created. Every check
+ * runs; the construct then throws one error listing every failure (each naming the prop, what
+ * was expected and what was given), so a synth reports all that is wrong at once instead of one
+ * problem per run. Values that are unresolved tokens are skipped: they are known only at deploy
+ * time. The same pass yields the synth-time warnings (`effectively-once:*` ids).
+ *
+ * Pure over the props and the durations derived from them (`resolveTiming`): no construct is
+ * created and nothing is annotated here.
+ */
+import { Duration, Token } from 'aws-cdk-lib';
+import {
+  CONSUMER_MODES,
+  CONSUMER_NAME_PATTERN,
+  DEAD_LETTER_MODES,
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
+  ENV,
+  INBOX_ATTRIBUTES,
+  LOG_LEVELS,
+} from '../../lambda/core/contract';
+import { describeValue, EffectivelyOnceError } from '../../lambda/core/errors';
+import { BUSINESS_TABLE_ACCESSES, defaultBusinessTableAccess } from '../consumer-permissions';
+import { inspectInboxTable } from '../inbox-table';
+import { SQS_MAX_RETENTION } from '../record-ttl';
+import {
+  DEFAULT_MAX_RECEIVE_COUNT,
+  LAMBDA_MAX_TIMEOUT,
+  MIN_RECOMMENDED_MAX_RECEIVE_COUNT,
+  VISIBILITY_FACTOR,
+  WARNING_PREFIX,
+} from './defaults';
+import type { IdempotentConsumerProps } from './props';
+import {
+  type ConsumerTiming,
+  isKnownNumber,
+  knownDeadLetterQueue,
+  ownDeadLetterQueue,
+  requiredVisibility,
+} from './timing';
+
+/** Props that configure the queue the construct creates; they fail with an existing `queue`. */
+const QUEUE_CREATION_PROPS = [
+  'fifo',
+  'contentBasedDeduplication',
+  'queueName',
+  'visibilityTimeout',
+  'retentionPeriod',
+  'queueEncryptionKey',
+  'maxReceiveCount',
+] as const;
+
+/** Props that configure the dead-letter queue the construct creates. */
+const DEAD_LETTER_CREATION_PROPS = ['deadLetterQueueName', 'deadLetterRetentionPeriod'] as const;
+
+/** Props that configure the function the construct creates; they fail with a given `handler`. */
+const FUNCTION_CREATION_PROPS = [
+  'memorySize',
+  'timeout',
+  'runtime',
+  'architecture',
+  'environment',
+  'logRetention',
+  'tracing',
+] as const;
+
+/** Which prop sets each environment variable of the contract, for error messages. */
+const ENV_SOURCES: Readonly<Record<string, string>> = {
+  [ENV.inboxTable]: '`table`',
+  [ENV.consumer]: '`consumerName`',
+  [ENV.ttlSeconds]: '`recordTtl`',
+  [ENV.deadLetterMode]: '`deadLetterMode`',
+  [ENV.deadLetterQueueUrl]: '`deadLetterQueue` with `deadLetterMode: direct`',
+  [ENV.leaseMillis]: '`lease`',
+  [ENV.metricNamespace]: '`metricNamespace`',
+  [ENV.logLevel]: '`logLevel`',
+};
+
+/** CloudWatch's rule for a custom namespace. */
+const METRIC_NAMESPACE_PATTERN = /^[A-Za-z0-9._/#: -]{1,255}$/;
+
+/** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
+const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,75}$/;
+
+/** A synth-time note the construct adds to itself through `Annotations`. */
+export type ConsumerNote =
+  | { readonly kind: 'warning'; readonly id: string; readonly message: string }
+  | { readonly kind: 'info'; readonly message: string };
+
+/** What validating the props found: every failure, and the notes to add when there is none. */
+export interface PropsValidation {
+  /** One sentence per failure, ``Expected `prop` to be ..., got `value` `` where a value is shown. */
+  readonly failures: readonly string[];
+  /** Warnings and infos for choices that are allowed but risky. */
+  readonly notes: readonly ConsumerNote[];
+}
+
+/**
+ * The error a construct throws for invalid props: `INVALID_OPTIONS` (a configuration error),
+ * with every failure in `failures` and in the message, after the construct path: the failure
+ * itself when it is the only one, else a count and one line per failure.
+ */
+export class InvalidPropsError extends EffectivelyOnceError {
+  override readonly name = 'InvalidPropsError';
+  /** Each failure, without the construct path. */
+  readonly failures: readonly string[];
+
+  constructor(path: string, construct: string, failures: readonly string[]) {
+    // One failure reads as the sentence itself; several as a list under a count.
+    const text =
+      failures.length === 1
+        ? failures[0]
+        : `${failures.length} problems with the props of ${construct}:\n${failures.map((failure) => `- ${failure}`).join('\n')}`;
+    super('INVALID_OPTIONS', `[${path}] ${text}`);
+    this.failures = Object.freeze([...failures]);
+  }
+}
+
+/** Throws one {@link InvalidPropsError} listing every failure, unless there is none. */
+export function assertNoFailures(path: string, construct: string, failures: readonly string[]): void {
+  if (failures.length > 0) throw new InvalidPropsError(path, construct, failures);
+}
+
+/** Runs every check over `props` and the durations derived from them. */
+export function validateConsumerProps(
+  props: IdempotentConsumerProps,
+  timing: ConsumerTiming,
+): PropsValidation {
+  const failures: string[] = [];
+  const notes: ConsumerNote[] = [];
+  const fail = (message: string) => {
+    failures.push(message);
+  };
+  const warn = (id: string, message: string) => {
+    notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
+  };
+
+  checkChoices(props, fail);
+  checkExclusiveProps(props, fail);
+  checkNames(props, fail);
+  checkNumbers(props, fail);
+  checkEnvironment(props, fail);
+  checkTables(props, fail, warn);
+  checkQueues(props, fail, warn);
+  checkTimeouts(props, timing, fail, (message) => notes.push({ kind: 'info', message }));
+  checkRecordTtl(props, timing, warn);
+  if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
+  if (isKnownNumber(props.maxReceiveCount) && props.maxReceiveCount < MIN_RECOMMENDED_MAX_RECEIVE_COUNT) {
+    warn(
+      'lowMaxReceiveCount',
+      `\`maxReceiveCount\` is ${props.maxReceiveCount}: transient failures (throttling, conflicts, in-flight duplicates) recover by being received again, so a message can reach the dead-letter queue while it would still have succeeded. Use at least ${MIN_RECOMMENDED_MAX_RECEIVE_COUNT} (default ${DEFAULT_MAX_RECEIVE_COUNT}).`,
+    );
+  }
+  return { failures, notes };
+}
+
+type Fail = (message: string) => void;
+type Warn = (id: string, message: string) => void;
+
+/** `'a', 'b', 'c'`, the way every message lists allowed values. */
+function listOf(values: readonly string[]): string {
+  return values.map((value) => `'${value}'`).join(', ');
+}
+
+/** `mode`, `deadLetterMode` and `logLevel` take the contract's values. */
+function checkChoices(props: IdempotentConsumerProps, fail: Fail): void {
+  const oneOf = (name: string, value: unknown, allowed: readonly string[]) => {
+    if (!allowed.includes(value as string)) {
+      fail(`Expected \`${name}\` to be one of ${listOf(allowed)}, got \`${describeValue(value)}\``);
+    }
+  };
+  // `mode` and `deadLetterMode` decide the grants and resources at synth time, so a token
+  // cannot stand for them; the log level is only passed on to the function.
+  oneOf('mode', props.mode, CONSUMER_MODES);
+  if (props.deadLetterMode !== undefined) oneOf('deadLetterMode', props.deadLetterMode, DEAD_LETTER_MODES);
+  if (props.logLevel !== undefined && !Token.isUnresolved(props.logLevel)) {
+    oneOf('logLevel', props.logLevel, LOG_LEVELS);
+  }
+}
+
+/** Props that only mean something without a given resource, or with another prop. */
+function checkExclusiveProps(props: IdempotentConsumerProps, fail: Fail): void {
+  if ((props.entry === undefined) === (props.handler === undefined)) {
+    fail(
+      `Expected exactly one of \`entry\` (a handler file to bundle) and \`handler\` (an existing function), got ${props.entry === undefined ? 'neither' : 'both'}`,
+    );
+  }
+  const rejectSet = (names: readonly (keyof IdempotentConsumerProps)[], context: string) => {
+    const set = names.filter((name) => props[name] !== undefined);
+    if (set.length > 0) fail(`Expected no ${set.map((name) => `\`${name}\``).join(', ')} ${context}`);
+  };
+  if (props.handler) rejectSet(FUNCTION_CREATION_PROPS, 'with a given `handler`: configure your function');
+  if (props.queue) {
+    rejectSet(QUEUE_CREATION_PROPS, 'with an existing `queue`: configure the queue you pass');
+    rejectSet(
+      DEAD_LETTER_CREATION_PROPS,
+      'with an existing `queue`: its dead-letter queue is configured on the queue you pass',
+    );
+  } else if (props.deadLetterQueue) {
+    rejectSet(DEAD_LETTER_CREATION_PROPS, 'with an existing `deadLetterQueue`: configure the queue you pass');
+  }
+  if (props.contentBasedDeduplication !== undefined && props.fifo !== true) {
+    fail('Expected `contentBasedDeduplication` only with `fifo: true`');
+  }
+  if (props.duplicateRateAlarm === false && props.duplicateRateThreshold !== undefined) {
+    fail('Expected no `duplicateRateThreshold` with `duplicateRateAlarm: false`');
+  }
+}
+
+/** `consumerName`, `metricNamespace`, `queueName` and `deadLetterQueueName` follow AWS's rules. */
+function checkNames(props: IdempotentConsumerProps, fail: Fail): void {
+  const known = (name: string | undefined): name is string => name !== undefined && !Token.isUnresolved(name);
+  if (known(props.consumerName) && !CONSUMER_NAME_PATTERN.test(props.consumerName)) {
+    fail(
+      `Expected \`consumerName\` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got \`${describeValue(props.consumerName)}\``,
+    );
+  }
+  const namespace = props.metricNamespace;
+  if (known(namespace) && (!METRIC_NAMESPACE_PATTERN.test(namespace) || namespace.startsWith('AWS/'))) {
+    fail(
+      `Expected \`metricNamespace\` to be 1-255 characters of A-Z, a-z, 0-9, '.', '-', '_', '/', '#', ':', ' ' not starting with 'AWS/', got \`${describeValue(namespace)}\``,
+    );
+  }
+  for (const [prop, name] of [
+    ['queueName', props.queueName],
+    ['deadLetterQueueName', props.deadLetterQueueName],
+  ] as const) {
+    if (!known(name)) continue;
+    const fifo = props.fifo === true;
+    const base = fifo ? name.replace(/\.fifo$/, '') : name;
+    if (!QUEUE_NAME_PATTERN.test(base) || (fifo && !name.endsWith('.fifo'))) {
+      fail(
+        `Expected \`${prop}\` to be up to 80 characters of A-Z, a-z, 0-9, '-', '_'${fifo ? " ending in '.fifo' (FIFO queue)" : ''}, got \`${describeValue(name)}\``,
+      );
+    }
+  }
+}
+
+/** Counts and durations within AWS's limits. */
+function checkNumbers(props: IdempotentConsumerProps, fail: Fail): void {
+  const integer = (name: string, value: number | undefined, min: number, max: number) => {
+    if (!isKnownNumber(value)) return;
+    if (!Number.isInteger(value) || value < min || value > max) {
+      fail(`Expected \`${name}\` to be an integer from ${min} to ${max}, got \`${describeValue(value)}\``);
+    }
+  };
+  const duration = (name: string, value: Duration | undefined, min: Duration, max?: Duration) => {
+    if (value === undefined || value.isUnresolved()) return;
+    const seconds = value.toSeconds({ integral: false });
+    if (seconds < min.toSeconds() || (max !== undefined && seconds > max.toSeconds())) {
+      const range = max
+        ? `from ${min.toHumanString()} to ${max.toHumanString()}`
+        : `at least ${min.toHumanString()}`;
+      fail(`Expected \`${name}\` to be ${range}, got \`${value.toHumanString()}\``);
+    }
+  };
+  integer('memorySize', props.memorySize, 128, 10240);
+  integer('maxReceiveCount', props.maxReceiveCount, 1, 1000);
+  integer('maxConcurrency', props.maxConcurrency, 2, 1000);
+  integer('batchSize', props.batchSize, 1, props.maxBatchingWindow ? 10000 : 10);
+  duration('timeout', props.timeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT);
+  duration('retentionPeriod', props.retentionPeriod, Duration.seconds(60), SQS_MAX_RETENTION);
+  duration(
+    'deadLetterRetentionPeriod',
+    props.deadLetterRetentionPeriod,
+    Duration.seconds(60),
+    SQS_MAX_RETENTION,
+  );
+  duration('visibilityTimeout', props.visibilityTimeout, Duration.seconds(0), Duration.hours(12));
+  duration('maxBatchingWindow', props.maxBatchingWindow, Duration.seconds(0), Duration.minutes(5));
+  duration('recordTtl', props.recordTtl, Duration.seconds(1));
+  duration('producerRetryHorizon', props.producerRetryHorizon, Duration.seconds(0));
+  duration('redriveAllowance', props.redriveAllowance, Duration.seconds(0));
+  duration('lease', props.lease, Duration.seconds(1));
+  duration('ageOfOldestMessageThreshold', props.ageOfOldestMessageThreshold, Duration.seconds(60));
+  const threshold = props.duplicateRateThreshold;
+  if (isKnownNumber(threshold) && !(threshold > 0 && threshold <= 1)) {
+    fail(`Expected \`duplicateRateThreshold\` to be in (0, 1], got \`${describeValue(threshold)}\``);
+  }
+}
+
+/** The `EO_` variables are the construct's to set. */
+function checkEnvironment(props: IdempotentConsumerProps, fail: Fail): void {
+  const managed = new Set<string>(Object.values(ENV));
+  for (const name of Object.keys(props.environment ?? {})) {
+    if (managed.has(name)) {
+      fail(
+        `Expected \`environment\` not to set \`${name}\`: the construct sets it from ${ENV_SOURCES[name] ?? 'its props'}`,
+      );
+    }
+  }
+}
+
+/** The inbox table, its key, and the business tables' access. */
+function checkTables(props: IdempotentConsumerProps, fail: Fail, warn: Warn): void {
+  if (props.mode === 'entity') {
+    if (props.tableEncryptionKey) {
+      fail(
+        'Expected no `tableEncryptionKey` in `entity` mode: the business item is the marker and no inbox table is created',
+      );
+    }
+    const writes = (props.businessTables ?? []).some((business) =>
+      (business.access ?? defaultBusinessTableAccess('entity')).includes('write'),
+    );
+    if (!writes) {
+      fail('Expected `businessTables` to hold at least one table with `write` access in `entity` mode');
+    }
+  } else if (props.table && props.tableEncryptionKey) {
+    fail('Expected no `tableEncryptionKey` with an existing `table`: configure the table you pass');
+  }
+  for (const [index, business] of (props.businessTables ?? []).entries()) {
+    if (business.access === undefined) continue;
+    if (business.access.length === 0) {
+      fail(
+        `Expected \`businessTables[${index}].access\` to be a non-empty list of ${listOf(BUSINESS_TABLE_ACCESSES)}, got an empty list`,
+      );
+    }
+    for (const [position, access] of business.access.entries()) {
+      if (!BUSINESS_TABLE_ACCESSES.includes(access)) {
+        fail(
+          `Expected \`businessTables[${index}].access[${position}]\` to be one of ${listOf(BUSINESS_TABLE_ACCESSES)}, got \`${describeValue(access)}\``,
+        );
+      }
+    }
+  }
+  if (props.table) {
+    const inspection = inspectInboxTable(props.table);
+    for (const failure of inspection.failures) fail(failure);
+    if (inspection.ttl === 'missing') {
+      warn(
+        'inboxTableWithoutTtl',
+        `The inbox \`table\` you passed has no TTL: inbox records are never deleted. Enable TTL on the \`${INBOX_ATTRIBUTES.expiresAt}\` attribute, or create the table with \`new InboxTable(...)\`.`,
+      );
+    }
+  }
+}
+
+/** A given queue and dead-letter queue belong together; `direct` needs a dead-letter queue. */
+function checkQueues(props: IdempotentConsumerProps, fail: Fail, warn: Warn): void {
+  if (props.queue) {
+    const own = ownDeadLetterQueue(props.queue);
+    if (own && props.deadLetterQueue && own !== props.deadLetterQueue) {
+      fail(
+        `Expected \`deadLetterQueue\` to be the dead-letter queue of \`queue\` (${own.node.path}), got ${props.deadLetterQueue.node.path}`,
+      );
+    }
+    if (!knownDeadLetterQueue(props)) {
+      if ((props.deadLetterMode ?? 'redrive') === 'direct') {
+        fail(
+          'Expected a `deadLetterQueue` with `deadLetterMode: direct`: the queue you passed has no known DLQ',
+        );
+      } else {
+        warn(
+          'noDeadLetterQueue',
+          'The `queue` you passed has no dead-letter queue this construct knows of: a message that keeps failing is received again until its retention ends, and there is no dead-letter alarm. Give the queue a redrive policy and pass its DLQ as `deadLetterQueue`.',
+        );
+      }
+    }
+    return;
+  }
+  const fifo = props.fifo ?? false;
+  if (props.deadLetterQueue && props.deadLetterQueue.fifo !== fifo) {
+    fail(
+      fifo
+        ? 'Expected a FIFO `deadLetterQueue` for a FIFO queue, got a standard queue'
+        : 'Expected a standard `deadLetterQueue` for a standard queue, got a FIFO queue',
+    );
+  }
+}
+
+/**
+ * The function timeout leaves time before the runtime's deadline margin, and the visibility
+ * timeout covers 6 × the function timeout + the batching window.
+ */
+function checkTimeouts(
+  props: IdempotentConsumerProps,
+  timing: ConsumerTiming,
+  fail: Fail,
+  info: (message: string) => void,
+): void {
+  const functionTimeout = timing.functionTimeout;
+  // The batch processor starts no message once less than the margin is left, so a function
+  // whose timeout is at or below it would answer every batch with retries and process nothing.
+  const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);
+  if (
+    functionTimeout &&
+    !functionTimeout.isUnresolved() &&
+    functionTimeout.toMilliseconds() <= margin.toMilliseconds()
+  ) {
+    const source = props.handler ? 'The timeout of `handler`' : '`timeout`';
+    fail(
+      `${source} (${functionTimeout.toHumanString()}) must be longer than the runtime's deadline margin (\`deadlineMarginMillis\`, default ${margin.toHumanString()}): the batch processor starts no message once less than the margin is left, so the function would process nothing`,
+    );
+  }
+
+  const visibility = props.queue ? timing.visibilityTimeout : props.visibilityTimeout;
+  if (!visibility || !functionTimeout) {
+    // Only a created queue with its default visibility timeout lands here without a note:
+    // that default is derived from the rule itself.
+    if (props.queue || props.visibilityTimeout) {
+      info(
+        'The queue visibility timeout or the function timeout is not known at synth time, so the rule "visibility timeout >= 6 × function timeout + batching window" was not checked.',
+      );
+    }
+    return;
+  }
+  const required = requiredVisibility(functionTimeout, props.maxBatchingWindow);
+  if (visibility.isUnresolved() || required.isUnresolved()) return;
+  if (visibility.toSeconds() < required.toSeconds()) {
+    const source = props.queue ? 'The visibility timeout of `queue`' : '`visibilityTimeout`';
+    const window = props.maxBatchingWindow
+      ? ` + maxBatchingWindow (${props.maxBatchingWindow.toHumanString()})`
+      : '';
+    fail(
+      `${source} (${visibility.toHumanString()}) must be at least ${VISIBILITY_FACTOR} × the function timeout (${functionTimeout.toHumanString()})${window} = ${required.toHumanString()}, so a message is not delivered again while an invocation still processes it`,
+    );
+  }
+}
+
+/** A record that expires while a copy of its message can still arrive lets that copy run again. */
+function checkRecordTtl(props: IdempotentConsumerProps, timing: ConsumerTiming, warn: Warn): void {
+  const { window, explanation, defaultRecordTtl } = timing.redelivery;
+  if (
+    props.recordTtl &&
+    !props.recordTtl.isUnresolved() &&
+    props.recordTtl.toSeconds() < window.toSeconds()
+  ) {
+    warn(
+      'recordTtlShorterThanRedeliveryWindow',
+      `\`recordTtl\` (${props.recordTtl.toHumanString()}) is shorter than the redelivery window (${window.toHumanString()}: ${explanation}). A message redelivered or redriven after its inbox record expired is processed again. Set \`recordTtl\` to at least ${window.toHumanString()}, or leave it unset (default ${defaultRecordTtl.toHumanString()}).`,
+    );
+  }
+}
+
+/**
+ * The two-phase lease rules: shorter than the record TTL (the runtime's cold-start rule, so
+ * synth fails the same way), no shorter than the function timeout, and no longer than the
+ * queue keeps redelivering a crashed claim's message.
+ */
+function checkLease(props: IdempotentConsumerProps, timing: ConsumerTiming, fail: Fail, warn: Warn): void {
+  const { lease, recordTtl, functionTimeout } = timing;
+  if (lease.isUnresolved()) return;
+  if (!recordTtl.isUnresolved() && lease.toMilliseconds() >= recordTtl.toMilliseconds()) {
+    const source = props.lease
+      ? '`lease`'
+      : 'The default lease (the function timeout, or 15 minutes when it is unknown)';
+    fail(
+      `${source} (${lease.toHumanString()}) must be shorter than \`recordTtl\` (${recordTtl.toHumanString()}) in two-phase mode: a claim must never outlive its record, and the runtime rejects \`leaseMillis\` >= \`ttlSeconds\` at cold start`,
+    );
+  }
+  if (props.lease && functionTimeout && !functionTimeout.isUnresolved()) {
+    if (props.lease.toMilliseconds() < functionTimeout.toMilliseconds()) {
+      warn(
+        'leaseShorterThanTimeout',
+        `\`lease\` (${props.lease.toHumanString()}) is shorter than the function timeout (${functionTimeout.toHumanString()}): another delivery can take over a claim while the invocation that holds it is still running, and the effect runs twice.`,
+      );
+    }
+  }
+  const visibility = timing.visibilityTimeout;
+  const receives = timing.maxReceiveCount;
+  if (!visibility || visibility.isUnresolved() || !isKnownNumber(receives)) return;
+  // The receive whose invocation crashed is the first of `receives`; the message comes back
+  // one visibility timeout after each, and the receive after the last moves it to the DLQ.
+  const lastRedelivery = Duration.seconds(visibility.toSeconds() * (receives - 1));
+  if (lease.toMilliseconds() > lastRedelivery.toMilliseconds()) {
+    warn(
+      'leaseOutlivesRedelivery',
+      `The two-phase lease (${lease.toHumanString()}) is longer than the queue's visibility timeout (${visibility.toHumanString()}) × (maxReceiveCount (${receives}) - 1) = ${lastRedelivery.toHumanString()}, when the last delivery of a message comes after the one whose invocation crashed holding its claim: every later delivery meets a live lease, and SQS moves the message to the dead-letter queue before any delivery may take the claim over. Shorten \`lease\`, or raise the visibility timeout or maxReceiveCount.`,
+    );
+  }
+}
