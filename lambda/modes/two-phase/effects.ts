@@ -10,6 +10,7 @@ import { deriveEffectKeys, type EffectKeys } from '../../core/effect-keys';
 import { EffectivelyOnceError, errorFields } from '../../core/errors';
 import { estimateItemSize, MAX_ITEM_BYTES } from '../../core/item-size';
 import { claimExpiresAt } from '../../core/lease';
+import { claimWithTakeover } from '../../core/lease-claim';
 import type { LogEntry } from '../../core/logger';
 import type { Message } from '../../core/message';
 import type { ModeStepResult } from '../../core/mode';
@@ -140,13 +141,14 @@ export async function runEffects<TBody>(
   };
 
   /**
-   * Claims the effect's record, taking over a claim whose lease ended (once per run: the takeover
-   * is fenced by the owner seen, so a second taker finds the new live claim).
+   * Claims the effect's record, taking over a claim of the same payload whose lease ended
+   * (`claimWithTakeover`, fenced by the owner seen, so a second taker finds the new live claim),
+   * unless the claim is stuck (`stuckAfterMillis`, `maxTakeovers`).
    */
   async function claim(pk: string, name: string | undefined): Promise<Claim> {
     const now = clock();
     const leaseExpiresAt = now + leaseMillis;
-    let record: InboxRecord = {
+    const record: InboxRecord = {
       pk,
       status: INBOX_STATUS.inProgress,
       fingerprint,
@@ -158,45 +160,38 @@ export async function runEffects<TBody>(
       owner: randomUUID(),
       leaseExpiresAt,
     };
-    let takeover: { owner: string } | undefined;
-    for (;;) {
-      // A claim whose response was lost, retried by the SDK, meets its own owner token: the
-      // store reports it inserted, so the effect runs now rather than after the lease ends.
-      const claimed = await store.claimLease(record, now, takeover);
-      if (claimed.kind === 'inserted') {
-        if (claimed.takeover) {
-          takeovers += 1;
-          logs.push({
-            level: 'warn',
-            message: 'Lease ended: claim taken over',
-            effect: name,
-            takeovers: record.takeovers,
-          });
-        }
-        return { kind: 'claimed', record };
-      }
-      const existing = claimed.record;
-      const outcome = outcomeOfExisting(existing, fingerprint, now);
-      if (outcome.kind === 'duplicate') return { kind: 'duplicate', result: existing.result };
-      // Only a claim seen with an ended lease is taken over, and only once per run.
-      if (outcome.kind !== 'in-flight' || takeover || existing.leaseExpiresAt! >= now) {
-        return { kind: 'stopped', outcome };
-      }
-      const previousTakeovers = existing.takeovers ?? 0;
-      const since = existing.committedAt ?? now;
-      if (previousTakeovers >= config.maxTakeovers || now - since >= config.stuckAfterMillis) {
-        return {
-          kind: 'stopped',
-          outcome: {
-            kind: 'permanent',
-            code: 'STUCK_IN_PROGRESS',
-            reason: `In progress since ${new Date(since).toISOString()}, taken over ${previousTakeovers} times`,
-          },
-        };
-      }
-      record = { ...record, committedAt: since, takeovers: previousTakeovers + 1 };
-      takeover = { owner: existing.owner ?? '' };
+    // A claim whose response was lost, retried by the SDK, meets its own owner token: the store
+    // reports it inserted, so the effect runs now rather than after the lease ends.
+    const claimed = await claimWithTakeover(store, record, now, {
+      stuckAfterMillis: config.stuckAfterMillis,
+      maxTakeovers: config.maxTakeovers,
+    });
+    if (claimed.kind === 'stuck') {
+      return {
+        kind: 'stopped',
+        outcome: {
+          kind: 'permanent',
+          code: 'STUCK_IN_PROGRESS',
+          reason: `In progress since ${new Date(claimed.since).toISOString()}, taken over ${claimed.takeovers} times`,
+        },
+      };
     }
+    if (claimed.kind === 'inserted') {
+      if (!claimed.takeover) return { kind: 'claimed', record };
+      takeovers += 1;
+      logs.push({
+        level: 'warn',
+        message: 'Lease ended: claim taken over',
+        effect: name,
+        takeovers: claimed.takeovers,
+      });
+      return { kind: 'claimed', record: { ...record, takeovers: claimed.takeovers } };
+    }
+    const existing = claimed.record;
+    const outcome = outcomeOfExisting(existing, fingerprint, now);
+    return outcome.kind === 'duplicate'
+      ? { kind: 'duplicate', result: existing.result }
+      : { kind: 'stopped', outcome };
   }
 
   /**
