@@ -46,7 +46,7 @@ const CODES_BY_DISPOSITION = {
     'VALIDATION',
     'BUSINESS_CONDITION_FAILED',
     'PERMANENT',
-    /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseModeOptions`). */
+    /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseOptions`). */
     'STUCK_IN_PROGRESS',
   ],
   // thrown at cold start, the function fails to initialise

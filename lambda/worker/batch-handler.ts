@@ -141,7 +141,7 @@ export async function handBack(
 
 /**
  * Creates the `handleMessageBatch` function of an `sqs-consumer` `Consumer` from the same
- * options as `createSqsHandler` (consumer, dedup key, mode, handle, store, dead letters, ...).
+ * options as `createSqsHandler` (consumer, dedup key, mode, store, dead letters, ...).
  * Outcomes are those of the Lambda handler: duplicates are acknowledged; transient failures
  * and the later messages of a failed FIFO group are handed back to the queue after their retry
  * delay; permanent failures are dead-lettered with their reason (`deadLetter: 'direct'`) or
