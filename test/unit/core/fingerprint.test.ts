@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, canonicalJsonText, fingerprintOf, sha256Hex } from '../../../lambda/core/fingerprint';
+import { check } from '../../support/fixtures';
+
+describe('canonicalJson', () => {
+  it('sorts keys at every depth and writes no whitespace', () => {
+    expect(canonicalJson({ b: 1, a: { d: [true, null], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[true,null]},"b":1}',
+    );
+  });
+
+  it('omits undefined members, writes undefined array items as null, honours toJSON and writes bigints as strings', () => {
+    expect(canonicalJson({ a: undefined, b: [undefined, () => 1], c: new Date(0), d: 10n })).toBe(
+      '{"b":[null,null],"c":"1970-01-01T00:00:00.000Z","d":"10"}',
+    );
+    expect(canonicalJson(undefined)).toBe('null');
+    expect(canonicalJson('text')).toBe('"text"');
+  });
+
+  it('rejects a cyclic structure but accepts a shared one', () => {
+    const shared = { x: 1 };
+    expect(canonicalJson({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => canonicalJson(cyclic)).toThrow(TypeError);
+  });
+
+  it('parses back to the same value and ignores key order (property)', () =>
+    check(
+      fc.property(fc.jsonValue(), (value) => {
+        const canonical = canonicalJson(value);
+        expect(JSON.parse(canonical)).toEqual(JSON.parse(JSON.stringify(value)));
+        const reordered = JSON.parse(JSON.stringify(value), (_key, v) =>
+          v && typeof v === 'object' && !Array.isArray(v)
+            ? Object.fromEntries(Object.entries(v).reverse())
+            : v,
+        );
+        expect(canonicalJson(reordered)).toBe(canonical);
+      }),
+    ));
+});
+
+describe('fingerprintOf', () => {
+  it('is the SHA-256 hex of the canonical JSON', () => {
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(fingerprintOf({ b: 2, a: 1 })).toBe(sha256Hex('{"a":1,"b":2}'));
+  });
+});
+
+describe('canonicalJsonText', () => {
+  it('keeps every digit of a number, so bodies differing only beyond a double differ', () => {
+    const first = canonicalJsonText('{"orderId":"o-1","amount":12345678901234567890}');
+    const second = canonicalJsonText('{"orderId":"o-1","amount":12345678901234567891}');
+    expect(first).toBe('{"amount":1234567890123456789E1,"orderId":"o-1"}');
+    expect(second).toBe('{"amount":12345678901234567891E0,"orderId":"o-1"}');
+    // Parsed first, the two bodies are one payload.
+    expect(canonicalJson(JSON.parse('{"amount":12345678901234567890}'))).toBe(
+      canonicalJson(JSON.parse('{"amount":12345678901234567891}')),
+    );
+  });
+
+  it('ignores key order, whitespace and how an exact number is written', () => {
+    expect(canonicalJsonText('{ "b" : [ 1.0, 2e0 ],\n "a" : { "y": 0.50, "x": -0 } }')).toBe(
+      '{"a":{"x":0,"y":0.5},"b":[1,2]}',
+    );
+  });
+
+  it('escapes lone surrogates as JSON.stringify does, so they never merge', () => {
+    expect(canonicalJsonText('"\\ud800"')).toBe('"\\ud800"');
+    expect(canonicalJsonText('"\\ud800"')).not.toBe(canonicalJsonText('"\\udc00"'));
+  });
+
+  it('is canonicalJson of the parsed body for every payload a double carries exactly (property)', () =>
+    check(
+      fc.property(fc.jsonValue(), fc.constantFrom(undefined, 1, '\t'), (value, indent) => {
+        const text = JSON.stringify(value, null, indent);
+        expect(canonicalJsonText(text)).toBe(canonicalJson(JSON.parse(text)));
+      }),
+    ));
+});
+
+describe('sha256Hex', () => {
+  it('hashes well-formed text as UTF-8, and text with lone surrogates so that they stay distinct', () => {
+    expect(sha256Hex('é😀')).toBe(createHash('sha256').update(Buffer.from('é😀', 'utf8')).digest('hex'));
+    const hashes = ['\ud800', '\udc00', '\ufffd', 'a\ud800b', 'a\udbffb'].map(sha256Hex);
+    expect(new Set(hashes).size).toBe(5);
+    // 0xFF, then the UTF-16 code units: 'a' is 61 00, the lone surrogate U+D800 is 00 D8.
+    expect(sha256Hex('a\ud800')).toBe(
+      createHash('sha256')
+        .update(Buffer.from([0xff, 0x61, 0x00, 0x00, 0xd8]))
+        .digest('hex'),
+    );
+  });
+});

@@ -1,0 +1,384 @@
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  applyConstructEnvironment,
+  constructModeDefaults,
+  defaultDocumentClient,
+} from '../../../lambda/construct-environment';
+import { fromBody } from '../../../lambda/core/dedup-key';
+import { readConstructSettings } from '../../../lambda/core/environment';
+import { PermanentError } from '../../../lambda/core/errors';
+import type { Message } from '../../../lambda/core/message';
+import { createSqsMiddleware } from '../../../lambda/middleware/sqs-middleware';
+import { marker } from '../../../lambda/modes/marker';
+import { type Effects, twoPhase } from '../../../lambda/modes/two-phase';
+import { createSqsHandler, type SqsHandlerOptions } from '../../../lambda/sqs-handler';
+import { createWorkerBatchHandler } from '../../../lambda/worker/batch-handler';
+import { createSqsWorker } from '../../../lambda/worker/sqs-worker';
+import { captureLogger, captureMetrics, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
+import { createMemoryStore } from '../../support/memory-store';
+
+/** The variables `IdempotentConsumer` sets on a function in direct dead-letter mode. */
+const construct = {
+  EO_CONSUMER: 'billing',
+  EO_INBOX_TABLE: 'billing-inbox',
+  EO_TTL_SECONDS: '86400',
+  EO_DEAD_LETTER_MODE: 'direct',
+  EO_DEAD_LETTER_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/123456789012/billing-dlq',
+  EO_LEASE_MILLIS: '30000',
+  EO_METRIC_NAMESPACE: 'Shop',
+  EO_LOG_LEVEL: 'debug',
+};
+/** The part of an Embedded Metric Format line the test reads. */
+interface EmfLine {
+  readonly _aws: { readonly CloudWatchMetrics: readonly { readonly Namespace: string }[] };
+  readonly Consumer: string;
+}
+const DLQ_URL = construct.EO_DEAD_LETTER_QUEUE_URL;
+const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 };
+
+interface Order {
+  readonly id?: string;
+  readonly bad?: boolean;
+}
+
+/** What a user writes in a function the construct deployed: the key, the mode, the handler. */
+const minimal = {
+  dedupKey: fromBody('id'),
+  mode: marker((message: Message<Order>) => {
+    if (message.body.bad) throw new PermanentError('never');
+  }),
+} as const;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('readConstructSettings', () => {
+  it('reads every EO_* variable the construct sets', () => {
+    expect(readConstructSettings(construct)).toEqual({
+      consumer: 'billing',
+      tableName: 'billing-inbox',
+      ttlSeconds: 86_400,
+      deadLetter: 'direct',
+      deadLetterQueueUrl: DLQ_URL,
+      leaseMillis: 30_000,
+      metricNamespace: 'Shop',
+      logLevel: 'debug',
+    });
+  });
+
+  it('leaves unset and empty variables out', () => {
+    expect(readConstructSettings({})).toEqual({});
+    expect(
+      readConstructSettings({ EO_CONSUMER: '', EO_TTL_SECONDS: ' ', EO_LOG_LEVEL: '', OTHER: 'x' }),
+    ).toEqual({});
+  });
+
+  it('fails fast on a malformed variable, naming it and its value', () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ EO_TTL_SECONDS: 'abc' }, 'Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"`'],
+      [{ EO_TTL_SECONDS: '0' }, 'Expected `EO_TTL_SECONDS` to be a positive integer, got `"0"`'],
+      [{ EO_TTL_SECONDS: '-5' }, 'Expected `EO_TTL_SECONDS` to be a positive integer, got `"-5"`'],
+      [{ EO_LEASE_MILLIS: '1.5' }, 'Expected `EO_LEASE_MILLIS` to be a positive integer, got `"1.5"`'],
+      [
+        { EO_DEAD_LETTER_MODE: 'dlq' },
+        "Expected `EO_DEAD_LETTER_MODE` to be one of 'redrive', 'direct', got `\"dlq\"`",
+      ],
+      [
+        { EO_DEAD_LETTER_MODE: 'direct' },
+        "Expected `EO_DEAD_LETTER_QUEUE_URL` to be a queue URL when `EO_DEAD_LETTER_MODE` is 'direct', got `undefined`",
+      ],
+      [
+        { EO_DEAD_LETTER_QUEUE_URL: 'billing-dlq' },
+        'Expected `EO_DEAD_LETTER_QUEUE_URL` to be a queue URL, got `"billing-dlq"`',
+      ],
+      [
+        { EO_LOG_LEVEL: 'verbose' },
+        "Expected `EO_LOG_LEVEL` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+      ],
+      [
+        { EO_CONSUMER: 'my consumer' },
+        'Expected `EO_CONSUMER` to be a name matching /^[A-Za-z0-9._:-]{1,100}$/, got `"my consumer"`',
+      ],
+    ];
+    for (const [environment, message] of cases) {
+      expect(() => readConstructSettings(environment)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTIONS', message }),
+      );
+    }
+  });
+});
+
+describe('applyConstructEnvironment', () => {
+  it('fills every option the construct sets from its EO_* variables, with clients made once per cold start', () => {
+    const resolved = applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct);
+    const again = applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct);
+
+    expect(resolved).toEqual({
+      ...minimal,
+      consumer: 'billing',
+      tableName: 'billing-inbox',
+      client: defaultDocumentClient(),
+      ttlSeconds: 86_400,
+      deadLetter: 'direct',
+      deadLetterSender: expect.objectContaining({ send: expect.any(Function) }),
+      metricNamespace: 'Shop',
+      logLevel: 'debug',
+    });
+    expect(again.client).toBe(resolved.client);
+    expect(again.deadLetterSender).toBe(resolved.deadLetterSender);
+    expect(defaultDocumentClient().config.translateConfig?.marshallOptions).toEqual({
+      removeUndefinedValues: true,
+    });
+  });
+
+  it('gives the mode the construct lease as a default, and the options none', () => {
+    expect(constructModeDefaults(construct)).toEqual({ leaseMillis: 30_000 });
+    expect(constructModeDefaults({})).toEqual({});
+    expect(applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct)).not.toHaveProperty(
+      'leaseMillis',
+    );
+  });
+
+  it('lets explicit options win over the construct', () => {
+    const client = defaultDocumentClient();
+    const sender = { send: async () => undefined };
+    const explicit = applyConstructEnvironment<SqsHandlerOptions<Order>>(
+      {
+        ...minimal,
+        consumer: 'billing',
+        tableName: 'billing-inbox',
+        ttlSeconds: 3600,
+        deadLetter: 'redrive',
+        metricNamespace: 'Mine',
+        logLevel: 'warn',
+      },
+      construct,
+    );
+    const withSender = applyConstructEnvironment<SqsHandlerOptions<Order>>(
+      { ...minimal, client, deadLetterSender: sender },
+      construct,
+    );
+
+    expect(explicit).toMatchObject({
+      ttlSeconds: 3600,
+      deadLetter: 'redrive',
+      deadLetterSender: undefined,
+      metricNamespace: 'Mine',
+      logLevel: 'warn',
+    });
+    expect(withSender).toMatchObject({ deadLetter: 'direct', deadLetterSender: sender, client });
+  });
+
+  it('creates no document client for a handler with its own store', () => {
+    const store = createMemoryStore();
+
+    expect(
+      applyConstructEnvironment<SqsHandlerOptions<Order>>({ ...minimal, store }, construct).client,
+    ).toBeUndefined();
+  });
+
+  it('fails the cold start on an explicit consumer or tableName other than the construct’s, naming both', () => {
+    expect(() =>
+      createSqsHandler<Order>({ ...minimal, consumer: 'payments', environment: construct }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message:
+          "Expected `consumer` to be `billing` as the construct set it (`EO_CONSUMER`), got `payments`: leave `consumer` out to use the construct's, or change the construct",
+      }),
+    );
+    expect(() =>
+      createSqsHandler<Order>({ ...minimal, tableName: 'other-inbox', environment: construct }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message:
+          "Expected `tableName` to be `billing-inbox` as the construct set it (`EO_INBOX_TABLE`), got `other-inbox`: leave `tableName` out to use the construct's, or change the construct",
+      }),
+    );
+  });
+
+  it('reads nothing from an empty environment: the consumer is then required', () => {
+    expect(() =>
+      createSqsHandler<Order>({ ...minimal, store: createMemoryStore(), environment: {} }),
+    ).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`consumer`') }),
+    );
+  });
+});
+
+describe('entry points configured by the construct', () => {
+  /** A handler over a memory store, with only what the user writes plus the test's probes. */
+  function options(environment: Record<string, string>) {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const logger = captureLogger();
+    const metrics = captureMetrics();
+    const sent: unknown[] = [];
+    const deadLetterSender = { send: async (message: unknown) => void sent.push(message) };
+    return {
+      store,
+      logger,
+      metrics,
+      sent,
+      options: {
+        ...minimal,
+        store,
+        clock: () => T0,
+        logger,
+        metrics,
+        deadLetterSender,
+        environment,
+      } satisfies SqsHandlerOptions<Order>,
+    };
+  }
+
+  it('createSqsHandler scopes keys by EO_CONSUMER, expires records after EO_TTL_SECONDS, logs at EO_LOG_LEVEL and dead-letters directly', async () => {
+    const probe = options({ ...construct, EO_LOG_LEVEL: 'silent' });
+    const handler = createSqsHandler(probe.options);
+
+    expect(
+      await handler(
+        sqsEvent(sqsRecord('m-1', { id: 'o-1' }), sqsRecord('m-2', { id: 'o-2', bad: true })),
+        context,
+      ),
+    ).toEqual({
+      batchItemFailures: [],
+    });
+    expect(probe.store.read('billing-inbox', 'billing#o-1')).toMatchObject({
+      consumer: 'billing',
+      expiresAt: T0 / 1000 + 86_400,
+    });
+    expect(probe.sent).toEqual([
+      expect.objectContaining({ consumer: 'billing', code: 'PERMANENT', sourceMessageId: 'm-2' }),
+    ]);
+    expect(probe.logger.entries).toEqual([]);
+    expect(probe.metrics.published).toEqual([expect.objectContaining({ consumer: 'billing' })]);
+  });
+
+  it('publishes the default metrics under EO_METRIC_NAMESPACE', async () => {
+    const lines: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((line) => {
+      lines.push(String(line));
+      return true;
+    });
+    const probe = options(construct);
+    const handler = createSqsHandler({ ...probe.options, metrics: undefined, logLevel: 'silent' });
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
+
+    const emf = lines.map((line) => JSON.parse(line) as EmfLine);
+    expect(emf.map((line) => [line._aws.CloudWatchMetrics[0]?.Namespace, line.Consumer])).toEqual([
+      ['Shop', 'billing'],
+    ]);
+  });
+
+  it('createSqsMiddleware takes the same settings from the environment', async () => {
+    const probe = options(construct);
+    const middleware = createSqsMiddleware(probe.options);
+
+    await middleware.before({ event: sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context });
+
+    expect(probe.store.read('billing-inbox', 'billing#o-1')).toMatchObject({
+      expiresAt: T0 / 1000 + 86_400,
+    });
+    expect(() => createSqsMiddleware({ ...probe.options, consumer: 'payments' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`payments`') }),
+    );
+  });
+
+  it('the worker batch handler takes the same settings from the environment', async () => {
+    const probe = options(construct);
+    const sqs = { send: vi.fn(async () => ({ Successful: [], Failed: [] })) } as unknown as SQSClient;
+    const handle = createWorkerBatchHandler(probe.options, {
+      sqs,
+      queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/billing',
+    });
+
+    const acknowledged = await handle([
+      { MessageId: 'm-1', ReceiptHandle: 'rh-1', Body: JSON.stringify({ id: 'o-1' }), Attributes: {} },
+    ]);
+
+    expect(acknowledged.map((message) => message.MessageId)).toEqual(['m-1']);
+    expect(probe.store.read('billing-inbox', 'billing#o-1')).toMatchObject({
+      expiresAt: T0 / 1000 + 86_400,
+    });
+    expect(() =>
+      createWorkerBatchHandler({ ...probe.options, tableName: 'other-inbox' }, { sqs, queueUrl: DLQ_URL }),
+    ).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('`other-inbox`') }),
+    );
+  });
+
+  /** A two-phase handler over `store` whose one effect records the lease end it was claimed with. */
+  function twoPhaseHandler(
+    store: ReturnType<typeof createMemoryStore>,
+    leases: unknown[],
+    leaseMillis?: number,
+  ) {
+    return {
+      dedupKey: fromBody('id'),
+      mode: twoPhase({
+        leaseMillis,
+        handle: (_message: Message<Order>, effects: Effects) =>
+          effects.run('charge', () => {
+            leases.push(...store.items('billing-inbox').map((item) => item.leaseExpiresAt));
+          }),
+      }),
+      store,
+      clock: () => T0,
+      logLevel: 'silent',
+      metrics: false,
+      environment: construct,
+    } satisfies SqsHandlerOptions<Order>;
+  }
+
+  it('createSqsHandler claims two-phase effects for EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    const handler = createSqsHandler(twoPhaseHandler(store, leases));
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
+
+    expect(leases).toEqual([T0 + 30_000]);
+  });
+
+  it('lets the mode’s own leaseMillis win over EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    const handler = createSqsHandler(twoPhaseHandler(store, leases, 5000));
+
+    await handler(sqsEvent(sqsRecord('m-1', { id: 'o-1' })), context);
+
+    expect(leases).toEqual([T0 + 5000]);
+  });
+
+  it('the worker claims for its visibility timeout rather than the Lambda lease in EO_LEASE_MILLIS', async () => {
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const leases: unknown[] = [];
+    let receives = 0;
+    const sqs = {
+      send: async (command: { constructor: { name: string } }) => {
+        if (command.constructor.name !== 'ReceiveMessageCommand') return {};
+        receives += 1;
+        if (receives > 1) return new Promise((resolve) => setImmediate(() => resolve({})));
+        return {
+          Messages: [{ MessageId: 'm-1', ReceiptHandle: 'rh-1', Body: '{"id":"o-1"}', Attributes: {} }],
+        };
+      },
+    } as unknown as SQSClient;
+    const worker = createSqsWorker(twoPhaseHandler(store, leases), {
+      sqs,
+      queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/billing',
+      visibilityTimeoutSeconds: 45,
+    });
+
+    worker.start();
+    await vi.waitFor(() => expect(leases).toHaveLength(1));
+    await worker.stop();
+
+    expect(leases).toEqual([T0 + 45_000]);
+    expect(store.items('billing-inbox').map((item) => item.pk)).toEqual(['billing/charge#o-1']);
+  });
+});
