@@ -25,14 +25,14 @@ import {
 } from './sqs-event';
 
 /** The level and message of each outcome's log line. */
-const LOG: Readonly<Record<OutcomeKind, readonly [LogEntry['level'], string]>> = {
-  processed: ['debug', 'Message processed'],
-  duplicate: ['info', 'Duplicate message acknowledged'],
-  stale: ['info', 'Stale message acknowledged: a newer version is stored'],
-  'in-flight': ['warn', 'Dedup key in flight in another delivery; retrying later'],
-  mismatch: ['error', 'Dedup key reused with a different payload'],
-  retry: ['warn', 'Message failed; retrying later'],
-  permanent: ['error', 'Message failed permanently'],
+const LOG: Readonly<Record<OutcomeKind, { readonly level: LogEntry['level']; readonly message: string }>> = {
+  processed: { level: 'debug', message: 'Message processed' },
+  duplicate: { level: 'info', message: 'Duplicate message acknowledged' },
+  stale: { level: 'info', message: 'Stale message acknowledged: a newer version is stored' },
+  'in-flight': { level: 'warn', message: 'Dedup key in flight in another delivery; retrying later' },
+  mismatch: { level: 'error', message: 'Dedup key reused with a different payload' },
+  retry: { level: 'warn', message: 'Message failed; retrying later' },
+  permanent: { level: 'error', message: 'Message failed permanently' },
 };
 
 /**
@@ -237,13 +237,13 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       acknowledged[index] = ack;
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
-      const [lineLevel, lineMessage] = LOG[outcome.kind];
+      const line = LOG[outcome.kind];
       // A configuration error met at run time (missing table, access denied) needs a human.
-      const level = 'code' in outcome && ERROR_CODES[outcome.code] === 'configuration' ? 'error' : lineLevel;
+      const level = 'code' in outcome && ERROR_CODES[outcome.code] === 'configuration' ? 'error' : line.level;
       if (!isLevelEnabled(level, config.logLevel)) return;
       const entry: Record<string, unknown> = {
         level,
-        message: lineMessage,
+        message: line.message,
         ...fieldsOf(record.messageId, current.ok ? current.message : current),
         outcome: outcome.kind,
       };

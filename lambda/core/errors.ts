@@ -11,67 +11,48 @@
 export type Disposition = 'retry' | 'permanent' | 'configuration';
 
 /**
- * The error codes of each disposition. Listed per disposition (not as one object of
- * `code: disposition` pairs) because every handler bundle carries this table.
+ * Every error code the toolkit raises, with its disposition: `retry` (reported as a batch item
+ * failure, the queue redelivers), `permanent` (dead-lettered with the reason, never silently
+ * dropped) or `configuration` (thrown at cold start, the function fails to initialise).
  */
-const CODES_BY_DISPOSITION = {
-  // reported as a batch item failure, the queue redelivers
-  retry: [
-    'THROTTLED',
-    'SERVICE_UNAVAILABLE',
-    'TRANSACTION_CONFLICT',
-    'NETWORK',
-    'IN_FLIGHT',
-    'DEADLINE',
-    'GROUP_BLOCKED',
-    'HANDLER_FAILED',
-    /** The store returned a record whose `expiresAt` has passed: treated as absent, retried. */
-    'EXPIRED_RECORD',
-    /** Sending to the dead-letter queue failed (`deadLetter: 'direct'`): nothing is lost, retried. */
-    'DEAD_LETTER_FAILED',
-    /** Two-phase: the lease ended and another delivery took the claim over; it completes the effect. */
-    'LEASE_LOST',
-    /** A non-toolkit error outside the user's handler (for example from an injected store). */
-    'UNEXPECTED',
-  ],
-  // dead-lettered with the reason, never silently dropped
-  permanent: [
-    'MALFORMED_BODY',
-    'MISSING_KEY',
-    'INVALID_KEY',
-    'PAYLOAD_MISMATCH',
-    'ITEM_TOO_LARGE',
-    'TOO_MANY_WRITES',
-    'TRANSACTION_TOO_LARGE',
-    'VALIDATION',
-    'BUSINESS_CONDITION_FAILED',
-    'PERMANENT',
-    /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseOptions`). */
-    'STUCK_IN_PROGRESS',
-  ],
-  // thrown at cold start, the function fails to initialise
-  configuration: [
-    'INVALID_OPTIONS',
-    'MISSING_RESOURCE',
-    'ACCESS_DENIED',
-    /** The Lambda event is not an SQS event (no `Records` list). */
-    'INVALID_EVENT',
-  ],
-} as const satisfies Record<Disposition, readonly string[]>;
-
-type CodesOf<D extends Disposition> = (typeof CODES_BY_DISPOSITION)[D][number];
+export const ERROR_CODES = Object.freeze({
+  THROTTLED: 'retry',
+  SERVICE_UNAVAILABLE: 'retry',
+  TRANSACTION_CONFLICT: 'retry',
+  NETWORK: 'retry',
+  IN_FLIGHT: 'retry',
+  DEADLINE: 'retry',
+  GROUP_BLOCKED: 'retry',
+  HANDLER_FAILED: 'retry',
+  /** The store returned a record whose `expiresAt` has passed: treated as absent, retried. */
+  EXPIRED_RECORD: 'retry',
+  /** Sending to the dead-letter queue failed (`deadLetter: 'direct'`): nothing is lost, retried. */
+  DEAD_LETTER_FAILED: 'retry',
+  /** Two-phase: the lease ended and another delivery took the claim over; it completes the effect. */
+  LEASE_LOST: 'retry',
+  /** A non-toolkit error outside the user's handler (for example from an injected store). */
+  UNEXPECTED: 'retry',
+  MALFORMED_BODY: 'permanent',
+  MISSING_KEY: 'permanent',
+  INVALID_KEY: 'permanent',
+  PAYLOAD_MISMATCH: 'permanent',
+  ITEM_TOO_LARGE: 'permanent',
+  TOO_MANY_WRITES: 'permanent',
+  TRANSACTION_TOO_LARGE: 'permanent',
+  VALIDATION: 'permanent',
+  BUSINESS_CONDITION_FAILED: 'permanent',
+  PERMANENT: 'permanent',
+  /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseOptions`). */
+  STUCK_IN_PROGRESS: 'permanent',
+  INVALID_OPTIONS: 'configuration',
+  MISSING_RESOURCE: 'configuration',
+  ACCESS_DENIED: 'configuration',
+  /** The Lambda event is not an SQS event (no `Records` list). */
+  INVALID_EVENT: 'configuration',
+} as const satisfies Record<string, Disposition>);
 
 /** A toolkit error code. */
-export type ErrorCode = CodesOf<Disposition>;
-
-/** Every error code the toolkit raises, with its disposition. */
-export const ERROR_CODES = Object.freeze(
-  Object.fromEntries(
-    Object.entries(CODES_BY_DISPOSITION).flatMap(([disposition, codes]) =>
-      codes.map((code) => [code, disposition]),
-    ),
-  ),
-) as { readonly [D in Disposition as CodesOf<D>]: D };
+export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** Base class of every error the toolkit throws. Recognise it with `isEffectivelyOnceError`. */
 export class EffectivelyOnceError extends Error {
