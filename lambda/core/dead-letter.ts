@@ -3,6 +3,7 @@
  * `deadLetter: 'direct'`. The SQS adapter lives in `lambda/sqs/dead-letter-sender.ts`; the
  * message attribute names it sets are `DEAD_LETTER_ATTRIBUTES` in `contract.ts`.
  */
+import type { DeadLetterMode } from './contract';
 import type { ErrorCode } from './errors';
 import type { SqsMessageAttribute } from './sqs-event';
 
@@ -18,7 +19,7 @@ import type { SqsMessageAttribute } from './sqs-event';
  * after a direct dead letter only (it prefers `eo-deduplication-id`), and gets a new key after a
  * native one, so completed effects run again; `fromMessageId` always gets a new key.
  */
-export type DeadLetterMode = 'redrive' | 'direct';
+export type { DeadLetterMode } from './contract';
 
 /** One message to dead-letter, with the reason it can never succeed. */
 export interface DeadLetterMessage {

@@ -6,7 +6,7 @@
  * Keys come from the producer or the business, never from transport ids that change on a
  * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
  */
-import { DEDUPLICATION_ID_ATTRIBUTE } from './contract';
+import { CONSUMER_NAME_PATTERN, DEDUPLICATION_ID_ATTRIBUTE } from './contract';
 import { EffectivelyOnceError, expectOption } from './errors';
 import { isWellFormedText, sha256Hex } from './fingerprint';
 import type { SqsRecord } from './sqs-event';
@@ -24,7 +24,7 @@ export type KeyValue = KeyPart | readonly (KeyPart | null | undefined)[] | null 
 export type KeySource<TBody = unknown> = (record: SqsRecord, body: TBody) => KeyValue;
 
 /** Consumer and effect names: no `#` or `/`, so a scoped key has exactly one reading. */
-export const NAME_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;
+export const NAME_PATTERN = CONSUMER_NAME_PATTERN;
 
 /**
  * A scoped key longer than this (UTF-8 bytes) is stored as `<scope>#sha256:<hex>`. Half of

@@ -5,7 +5,7 @@
  * it itself. A malformed value is a configuration error at cold start (`INVALID_OPTIONS`,
  * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
  */
-import { ENV } from './contract';
+import { DEAD_LETTER_MODES, ENV, LOG_LEVELS } from './contract';
 import type { DeadLetterMode } from './dead-letter';
 import { assertName } from './dedup-key';
 import { EffectivelyOnceError, expectOption } from './errors';
@@ -33,9 +33,6 @@ export interface ConstructSettings {
   /** `EO_LOG_LEVEL`. */
   readonly logLevel?: LogLevel;
 }
-
-const DEAD_LETTER_MODES: readonly DeadLetterMode[] = ['redrive', 'direct'];
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 function positiveInteger(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;

@@ -3,9 +3,10 @@
  * key (or its hash), the message id, the correlation id, the outcome and the error code and
  * class, and never any part of the body.
  */
+import type { LogLevel } from './contract';
 
 /** Log levels, lowest first; `silent` turns logging off. */
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type { LogLevel } from './contract';
 
 /** One structured log line. */
 export interface LogEntry {

@@ -2,7 +2,7 @@
  * The options of the batch processor, validated once at cold start and frozen. A bad option
  * is a configuration error: the function fails to initialise instead of mishandling messages.
  */
-import { DEFAULT_METRIC_NAMESPACE } from './contract';
+import { DEAD_LETTER_MODES, DEFAULT_METRIC_NAMESPACE, LOG_LEVELS } from './contract';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
 import { assertName, type KeySource } from './dedup-key';
 import { expectMethods, expectOption } from './errors';
@@ -185,7 +185,7 @@ export function resolveOptions<TBody, TStore>(
       options[field],
     );
   }
-  const deadLetter = oneOf('deadLetter', options.deadLetter, ['redrive', 'direct'], 'redrive');
+  const deadLetter = oneOf('deadLetter', options.deadLetter, DEAD_LETTER_MODES, 'redrive');
   if (deadLetter === 'direct') expectMethods('deadLetterSender', options.deadLetterSender, ['send']);
   if (logger !== undefined) expectMethods('logger', logger, ['log']);
   const { logErrorMessages = false } = options;
@@ -213,7 +213,7 @@ export function resolveOptions<TBody, TStore>(
       0,
     ),
     deadLetter,
-    logLevel: oneOf('logLevel', options.logLevel, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
+    logLevel: oneOf('logLevel', options.logLevel, LOG_LEVELS, 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
     logErrorMessages,
     metricNamespace,
