@@ -3,7 +3,6 @@
  * `deadLetter: 'direct'`. The SQS adapter lives in `lambda/sqs/dead-letter-sender.ts`; the
  * message attribute names it sets are `DEAD_LETTER_ATTRIBUTES` in `contract.ts`.
  */
-import type { DeadLetterMode } from './contract';
 import type { ErrorCode } from './errors';
 import type { SqsMessageAttribute } from './sqs-event';
 
