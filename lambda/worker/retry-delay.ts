@@ -2,7 +2,7 @@
  * How long a message reported for retry stays hidden before it comes back: the visibility
  * timeout the worker sets on it with `ChangeMessageVisibility`. Transport-free.
  */
-import { EffectivelyOnceError } from '../core/errors';
+import { invalidOption } from '../core/errors';
 import type { SqsRecord } from '../core/sqs-event';
 
 /** Seconds a message to retry stays hidden, chosen per message (for example from its receive count). */
@@ -41,9 +41,10 @@ export function resolveRetryDelay(value: number | RetryDelay | undefined): Retry
   if (Number.isSafeInteger(value) && value >= 0 && value <= MAX_VISIBILITY_TIMEOUT_SECONDS) {
     return () => value;
   }
-  throw new EffectivelyOnceError(
-    'INVALID_OPTIONS',
-    `Expected \`retryDelaySeconds\` to be an integer from 0 to ${MAX_VISIBILITY_TIMEOUT_SECONDS} or a function, got \`${String(value)}\``,
+  return invalidOption(
+    'retryDelaySeconds',
+    `an integer from 0 to ${MAX_VISIBILITY_TIMEOUT_SECONDS} or a function`,
+    value,
   );
 }
 

@@ -4,7 +4,7 @@
  * `sqs-consumer` (an optional peer dependency); never imported by the Lambda entry points.
  */
 import { Consumer } from 'sqs-consumer';
-import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
+import { expectOption, isEffectivelyOnceError } from '../core/errors';
 import type { ModeDefaults } from '../core/mode';
 import { errorMessageField } from '../core/outcome';
 import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
@@ -68,12 +68,12 @@ export interface SqsWorker {
 
 function whole(field: string, value: unknown, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
-    throw new EffectivelyOnceError(
-      'INVALID_OPTIONS',
-      `Expected \`${field}\` to be an integer from ${min} to ${max}, got \`${String(value)}\``,
-    );
-  }
+  expectOption(
+    Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max,
+    field,
+    `an integer from ${min} to ${max}`,
+    value,
+  );
   return value as number;
 }
 
