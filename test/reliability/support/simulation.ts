@@ -769,7 +769,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     crashes[point] += 1;
     // Nothing of a dead invocation comes any more: whatever waited for its requests stops waiting.
     for (const event of invocation.events.values()) event.resolve();
-    for (const pk of invocation.faultsByKey.keys()) note(pk, invocation, `invocation crashed ${point}`);
+    // The records with injected faults, and the markers written (a big key's has no planned key).
+    const touched = new Set([...invocation.faultsByKey.keys(), ...invocation.markerWritten.keys()]);
+    for (const pk of touched) note(pk, invocation, `invocation crashed ${point}`);
   };
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
@@ -1359,7 +1361,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (trace !== undefined) {
       const failedIds = new Set(response?.batchItemFailures.map((failure) => failure.itemIdentifier));
       for (const received of batch) {
-        const pk = received.meta.plan.effectKeys?.[0];
+        const { plan } = received.meta;
+        // A big key's record: the key the toolkit made of it (the first, if it made several).
+        const bigKey = plan.kind === 'big-key' ? [...(keyedAs.get(plan.index) ?? [])][0] : undefined;
+        const pk =
+          plan.effectKeys?.[0] ??
+          (bigKey === undefined
+            ? undefined
+            : scopeKey(consumer, bigKey, mode === 'two-phase' ? TWO_PHASE_EFFECTS[0] : undefined));
         if (pk === undefined) continue;
         const logged = lastOutcome.get(received.messageId);
         const ending = invocation.crashed
