@@ -119,6 +119,12 @@ export interface SeedReport {
   readonly reexecutionsDeduplicated: number;
   /** Two-phase: claims taken over after their lease ended. */
   readonly takeovers: number;
+  /**
+   * Two-phase: expiries mid-effect whose rival found the lease ended by its clock (the machine
+   * was too slow, or the clocks too far apart, for the heartbeat to hold it): counted in
+   * `takeovers`, and explained by them like any other.
+   */
+  readonly rivalsAfterLeaseEnded: number;
   readonly deadLettered: number;
   /** Fault classes beyond crashes, as injected. */
   readonly injected: Readonly<Record<InjectedFault, number>>;
@@ -126,7 +132,10 @@ export interface SeedReport {
   readonly virtualSeconds: number;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
-  /** With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation. */
+  /**
+   * With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation, and of each
+   * key in `rivalsAfterLeaseEnded`.
+   */
   readonly traces?: Readonly<Record<string, readonly string[]>>;
 }
 
@@ -533,18 +542,21 @@ export async function checkSeed(
     atMostOnceGaps,
     reexecutionsDeduplicated,
     takeovers: [...result.downstream.takeovers.values()].reduce((sum, list) => sum + list.length, 0),
+    rivalsAfterLeaseEnded: result.rivalsAfterLeaseEnded.length,
     deadLettered,
     injected: result.injected,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,
-    ...(result.trace === undefined ? {} : { traces: tracesOf(result.trace, violations, plans) }),
+    ...(result.trace === undefined
+      ? {}
+      : { traces: tracesOf(result.trace, [...violations, ...result.rivalsAfterLeaseEnded], plans) }),
   };
 }
 
 /**
- * The traces of the record keys that violations name: a key, a message key's effect keys, or
- * the keys of a message named by its index (`m2217: ...`).
+ * The traces of the record keys that violations (or other texts: keys to explain) name: a key, a
+ * message key's effect keys, or the keys of a message named by its index (`m2217: ...`).
  */
 function tracesOf(
   trace: ReadonlyMap<string, readonly string[]>,
