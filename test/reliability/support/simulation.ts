@@ -1473,11 +1473,20 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       while (idle.length > 0) {
         const batch = queue.receive(BATCH_SIZE);
         if (batch.length === 0) break;
-        const epoch = epochOf(batch[0]!.meta);
-        const exclusive = epoch === 1 || batch.some((received) => received.meta.plan.expiryMidEffect);
         const keys = new Set(batch.map((received) => received.meta.plan.keyIndex));
+        // The batch's epoch is decided once nothing of its keys runs any more: an expiry
+        // mid-effect running now may move its key a TTL ahead (time only moves forward), and a
+        // copy received meanwhile must then run there too, never two days before the record
+        // the owner's jumped clock wrote (soak seed 14).
+        let epoch: 0 | 1 = 0;
+        let exclusive = false;
+        for (;;) {
+          epoch = epochOf(batch[0]!.meta);
+          exclusive = epoch === 1 || batch.some((received) => received.meta.plan.expiryMidEffect);
+          if (!clashes(exclusive, keys)) break;
+          await Promise.race(running.keys());
+        }
         if (epoch === 1) for (const key of keys) keysInEpochOne.add(key);
-        while (clashes(exclusive, keys)) await Promise.race(running.keys());
         const instance = idle.shift()!;
         const run: Promise<void> = invoke(instance, batch, epoch).finally(() => {
           running.delete(run);
