@@ -133,8 +133,8 @@ export interface SeedReport {
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
   /**
-   * With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation, and of each
-   * key in `rivalsAfterLeaseEnded`.
+   * With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation, of each key
+   * in `rivalsAfterLeaseEnded`, and of each big key excused as an at-most-once gap.
    */
   readonly traces?: Readonly<Record<string, readonly string[]>>;
 }
@@ -324,6 +324,8 @@ export async function checkSeed(
       effects: mode === 'entity' ? (result.effectWrites.get(pk) ?? 0) : Number(item?.effects ?? 0),
     };
   };
+  /** Big-key records excused as an at-most-once gap (traced with `RELIABILITY_TRACE=1`). */
+  const bigKeyGaps: string[] = [];
   const checkBigKey = (plan: PlannedMessage): boolean => {
     const records = bigKeyRecords.get(plan.index) ?? [];
     if (records.length === 0) {
@@ -357,6 +359,7 @@ export async function checkSeed(
       const gap = mode === 'marker' && effect.effects === 0 ? result.markerGaps.get(pk) : undefined;
       if (gap !== undefined) {
         atMostOnceGaps[gap] = (atMostOnceGaps[gap] ?? 0) + 1;
+        bigKeyGaps.push(pk);
         continue;
       }
       if (effect.amount !== plan.amount || effect.effects < 1) {
@@ -550,7 +553,13 @@ export async function checkSeed(
     violations,
     ...(result.trace === undefined
       ? {}
-      : { traces: tracesOf(result.trace, [...violations, ...result.rivalsAfterLeaseEnded], plans) }),
+      : {
+          traces: tracesOf(
+            result.trace,
+            [...violations, ...result.rivalsAfterLeaseEnded, ...bigKeyGaps],
+            plans,
+          ),
+        }),
   };
 }
 

@@ -1103,7 +1103,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   /**
    * The record `pk` expires while its effect runs: the effect answers only after more than a
    * TTL (the owner's clock jumps ahead), its heartbeat keeps the claim, and another delivery of
-   * the message, that late too, must find the claim in flight, never claim the key afresh.
+   * the message, that late too, must find the claim in flight, never claim the key afresh;
+   * unless its clock at the claim is past the lease the heartbeat wrote (a starved machine, or
+   * clocks beyond the skew tolerance): then it takes the claim over, a takeover like any other.
    */
   const expireMidEffect = async (
     instance: Instance,
