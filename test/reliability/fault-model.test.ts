@@ -7,7 +7,8 @@
  * - every write the toolkit makes (claim, commit, complete, release, heartbeat, checkpoint)
  *   applied by DynamoDB, its response lost, and the SDK's retry sent at once;
  * - a release whose first attempt lands late, after another delivery completed (item 2);
- * - a record expiring while its effect runs, the heartbeat holding the lease (item 3);
+ * - a record expiring while its effect runs, the heartbeat holding the lease (item 3), and the
+ *   same with the rival's clock past the lease, a takeover;
  * - a heartbeat in flight when the effect fails, landing after the release (item 4);
  * - a half-completed message dead-lettered directly and redriven from a FIFO dead-letter queue
  *   with a new message id and a new deduplication id, as AWS redrives (item 5);
@@ -360,6 +361,53 @@ describe('a record expiring while its effect runs (issue 12 item 3)', () => {
       rivalResponses: [failed(message)],
       outcomes: ['in-flight', 'processed'],
       executions: 1,
+    });
+    expect(await test.record('order-1')).toMatchObject({ status: INBOX_STATUS.completed });
+  });
+
+  it('two-phase with heartbeats: a delivery whose clock is past the lease the owner’s last heartbeat wrote takes the claim over, and the owner, fenced off, leaves the message to a redelivery', async () => {
+    const test = harness('fm-expiry-lease-ended');
+    let beatsAfterJump = 0;
+    const beat = signal();
+    let jumped = false;
+    const owner = faultyClient(() => undefined, {
+      onServerResponse: (request, status) => {
+        if (jumped && writeOf(request) === 'extend' && status === 200 && ++beatsAfterJump === 1)
+          beat.resolve();
+      },
+    });
+    const rivalClient = local.documentClient({ maxAttempts: 3 });
+    let executions = 0;
+    const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
+    let rival: ReturnType<typeof createSqsHandler> | undefined;
+    const rivalResponses: unknown[] = [];
+    const handle = (_message: unknown, effects: { run: (effect: () => Promise<void>) => Promise<unknown> }) =>
+      effects.run(async () => {
+        executions += 1;
+        if (executions > 1) return;
+        test.clock.advance(TTL_SECONDS * 1000 + 60_000);
+        jumped = true;
+        await beat.promise;
+        rivalResponses.push(await invoke(rival!, message));
+      });
+    const leaseMillis = 1000;
+    const common = { mode: 'two-phase' as const, leaseMillis, heartbeat: true, handle };
+    const a = createSqsHandler<Body>({ ...test.options(owner), ...common });
+    // The rival's clock runs past any lease the owner's heartbeats write (they read the owner's
+    // clock, which stands still here): what a starved machine or clocks beyond the skew
+    // tolerance amount to. The lease has ended by the rival's clock; the record has not expired.
+    const rivalClock = () => test.clock() + 2 * leaseMillis;
+    rival = createSqsHandler<Body>({ ...test.options(rivalClient), clock: rivalClock, ...common });
+
+    const response = await invoke(a, message);
+
+    expect({ response, rivalResponses, outcomes: test.outcomes(), executions }).toEqual({
+      response: failed(message),
+      rivalResponses: [acknowledged],
+      // The rival ran the effect again (deduplicated downstream by the idempotency key); the
+      // owner lost its lease and leaves the message to a redelivery, which finds it completed.
+      outcomes: ['processed', 'retry'],
+      executions: 2,
     });
     expect(await test.record('order-1')).toMatchObject({ status: INBOX_STATUS.completed });
   });

@@ -47,7 +47,8 @@
  *   `MALFORMED_BODY` / `MISSING_KEY` / `INVALID_KEY`, with a non-empty reason (direct: the
  *   dead-letter message; redrive: the last logged outcome);
  * - a numeric id beyond 2^53: every copy dead-lettered as `INVALID_KEY`, or processed under a
- *   key no other big id got (distinct ids that round to one double are never merged);
+ *   key no other big id got (distinct ids that round to one double are never merged); in marker
+ *   mode its effect may be missing only where any key's may (an at-most-once gap, below);
  * - a message that met an outage: its copies in the dead-letter queue (directly, `PERMANENT`, or
  *   by the redrive policy), its redriven copies acknowledged, its effects there once.
  *
@@ -118,6 +119,12 @@ export interface SeedReport {
   readonly reexecutionsDeduplicated: number;
   /** Two-phase: claims taken over after their lease ended. */
   readonly takeovers: number;
+  /**
+   * Two-phase: expiries mid-effect whose rival found the lease ended by its clock (the machine
+   * was too slow, or the clocks too far apart, for the heartbeat to hold it): counted in
+   * `takeovers`, and explained by them like any other.
+   */
+  readonly rivalsAfterLeaseEnded: number;
   readonly deadLettered: number;
   /** Fault classes beyond crashes, as injected. */
   readonly injected: Readonly<Record<InjectedFault, number>>;
@@ -125,7 +132,10 @@ export interface SeedReport {
   readonly virtualSeconds: number;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
-  /** With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation. */
+  /**
+   * With `RELIABILITY_TRACE=1`: the trace of every record key named in a violation, of each key
+   * in `rivalsAfterLeaseEnded`, and of each big key excused as an at-most-once gap.
+   */
   readonly traces?: Readonly<Record<string, readonly string[]>>;
 }
 
@@ -314,6 +324,8 @@ export async function checkSeed(
       effects: mode === 'entity' ? (result.effectWrites.get(pk) ?? 0) : Number(item?.effects ?? 0),
     };
   };
+  /** Big-key records excused as an at-most-once gap (traced with `RELIABILITY_TRACE=1`). */
+  const bigKeyGaps: string[] = [];
   const checkBigKey = (plan: PlannedMessage): boolean => {
     const records = bigKeyRecords.get(plan.index) ?? [];
     if (records.length === 0) {
@@ -342,6 +354,14 @@ export async function checkSeed(
     expectAcknowledged(plan);
     for (const pk of records) {
       const effect = effectAt(pk);
+      // Marker mode's at-most-once gap, as for any other key: the simulation saw an invocation
+      // write this marker and neither write the effect nor release the marker.
+      const gap = mode === 'marker' && effect.effects === 0 ? result.markerGaps.get(pk) : undefined;
+      if (gap !== undefined) {
+        atMostOnceGaps[gap] = (atMostOnceGaps[gap] ?? 0) + 1;
+        bigKeyGaps.push(pk);
+        continue;
+      }
       if (effect.amount !== plan.amount || effect.effects < 1) {
         violate(
           `m${plan.index} (id ${plan.bigKey}): the effect at ${pk} is ${JSON.stringify(effect)}, expected amount ${plan.amount}`,
@@ -525,25 +545,36 @@ export async function checkSeed(
     atMostOnceGaps,
     reexecutionsDeduplicated,
     takeovers: [...result.downstream.takeovers.values()].reduce((sum, list) => sum + list.length, 0),
+    rivalsAfterLeaseEnded: result.rivalsAfterLeaseEnded.length,
     deadLettered,
     injected: result.injected,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,
-    ...(result.trace === undefined ? {} : { traces: tracesOf(result.trace, violations, plans) }),
+    ...(result.trace === undefined
+      ? {}
+      : {
+          traces: tracesOf(
+            result.trace,
+            [...violations, ...result.rivalsAfterLeaseEnded, ...bigKeyGaps],
+            plans,
+          ),
+        }),
   };
 }
 
 /**
- * The traces of the record keys that violations name: a key, a message key's effect keys, or
- * the keys of a message named by its index (`m2217: ...`).
+ * The traces of the record keys that violations (or other texts: keys to explain) name: a key, a
+ * message key's effect keys, or the keys of a message named by its index (`m2217: ...`).
  */
 function tracesOf(
   trace: ReadonlyMap<string, readonly string[]>,
   violations: readonly string[],
   plans: readonly PlannedMessage[],
 ): Record<string, readonly string[]> {
-  const named = new Set(violations.flatMap((violation) => violation.match(/[\w.:-]+(?:\/\w+)?#k\d+/g) ?? []));
+  const named = new Set(
+    violations.flatMap((violation) => violation.match(/[\w.:-]+(?:\/\w+)?#k?\d+/g) ?? []),
+  );
   for (const violation of violations) {
     const index = /^m(\d+)\b/.exec(violation)?.[1];
     const plan = index === undefined ? undefined : plans[Number(index)];
