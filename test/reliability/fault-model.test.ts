@@ -391,7 +391,7 @@ describe('a record expiring while its effect runs (issue 12 item 3)', () => {
         rivalResponses.push(await invoke(rival!, message));
       });
     const leaseMillis = 1000;
-    const common = { mode: 'two-phase' as const, leaseMillis, heartbeat: true, handle };
+    const common = { mode: twoPhase<Body>({ leaseMillis, heartbeat: true, handle }) };
     const a = createSqsHandler<Body>({ ...test.options(owner), ...common });
     // The rival's clock runs past any lease the owner's heartbeats write (they read the owner's
     // clock, which stands still here): what a starved machine or clocks beyond the skew
