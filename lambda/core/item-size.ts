@@ -88,6 +88,14 @@ export function tooManyWrites(detail = ''): EffectivelyOnceError {
   );
 }
 
+/** `TOO_MANY_WRITES` with the marker on a business item: also thrown by its unit of work. */
+export function tooManyItemMarkerWrites(detail = ''): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'TOO_MANY_WRITES',
+    `A commit with the marker on a business item holds at most ${MAX_TRANSACTION_ACTIONS} writes${detail}`,
+  );
+}
+
 /** `ITEM_TOO_LARGE` for `what`, estimated at `size` bytes. */
 function itemTooLarge(what: string, size: number): EffectivelyOnceError {
   return new EffectivelyOnceError(
@@ -123,12 +131,7 @@ export function assertItemMarkerCommitWithinLimits(
   markedIndex: number,
   fingerprint: string,
 ): void {
-  if (writes.length > MAX_TRANSACTION_ACTIONS) {
-    throw new EffectivelyOnceError(
-      'TOO_MANY_WRITES',
-      `A commit with the marker on a business item holds at most ${MAX_TRANSACTION_ACTIONS} writes, got ${writes.length}`,
-    );
-  }
+  if (writes.length > MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites(`, got ${writes.length}`);
   assertWritesWithinLimits(writes, 0, markedIndex, fingerprintSize(fingerprint));
 }
 

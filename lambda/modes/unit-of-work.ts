@@ -4,7 +4,12 @@
  * marker on the one put the handler marks.
  */
 import { EffectivelyOnceError } from '../core/errors';
-import { MAX_BUSINESS_WRITES, MAX_TRANSACTION_ACTIONS, tooManyWrites } from '../core/item-size';
+import {
+  MAX_BUSINESS_WRITES,
+  MAX_TRANSACTION_ACTIONS,
+  tooManyItemMarkerWrites,
+  tooManyWrites,
+} from '../core/item-size';
 import type { AtomicStore, ItemMarker, TransactWriteAction, VersionedPutWrite } from '../core/store-port';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
@@ -120,12 +125,7 @@ export function createUnitOfWork(
   const guards = new Set<number>();
   let marked: GuardedUnitOfWork['marked'];
   const add = (write: TransactWriteAction): number => {
-    if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) {
-      throw new EffectivelyOnceError(
-        'TOO_MANY_WRITES',
-        `A commit with the marker on a business item holds at most ${MAX_TRANSACTION_ACTIONS} writes`,
-      );
-    }
+    if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites();
     if (marker === 'inbox' && writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
     writes.push(write);
     return writes.length - 1;

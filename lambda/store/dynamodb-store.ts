@@ -144,6 +144,8 @@ const OK: FencedResult = { kind: 'ok' };
  * - `putIfNewer`: builds a version-guarded put for a commit; sends nothing.
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
+ * - `commitWithItemMarker`: one `TransactWriteItems` of the business writes alone, the marked
+ *   put carrying the fingerprint under entity mode's condition joined with its own.
  * - `release`, `complete`, `extendLease`, `replace`: one conditional `UpdateItem`; nothing is
  *   ever deleted (a released record is kept as a released claim, bound to its payload).
  *

@@ -114,6 +114,19 @@ describe('atomic mode with the marker on a business item', () => {
     expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 1 }));
   });
 
+  it('still reads a redelivery as a duplicate from a clock years ahead: an item without expiresAt holds its key forever', async () => {
+    const { store, metrics, clock, processBatch } = setup();
+    await processBatch(message('m-1', placed('o-1')));
+    const stored = store.get('Orders', { orderId: 'o-1' });
+
+    clock.advance(10 * 365 * 24 * 3600 * 1000);
+    expect(await processBatch(message('m-1', placed('o-1')))).toEqual({ batchItemFailures: [] });
+
+    expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 1 }));
+    expect(store.get('Orders', { orderId: 'o-1' })).toEqual(stored);
+    expect(store.read('Stock', 'sku-1')).toEqual({ pk: 'sku-1', available: 9 });
+  });
+
   it('dead-letters the same key with a different payload as PAYLOAD_MISMATCH', async () => {
     const { store, logger, processBatch } = setup();
     await processBatch(message('m-1', placed('o-1', 30)));
