@@ -39,7 +39,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
  * fails the first run of a message only, as a transient failure would.
  */
 function heldEffects() {
-  const holds = new Map<string, ReturnType<typeof deferred>>();
+  const holds = new Map<string, ReturnType<typeof deferred<void>>>();
   const hold = (id: string) => {
     let held = holds.get(id);
     if (held === undefined) {
