@@ -236,16 +236,10 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
         counts.takeover += result.takeovers;
         for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.messageId, current.message) });
         outcome = result.outcome;
-        if (cache !== undefined && result.completed !== undefined) {
-          if (outcome.kind === 'processed' || outcome.kind === 'duplicate') {
-            // Read at the end of the step: an `expiresAt` that passed meanwhile is not kept.
-            cache.remember(
-              current.message.scopedKey,
-              current.fingerprint,
-              result.completed.expiresAt,
-              clock(),
-            );
-          }
+        const done = outcome.kind === 'processed' || outcome.kind === 'duplicate';
+        if (cache !== undefined && result.completed !== undefined && done) {
+          // Read at the end of the step: an `expiresAt` that passed meanwhile is not kept.
+          cache.remember(current.message.scopedKey, current.fingerprint, result.completed.expiresAt, clock());
         }
       } else {
         outcome = outcomeOfError(current.error, 'MALFORMED_BODY');
