@@ -2,11 +2,22 @@
  * Shared fixtures of the stream entry points' tests: Kinesis and DynamoDB Streams records as
  * Lambda's event source mappings deliver them, built by hand (unit tests) or from what the
  * emulator's `GetRecords` returns (integration tests), and a dead-letter sender that keeps what
- * it was given.
+ * it was given. Binary attributes of a table stream's records are not converted back to base64
+ * (the SDK decodes them): the tests use none.
  */
-
-import type { _Record as DynamoDbGetRecordsRecord } from '@aws-sdk/client-dynamodb-streams';
-import type { _Record as KinesisGetRecordsRecord } from '@aws-sdk/client-kinesis';
+import {
+  DescribeStreamCommand,
+  type DynamoDBStreamsClient,
+  type _Record as DynamoDbGetRecordsRecord,
+  GetRecordsCommand as GetDynamoDbRecordsCommand,
+  GetShardIteratorCommand as GetDynamoDbShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type KinesisClient,
+  type _Record as KinesisGetRecordsRecord,
+} from '@aws-sdk/client-kinesis';
 import type { DeadLetterMessage, DeadLetterSender } from '../../lambda/core/dead-letter';
 import type {
   AttributeValue,
@@ -162,4 +173,58 @@ export function captureDeadLetters(): DeadLetterSender & {
     },
   };
   return sender;
+}
+
+/**
+ * Every record of one shard of a Kinesis stream, read from `TRIM_HORIZON` with `GetRecords`
+ * (what a replay from the start of the retention sees), as Lambda would deliver them.
+ */
+export async function readKinesisShard(
+  kinesis: KinesisClient,
+  streamArn: string,
+  shardId: string,
+): Promise<KinesisStreamRecord[]> {
+  const { ShardIterator } = await kinesis.send(
+    new GetShardIteratorCommand({
+      StreamARN: streamArn,
+      ShardId: shardId,
+      ShardIteratorType: 'TRIM_HORIZON',
+    }),
+  );
+  const records: KinesisStreamRecord[] = [];
+  let iterator = ShardIterator;
+  while (iterator !== undefined) {
+    const page = await kinesis.send(new GetRecordsCommand({ StreamARN: streamArn, ShardIterator: iterator }));
+    const batch = page.Records ?? [];
+    records.push(...batch.map((record) => kinesisRecordFrom(streamArn, shardId, record)));
+    // An empty page at the tip of the shard: everything written so far has been read.
+    iterator = batch.length === 0 || page.MillisBehindLatest === 0 ? undefined : page.NextShardIterator;
+  }
+  return records;
+}
+
+/** Every record of a table's stream (one shard on the emulator), read from `TRIM_HORIZON`. */
+export async function readTableStream(
+  streams: DynamoDBStreamsClient,
+  streamArn: string,
+): Promise<DynamoDbStreamRecord[]> {
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const records: DynamoDbStreamRecord[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    const { ShardIterator } = await streams.send(
+      new GetDynamoDbShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    let iterator = ShardIterator;
+    while (iterator !== undefined) {
+      const page = await streams.send(new GetDynamoDbRecordsCommand({ ShardIterator: iterator }));
+      const batch = page.Records ?? [];
+      records.push(...batch.map((record) => dynamoDbStreamRecordFrom(streamArn, record)));
+      iterator = batch.length === 0 ? undefined : page.NextShardIterator;
+    }
+  }
+  return records;
 }
