@@ -6,7 +6,7 @@
  * replay.
  */
 import { randomBytes } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,7 @@ import {
 } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { captureLogger, createLocalResources, lambdaContext, type TestQueue } from '../support/fixtures';
-import { readTableStream } from '../support/stream-fixtures';
+import { createStreamTable, readTableStream } from '../support/stream-fixtures';
 
 interface Order {
   readonly pk: string;
@@ -60,17 +60,7 @@ afterAll(async () => {
 async function createOrdersTable(): Promise<{ name: string; streamArn: string }> {
   const name = uniqueName('eo-orders');
   sourceTables.push(name);
-  const { TableDescription } = await admin.send(
-    new CreateTableCommand({
-      TableName: name,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
-    }),
-  );
-  await waitUntilTableExists({ client: admin, maxWaitTime: 30 }, { TableName: name });
-  return { name, streamArn: TableDescription!.LatestStreamArn! };
+  return { name, streamArn: await createStreamTable(admin, name) };
 }
 
 const write = (tableName: string, item: Order) =>

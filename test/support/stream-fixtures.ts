@@ -5,6 +5,7 @@
  * it was given. Binary attributes of a table stream's records are not converted back to base64
  * (the SDK decodes them): the tests use none.
  */
+import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import {
   DescribeStreamCommand,
   type DynamoDBStreamsClient,
@@ -227,4 +228,22 @@ export async function readTableStream(
     }
   }
   return records;
+}
+
+/**
+ * Creates the on-demand table `name` keyed by the String `pk`, with a `NEW_AND_OLD_IMAGES`
+ * stream, waits until it exists, and returns its stream ARN. The caller deletes it.
+ */
+export async function createStreamTable(client: DynamoDBClient, name: string): Promise<string> {
+  const { TableDescription } = await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+  return TableDescription!.LatestStreamArn!;
 }
