@@ -14,7 +14,7 @@ import { fromData } from '../../../lambda/streams/key-sources';
 import { createKinesisHandler, type KinesisHandlerOptions } from '../../../lambda/streams/kinesis-handler';
 import type { KinesisStreamRecord } from '../../../lambda/streams/stream-event';
 import { streamRecordOf } from '../../../lambda/streams/stream-handler';
-import { captureLogger, check, lambdaContext, T0 } from '../../support/fixtures';
+import { captureLogger, check, lambdaContext, manualClock, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 import { captureDeadLetters, KINESIS_STREAM_ARN, kinesisRecord } from '../../support/stream-fixtures';
 
@@ -222,6 +222,62 @@ describe('createKinesisHandler: permanent failures', () => {
       deadLetter: 'send-failed',
       deadLetterCode: 'DEAD_LETTER_FAILED',
     });
+  });
+
+  it('sends a dead letter again when the first send was applied but its answer lost, so at worst it is sent twice, never lost', async () => {
+    const { run, deadLetters } = setup();
+    let answerLost = true;
+    const send = deadLetters.send;
+    deadLetters.send = async (message) => {
+      await send(message);
+      if (answerLost) {
+        answerLost = false;
+        throw new Error('socket hang up');
+      }
+    };
+    const records = [
+      kinesisRecord('101', { eventId: 'e-1', fail: 'permanent' }),
+      kinesisRecord('102', { eventId: 'e-2' }),
+    ];
+
+    expect(await run(...records)).toEqual(checkpoint('101'));
+    expect(await run(...records)).toEqual(checkpoint());
+    expect(deadLetters.sent.map(({ sourceMessageId }) => sourceMessageId)).toEqual([
+      'shardId-000000000000:101',
+      'shardId-000000000000:101',
+    ]);
+  });
+
+  it('logs keys and reasons, never the data', async () => {
+    const { run, logger } = setup();
+
+    await run(
+      kinesisRecord('101', { eventId: 'e-1', status: 'card 4111-1111' }),
+      kinesisRecord('102', { eventId: 'e-1', status: 'card 4222-2222' }),
+    );
+
+    expect(logger.entries).toHaveLength(1);
+    expect(logger.entries[0]).toMatchObject({ outcome: 'mismatch', scopedKey: 'orders#e-1' });
+    expect(JSON.stringify(logger.entries)).not.toMatch(/4111|4222/);
+  });
+
+  it('checkpoints at the first record not started before the Lambda deadline', async () => {
+    const clock = manualClock();
+    const { handler, handled } = setup({
+      clock,
+      handle: (message) => {
+        handled.push(message.body.eventId);
+        clock.advance(30_000);
+      },
+    });
+
+    const response = await handler(
+      { Records: [kinesisRecord('101', { eventId: 'e-1' }), kinesisRecord('102', { eventId: 'e-2' })] },
+      { getRemainingTimeInMillis: () => 31_000 },
+    );
+
+    expect(response).toEqual(checkpoint('102'));
+    expect(handled).toEqual(['e-1']);
   });
 
   it('reports a record that keeps failing on every delivery, and runs the records after it once the event source gives up on it', async () => {
