@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { STREAM_RECORD_ATTRIBUTES } from '../../../lambda/core/contract';
 import { PermanentError } from '../../../lambda/core/errors';
 import type { Message } from '../../../lambda/core/message';
+import { atomic } from '../../../lambda/modes/atomic';
+import { entity } from '../../../lambda/modes/entity';
 import { type MarkerHandler, marker } from '../../../lambda/modes/marker';
+import { twoPhase } from '../../../lambda/modes/two-phase';
 import { fromData } from '../../../lambda/streams/key-sources';
 import { createKinesisHandler, type KinesisHandlerOptions } from '../../../lambda/streams/kinesis-handler';
 import type { KinesisStreamRecord } from '../../../lambda/streams/stream-event';
@@ -376,6 +379,40 @@ describe('createKinesisHandler: start-up checks', () => {
       }),
     );
   });
+});
+
+describe('createKinesisHandler: modes', () => {
+  const modes = {
+    atomic: atomic<OrderEvent>((message, unitOfWork) => {
+      unitOfWork.put({ TableName: 'Orders', Item: { pk: message.body.eventId } });
+    }),
+    entity: entity<OrderEvent>((message) => ({
+      tableName: 'Orders',
+      keyAttribute: 'pk',
+      item: { pk: message.body.eventId },
+    })),
+    twoPhase: twoPhase<OrderEvent>({
+      handle: (message, effects) => effects.run(() => ({ sent: message.body.eventId })),
+      leaseMillis: 60_000,
+    }),
+  };
+
+  it.each(Object.keys(modes) as (keyof typeof modes)[])(
+    'runs %s mode on a stream: a producer duplicate and the replay are duplicates',
+    async (name) => {
+      const { run, logger } = setup({ mode: modes[name] as never, logLevel: 'debug' });
+      const records = [kinesisRecord('101', { eventId: 'e-1' }), kinesisRecord('102', { eventId: 'e-1' })];
+
+      expect(await run(...records)).toEqual(checkpoint());
+      expect(await run(...records)).toEqual(checkpoint());
+      expect(logger.entries.filter((entry) => 'outcome' in entry).map(({ outcome }) => outcome)).toEqual([
+        'processed',
+        'duplicate',
+        'duplicate',
+        'duplicate',
+      ]);
+    },
+  );
 });
 
 describe('createKinesisHandler: checkpoint property', () => {
