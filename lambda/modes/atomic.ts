@@ -3,13 +3,14 @@
  * committed in one `TransactWriteItems` with the marker at index 0 (the inbox record), or, with
  * `marker: 'item'`, with the marker on the one put the handler marks (no inbox record).
  */
+import { INBOX_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
 import { assertCommitWithinLimits, assertItemMarkerCommitWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { type Mode, stepResult } from '../core/mode';
-import { type Outcome, outcomeOfError, outcomeOfExisting } from '../core/outcome';
-import type { AtomicStore, InboxRecord } from '../core/store-port';
+import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
+import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
+import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
 import {
   createUnitOfWork,
   type GuardedUnitOfWork,
@@ -125,7 +126,7 @@ export function atomic<TBody = unknown>(
             return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
           }
           try {
-            return stepResult(await commit(record, unitOfWork, fingerprint, nowMillis));
+            return await commit(record, unitOfWork, fingerprint, nowMillis);
           } catch (error) {
             return stepResult(outcomeOfError(error, 'UNEXPECTED'));
           }
@@ -141,30 +142,47 @@ export function atomic<TBody = unknown>(
         unitOfWork: GuardedUnitOfWork,
         fingerprint: string,
         nowMillis: number,
-      ): Promise<Outcome> {
+      ): Promise<ModeStepResult> {
         const { writes, marked } = unitOfWork;
+        // A committed marker is final (nothing releases it), whether this step wrote it or met it.
         if (record && writes.length === 0) {
-          return outcomeOfInsert(await store.insert(record, nowMillis), fingerprint, nowMillis);
+          const inserted = await store.insert(record, nowMillis);
+          const stored = inserted.kind === 'inserted' ? record : inserted.record;
+          return completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), stored.expiresAt);
         }
         const result = record
           ? await store.commit(record, writes, nowMillis)
           : await store.commitWithItemMarker(writes, { ...marked!, fingerprint }, nowMillis);
         if (result.kind === 'condition-failed') {
           // A version guard's condition failing means a newer version is stored: not an error.
-          if (unitOfWork.guards.has(result.index)) return { kind: 'stale' };
+          if (unitOfWork.guards.has(result.index)) return stepResult({ kind: 'stale' });
           const detail = result.message ? `: ${result.message}` : '';
-          return {
+          return stepResult({
             kind: 'permanent',
             code: 'BUSINESS_CONDITION_FAILED',
             reason: `The condition of business write ${result.index} failed${detail}`,
-          };
+          });
         }
-        return result.kind === 'committed'
-          ? { kind: 'processed' }
-          : outcomeOfExisting(result.record, fingerprint, nowMillis);
+        if (result.kind === 'committed') {
+          const expiresAt = record ? record.expiresAt : markedExpiresAt(writes[marked!.index]!);
+          return completedStep({ kind: 'processed' }, expiresAt);
+        }
+        return completedStep(
+          outcomeOfExisting(result.record, fingerprint, nowMillis),
+          result.record.expiresAt,
+        );
       }
     },
   };
+}
+
+/**
+ * When a marked item stops holding its key, as for an entity: at its numeric `expiresAt`
+ * attribute (epoch seconds, as the store's condition reads it), else never.
+ */
+function markedExpiresAt(write: TransactWriteAction): number {
+  const expiresAt = write.Put?.Item?.[INBOX_ATTRIBUTES.expiresAt];
+  return typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER;
 }
 
 /**

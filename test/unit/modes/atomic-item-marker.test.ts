@@ -127,6 +127,28 @@ describe('atomic mode with the marker on a business item', () => {
     expect(store.read('Stock', 'sku-1')).toEqual({ pk: 'sku-1', available: 9 });
   });
 
+  it('remembers a committed marked item in the completed-record cache: a redelivery is a duplicate without a request', async () => {
+    const store = createMemoryStore({ keys: { Orders: ['orderId'] } });
+    store.seed('Stock', { pk: 'sku-1', available: 10 });
+    const metrics = captureMetrics();
+    const processBatch = createBatchProcessor<OrderPlaced>({
+      consumer: 'orders',
+      dedupKey: fromBody('orderId'),
+      mode: atomic(placeOrder, { marker: 'item' }),
+      store,
+      clock: manualClock(),
+      logger: captureLogger(),
+      metrics,
+      completedCache: { maxEntries: 10 },
+    });
+    await processBatch(message('m-1', placed('o-1')));
+
+    expect(await processBatch(message('m-1', placed('o-1')))).toEqual({ batchItemFailures: [] });
+
+    expect(store.calls.map((call) => call.method)).toEqual(['commitWithItemMarker']);
+    expect(metrics.published[1]?.counts).toEqual(counts({ duplicate: 1, cacheHit: 1 }));
+  });
+
   it('dead-letters the same key with a different payload as PAYLOAD_MISMATCH', async () => {
     const { store, logger, processBatch } = setup();
     await processBatch(message('m-1', placed('o-1', 30)));
