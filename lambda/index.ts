@@ -82,6 +82,7 @@ export type {
   InboxStatus,
   InboxStore,
   InsertResult,
+  ItemMarker,
   LeaseStore,
   MarkerStore,
   ReleaseGuard,
@@ -117,7 +118,7 @@ export {
   toScheduleSlot,
 } from './jobs/index';
 export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
-export { type AtomicHandler, atomic } from './modes/atomic';
+export { type AtomicHandler, type AtomicOptions, atomic, type ItemMarkerHandler } from './modes/atomic';
 export { type EntityHandler, entity } from './modes/entity';
 export { type MarkerHandler, marker } from './modes/marker';
 export {
@@ -131,6 +132,9 @@ export {
 export type {
   ConditionCheckWrite,
   DeleteWrite,
+  ItemMarkerUnitOfWork,
+  MarkerPlacement,
+  MarkerPutWrite,
   PutWrite,
   UnitOfWork,
   UpdateWrite,
