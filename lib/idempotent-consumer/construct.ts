@@ -23,6 +23,7 @@ import {
   ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
 } from '../consumer-permissions';
+import { assertNoFailures } from '../consumer-validation';
 import { InboxTable } from '../inbox-table';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
 import {
@@ -38,7 +39,7 @@ import {
 import { consumerMetric, createConsumerAlarms, createConsumerDashboard, duplicateRate } from './monitoring';
 import type { IdempotentConsumerProps } from './props';
 import { knownDeadLetterQueue, resolveTiming } from './timing';
-import { assertNoFailures, validateConsumerProps } from './validation';
+import { validateConsumerProps } from './validation';
 
 /**
  * An idempotent SQS → Lambda → DynamoDB consumer: the queue and its dead-letter queue, the
