@@ -25,7 +25,12 @@ import {
 } from '../consumer-validation';
 import { LAMBDA_MAX_TIMEOUT, WARNING_PREFIX } from '../idempotent-consumer/defaults';
 import { STREAM_MAX_RECORD_AGE_LIMIT } from '../record-ttl';
-import { MAX_RETRY_ATTEMPTS, MAX_STREAM_BATCH_SIZE, MIN_RECORD_AGE } from './defaults';
+import {
+  DEFAULT_ITERATOR_AGE_THRESHOLD,
+  MAX_RETRY_ATTEMPTS,
+  MAX_STREAM_BATCH_SIZE,
+  MIN_RECORD_AGE,
+} from './defaults';
 import type { IdempotentStreamConsumerProps } from './props';
 import type { StreamConsumerTiming } from './timing';
 
@@ -179,8 +184,9 @@ function checkAges(props: IdempotentStreamConsumerProps, timing: StreamConsumerT
       `\`maxRecordAge\` (${age.toHumanString()}) is not below the stream's retention (${retention.toHumanString()}): a record the event source gives up on leaves the stream at the same time, so the range its on-failure record names can no longer be read. Leave \`maxRecordAge\` unset (half the retention) or shorten it.`,
     );
   }
-  const threshold = props.iteratorAgeThreshold;
-  if (threshold && !threshold.isUnresolved() && threshold.toSeconds() >= age.toSeconds()) {
+  const threshold = props.iteratorAgeThreshold ?? DEFAULT_ITERATOR_AGE_THRESHOLD;
+  const alarmed = props.createAlarms ?? true;
+  if (alarmed && !threshold.isUnresolved() && threshold.toSeconds() >= age.toSeconds()) {
     warn(
       'iteratorAgeAlarmAfterMaxRecordAge',
       `\`iteratorAgeThreshold\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): records are given up on before the iterator-age alarm fires.`,
