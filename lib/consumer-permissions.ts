@@ -154,3 +154,9 @@ export const DYNAMODB_STREAM_READ_ACTIONS: readonly string[] = Object.freeze([
 
 /** KMS actions a reader of a stream encrypted with a customer-managed key needs. */
 export const STREAM_KEY_READ_ACTIONS: readonly string[] = Object.freeze(['kms:Decrypt']);
+
+/** KMS actions SNS needs from a publisher to a topic under a customer-managed key. */
+export const TOPIC_KEY_PUBLISH_ACTIONS: readonly string[] = Object.freeze([
+  'kms:GenerateDataKey',
+  'kms:Decrypt',
+]);

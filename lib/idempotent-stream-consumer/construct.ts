@@ -20,6 +20,7 @@ import {
   ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
   STREAM_KEY_READ_ACTIONS,
+  TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
 import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT } from '../idempotent-consumer/defaults';
@@ -375,7 +376,12 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
       queue.encryptionMasterKey?.grant(this.handler, ...QUEUE_KEY_SEND_ACTIONS);
     }
     if (this.onFailureTopic) {
-      this.onFailureTopic.grantPublish(this.handler);
+      iam.Grant.addToPrincipal({
+        grantee: this.handler,
+        actions: ['sns:Publish'],
+        resourceArns: [this.onFailureTopic.topicArn],
+      });
+      this.onFailureTopic.masterKey?.grant(this.handler, ...TOPIC_KEY_PUBLISH_ACTIONS);
     }
   }
 }
