@@ -508,7 +508,13 @@ describe('IdempotentStreamConsumer failure destinations', () => {
     });
     template.resourceCountIs('AWS::SQS::Queue', 1);
     expect(permissionsOf(template, consumer.role)).toEqual(
-      expect.arrayContaining([`Allow sns:Publish ${logicalId(topic!)}`]),
+      [
+        ...allow(KINESIS_STREAM_READ_ACTIONS, consumer.stream!),
+        ...allow(INBOX_TABLE_ACTIONS.marker, consumer.inboxTable!),
+        `Allow sns:Publish ${logicalId(topic!)}`,
+        ...allow(['sqs:SendMessage'], consumer.deadLetterQueue),
+        ...allow(LOG_WRITE, `${logicalId(consumer.logGroup)}.Arn`),
+      ].sort(),
     );
     const alarm = template.findResources('AWS::CloudWatch::Alarm')[logicalId(consumer.onFailureAlarm!)];
     expect(alarm?.Properties).toEqual(
@@ -520,6 +526,16 @@ describe('IdempotentStreamConsumer failure destinations', () => {
         TreatMissingData: 'notBreaching',
       }),
     );
+  });
+
+  it('grants exactly kms:GenerateDataKey and kms:Decrypt on the key of an encrypted on-failure topic', () => {
+    let key: kms.Key | undefined;
+    const { template, consumer } = synth((stack) => {
+      key = new kms.Key(stack, 'Key');
+      return { onFailureTopic: new sns.Topic(stack, 'Failures', { masterKey: key }) };
+    });
+    const kmsGrants = permissionsOf(template, consumer.role).filter((line) => line.includes(' kms:'));
+    expect(kmsGrants).toEqual(allow(['kms:Decrypt', 'kms:GenerateDataKey'], key!));
   });
 
   it('uses given on-failure and dead-letter queues, and grants the KMS send actions of their keys', () => {
