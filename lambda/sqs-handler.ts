@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { applyConstructEnvironment, constructModeDefaults } from './construct-environment';
-import { createBatchProcessor } from './core/batch-processor';
+import { type BatchOrdering, createBatchProcessor } from './core/batch-processor';
 import type { Environment } from './core/environment';
 import { expectMode, type Mode, type ModeDefaults } from './core/mode';
 import type { CommonOptions } from './core/options';
@@ -122,10 +122,12 @@ export function createSqsHandler<TBody = unknown, TStore = unknown>(
 /**
  * `createSqsHandler` for an entry point that supplies mode defaults of its own (the worker's
  * visibility timeout as the two-phase lease); they win over the construct's `EO_LEASE_MILLIS`.
+ * `ordering` is the transport's own record order (a stream entry point's shards).
  */
 export function createSqsHandlerWithDefaults<TBody, TStore>(
   options: SqsHandlerOptions<TBody, TStore>,
   modeDefaults: ModeDefaults,
+  ordering: BatchOrdering = {},
 ): SqsHandler {
   const environment = options?.environment ?? process.env;
   const resolved = applyConstructEnvironment(options, environment);
@@ -143,5 +145,6 @@ export function createSqsHandlerWithDefaults<TBody, TStore>(
       leaseMillis: modeDefaults.leaseMillis ?? constructDefaults.leaseMillis,
       heartbeat: modeDefaults.heartbeat,
     },
+    ordering,
   );
 }

@@ -54,6 +54,20 @@ export function deadlineMarginFor(marginMillis: number, remainingMillis: number)
 /** The original FIFO deduplication id of a record: `fromDeduplicationId`'s key. */
 const originalDeduplicationId = fromDeduplicationId();
 
+/**
+ * How an entry point's transport orders its records. Records of one ordering group run one after
+ * the other in batch order, and once one is reported as a failure the later ones are reported as
+ * failures without running (`GROUP_BLOCKED`).
+ */
+export interface BatchOrdering {
+  /**
+   * The ordering group of a record, `undefined` for a record that keeps no order. A stream entry
+   * point returns the record's shard.
+   * @default the message group of a FIFO queue's record (`fifoGroupOf`)
+   */
+  readonly groupOf?: (record: SqsRecord) => string | undefined;
+}
+
 /** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
 type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
 
@@ -80,6 +94,8 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  * The engine knows no mode: `options.mode` (`marker(...)`, `atomic(...)`, `entity(...)`,
  * `twoPhase(...)`) checks its own options and the store here, and `modeDefaults` are what the
  * entry point's environment supplies to it (`EO_LEASE_MILLIS`, the worker's visibility timeout).
+ * `ordering` replaces the FIFO grouping for a transport with an order of its own (a stream's
+ * shards).
  *
  * @example
  * const processBatch = createBatchProcessor({
@@ -94,8 +110,10 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
 export function createBatchProcessor<TBody = unknown, TStore = unknown>(
   options: BatchProcessorOptions<TBody, TStore>,
   modeDefaults: ModeDefaults = {},
+  ordering: BatchOrdering = {},
 ): SqsHandler {
   const config = resolveOptions(options);
+  const groupOf = ordering.groupOf ?? fifoGroupOf;
   const { clock, consumer } = config;
   const logger = config.logger ?? createJsonLogger();
   const metrics =
@@ -174,7 +192,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
     const groupPrevious: (number | undefined)[] = [];
     const dependencies = records.map((record, index) => {
       const list: number[] = [];
-      const group = fifoGroupOf(record);
+      const group = groupOf(record);
       if (group !== undefined) {
         const previous = lastOfGroup.get(group);
         groupPrevious[index] = previous;

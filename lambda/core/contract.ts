@@ -117,6 +117,19 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   deduplicationId: DEDUPLICATION_ID_ATTRIBUTE,
 });
 
+/**
+ * Message attributes a stream entry point gives each record it processes (`message.attributes`),
+ * so a record that goes to the dead-letter queue names where it came from: the stream (or table
+ * stream) ARN, the shard (Kinesis only: a DynamoDB Streams record does not name its shard), the
+ * sequence number to read it again from, and a Kinesis record's partition key.
+ */
+export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  eventSourceArn: 'eo-event-source-arn',
+  shardId: 'eo-shard-id',
+  sequenceNumber: 'eo-sequence-number',
+  partitionKey: 'eo-partition-key',
+});
+
 // Runtime rules the construct checks at synth time: `lib/` may import nothing else from
 // `lambda/`, so the values it mirrors live here.
 
