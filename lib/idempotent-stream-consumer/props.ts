@@ -310,8 +310,9 @@ export interface IdempotentStreamConsumerProps {
   readonly alarmTopic?: sns.ITopic;
 
   /**
-   * Age of the newest record the function has received, as Lambda's `IteratorAge` (maximum
-   * over a minute), that raises the iterator-age alarm: the consumer falls behind its stream.
+   * Lambda's `IteratorAge` (the age of the last record of each batch when the function received
+   * it; maximum over a minute) that raises the iterator-age alarm: the consumer falls behind its
+   * stream.
    * At or above `maxRecordAge` draws a warning, since records are then given up on before it
    * fires.
    *
