@@ -14,6 +14,7 @@ import {
   DEAD_LETTER_MODES,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   ENV,
+  MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import {
@@ -76,6 +77,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.leaseMillis]: '`lease`',
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',
+  [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
 };
 
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
@@ -183,6 +185,7 @@ function checkNumbers(props: IdempotentConsumerProps, fail: Fail): void {
   integer('maxReceiveCount', props.maxReceiveCount, 1, 1000);
   integer('maxConcurrency', props.maxConcurrency, 2, 1000);
   integer('batchSize', props.batchSize, 1, props.maxBatchingWindow ? 10000 : 10);
+  integer('completedCacheMaxEntries', props.completedCacheMaxEntries, 1, MAX_COMPLETED_CACHE_ENTRIES);
   duration('timeout', props.timeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT);
   duration('retentionPeriod', props.retentionPeriod, Duration.seconds(60), SQS_MAX_RETENTION);
   duration(
