@@ -1,4 +1,4 @@
-import { Annotations, type Duration, Names, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Annotations, type Duration, Names, RemovalPolicy, Tokenization, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -189,6 +189,11 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
     };
     if (this.inboxTable) environment[ENV.inboxTable] = this.inboxTable.tableName;
     if (props.logLevel) environment[ENV.logLevel] = props.logLevel;
+    if (props.completedCacheMaxEntries !== undefined) {
+      environment[ENV.completedCacheMaxEntries] = Tokenization.stringifyNumber(
+        props.completedCacheMaxEntries,
+      );
+    }
     this.environment = Object.freeze(environment);
 
     // Function.
@@ -279,6 +284,11 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
   /** Records that failed permanently (dead-lettered with a reason). */
   public metricPermanent(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.metric(METRICS.permanent, props);
+  }
+
+  /** Duplicates acknowledged from the completed-record cache, with no request (`completedCacheMaxEntries`). */
+  public metricCacheHit(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.metric(METRICS.cacheHit, props);
   }
 
   /** Share of duplicates among processed and duplicate records, 0 when there were none. */

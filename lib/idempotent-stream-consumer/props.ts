@@ -106,6 +106,16 @@ export interface IdempotentStreamConsumerProps {
   readonly logLevel?: ConsumerLogLevel;
 
   /**
+   * Turns on the runtime's completed-record cache with this many entries, 1 to 10000
+   * (`EO_COMPLETED_CACHE_MAX_ENTRIES`), as for `IdempotentConsumer`: a record this execution
+   * environment completed, replayed from a checkpoint or after a bisect, is acknowledged with no
+   * DynamoDB request (metric `CacheHit`).
+   *
+   * @default - off: every record asks the store
+   */
+  readonly completedCacheMaxEntries?: number;
+
+  /**
    * X-Ray tracing. Active tracing grants `xray:PutTraceSegments` and
    * `xray:PutTelemetryRecords` on `*` (X-Ray has no resource-level permissions).
    *

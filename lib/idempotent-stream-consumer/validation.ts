@@ -9,7 +9,12 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { CONSUMER_MODES, DEFAULT_DEADLINE_MARGIN_MILLIS, ENV } from '../../lambda/core/contract';
+import {
+  CONSUMER_MODES,
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
+  ENV,
+  MAX_COMPLETED_CACHE_ENTRIES,
+} from '../../lambda/core/contract';
 import {
   type ConsumerNote,
   checkConsumerNameAndNamespace,
@@ -44,6 +49,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.leaseMillis]: '`lease`',
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',
+  [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
 };
 
 /** Runs every check over `props` and the durations derived from them. */
@@ -138,6 +144,13 @@ function checkNumbers(props: IdempotentStreamConsumerProps, fail: Fail): void {
   checkInteger('batchSize', props.batchSize, 1, MAX_STREAM_BATCH_SIZE, fail);
   checkInteger('parallelizationFactor', props.parallelizationFactor, 1, 10, fail);
   checkInteger('retryAttempts', props.retryAttempts, 0, MAX_RETRY_ATTEMPTS, fail);
+  checkInteger(
+    'completedCacheMaxEntries',
+    props.completedCacheMaxEntries,
+    1,
+    MAX_COMPLETED_CACHE_ENTRIES,
+    fail,
+  );
   checkDuration('timeout', props.timeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT, fail);
   checkDuration('maxBatchingWindow', props.maxBatchingWindow, Duration.seconds(0), Duration.minutes(5), fail);
   checkDuration('maxRecordAge', props.maxRecordAge, MIN_RECORD_AGE, STREAM_MAX_RECORD_AGE_LIMIT, fail);

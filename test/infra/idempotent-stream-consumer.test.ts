@@ -592,6 +592,19 @@ describe('IdempotentStreamConsumer failure destinations', () => {
   });
 });
 
+describe('IdempotentStreamConsumer completed-record cache', () => {
+  it('turns the cache on through EO_COMPLETED_CACHE_MAX_ENTRIES, and rejects a size outside 1-10000', () => {
+    const { template, consumer } = synth({ completedCacheMaxEntries: 500 });
+    expect(environmentOf(template, consumer)[ENV.completedCacheMaxEntries]).toBe('500');
+    expect(readConstructSettings({ [ENV.completedCacheMaxEntries]: '500' })).toEqual({
+      completedCacheMaxEntries: 500,
+    });
+    expect(
+      errorOf((stack) => ({ ...kinesisStream(stack), completedCacheMaxEntries: 10_001 })).failures,
+    ).toEqual(['Expected `completedCacheMaxEntries` to be an integer from 1 to 10000, got `10001`']);
+  });
+});
+
 describe('IdempotentStreamConsumer modes and tables', () => {
   it('grants atomic mode its inbox actions and the business table actions with conditionCheck', () => {
     const { stack } = newStack();
