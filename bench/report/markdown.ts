@@ -2,6 +2,7 @@
  * The markdown report: printed by `npm run bench` and saved as `bench/results/latest.md`, the
  * snippet the README's "Performance" section includes.
  */
+import type { LatencyFigures } from '../latency-model';
 import type { Summary } from '../stats';
 import type { BenchResults, CaseFigures } from './results';
 
@@ -37,6 +38,211 @@ const kilobytes = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KB`;
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+const ms = (value: number): string => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+const p50p99 = (figures: LatencyFigures | undefined): string =>
+  figures ? `${ms(figures.p50)} / ${ms(figures.p99)}` : '–';
+const usd = (value: number | undefined): string => (value === undefined ? '–' : `$${value.toFixed(3)}`);
+const messagesPerSecond = (value: number): string =>
+  Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'unbounded';
+
+/** "PutItem → PutItem → UpdateItem": a record's requests, steps in order. */
+export function describeTrace(
+  trace: readonly { readonly operation: string; readonly step: number; readonly items: readonly unknown[] }[],
+): string {
+  if (trace.length === 0) return 'none';
+  const steps = new Map<number, string[]>();
+  for (const request of trace) {
+    const name =
+      request.operation === 'TransactWriteItems'
+        ? `TransactWriteItems(${request.items.length})`
+        : request.operation;
+    steps.set(request.step, [...(steps.get(request.step) ?? []), name]);
+  }
+  return [...steps.values()].map((names) => names.join(' + ')).join(' → ');
+}
+
+/** The sections users pay for: latency, dollars, the model's sources, cold start, CPU, ceilings. */
+export function renderCostSections(
+  results: BenchResults,
+  ids: readonly string[],
+  label: (id: string) => string,
+): string[] {
+  const out: string[] = [];
+  const rate = results.costAssumptions.duplicateRate;
+  out.push(
+    '### Latency added per batch (modelled)',
+    '',
+    'Wall time of the DynamoDB requests of one batch, in ms, p50 / p99, from the latency model below: each ' +
+      "record's requests as traced on the stub, each request's latency drawn from published measurements " +
+      `(${results.latencyModel.simulation.batches.toLocaleString('en-US')} batches, seed ${results.latencyModel.simulation.seed}; deterministic). ` +
+      'Standard queue unless FIFO; first delivery unless duplicate.',
+    '',
+    table(
+      [
+        'implementation',
+        'requests of one record (first delivery)',
+        'batch of 1',
+        'batch of 10',
+        'batch of 10, duplicates',
+        'FIFO, 10 in one group',
+        'FIFO, 10 in ten groups',
+      ],
+      ids.map((id) => {
+        const latency = results.latency[id];
+        return [
+          label(id),
+          describeTrace(results.traces[id]?.first ?? []),
+          p50p99(latency?.single.first),
+          p50p99(latency?.batch.first),
+          p50p99(latency?.batch.duplicate),
+          p50p99(latency?.fifoOneGroup.first),
+          p50p99(latency?.fifoTenGroups.first),
+        ];
+      }),
+    ),
+    '',
+    '### Dollars per million messages',
+    '',
+    `List prices, us-east-1 (read ${results.prices.dynamoDbWriteRequestUnit?.read ?? '–'}): DynamoDB on-demand, Lambda at ` +
+      `${results.costAssumptions.lambdaMemoryMegabytes.toLocaleString('en-US')} MB for ${results.costAssumptions.lambdaDuration}, ` +
+      `batches of ${results.costAssumptions.batchSize}, SQS standard at ${results.costAssumptions.sqsRequestsPerMessage.toFixed(1)} ` +
+      `requests per message (send, and the batch's receive and delete). Write units: ${results.capacitySource.detail}. ` +
+      `Blended: ${Math.round(rate * 100)}% of deliveries are duplicates.`,
+    '',
+    table(
+      [
+        'implementation',
+        'first delivery (DynamoDB + Lambda + SQS)',
+        'duplicate',
+        `blended (${Math.round(rate * 100)}% duplicates)`,
+        'write units first / duplicate',
+      ],
+      ids.map((id) => {
+        const dollars = results.dollars[id];
+        const figures = results.byImplementation[id];
+        if (!dollars || !figures) return [label(id), '–', '–', '–', '–'];
+        const parts = (cost: typeof dollars.first) =>
+          `${usd(cost.total)} (${usd(cost.dynamoDb)} + ${usd(cost.lambda)} + ${usd(cost.sqs)})`;
+        return [
+          label(id),
+          parts(dollars.first),
+          parts(dollars.duplicate),
+          usd(dollars.blended),
+          `${formatNumber(figures.writeUnitsPerMessage.first)} / ${formatNumber(figures.writeUnitsPerMessage.duplicate)}`,
+        ];
+      }),
+    ),
+    '',
+    '### The latency model',
+    '',
+    `Distribution: ${results.latencyModel.distribution}.`,
+    '',
+    table(
+      ['request', 'p50 ms', 'p99 ms', 'source', 'basis'],
+      results.latencyModel.operations.map((row) => [
+        row.request,
+        ms(row.p50Millis),
+        ms(row.p99Millis),
+        row.source,
+        row.basis,
+      ]),
+    ),
+    '',
+    'Sources:',
+    '',
+    ...Object.entries(results.latencyModel.sources).map(
+      ([id, source]) =>
+        `- \`${id}\`: ${source.title}, <${source.url}>, published ${source.published}. Measured: ${source.measured}`,
+    ),
+    '',
+    'Assumptions:',
+    '',
+    ...results.latencyModel.assumptions.map((assumption) => `- ${assumption}.`),
+    '',
+    'How each implementation runs a batch:',
+    '',
+    ...ids.map((id) => `- ${label(id)}: ${results.latencyModel.schedules[id]?.basis ?? '–'}.`),
+  );
+
+  out.push(
+    '',
+    '### Cold start and CPU against the same calls',
+    '',
+    `Module init: the handler bundle (AWS SDK inside) required in a fresh \`node\`, median of ${results.plan.initRepetitions}. ` +
+      `Noise band: ${formatNumber(results.initNoise.bandMillis)} ms (${results.initNoise.method}). ` +
+      'CPU: client CPU per record against the hand-written handler making the same calls, ' +
+      `${results.cpuRatioVsSameCallsInterval[Object.keys(results.cpuRatioVsSameCallsInterval)[0] ?? '']?.method ?? 'bootstrap'}; ` +
+      "ms per batch of 10 taken at one vCPU (1,769 MB), this machine's core standing in for Lambda's (an assumption). " +
+      'CPU figures come from a loaded shared machine: noisy, unlike the modelled ones.',
+    '',
+    table(
+      [
+        'implementation',
+        'init ms',
+        'added to bare ms',
+        'handler bundle, SDK external (min)',
+        'CPU vs same calls (95% interval)',
+        'CPU ms added per batch of 10 (upper end)',
+      ],
+      ids.map((id) => {
+        const interval = results.cpuRatioVsSameCallsInterval[id];
+        const added = results.cpuMillisAddedPerBatch[id];
+        const bundle = results.bundles[id];
+        return [
+          label(id),
+          formatNumber(results.byImplementation[id]?.initMillis ?? Number.NaN),
+          id === 'bare' ? '–' : formatNumber(results.initAddedMillis[id] ?? Number.NaN),
+          bundle ? kilobytes(bundle.withoutSdk.minified) : '–',
+          interval
+            ? `${formatRatio(interval.median)} (${formatRatio(interval.ciLow)}–${formatRatio(interval.ciHigh)})`
+            : '–',
+          added ? `${formatNumber(added.median)} (${formatNumber(added.ciHigh)})` : '–',
+        ];
+      }),
+    ),
+  );
+
+  const inputs = results.ceilings.inputs;
+  const hot = results.ceilings.hotItem;
+  out.push(
+    '',
+    '### Throughput ceilings (computed, not a run)',
+    '',
+    'First deliveries per second before a limit is reached, from the write units each row puts on its busiest ' +
+      'table (traced, items under 1 KB) and the modelled p50s.',
+    '',
+    table(
+      [
+        'implementation',
+        'busiest table: WRU per message',
+        `table at its default quota (${inputs.tableWriteQuota?.value.toLocaleString('en-US')} WRU/s)`,
+        `new on-demand table (${inputs.newTableWrites?.value.toLocaleString('en-US')} WRU/s)`,
+        'one FIFO message group',
+        `event source at ${inputs.eventSourceConcurrency?.value.toLocaleString('en-US')} batches in flight`,
+      ],
+      results.ceilings.rows.map((row) => [
+        label(row.id),
+        `${row.busiestTable}: ${formatNumber(row.writeUnitsOnBusiestTable)}`,
+        messagesPerSecond(row.messagesPerSecondTableQuota),
+        messagesPerSecond(row.messagesPerSecondNewTable),
+        messagesPerSecond(row.messagesPerSecondPerFifoGroup),
+        messagesPerSecond(row.messagesPerSecondEventSource),
+      ]),
+    ),
+    '',
+    `A hot business item in atomic mode (every message writes the same item): at most ${messagesPerSecond(hot.quotaBound)} commits/s ` +
+      `by the partition quota, and at most about ${messagesPerSecond(hot.serialBound)}/s because transactions on one item ` +
+      `serialise (${hot.basis}). A FIFO group is capped the same way for every implementation: one record at a time.`,
+    '',
+    'Inputs:',
+    '',
+    ...Object.values(inputs).map(
+      (input) => `- ${input.name}: ${input.value.toLocaleString('en-US')} ${input.unit} (<${input.source}>).`,
+    ),
+  );
+  return out;
 }
 
 /** What the delivery of a case did, beyond its request count. */
@@ -91,6 +297,7 @@ export function renderMarkdown(results: BenchResults, options: { readonly svgPat
   if (results.unavailable.length > 0) {
     out.push('', ...results.unavailable.map(({ label: name, reason }) => `- ${name}: ${reason}.`));
   }
+  out.push('', ...renderCostSections(results, all, label));
   out.push('', `![Benchmark chart](${options.svgPath})`);
 
   out.push(
