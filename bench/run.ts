@@ -570,7 +570,7 @@ async function main(): Promise<void> {
           ? `the emulator did not run (${emulatorError ?? 'unknown'}); units are the documented formula, computed by the stub`
           : consumedCapacity === null
             ? 'the emulator answered a PutItem with ReturnConsumedCapacity: TOTAL without ConsumedCapacity, so every unit is the documented formula, computed by the stub'
-            : `the emulator reports ConsumedCapacity (${JSON.stringify(consumedCapacity)} for a 1-attribute PutItem); the units in this report are still the documented formula, computed by the stub`,
+            : `MiniStack reports ConsumedCapacity (${JSON.stringify(consumedCapacity)} for a 1-attribute PutItem), so the emulator run measures units per first delivery (the "emulator" column of the write-unit table); the dollars use the documented formula computed by the stub, which is AWS's metering rule, where the emulator's figure is its own computation`,
     },
     initNoise,
     initAddedMillis,
@@ -619,6 +619,14 @@ async function main(): Promise<void> {
           [...emulator.samples].map(
             ([id, s]) => [id, summarize(s.map((x) => x.requestsPerMessage)).median] as const,
           ),
+        )
+      : null,
+    emulatorConsumedUnitsPerMessage: emulator
+      ? byId(
+          [...emulator.samples].map(([id, s]) => {
+            const units = s.map((x) => x.consumedUnitsPerMessage);
+            return [id, units.some((u) => u === null) ? null : median(units as number[])] as const;
+          }),
         )
       : null,
     emulatorError,

@@ -63,6 +63,47 @@ export function describeTrace(
   return [...steps.values()].map((names) => names.join(' + ')).join(' → ');
 }
 
+/** The rows of the headline cost and latency table, cheapest mode first, then the peers. */
+export const HEADLINE_ROWS = [
+  'entity',
+  'marker',
+  'atomic',
+  'two-phase',
+  'powertools',
+  'powertools-local-cache',
+  'powertools-no-validation',
+  'bare',
+] as const;
+
+/**
+ * The headline table (the README's mode chooser and performance section show it as is):
+ * requests and write units per message, modelled p50 / p99 per batch of 10, dollars per million.
+ */
+export function renderHeadlineTable(results: BenchResults): string {
+  const labels = new Map(results.implementations.map(({ id, label }) => [id, label]));
+  return table(
+    [
+      'implementation',
+      'requests first / duplicate',
+      'write units first / duplicate',
+      'p50 / p99 ms per batch of 10',
+      '$ per million first deliveries',
+      '$ per million duplicates',
+    ],
+    HEADLINE_ROWS.filter((id) => results.byImplementation[id] !== undefined).map((id) => {
+      const figures = results.byImplementation[id]!;
+      return [
+        labels.get(id) ?? id,
+        `${formatNumber(figures.requestsPerMessage.first)} / ${formatNumber(figures.requestsPerMessage.duplicate)}`,
+        `${formatNumber(figures.writeUnitsPerMessage.first)} / ${formatNumber(figures.writeUnitsPerMessage.duplicate)}`,
+        `${ms(figures.latencyMillisPerBatch.p50)} / ${ms(figures.latencyMillisPerBatch.p99)}`,
+        usd(figures.dollarsPerMillion.first),
+        usd(figures.dollarsPerMillion.duplicate),
+      ];
+    }),
+  );
+}
+
 /** The sections users pay for: latency, dollars, the model's sources, cold start, CPU, ceilings. */
 export function renderCostSections(
   results: BenchResults,
@@ -72,6 +113,13 @@ export function renderCostSections(
   const out: string[] = [];
   const rate = results.costAssumptions.duplicateRate;
   out.push(
+    '### Cost and latency per message',
+    '',
+    'Requests and write units counted on the stub; latency modelled from published measurements; dollars at ' +
+      'list prices (sections below).',
+    '',
+    renderHeadlineTable(results),
+    '',
     '### Latency added per batch (modelled)',
     '',
     'Wall time of the DynamoDB requests of one batch, in ms, p50 / p99, from the latency model below: each ' +
@@ -333,10 +381,10 @@ export function renderMarkdown(results: BenchResults, options: { readonly svgPat
     '',
     '### Write units per message',
     '',
-    `Formula: ${results.capacityFormula}`,
+    `Formula: ${results.capacityFormula} Last column: ${results.capacitySource.detail}.`,
     '',
     table(
-      ['implementation', ...Object.values(CASE_TITLES)],
+      ['implementation', ...Object.values(CASE_TITLES), 'emulator-reported units, first delivery'],
       compared.map((id) => [
         label(id),
         ...(Object.keys(CASE_TITLES) as (keyof typeof CASE_TITLES)[]).map((name) => {
@@ -345,6 +393,9 @@ export function renderMarkdown(results: BenchResults, options: { readonly svgPat
           const reads = figures.readUnits.median > 0 ? ` + ${formatNumber(figures.readUnits.median)} RU` : '';
           return `${formatNumber(figures.writeUnits.median)}${reads}`;
         }),
+        ((units) => (units === null || units === undefined ? '–' : formatNumber(units)))(
+          results.emulatorConsumedUnitsPerMessage?.[id],
+        ),
       ]),
     ),
   );

@@ -173,6 +173,8 @@ export interface BenchResults {
   readonly emulatorThroughputRatioVsBare: Readonly<Record<string, number>> | null;
   /** DynamoDB requests per message counted on the emulator (cross-check of the stub). */
   readonly emulatorRequestsPerMessage: Readonly<Record<string, number>> | null;
+  /** Capacity units per message (first delivery) as the emulator reported them; null where it reports none. */
+  readonly emulatorConsumedUnitsPerMessage: Readonly<Record<string, number | null>> | null;
   readonly emulatorError: string | null;
   /** Null when `global.gc` was not exposed. */
   readonly retainedHeapBytesPerMessage: Readonly<Record<string, Summary>> | null;

@@ -196,7 +196,7 @@ export function evaluateTargets(inputs: TargetInputs): TargetResult[] {
       });
     }
     const rowRequests = inputs.requests[row]?.first;
-    const peerDescription = `modelled p50 per batch of 10 below ${inputs.peer}'s, in a mode making fewer requests`;
+    const peerDescription = `modelled p50 per batch of 10 below the peer's (${inputs.peer}), in a mode making fewer requests`;
     if (
       p50 === undefined ||
       peerP50 === undefined ||
@@ -231,7 +231,7 @@ export function evaluateTargets(inputs: TargetInputs): TargetResult[] {
   // 3. Dollars per million first deliveries below the peer's; a cached duplicate costs 0 requests.
   const peerDollars = inputs.dollarsFirst[inputs.peer];
   for (const row of ['marker', 'entity', atomicOnItem ?? 'atomic-marker-on-item']) {
-    const description = `dollars per million first deliveries below ${inputs.peer}'s`;
+    const description = `dollars per million first deliveries below the peer's (${inputs.peer})`;
     const value = inputs.dollarsFirst[row];
     if (value === undefined || peerDollars === undefined) {
       results.push(
