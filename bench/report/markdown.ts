@@ -63,7 +63,7 @@ export function describeTrace(
   return [...steps.values()].map((names) => names.join(' + ')).join(' → ');
 }
 
-/** The rows of the headline cost and latency table, cheapest mode first, then the peers. */
+/** The first rows of the headline cost and latency table, cheapest mode first, then the peers; other rows follow. */
 export const HEADLINE_ROWS = [
   'entity',
   'marker',
@@ -90,7 +90,13 @@ export function renderHeadlineTable(results: BenchResults): string {
       '$ per million first deliveries',
       '$ per million duplicates',
     ],
-    HEADLINE_ROWS.filter((id) => results.byImplementation[id] !== undefined).map((id) => {
+    [
+      ...HEADLINE_ROWS.filter((id) => results.byImplementation[id] !== undefined),
+      // Rows added later (a feature's row) follow; the hand-written baselines stay out.
+      ...Object.keys(results.byImplementation).filter(
+        (id) => !(HEADLINE_ROWS as readonly string[]).includes(id) && !id.startsWith('manual-'),
+      ),
+    ].map((id) => {
       const figures = results.byImplementation[id]!;
       return [
         labels.get(id) ?? id,
