@@ -4,6 +4,7 @@
  */
 
 export { createBatchProcessor } from './core/batch-processor';
+export type { CompletedCacheOptions } from './core/completed-cache';
 export {
   DEAD_LETTER_ATTRIBUTES,
   DEFAULT_METRIC_NAMESPACE,
