@@ -94,6 +94,14 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     schedule: TOOLKIT_SCHEDULE,
   },
   {
+    id: 'entity-cached',
+    label: 'effectively-once entity, completed-record cache on',
+    kind: 'toolkit',
+    mode: 'entity-cached',
+    feature: 'completed-record-cache',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
     id: 'powertools',
     label: 'Powertools idempotency (payload validation, no cache)',
     kind: 'powertools',

@@ -7,13 +7,14 @@ import type { BatchHandler, BenchTables } from '../workload';
 import { createAtomicHandler } from './toolkit/atomic';
 import type { ToolkitClients } from './toolkit/common';
 import { createEntityHandler } from './toolkit/entity';
+import { createEntityCachedHandler } from './toolkit/entity-cached';
 import { createMarkerHandler } from './toolkit/marker';
 import { createTwoPhaseHandler } from './toolkit/two-phase';
 
 export type { ToolkitClients } from './toolkit/common';
 
 /** The toolkit handlers the benchmark knows. */
-export type ToolkitMode = 'marker' | 'atomic' | 'entity' | 'two-phase';
+export type ToolkitMode = 'marker' | 'atomic' | 'entity' | 'two-phase' | 'entity-cached';
 
 /** Each mode's handler: the module under `implementations/` and the factory it exports (for bundles). */
 export const TOOLKIT_HANDLERS: Readonly<
@@ -33,6 +34,11 @@ export const TOOLKIT_HANDLERS: Readonly<
     module: './toolkit/two-phase',
     factory: 'createTwoPhaseHandler',
     create: createTwoPhaseHandler,
+  },
+  'entity-cached': {
+    module: './toolkit/entity-cached',
+    factory: 'createEntityCachedHandler',
+    create: createEntityCachedHandler,
   },
 };
 

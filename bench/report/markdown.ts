@@ -66,6 +66,7 @@ export function describeTrace(
 /** The first rows of the headline cost and latency table, cheapest mode first, then the peers; other rows follow. */
 export const HEADLINE_ROWS = [
   'entity',
+  'entity-cached',
   'marker',
   'atomic',
   'two-phase',
