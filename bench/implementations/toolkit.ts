@@ -5,6 +5,7 @@
  */
 import type { BatchHandler, BenchTables } from '../workload';
 import { createAtomicHandler } from './toolkit/atomic';
+import { createAtomicItemHandler } from './toolkit/atomic-item';
 import type { ToolkitClients } from './toolkit/common';
 import { createEntityHandler } from './toolkit/entity';
 import { createEntityCachedHandler } from './toolkit/entity-cached';
@@ -14,7 +15,7 @@ import { createTwoPhaseHandler } from './toolkit/two-phase';
 export type { ToolkitClients } from './toolkit/common';
 
 /** The toolkit handlers the benchmark knows. */
-export type ToolkitMode = 'marker' | 'atomic' | 'entity' | 'two-phase' | 'entity-cached';
+export type ToolkitMode = 'marker' | 'atomic' | 'entity' | 'two-phase' | 'entity-cached' | 'atomic-item';
 
 /** Each mode's handler: the module under `implementations/` and the factory it exports (for bundles). */
 export const TOOLKIT_HANDLERS: Readonly<
@@ -34,6 +35,11 @@ export const TOOLKIT_HANDLERS: Readonly<
     module: './toolkit/two-phase',
     factory: 'createTwoPhaseHandler',
     create: createTwoPhaseHandler,
+  },
+  'atomic-item': {
+    module: './toolkit/atomic-item',
+    factory: 'createAtomicItemHandler',
+    create: createAtomicItemHandler,
   },
   'entity-cached': {
     module: './toolkit/entity-cached',

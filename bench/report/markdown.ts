@@ -69,6 +69,7 @@ export const HEADLINE_ROWS = [
   'entity-cached',
   'marker',
   'atomic',
+  'atomic-item',
   'two-phase',
   'powertools',
   'powertools-local-cache',
