@@ -1,16 +1,20 @@
 /**
  * effectively-once: idempotent SQS → Lambda → DynamoDB consumers. The package root; every
  * public name is listed here explicitly.
+ *
+ * @module effectively-once
  */
 
 export { createBatchProcessor } from './core/batch-processor';
 export {
   DEAD_LETTER_ATTRIBUTES,
+  DEAD_LETTER_MODES,
   DEFAULT_METRIC_NAMESPACE,
   ENTITY_FINGERPRINT_ATTRIBUTE,
   ENV,
   INBOX_ATTRIBUTES,
   INBOX_STATUS,
+  LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from './core/contract';
@@ -31,6 +35,7 @@ export {
   toDedupKey,
 } from './core/dedup-key';
 export { deriveEffectKeys, type EffectKeys } from './core/effect-keys';
+export type { Environment } from './core/environment';
 export {
   type Disposition,
   dispositionOf,
@@ -47,9 +52,20 @@ export {
   MAX_ITEM_BYTES,
   MAX_TRANSACTION_BYTES,
 } from './core/item-size';
-export { createJsonLogger, type LogEntry, type Logger, type LogLevel } from './core/logger';
+export {
+  createJsonLogger,
+  type LineWriter,
+  type LogEntry,
+  type Logger,
+  type LogLevel,
+} from './core/logger';
 export type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './core/message';
-export { createEmfMetricsSink, type MetricsSink, type OutcomeCounts } from './core/metrics';
+export {
+  createEmfMetricsSink,
+  type EmfMetricsSinkOptions,
+  type MetricsSink,
+  type OutcomeCounts,
+} from './core/metrics';
 export type {
   Mode,
   ModeDefaults,
@@ -61,7 +77,7 @@ export type {
   StoreCapability,
 } from './core/mode';
 export type { BatchProcessorOptions, CommonOptions } from './core/options';
-export type { Outcome, OutcomeKind } from './core/outcome';
+export type { FailureDetails, Outcome, OutcomeKind } from './core/outcome';
 export type {
   LambdaContext,
   SqsBatchItemFailure,
@@ -70,6 +86,7 @@ export type {
   SqsHandler,
   SqsMessageAttribute,
   SqsRecord,
+  SqsRecordAttributes,
 } from './core/sqs-event';
 export type {
   AtomicStore,
@@ -107,6 +124,7 @@ export {
   createJobGuard,
   type JobGuard,
   type JobGuardOptions,
+  type JobGuardStore,
   type JobResult,
   type JobRun,
   type JobSlot,

@@ -71,7 +71,7 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  *
  * Records that have not started `deadlineMarginMillis` before the Lambda timeout are retried
  * (`DEADLINE`) without running; the margin is capped at half the invocation's remaining time
- * ({@link deadlineMarginFor}), so every invocation with time left starts records.
+ * (`deadlineMarginFor`), so every invocation with time left starts records.
  *
  * Failures are logged and dead-lettered with the toolkit's reason, the error's class and its
  * `code`; the message of an error thrown by user code (or a library it calls) only with

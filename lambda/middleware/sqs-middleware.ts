@@ -7,6 +7,7 @@ import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
 
 /** A middy middleware object (structurally compatible with `@middy/core`'s `MiddlewareObj`). */
 export interface SqsMiddleware {
+  /** Processes the batch and returns the partial batch response as the early response. */
   readonly before: (request: {
     readonly event: SqsEvent;
     readonly context: LambdaContext;

@@ -5,6 +5,7 @@ describe('package root', () => {
   it('exports exactly the documented runtime names', () => {
     expect(Object.keys(api).sort()).toEqual([
       'DEAD_LETTER_ATTRIBUTES',
+      'DEAD_LETTER_MODES',
       'DEFAULT_METRIC_NAMESPACE',
       'ENTITY_FINGERPRINT_ATTRIBUTE',
       'ENV',
@@ -13,6 +14,7 @@ describe('package root', () => {
       'IDEMPOTENCY_KEY_HEADER',
       'INBOX_ATTRIBUTES',
       'INBOX_STATUS',
+      'LOG_LEVELS',
       'MAX_BUSINESS_WRITES',
       'MAX_ITEM_BYTES',
       'MAX_TRANSACTION_BYTES',
