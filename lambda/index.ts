@@ -121,6 +121,12 @@ export {
   type StoredHttpResponse,
 } from './http/index';
 export {
+  createPowertoolsLogger,
+  createPowertoolsMetricsSink,
+  type PowertoolsLoggerLike,
+  type PowertoolsMetricsLike,
+} from './interop/powertools';
+export {
   createJobGuard,
   type JobGuard,
   type JobGuardOptions,
@@ -133,7 +139,12 @@ export {
   scheduledEventSlot,
   toScheduleSlot,
 } from './jobs/index';
-export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
+export {
+  createSqsMiddleware,
+  MIDDLEWARE_CLEANUP_PREFIX,
+  type SqsMiddleware,
+  type SqsMiddlewareRequest,
+} from './middleware/sqs-middleware';
 export { type AtomicHandler, atomic } from './modes/atomic';
 export { type EntityHandler, entity } from './modes/entity';
 export { type MarkerHandler, marker } from './modes/marker';
