@@ -167,7 +167,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       remainingMillis === undefined
         ? Infinity
         : clock() + remainingMillis - deadlineMarginFor(config.deadlineMarginMillis, remainingMillis);
-    const prepared = records.map((record) => prepareMessage(record, config));
+    const prepared = records.map((record) => prepareMessage(record, config, context));
 
     const lastOfGroup = new Map<string, number>();
     const lastOfKey = new Map<string, number>();
