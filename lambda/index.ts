@@ -6,6 +6,7 @@
  */
 
 export { createBatchProcessor } from './core/batch-processor';
+export type { CompletedCacheOptions } from './core/completed-cache';
 export {
   DEAD_LETTER_ATTRIBUTES,
   DEAD_LETTER_MODES,

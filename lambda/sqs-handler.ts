@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { applyConstructEnvironment, constructModeDefaults } from './construct-environment';
-import { createBatchProcessor } from './core/batch-processor';
+import { type BatchOrdering, createBatchProcessor } from './core/batch-processor';
 import type { Environment } from './core/environment';
 import { expectMode, type Mode, type ModeDefaults } from './core/mode';
 import type { CommonOptions } from './core/options';
@@ -47,7 +47,8 @@ export interface SqsHandlerStoreOptions<TStore = unknown> {
  * Where the construct's settings come from. Inside a function that `IdempotentConsumer`
  * configured, every option it sets an `EO_*` variable for defaults to that variable:
  * `consumer`, `tableName`, `ttlSeconds`, `deadLetter` (and for `direct` a sender to
- * `EO_DEAD_LETTER_QUEUE_URL`), `metricNamespace` and `logLevel`; and the lease of a two-phase
+ * `EO_DEAD_LETTER_QUEUE_URL`), `metricNamespace`, `logLevel` and `completedCache`
+ * (`EO_COMPLETED_CACHE_MAX_ENTRIES`); and the lease of a two-phase
  * claim (`EO_LEASE_MILLIS`; `createSqsWorker` uses its visibility timeout instead), unless the
  * mode sets `leaseMillis`.
  * An explicit option wins; an explicit `consumer` or `tableName` other than the construct's
@@ -122,10 +123,12 @@ export function createSqsHandler<TBody = unknown, TStore = unknown>(
 /**
  * `createSqsHandler` for an entry point that supplies mode defaults of its own (the worker's
  * visibility timeout as the two-phase lease); they win over the construct's `EO_LEASE_MILLIS`.
+ * `ordering` is the transport's own record order (a stream entry point's shards).
  */
 export function createSqsHandlerWithDefaults<TBody, TStore>(
   options: SqsHandlerOptions<TBody, TStore>,
   modeDefaults: ModeDefaults,
+  ordering: BatchOrdering = {},
 ): SqsHandler {
   const environment = options?.environment ?? process.env;
   const resolved = applyConstructEnvironment(options, environment);
@@ -143,5 +146,6 @@ export function createSqsHandlerWithDefaults<TBody, TStore>(
       leaseMillis: modeDefaults.leaseMillis ?? constructDefaults.leaseMillis,
       heartbeat: modeDefaults.heartbeat,
     },
+    ordering,
   );
 }

@@ -7,8 +7,9 @@ import { type LineWriter, type LogEntry, writeStdoutLine } from './logger';
 
 /**
  * Messages per outcome in one invocation; each message is counted exactly once in one of
- * `processed` to `permanent`. `takeover` counts two-phase claims taken over (events, not
- * messages: the message is counted by its outcome too).
+ * `processed` to `permanent`. `takeover` counts two-phase claims taken over, and `cacheHit` the
+ * duplicates the completed-record cache answered without a request (events, not messages: the
+ * message is counted by its outcome too).
  */
 export interface OutcomeCounts {
   /** Messages processed (metric `Processed`). */
@@ -27,6 +28,7 @@ export interface OutcomeCounts {
   permanent: number;
   /** Two-phase claims taken over (`Takeover`). */
   takeover: number;
+  cacheHit: number;
 }
 
 /** Creates all-zero counts. */

@@ -60,8 +60,8 @@ export interface ModeStepInput {
 
 /**
  * The facts of one message's step, returned with its outcome: the log entries of the step (the
- * engine adds the message's fields and logs them before the outcome's line) and the claims it
- * took over (metric `Takeover`).
+ * engine adds the message's fields and logs them before the outcome's line), the claims it
+ * took over (metric `Takeover`) and, when the message is done for good, the record that says so.
  */
 export interface ModeStepResult {
   /** What happened to the message. */
@@ -70,6 +70,15 @@ export interface ModeStepResult {
   readonly logs: readonly LogEntry[];
   /** Claims the step took over after their lease ended. */
   readonly takeovers: number;
+  /**
+   * Set only with a `processed` or `duplicate` outcome whose record is final: one this step
+   * completed (marker: after the effect succeeded; atomic: committed; entity: inserted;
+   * two-phase: every effect completed), or an existing record it read as completed that nothing
+   * will release. Never for a claim in progress or released, nor for another delivery's marker
+   * (released if its effect fails). The completed-record cache keeps such messages until
+   * `expiresAt` (epoch seconds; `Number.MAX_SAFE_INTEGER` for a record that never expires).
+   */
+  readonly completed?: { readonly expiresAt: number };
 }
 
 /** A mode ready to process messages. */
@@ -100,6 +109,19 @@ export interface Mode<TBody = unknown, TStore = unknown> {
 /** The facts of a step that only has an outcome. */
 export function stepResult(outcome: Outcome, logs: readonly LogEntry[] = []): ModeStepResult {
   return { outcome, logs, takeovers: 0 };
+}
+
+/**
+ * The facts of a step whose record, expiring at `expiresAt` (epoch seconds), is final: marked
+ * `completed` when `outcome` is `processed` or `duplicate`, else the outcome alone.
+ *
+ * @example
+ * completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), record.expiresAt);
+ */
+export function completedStep(outcome: Outcome, expiresAt: number): ModeStepResult {
+  return outcome.kind === 'processed' || outcome.kind === 'duplicate'
+    ? { outcome, logs: [], takeovers: 0, completed: { expiresAt } }
+    : stepResult(outcome);
 }
 
 /** Throws `INVALID_OPTIONS` unless `value` is a mode made by one of the four factories. */

@@ -6,8 +6,8 @@ import { expectMethods, expectOption } from '../core/errors';
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
 import { assertCommitWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { type Mode, stepResult } from '../core/mode';
-import { type Outcome, outcomeOfError, outcomeOfExisting } from '../core/outcome';
+import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
+import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
 import type { AtomicStore, InboxRecord } from '../core/store-port';
 import { createUnitOfWork, type GuardedUnitOfWork, type UnitOfWork } from './unit-of-work';
 
@@ -49,7 +49,7 @@ export function atomic<TBody = unknown>(handle: AtomicHandler<TBody>): Mode<TBod
             return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
           }
           try {
-            return stepResult(await commit(record, unitOfWork, fingerprint, nowMillis));
+            return await commit(record, unitOfWork, fingerprint, nowMillis);
           } catch (error) {
             return stepResult(outcomeOfError(error, 'UNEXPECTED'));
           }
@@ -62,25 +62,28 @@ export function atomic<TBody = unknown>(handle: AtomicHandler<TBody>): Mode<TBod
         unitOfWork: GuardedUnitOfWork,
         fingerprint: string,
         nowMillis: number,
-      ): Promise<Outcome> {
+      ): Promise<ModeStepResult> {
         const { writes } = unitOfWork;
+        // A committed marker is final (nothing releases it), whether this step wrote it or met it.
         if (writes.length === 0) {
-          return outcomeOfInsert(await store.insert(record, nowMillis), fingerprint, nowMillis);
+          const inserted = await store.insert(record, nowMillis);
+          const stored = inserted.kind === 'inserted' ? record : inserted.record;
+          return completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), stored.expiresAt);
         }
         const result = await store.commit(record, writes, nowMillis);
         if (result.kind === 'condition-failed') {
           // A version guard's condition failing means a newer version is stored: not an error.
-          if (unitOfWork.guards.has(result.index)) return { kind: 'stale' };
+          if (unitOfWork.guards.has(result.index)) return stepResult({ kind: 'stale' });
           const detail = result.message ? `: ${result.message}` : '';
-          return {
+          return stepResult({
             kind: 'permanent',
             code: 'BUSINESS_CONDITION_FAILED',
             reason: `The condition of business write ${result.index} failed${detail}`,
-          };
+          });
         }
         return result.kind === 'committed'
-          ? { kind: 'processed' }
-          : outcomeOfExisting(result.record, fingerprint, nowMillis);
+          ? completedStep({ kind: 'processed' }, record.expiresAt)
+          : completedStep(outcomeOfExisting(result.record, fingerprint, nowMillis), result.record.expiresAt);
       }
     },
   };

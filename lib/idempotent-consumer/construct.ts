@@ -1,4 +1,12 @@
-import { Annotations, type Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import {
+  Annotations,
+  type Duration,
+  Names,
+  RemovalPolicy,
+  Stack,
+  Tokenization,
+  Validations,
+} from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -173,6 +181,11 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
       environment[ENV.deadLetterQueueUrl] = deadLetterQueue.queueUrl;
     }
     if (props.logLevel) environment[ENV.logLevel] = props.logLevel;
+    if (props.completedCacheMaxEntries !== undefined) {
+      environment[ENV.completedCacheMaxEntries] = Tokenization.stringifyNumber(
+        props.completedCacheMaxEntries,
+      );
+    }
     this.environment = Object.freeze(environment);
 
     // Function.
@@ -267,6 +280,11 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   /** Two-phase claims taken over after their lease expired. */
   public metricTakeover(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.metric(METRICS.takeover, props);
+  }
+
+  /** Duplicates acknowledged from the completed-record cache, with no request (`completedCacheMaxEntries`). */
+  public metricCacheHit(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.metric(METRICS.cacheHit, props);
   }
 
   /** Share of duplicates among processed and duplicate messages, 0 when there were none. */

@@ -72,6 +72,7 @@ const OUTCOMES: readonly [metricName: string, label: string][] = [
   [METRICS.retry, 'Retry'],
   [METRICS.permanent, 'Permanent'],
   [METRICS.takeover, 'Takeover'],
+  [METRICS.cacheHit, 'Cache hit'],
 ];
 
 /** What to alarm on, and whom to tell. */

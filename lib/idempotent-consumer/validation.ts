@@ -17,6 +17,7 @@ import {
   ENV,
   INBOX_ATTRIBUTES,
   LOG_LEVELS,
+  MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import { describeValue, EffectivelyOnceError } from '../../lambda/core/errors';
 import { BUSINESS_TABLE_ACCESSES, defaultBusinessTableAccess } from '../consumer-permissions';
@@ -73,6 +74,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.leaseMillis]: '`lease`',
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',
+  [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
 };
 
 /** CloudWatch's rule for a custom namespace. */
@@ -257,6 +259,7 @@ function checkNumbers(props: IdempotentConsumerProps, fail: Fail): void {
   integer('maxReceiveCount', props.maxReceiveCount, 1, 1000);
   integer('maxConcurrency', props.maxConcurrency, 2, 1000);
   integer('batchSize', props.batchSize, 1, props.maxBatchingWindow ? 10000 : 10);
+  integer('completedCacheMaxEntries', props.completedCacheMaxEntries, 1, MAX_COMPLETED_CACHE_ENTRIES);
   duration('timeout', props.timeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT);
   duration('retentionPeriod', props.retentionPeriod, Duration.seconds(60), SQS_MAX_RETENTION);
   duration(

@@ -39,6 +39,7 @@ const KEY_EXPORTS: Record<string, readonly string[]> = {
   './worker': ['createSqsWorker', 'createWorkerBatchHandler'],
   './http': ['createIdempotentHttpHandler', 'IDEMPOTENCY_KEY_HEADER'],
   './jobs': ['createJobGuard', 'createCheckpoint'],
+  './streams': ['createKinesisHandler', 'createDynamoDbStreamHandler'],
   './construct': ['IdempotentConsumer', 'InboxTable'],
   './replay': ['doubleTap', 'formatDifferences'],
 };

@@ -207,9 +207,9 @@ describe('adapter boundaries', () => {
   /**
    * The adapters built on the core. The DynamoDB store is one too, and the one every other
    * adapter may use; the SQS entry (`lambda/sqs-handler.ts`) is not an adapter folder, so the
-   * worker and the middleware may build on it.
+   * worker, the middleware and the stream entry points may build on it.
    */
-  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'store'];
+  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'streams', 'store'];
   const SHARED_ADAPTER = 'store';
   const adapterOf = (file: string | undefined): string | undefined => {
     const [top, folder, ...rest] = (file ?? '').split('/');

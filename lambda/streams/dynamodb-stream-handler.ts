@@ -1,0 +1,140 @@
+/**
+ * `createDynamoDbStreamHandler`: the Lambda handler of a DynamoDB Streams event source mapping.
+ * Each record's change is written as plain JSON (`DynamoDbChange`) and parsed like an SQS body;
+ * a failure checkpoints the stream at that record.
+ */
+import type { AttributeValue, DynamoDbStreamEvent, DynamoDbStreamRecord } from './stream-event';
+import {
+  createStreamHandler,
+  invalidRecord,
+  type StreamHandler,
+  type StreamHandlerOptions,
+  type StreamRecordView,
+  streamMessage,
+} from './stream-handler';
+
+/**
+ * The body of a DynamoDB Streams message: the change as plain JSON. Numbers are JSON numbers
+ * (the body text keeps every digit), binary values base64 strings, sets arrays in sorted order.
+ * An image is present only when the stream's view type carries it.
+ */
+export interface DynamoDbChange<TItem = Record<string, unknown>> {
+  readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  readonly keys: Record<string, unknown>;
+  readonly newImage?: TItem;
+  readonly oldImage?: TItem;
+}
+
+/** Options of {@link createDynamoDbStreamHandler}. */
+export type DynamoDbStreamHandlerOptions<TBody = DynamoDbChange, TStore = unknown> = StreamHandlerOptions<
+  DynamoDbStreamRecord,
+  TBody,
+  TStore
+>;
+
+/** A JSON number literal; DynamoDB writes its numbers so, and anything else stays a string. */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+const sortedTexts = (values: readonly string[]): string =>
+  `[${[...values]
+    .sort()
+    .map((value) => JSON.stringify(value))
+    .join(',')}]`;
+
+const numberText = (literal: string): string =>
+  JSON_NUMBER.test(literal) ? literal : JSON.stringify(literal);
+
+/** The JSON text of one attribute value, numbers as their exact literals. */
+function attributeJson(value: AttributeValue): string {
+  if ('S' in value) return JSON.stringify(value.S);
+  if ('N' in value) return numberText(value.N);
+  if ('B' in value) return JSON.stringify(value.B);
+  if ('BOOL' in value) return value.BOOL ? 'true' : 'false';
+  if ('NULL' in value) return 'null';
+  if ('SS' in value) return sortedTexts(value.SS);
+  if ('BS' in value) return sortedTexts(value.BS);
+  if ('NS' in value) return `[${[...value.NS].sort().map(numberText).join(',')}]`;
+  if ('L' in value) return `[${value.L.map(attributeJson).join(',')}]`;
+  if ('M' in value) return mapJson(value.M);
+  invalidRecord('DynamoDB Streams', 'attribute values of a known type');
+}
+
+function mapJson(map: Readonly<Record<string, AttributeValue>>): string {
+  const fields = Object.entries(map).map(
+    ([name, value]) => `${JSON.stringify(name)}:${attributeJson(value)}`,
+  );
+  return `{${fields.join(',')}}`;
+}
+
+/**
+ * The JSON text of a record's change (`DynamoDbChange`): its event name, keys and images. The
+ * approximate creation time and the size are left out, so the same change emitted twice has one
+ * fingerprint.
+ */
+export function dynamoDbChangeJson(record: DynamoDbStreamRecord): string {
+  const change = record.dynamodb;
+  const parts = [`"eventName":${JSON.stringify(record.eventName)}`, `"keys":${mapJson(change.Keys ?? {})}`];
+  if (change.NewImage !== undefined) parts.push(`"newImage":${mapJson(change.NewImage)}`);
+  if (change.OldImage !== undefined) parts.push(`"oldImage":${mapJson(change.OldImage)}`);
+  return `{${parts.join(',')}}`;
+}
+
+/**
+ * The engine's view of a DynamoDB Streams record: the change's JSON as the body, the stream as
+ * its ordering group (a record does not name its shard; every batch Lambda delivers holds one),
+ * the event id as its message id. A record without a sequence number or event name is not a
+ * DynamoDB Streams record (`INVALID_EVENT`).
+ */
+export function dynamoDbRecordView(record: DynamoDbStreamRecord): StreamRecordView {
+  const sequenceNumber = record?.dynamodb?.SequenceNumber;
+  if (typeof sequenceNumber !== 'string' || sequenceNumber === '') {
+    invalidRecord('DynamoDB Streams', '`dynamodb.SequenceNumber`');
+  }
+  if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY' && record.eventName !== 'REMOVE') {
+    invalidRecord('DynamoDB Streams', '`eventName` INSERT, MODIFY or REMOVE');
+  }
+  const shard = record.eventSourceARN ?? 'dynamodb';
+  return {
+    message: streamMessage({
+      messageId: record.eventID ?? `${shard}:${sequenceNumber}`,
+      body: dynamoDbChangeJson(record),
+      shard,
+      sequenceNumber,
+      eventSource: record.eventSource,
+      eventSourceArn: record.eventSourceARN,
+      awsRegion: record.awsRegion,
+    }),
+    shard,
+    sequenceNumber,
+  };
+}
+
+/**
+ * Creates the Lambda handler of a DynamoDB Streams event source mapping (enable
+ * `ReportBatchItemFailures` on it). Call it once, at module scope: options are validated here.
+ *
+ * Each record's change is the message body, as plain JSON (`DynamoDbChange`:
+ * `{ eventName, keys, newImage, oldImage }`). Key it by the item's key and version,
+ * `fromKeysAndVersion('version')`, so the same change emitted twice is a duplicate, or by a field
+ * of the change, `fromData('newImage.eventId')`. Records run in order; on the first one that must
+ * be retried, the later ones do not run and the response names its sequence number, where the
+ * event source resumes (the records processed before it come again as duplicates). A permanent
+ * failure is sent to the dead-letter queue with its reason and acknowledged, so the stream moves
+ * on. A record retried until the mapping's `MaximumRetryAttempts` (or
+ * `MaximumRecordAgeInSeconds`) is discarded with the rest of its batch; the on-failure
+ * destination gets the shard and sequence numbers, not the change.
+ *
+ * @example
+ * export const handler = createDynamoDbStreamHandler<DynamoDbChange<Order>>({
+ *   dedupKey: fromKeysAndVersion('version'),
+ *   mode: marker(async (message) => publishOrder(message.body.newImage)),
+ * });
+ */
+export function createDynamoDbStreamHandler<TBody = DynamoDbChange, TStore = unknown>(
+  options: DynamoDbStreamHandlerOptions<TBody, TStore>,
+): StreamHandler<DynamoDbStreamEvent> {
+  return createStreamHandler<DynamoDbStreamEvent, DynamoDbStreamRecord, TBody, TStore>(options, {
+    name: 'DynamoDB Streams',
+    view: dynamoDbRecordView,
+  });
+}

@@ -1,0 +1,249 @@
+/**
+ * Shared fixtures of the stream entry points' tests: Kinesis and DynamoDB Streams records as
+ * Lambda's event source mappings deliver them, built by hand (unit tests) or from what the
+ * emulator's `GetRecords` returns (integration tests), and a dead-letter sender that keeps what
+ * it was given. Binary attributes of a table stream's records are not converted back to base64
+ * (the SDK decodes them): the tests use none.
+ */
+import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  type DynamoDBStreamsClient,
+  type _Record as DynamoDbGetRecordsRecord,
+  GetRecordsCommand as GetDynamoDbRecordsCommand,
+  GetShardIteratorCommand as GetDynamoDbShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type KinesisClient,
+  type _Record as KinesisGetRecordsRecord,
+} from '@aws-sdk/client-kinesis';
+import type { DeadLetterMessage, DeadLetterSender } from '../../lambda/core/dead-letter';
+import type {
+  AttributeValue,
+  DynamoDbStreamRecord,
+  KinesisStreamRecord,
+} from '../../lambda/streams/stream-event';
+
+/** The stream the hand-built Kinesis records come from. */
+export const KINESIS_STREAM_ARN = 'arn:aws:kinesis:us-east-1:000000000000:stream/orders';
+/** The table stream the hand-built DynamoDB Streams records come from. */
+export const TABLE_STREAM_ARN =
+  'arn:aws:dynamodb:us-east-1:000000000000:table/orders/stream/2026-01-01T00:00:00.000';
+
+/** How {@link kinesisRecord} builds a record. */
+export interface KinesisRecordOptions {
+  /** @default 'shardId-000000000000' */
+  readonly shardId?: string;
+  /** @default 'pk' */
+  readonly partitionKey?: string;
+  /** The data exactly as produced. @default the JSON of `data` */
+  readonly rawData?: string;
+}
+
+/**
+ * One Kinesis record as Lambda delivers it: `data` as JSON (or `rawData`), base64, at
+ * `sequenceNumber` of its shard.
+ */
+export function kinesisRecord(
+  sequenceNumber: string,
+  data: unknown,
+  options: KinesisRecordOptions = {},
+): KinesisStreamRecord {
+  const shardId = options.shardId ?? 'shardId-000000000000';
+  const text = options.rawData ?? JSON.stringify(data);
+  return {
+    kinesis: {
+      kinesisSchemaVersion: '1.0',
+      partitionKey: options.partitionKey ?? 'pk',
+      sequenceNumber,
+      data: Buffer.from(text, 'utf8').toString('base64'),
+      approximateArrivalTimestamp: 1767225600.5,
+    },
+    eventSource: 'aws:kinesis',
+    eventVersion: '1.0',
+    eventID: `${shardId}:${sequenceNumber}`,
+    eventName: 'aws:kinesis:record',
+    invokeIdentityArn: 'arn:aws:iam::000000000000:role/consumer',
+    awsRegion: 'us-east-1',
+    eventSourceARN: KINESIS_STREAM_ARN,
+  };
+}
+
+/** A Kinesis record as Lambda would deliver what `GetRecords` returned from `shardId`. */
+export function kinesisRecordFrom(
+  streamArn: string,
+  shardId: string,
+  record: KinesisGetRecordsRecord,
+): KinesisStreamRecord {
+  return {
+    kinesis: {
+      kinesisSchemaVersion: '1.0',
+      partitionKey: record.PartitionKey!,
+      sequenceNumber: record.SequenceNumber!,
+      data: Buffer.from(record.Data!).toString('base64'),
+      approximateArrivalTimestamp: (record.ApproximateArrivalTimestamp?.getTime() ?? 0) / 1000,
+    },
+    eventSource: 'aws:kinesis',
+    eventVersion: '1.0',
+    eventID: `${shardId}:${record.SequenceNumber}`,
+    eventName: 'aws:kinesis:record',
+    invokeIdentityArn: 'arn:aws:iam::000000000000:role/consumer',
+    awsRegion: 'us-east-1',
+    eventSourceARN: streamArn,
+  };
+}
+
+/** How {@link dynamoDbStreamRecord} builds a record. */
+export interface DynamoDbStreamRecordOptions {
+  readonly eventName?: 'INSERT' | 'MODIFY' | 'REMOVE';
+  readonly keys: Readonly<Record<string, AttributeValue>>;
+  readonly newImage?: Readonly<Record<string, AttributeValue>>;
+  readonly oldImage?: Readonly<Record<string, AttributeValue>>;
+  /** @default a fresh id per call */
+  readonly eventId?: string;
+}
+
+let eventCounter = 0;
+
+/** One DynamoDB Streams record as Lambda delivers it, at `sequenceNumber` of the table stream. */
+export function dynamoDbStreamRecord(
+  sequenceNumber: string,
+  options: DynamoDbStreamRecordOptions,
+): DynamoDbStreamRecord {
+  return {
+    eventID: options.eventId ?? `event-${++eventCounter}`,
+    eventName: options.eventName ?? 'MODIFY',
+    eventVersion: '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: 'us-east-1',
+    dynamodb: {
+      ApproximateCreationDateTime: 1767225600,
+      Keys: options.keys,
+      ...(options.newImage === undefined ? {} : { NewImage: options.newImage }),
+      ...(options.oldImage === undefined ? {} : { OldImage: options.oldImage }),
+      SequenceNumber: sequenceNumber,
+      SizeBytes: 64,
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    },
+    eventSourceARN: TABLE_STREAM_ARN,
+  };
+}
+
+/** A DynamoDB Streams record as Lambda would deliver what `GetRecords` returned. */
+export function dynamoDbStreamRecordFrom(
+  streamArn: string,
+  record: DynamoDbGetRecordsRecord,
+): DynamoDbStreamRecord {
+  const change = record.dynamodb!;
+  return {
+    eventID: record.eventID,
+    eventName: record.eventName,
+    eventVersion: record.eventVersion,
+    eventSource: 'aws:dynamodb',
+    awsRegion: record.awsRegion,
+    dynamodb: {
+      ApproximateCreationDateTime: (change.ApproximateCreationDateTime?.getTime() ?? 0) / 1000,
+      Keys: change.Keys as Record<string, AttributeValue>,
+      ...(change.NewImage === undefined
+        ? {}
+        : { NewImage: change.NewImage as Record<string, AttributeValue> }),
+      ...(change.OldImage === undefined
+        ? {}
+        : { OldImage: change.OldImage as Record<string, AttributeValue> }),
+      SequenceNumber: change.SequenceNumber!,
+      SizeBytes: change.SizeBytes,
+      StreamViewType: change.StreamViewType,
+    },
+    eventSourceARN: streamArn,
+  };
+}
+
+/** A dead-letter sender that keeps every message it sends; `fail` makes the next sends reject. */
+export function captureDeadLetters(): DeadLetterSender & {
+  readonly sent: DeadLetterMessage[];
+  fail: boolean;
+} {
+  const sender = {
+    sent: [] as DeadLetterMessage[],
+    fail: false,
+    async send(message: DeadLetterMessage) {
+      if (sender.fail) throw new Error('SQS is unavailable');
+      sender.sent.push(message);
+    },
+  };
+  return sender;
+}
+
+/**
+ * Every record of one shard of a Kinesis stream, read from `TRIM_HORIZON` with `GetRecords`
+ * (what a replay from the start of the retention sees), as Lambda would deliver them.
+ */
+export async function readKinesisShard(
+  kinesis: KinesisClient,
+  streamArn: string,
+  shardId: string,
+): Promise<KinesisStreamRecord[]> {
+  const { ShardIterator } = await kinesis.send(
+    new GetShardIteratorCommand({
+      StreamARN: streamArn,
+      ShardId: shardId,
+      ShardIteratorType: 'TRIM_HORIZON',
+    }),
+  );
+  const records: KinesisStreamRecord[] = [];
+  let iterator = ShardIterator;
+  while (iterator !== undefined) {
+    const page = await kinesis.send(new GetRecordsCommand({ StreamARN: streamArn, ShardIterator: iterator }));
+    const batch = page.Records ?? [];
+    records.push(...batch.map((record) => kinesisRecordFrom(streamArn, shardId, record)));
+    // An empty page at the tip of the shard: everything written so far has been read.
+    iterator = batch.length === 0 || page.MillisBehindLatest === 0 ? undefined : page.NextShardIterator;
+  }
+  return records;
+}
+
+/** Every record of a table's stream (one shard on the emulator), read from `TRIM_HORIZON`. */
+export async function readTableStream(
+  streams: DynamoDBStreamsClient,
+  streamArn: string,
+): Promise<DynamoDbStreamRecord[]> {
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const records: DynamoDbStreamRecord[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    const { ShardIterator } = await streams.send(
+      new GetDynamoDbShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    let iterator = ShardIterator;
+    while (iterator !== undefined) {
+      const page = await streams.send(new GetDynamoDbRecordsCommand({ ShardIterator: iterator }));
+      const batch = page.Records ?? [];
+      records.push(...batch.map((record) => dynamoDbStreamRecordFrom(streamArn, record)));
+      iterator = batch.length === 0 ? undefined : page.NextShardIterator;
+    }
+  }
+  return records;
+}
+
+/**
+ * Creates the on-demand table `name` keyed by the String `pk`, with a `NEW_AND_OLD_IMAGES`
+ * stream, waits until it exists, and returns its stream ARN. The caller deletes it.
+ */
+export async function createStreamTable(client: DynamoDBClient, name: string): Promise<string> {
+  const { TableDescription } = await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+  return TableDescription!.LatestStreamArn!;
+}
