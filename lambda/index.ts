@@ -99,6 +99,7 @@ export type {
   InboxStatus,
   InboxStore,
   InsertResult,
+  ItemMarker,
   LeaseStore,
   MarkerStore,
   ReleaseGuard,
@@ -146,7 +147,7 @@ export {
   type SqsMiddleware,
   type SqsMiddlewareRequest,
 } from './middleware/sqs-middleware';
-export { type AtomicHandler, atomic } from './modes/atomic';
+export { type AtomicHandler, type AtomicOptions, atomic, type ItemMarkerHandler } from './modes/atomic';
 export { type EntityHandler, entity } from './modes/entity';
 export { type MarkerHandler, marker } from './modes/marker';
 export {
@@ -160,6 +161,9 @@ export {
 export type {
   ConditionCheckWrite,
   DeleteWrite,
+  ItemMarkerUnitOfWork,
+  MarkerPlacement,
+  MarkerPutWrite,
   PutWrite,
   UnitOfWork,
   UpdateWrite,

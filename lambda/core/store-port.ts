@@ -79,20 +79,40 @@ export type InsertResult =
       readonly record: InboxRecord;
     };
 
-/** What the database said to an atomic commit (marker at index 0 + business writes). */
+/**
+ * The put of a commit that carries the marker itself (atomic mode with `marker: 'item'`): the
+ * business item gets the fingerprint attribute and the entity condition (its key absent, or its
+ * numeric `expiresAt` reached), so the commit holds no inbox record.
+ */
+export interface ItemMarker {
+  /** Position of the marked put in `writes`; that write must be a `Put`. */
+  readonly index: number;
+  /** Name of the put's partition key attribute; the put is conditional on its absence. */
+  readonly keyAttribute: string;
+  /** SHA-256 hex of the message's payload, stored on the item (`ENTITY_FINGERPRINT_ATTRIBUTE`). */
+  readonly fingerprint: string;
+}
+
+/**
+ * What the database said to an atomic commit (marker at index 0 + business writes, or the
+ * business writes alone with the marker on one of their puts).
+ */
 export type CommitResult =
   | {
       /** The marker and every business write were applied together. */
       readonly kind: 'committed';
     }
   | {
-      /** A live record already holds the key; nothing was applied. */
+      /** A live marker holds the key: the inbox record, or the marked business item read as entity mode reads it. */
       readonly kind: 'existing';
       /** The live record that holds the key. */
       readonly record: InboxRecord;
     }
   | {
-      /** A business write's own condition failed (for example a stock check); nothing was applied. */
+      /**
+       * A business write's own condition failed (for example a stock check); nothing was applied.
+       * For a marked put, its own `ConditionExpression` failed while its key was absent (or expired).
+       */
       readonly kind: 'condition-failed';
       /** The failed write's position in `writes` (0 = the first business write; the marker is not counted). */
       readonly index: number;
@@ -189,6 +209,20 @@ export interface AtomicStore {
   commit(
     record: InboxRecord,
     writes: readonly TransactWriteAction[],
+    nowMillis: number,
+  ): Promise<CommitResult>;
+
+  /**
+   * Atomic with the marker on a business item: one `TransactWriteItems` of `writes` alone, the
+   * put at `marker.index` carrying `marker.fingerprint` under entity mode's condition (AND its
+   * own `ConditionExpression`, if any). A live item at that key is `existing`, read as
+   * `insertEntity` reads it (fingerprint `''` when the item carries none); the put's own
+   * condition failing on an absent or expired item is `condition-failed` at `marker.index`.
+   * At most 100 writes and 4 MB (checked by the caller).
+   */
+  commitWithItemMarker(
+    writes: readonly TransactWriteAction[],
+    marker: ItemMarker,
     nowMillis: number,
   ): Promise<CommitResult>;
 
