@@ -5,7 +5,7 @@
  * @module effectively-once
  */
 
-export { createBatchProcessor } from './core/batch-processor';
+export { type BatchOrdering, createBatchProcessor } from './core/batch-processor';
 export type { CompletedCacheOptions } from './core/completed-cache';
 export {
   DEAD_LETTER_ATTRIBUTES,

@@ -158,9 +158,13 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
  * sequence number to read it again from, and a Kinesis record's partition key.
  */
 export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** The stream (or table stream) ARN. */
   eventSourceArn: 'eo-event-source-arn',
+  /** The shard (Kinesis only). */
   shardId: 'eo-shard-id',
+  /** The record's sequence number, to read it again from. */
   sequenceNumber: 'eo-sequence-number',
+  /** The Kinesis record's partition key. */
   partitionKey: 'eo-partition-key',
 });
 

@@ -28,6 +28,7 @@ export interface OutcomeCounts {
   permanent: number;
   /** Two-phase claims taken over (`Takeover`). */
   takeover: number;
+  /** Duplicates answered from the completed-record cache, without a request (`CacheHit`). */
   cacheHit: number;
 }
 

@@ -78,7 +78,10 @@ export interface ModeStepResult {
    * (released if its effect fails). The completed-record cache keeps such messages until
    * `expiresAt` (epoch seconds; `Number.MAX_SAFE_INTEGER` for a record that never expires).
    */
-  readonly completed?: { readonly expiresAt: number };
+  readonly completed?: {
+    /** When the record expires, epoch seconds. */
+    readonly expiresAt: number;
+  };
 }
 
 /** A mode ready to process messages. */

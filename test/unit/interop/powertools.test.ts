@@ -111,6 +111,7 @@ describe('createPowertoolsMetricsSink', () => {
       Retry: 0,
       Permanent: 1,
       Takeover: 0,
+      CacheHit: 0,
     });
   });
 });
