@@ -1593,7 +1593,7 @@ export function stateBeforeRedrive(
 }
 
 /** Adds `owner` (a claim's owner token, when it is one) to the owners of `pk`. */
-function addOwner(owners: Map<string, Set<string>>, pk: string, owner: unknown): void {
+export function addOwner(owners: Map<string, Set<string>>, pk: string, owner: unknown): void {
   if (typeof owner !== 'string') return;
   const set = owners.get(pk) ?? new Set<string>();
   set.add(owner);
