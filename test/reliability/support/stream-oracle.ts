@@ -15,7 +15,8 @@
  *   first pass, but discarded by the event source after `MaximumRetryAttempts` and named by the
  *   on-failure destination (shard, first and last sequence number of its batch); applied once
  *   by the replay from `TRIM_HORIZON`. In marker mode a copy of it may be acknowledged instead
- *   as a duplicate of a concurrent delivery's marker, when another copy was reported.
+ *   as a duplicate: of a concurrent delivery's marker, when another copy was reported, or of a
+ *   marker left without its effect (an at-most-once gap).
  *
  * Every record of the first pass ended acknowledged or inside a range the on-failure destination
  * named (never skipped silently); every record of the replay ended acknowledged. Marker mode is
@@ -59,8 +60,9 @@ export interface StreamSeedReport {
   /** Marker mode: keys whose effect is missing by design (at-most-once). */
   readonly atMostOnceGaps: number;
   /**
-   * Marker mode: copies of an outage record acknowledged in the first pass as duplicates of a
-   * concurrent delivery's marker, while another copy was reported to the on-failure destination.
+   * Marker mode: copies of an outage record acknowledged in the first pass as duplicates: of a
+   * concurrent delivery's marker, while another copy was reported to the on-failure destination,
+   * or of a marker left without its effect (an at-most-once gap).
    */
   readonly acknowledgedBesideOutage: number;
   readonly duplicateEffects: number;
@@ -185,19 +187,22 @@ export async function checkStreamSeed(
       violate(`${eventId}: ${first} at the end of the first pass`);
     }
     if (entry.meta.plan.outage && first === 'acknowledged') {
-      // Marker mode acknowledges a copy that meets the marker of a concurrent delivery still
-      // running its effect (at-most-once by design); that delivery then fails, releases its
-      // marker and keeps retrying until its batch is discarded and reported.
+      // Marker mode acknowledges a copy that meets a marker as a duplicate (at-most-once by
+      // design): the marker of a concurrent delivery still running its effect (which then fails,
+      // releases its marker and keeps retrying until its batch is discarded and reported), or a
+      // marker left without its effect (a lost response to the marker write: an at-most-once gap).
       const siblingReported = (entriesOf.get(entry.meta.plan) ?? []).some(
         (sibling) => result.firstPass.get(sibling.sequenceNumber) === 'reported',
       );
+      const gap = result.markerGaps.has(entry.meta.plan.scopedKey ?? '');
       const outcome = result.firstPassOutcomes.get(eventId);
-      if (options.mode === 'marker' && siblingReported && outcome === 'duplicate')
+      if (options.mode === 'marker' && (siblingReported || gap) && outcome === 'duplicate') {
         acknowledgedBesideOutage += 1;
-      else
+      } else {
         violate(
           `r${entry.meta.plan.index} ${eventId}: acknowledged (${outcome}) while its dependency was down`,
         );
+      }
     }
     const second = stream.fates().get(entry.sequenceNumber);
     if (second !== 'acknowledged') violate(`${eventId}: ${second} at the end of the replay`);
