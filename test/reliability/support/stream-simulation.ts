@@ -20,8 +20,8 @@
  * often it was delivered): per delivered record throttling, a transaction conflict, a lost
  * response, a claim applied whose response is lost and sent again at once by the SDK, a crash
  * before or after the claim, a crash after the record's outcome is decided, in marker mode a
- * crash during the effect, a dependency failing (the handler throws: a retry); per release or
- * complete of an inbox record its response lost and the SDK's retry sent at once; per
+ * crash during the effect, a dependency failing (the handler throws: a retry); per update of an
+ * inbox record (marker mode's release) its response lost and the SDK's retry sent at once; per
  * invocation a crash while the batch response is built; per dead-letter send a failure. A batch
  * retried `FAULT_FREE_FROM_RETRY` times or more runs without faults, so no record but an outage
  * one can use up `MAX_RETRY_ATTEMPTS`.
@@ -354,6 +354,10 @@ interface Invocation {
   readonly faults: boolean;
   readonly faultsByKey: Map<string, (RecordFault | undefined)[]>;
   readonly claims: Map<string, number>;
+  /** The delivery each record key of the batch belongs to (its event id and delivery count), to draw its update faults. */
+  readonly deliveryByKey: Map<string, { readonly eventId: string; readonly delivery: number }>;
+  /** How often each event id of the batch had been delivered before, this delivery included. */
+  readonly deliveryOf: Map<string, number>;
   readonly outcomeCrash: Set<string>;
   readonly responseCrash: boolean;
   readonly logs: Map<string, DeliveryLog>;
@@ -496,8 +500,13 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       if (role.tableName === businessTable && fault === 'crash-during-effect') {
         return { kind: 'crash-after', label: 'during the effect' };
       }
-      // A release or complete applied, its response lost, the SDK's retry sent at once.
-      if (role.update !== undefined && chanceOf(seed, 'update', role.pk, invocation.id) < 0.2) {
+      // An inbox update (a marker's release) applied, its response lost, the SDK's retry sent at once.
+      const delivery = invocation.deliveryByKey.get(role.pk);
+      const roll =
+        delivery === undefined
+          ? 1
+          : chanceOf(seed, 'update', role.update ?? '', delivery.eventId, delivery.delivery);
+      if (role.update !== undefined && roll < 0.2) {
         lostResponses += 1;
         return { kind: 'lost-response-retried' };
       }
@@ -564,7 +573,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     async send(message) {
       const invocation = current(instance);
       if (invocation?.crashed) throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
-      if (invocation?.faults && chanceOf(seed, 'dead-letter', message.sourceMessageId, invocation.id) < 0.1) {
+      const delivery = invocation?.deliveryOf.get(message.sourceMessageId) ?? 0;
+      if (invocation?.faults && chanceOf(seed, 'dead-letter', message.sourceMessageId, delivery) < 0.1) {
         throw new Error('SendMessage to the dead-letter queue failed (injected)');
       }
       deadLetters.push(message);
@@ -706,6 +716,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       faults,
       faultsByKey: new Map(),
       claims: new Map(),
+      deliveryByKey: new Map(),
+      deliveryOf: new Map(),
       outcomeCrash: new Set(),
       responseCrash: faults && invocationRoll < 0.03,
       logs: new Map(),
@@ -719,10 +731,12 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       const { eventId } = entry.meta;
       const delivery = (deliveries.get(eventId) ?? 0) + 1;
       deliveries.set(eventId, delivery);
+      invocation.deliveryOf.set(eventId, delivery);
       invocation.logs.set(eventId, { eventId, sequenceNumber: entry.sequenceNumber });
       const fault = faults ? recordFaultOf(eventId, delivery) : undefined;
       const pk = entry.meta.plan.scopedKey;
       if (pk !== undefined) {
+        invocation.deliveryByKey.set(pk, { eventId, delivery });
         const time = {
           invocation: invocation.id,
           startedAt: invocation.startReal,
