@@ -7,6 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { CompletedCacheOptions } from './core/completed-cache';
 import type { DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
 import type { LogLevel } from './core/logger';
@@ -50,6 +51,7 @@ export interface ConstructOptions {
   readonly deadLetterSender?: DeadLetterSender;
   readonly metricNamespace?: string;
   readonly logLevel?: LogLevel;
+  readonly completedCache?: CompletedCacheOptions;
 }
 
 /**
@@ -57,7 +59,8 @@ export interface ConstructOptions {
  * `consumer` (`EO_CONSUMER`), `tableName` (`EO_INBOX_TABLE`), `ttlSeconds` (`EO_TTL_SECONDS`),
  * `deadLetter` (`EO_DEAD_LETTER_MODE`) and, for `direct`, a `deadLetterSender` to
  * `EO_DEAD_LETTER_QUEUE_URL`, `metricNamespace`
- * (`EO_METRIC_NAMESPACE`) and `logLevel` (`EO_LOG_LEVEL`); and, without a `store`, the default
+ * (`EO_METRIC_NAMESPACE`), `logLevel` (`EO_LOG_LEVEL`) and `completedCache`
+ * (`EO_COMPLETED_CACHE_MAX_ENTRIES`); and, without a `store`, the default
  * document client. An explicit option wins, except that a `consumer` or `tableName` other than
  * the construct's throws `INVALID_OPTIONS`, as does a malformed variable. Applying it twice
  * gives the same options.
@@ -84,6 +87,11 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
       (directQueueUrl === undefined ? undefined : defaultDeadLetterSender(directQueueUrl)),
     metricNamespace: options.metricNamespace ?? settings.metricNamespace,
     logLevel: options.logLevel ?? settings.logLevel,
+    completedCache:
+      options.completedCache ??
+      (settings.completedCacheMaxEntries === undefined
+        ? undefined
+        : { maxEntries: settings.completedCacheMaxEntries }),
   };
 }
 

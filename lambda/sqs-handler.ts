@@ -47,7 +47,8 @@ export interface SqsHandlerStoreOptions<TStore = unknown> {
  * Where the construct's settings come from. Inside a function that `IdempotentConsumer`
  * configured, every option it sets an `EO_*` variable for defaults to that variable:
  * `consumer`, `tableName`, `ttlSeconds`, `deadLetter` (and for `direct` a sender to
- * `EO_DEAD_LETTER_QUEUE_URL`), `metricNamespace` and `logLevel`; and the lease of a two-phase
+ * `EO_DEAD_LETTER_QUEUE_URL`), `metricNamespace`, `logLevel` and `completedCache`
+ * (`EO_COMPLETED_CACHE_MAX_ENTRIES`); and the lease of a two-phase
  * claim (`EO_LEASE_MILLIS`; `createSqsWorker` uses its visibility timeout instead), unless the
  * mode sets `leaseMillis`.
  * An explicit option wins; an explicit `consumer` or `tableName` other than the construct's

@@ -3,6 +3,7 @@
  * dead letters → one log line per non-trivial outcome → one metrics line → the partial batch
  * response.
  */
+import { createCompletedCache } from './completed-cache';
 import { DEADLINE_MARGIN_MAX_SHARE } from './contract';
 import type { DeadLetterMessage } from './dead-letter';
 import { fromDeduplicationId } from './dedup-key';
@@ -85,7 +86,17 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  *
  * Records that have not started `deadlineMarginMillis` before the Lambda timeout are retried
  * (`DEADLINE`) without running; the margin is capped at half the invocation's remaining time
- * ({@link deadlineMarginFor}), so every invocation with time left starts records.
+ * (`deadlineMarginFor`), so every invocation with time left starts records.
+ *
+ * With `completedCache`, a message found there (same scoped key and fingerprint, not expired) is
+ * acknowledged as a duplicate without running its mode: no request, its line says
+ * `cache: 'hit'`, metrics `Duplicate` and `CacheHit`. The cache is this handler's own, created
+ * here, and it learns only what a mode reports final (`ModeStepResult.completed`).
+ *
+ * Everything an invocation changes lives in that invocation's call: the handler's own state
+ * (options, log, metrics sink, mode, cache) is read-only or, for the cache, updated
+ * synchronously, so invocations interleaved in one process (Lambda Managed Instances) never
+ * mix their responses, log lines or counts.
  *
  * Failures are logged and dead-lettered with the toolkit's reason, the error's class and its
  * `code`; the message of an error thrown by user code (or a library it calls) only with
@@ -128,6 +139,8 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
     defaults: modeDefaults,
   });
   const log = createLevelLog(logger, config.logLevel);
+  // One per handler instance: a warm environment remembers what it completed across invocations.
+  const cache = config.completedCache === undefined ? undefined : createCompletedCache(config.completedCache);
 
   /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
   const step = async (
@@ -185,7 +198,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       remainingMillis === undefined
         ? Infinity
         : clock() + remainingMillis - deadlineMarginFor(config.deadlineMarginMillis, remainingMillis);
-    const prepared = records.map((record) => prepareMessage(record, config));
+    const prepared = records.map((record) => prepareMessage(record, config, context));
 
     const lastOfGroup = new Map<string, number>();
     const lastOfKey = new Map<string, number>();
@@ -223,6 +236,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       const previous = groupPrevious[index];
       const now = clock();
       let outcome: Outcome;
+      let cacheHit = false;
       if (previous !== undefined && !acknowledged[previous]) {
         outcome = {
           kind: 'retry',
@@ -231,11 +245,20 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
         };
       } else if (now >= deadline) {
         outcome = { kind: 'retry', code: 'DEADLINE', reason: 'Not started: too close to the Lambda timeout' };
+      } else if (current.ok && cache?.has(current.message.scopedKey, current.fingerprint, now)) {
+        outcome = { kind: 'duplicate' };
+        cacheHit = true;
+        counts.cacheHit += 1;
       } else if (current.ok) {
         const result = await step(current.message, current.fingerprint, now, remainingMillis);
         counts.takeover += result.takeovers;
         for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.messageId, current.message) });
         outcome = result.outcome;
+        const done = outcome.kind === 'processed' || outcome.kind === 'duplicate';
+        if (cache !== undefined && result.completed !== undefined && done) {
+          // Read at the end of the step: an `expiresAt` that passed meanwhile is not kept.
+          cache.remember(current.message.scopedKey, current.fingerprint, result.completed.expiresAt, clock());
+        }
       } else {
         outcome = outcomeOfError(current.error, 'MALFORMED_BODY');
       }
@@ -264,6 +287,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
         message: line.message,
         ...fieldsOf(record.messageId, current.ok ? current.message : current),
         outcome: outcome.kind,
+        ...(cacheHit ? { cache: 'hit' } : {}),
       };
       if ('code' in outcome) {
         entry.code = outcome.code;

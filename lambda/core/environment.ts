@@ -5,7 +5,7 @@
  * it itself. A malformed value is a configuration error at cold start (`INVALID_OPTIONS`,
  * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
  */
-import { DEAD_LETTER_MODES, ENV, LOG_LEVELS } from './contract';
+import { DEAD_LETTER_MODES, ENV, LOG_LEVELS, MAX_COMPLETED_CACHE_ENTRIES } from './contract';
 import type { DeadLetterMode } from './dead-letter';
 import { assertName } from './dedup-key';
 import { EffectivelyOnceError, expectOption } from './errors';
@@ -32,15 +32,17 @@ export interface ConstructSettings {
   readonly metricNamespace?: string;
   /** `EO_LOG_LEVEL`. */
   readonly logLevel?: LogLevel;
+  /** `EO_COMPLETED_CACHE_MAX_ENTRIES`: the completed-record cache's `maxEntries`. */
+  readonly completedCacheMaxEntries?: number;
 }
 
-function positiveInteger(name: string, value: string | undefined): number | undefined {
+function positiveInteger(name: string, value: string | undefined, max?: number): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Number(value);
   expectOption(
-    /^\d+$/.test(value) && Number.isSafeInteger(parsed) && parsed > 0,
+    /^\d+$/.test(value) && Number.isSafeInteger(parsed) && parsed > 0 && (max === undefined || parsed <= max),
     name,
-    'a positive integer',
+    max === undefined ? 'a positive integer' : `an integer from 1 to ${max}`,
     value,
   );
   return parsed;
@@ -64,6 +66,7 @@ function oneOf<T extends string>(
 /**
  * Reads and checks the `EO_*` variables of `environment`. Unset or empty variables are left
  * out; a set one must be well-formed (`EO_TTL_SECONDS` and `EO_LEASE_MILLIS` positive integers,
+ * `EO_COMPLETED_CACHE_MAX_ENTRIES` an integer from 1 to 10000,
  * `EO_DEAD_LETTER_MODE` `redrive` or `direct`, `direct` with `EO_DEAD_LETTER_QUEUE_URL`, ...).
  */
 export function readConstructSettings(environment: Environment): ConstructSettings {
@@ -96,6 +99,11 @@ export function readConstructSettings(environment: Environment): ConstructSettin
     leaseMillis: positiveInteger(ENV.leaseMillis, read(ENV.leaseMillis)),
     metricNamespace: read(ENV.metricNamespace),
     logLevel: oneOf(ENV.logLevel, read(ENV.logLevel), LOG_LEVELS),
+    completedCacheMaxEntries: positiveInteger(
+      ENV.completedCacheMaxEntries,
+      read(ENV.completedCacheMaxEntries),
+      MAX_COMPLETED_CACHE_ENTRIES,
+    ),
   };
   for (const field of Object.keys(settings)) {
     if (settings[field] === undefined) delete settings[field];

@@ -88,6 +88,14 @@ export function tooManyWrites(detail = ''): EffectivelyOnceError {
   );
 }
 
+/** `TOO_MANY_WRITES` with the marker on a business item: also thrown by its unit of work. */
+export function tooManyItemMarkerWrites(detail = ''): EffectivelyOnceError {
+  return new EffectivelyOnceError(
+    'TOO_MANY_WRITES',
+    `A commit with the marker on a business item holds at most ${MAX_TRANSACTION_ACTIONS} writes${detail}`,
+  );
+}
+
 /** `ITEM_TOO_LARGE` for `what`, estimated at `size` bytes. */
 function itemTooLarge(what: string, size: number): EffectivelyOnceError {
   return new EffectivelyOnceError(
@@ -109,9 +117,39 @@ function describe(write: TransactWriteAction, index: number): string {
  */
 export function assertCommitWithinLimits(record: InboxRecord, writes: readonly TransactWriteAction[]): void {
   if (writes.length > MAX_BUSINESS_WRITES) throw tooManyWrites(`, got ${writes.length}`);
-  let total = estimateItemSize(record as unknown as Record<string, unknown>);
+  assertWritesWithinLimits(writes, estimateItemSize(record as unknown as Record<string, unknown>));
+}
+
+/**
+ * Throws a permanent error unless `writes` fit one transaction with the marker on the put at
+ * `markedIndex` (no inbox record): `TOO_MANY_WRITES` above {@link MAX_TRANSACTION_ACTIONS},
+ * `ITEM_TOO_LARGE` for a write above {@link MAX_ITEM_BYTES} (the marked put counted with its
+ * fingerprint attribute), `TRANSACTION_TOO_LARGE` above {@link MAX_TRANSACTION_BYTES} in total.
+ */
+export function assertItemMarkerCommitWithinLimits(
+  writes: readonly TransactWriteAction[],
+  markedIndex: number,
+  fingerprint: string,
+): void {
+  if (writes.length > MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites(`, got ${writes.length}`);
+  assertWritesWithinLimits(writes, 0, markedIndex, fingerprintSize(fingerprint));
+}
+
+/** Bytes the fingerprint attribute adds to an item that is its own marker. */
+function fingerprintSize(fingerprint: string): number {
+  return ENTITY_FINGERPRINT_ATTRIBUTE.length + Buffer.byteLength(fingerprint, 'utf8');
+}
+
+/** Each write within an item, and all of them with `baseSize` (and `extra` at `extraIndex`) within a transaction. */
+function assertWritesWithinLimits(
+  writes: readonly TransactWriteAction[],
+  baseSize: number,
+  extraIndex = -1,
+  extra = 0,
+): void {
+  let total = baseSize;
   writes.forEach((write, index) => {
-    const size = estimateWriteSize(write);
+    const size = estimateWriteSize(write) + (index === extraIndex ? extra : 0);
     if (size > MAX_ITEM_BYTES) throw itemTooLarge(describe(write, index), size);
     total += size;
   });
@@ -125,9 +163,6 @@ export function assertCommitWithinLimits(record: InboxRecord, writes: readonly T
 
 /** Throws `ITEM_TOO_LARGE` unless the entity item, with its fingerprint attribute, fits one item. */
 export function assertEntityWithinLimits(entity: EntityWrite, fingerprint: string): void {
-  const size =
-    estimateItemSize(entity.item) +
-    ENTITY_FINGERPRINT_ATTRIBUTE.length +
-    Buffer.byteLength(fingerprint, 'utf8');
+  const size = estimateItemSize(entity.item) + fingerprintSize(fingerprint);
   if (size > MAX_ITEM_BYTES) throw itemTooLarge(`The entity item for \`${entity.tableName}\``, size);
 }

@@ -42,7 +42,9 @@ export interface ModeSettings<TStore> {
   readonly consumer: string;
   /** Inbox record lifetime, seconds. */
   readonly ttlSeconds: number;
+  /** The clock every step reads, epoch milliseconds. */
   readonly clock: Clock;
+  /** The entry point's defaults for the mode's own options. */
   readonly defaults: ModeDefaults;
 }
 
@@ -58,13 +60,28 @@ export interface ModeStepInput {
 
 /**
  * The facts of one message's step, returned with its outcome: the log entries of the step (the
- * engine adds the message's fields and logs them before the outcome's line) and the claims it
- * took over (metric `Takeover`).
+ * engine adds the message's fields and logs them before the outcome's line), the claims it
+ * took over (metric `Takeover`) and, when the message is done for good, the record that says so.
  */
 export interface ModeStepResult {
+  /** What happened to the message. */
   readonly outcome: Outcome;
+  /** The step's own log entries, logged before the outcome's line. */
   readonly logs: readonly LogEntry[];
+  /** Claims the step took over after their lease ended. */
   readonly takeovers: number;
+  /**
+   * Set only with a `processed` or `duplicate` outcome whose record is final: one this step
+   * completed (marker: after the effect succeeded; atomic: committed; entity: inserted;
+   * two-phase: every effect completed), or an existing record it read as completed that nothing
+   * will release. Never for a claim in progress or released, nor for another delivery's marker
+   * (released if its effect fails). The completed-record cache keeps such messages until
+   * `expiresAt` (epoch seconds; `Number.MAX_SAFE_INTEGER` for a record that never expires).
+   */
+  readonly completed?: {
+    /** When the record expires, epoch seconds. */
+    readonly expiresAt: number;
+  };
 }
 
 /** A mode ready to process messages. */
@@ -81,7 +98,9 @@ export interface ModeProcessor<TBody> {
  * store port the mode needs.
  */
 export interface Mode<TBody = unknown, TStore = unknown> {
+  /** The mode's name, as logs, metrics and the construct spell it. */
   readonly name: ModeName;
+  /** The store port the mode needs. */
   readonly capability: StoreCapability;
   /**
    * Validates the mode's own options against `settings` and returns the processor. Throws
@@ -93,6 +112,19 @@ export interface Mode<TBody = unknown, TStore = unknown> {
 /** The facts of a step that only has an outcome. */
 export function stepResult(outcome: Outcome, logs: readonly LogEntry[] = []): ModeStepResult {
   return { outcome, logs, takeovers: 0 };
+}
+
+/**
+ * The facts of a step whose record, expiring at `expiresAt` (epoch seconds), is final: marked
+ * `completed` when `outcome` is `processed` or `duplicate`, else the outcome alone.
+ *
+ * @example
+ * completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), record.expiresAt);
+ */
+export function completedStep(outcome: Outcome, expiresAt: number): ModeStepResult {
+  return outcome.kind === 'processed' || outcome.kind === 'duplicate'
+    ? { outcome, logs: [], takeovers: 0, completed: { expiresAt } }
+    : stepResult(outcome);
 }
 
 /** Throws `INVALID_OPTIONS` unless `value` is a mode made by one of the four factories. */

@@ -2,6 +2,7 @@
  * The options of the batch processor, validated once at cold start and frozen. A bad option
  * is a configuration error: the function fails to initialise instead of mishandling messages.
  */
+import { type CompletedCacheOptions, expectCompletedCacheOptions } from './completed-cache';
 import { DEAD_LETTER_MODES, DEFAULT_METRIC_NAMESPACE, LOG_LEVELS } from './contract';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
 import { assertName, type KeySource } from './dedup-key';
@@ -101,12 +102,26 @@ export interface CommonOptions<TBody, TStore = unknown> {
    * @default 'EffectivelyOnce'
    */
   readonly metricNamespace?: string;
+  /**
+   * Keep up to `maxEntries` (1 to 10000) completed messages in memory, one cache per handler
+   * (so per execution environment, or per worker thread of a Lambda Managed Instance), and
+   * acknowledge a duplicate found there with no request: its line says `cache: 'hit'` and it
+   * counts as `Duplicate` and `CacheHit`. Only messages whose record is final are kept (never a
+   * claim in progress or released, nor another delivery's marker), until their `expiresAt`; a
+   * message with another payload misses and the store decides. The trade: a record deleted by
+   * hand, or deleted or overwritten by another consumer process, is not seen until its entry
+   * leaves the cache; and in two-phase mode a cached duplicate skips the whole handler, code
+   * outside `effects.run` included (see `completed-cache.ts`).
+   * @default off (`EO_COMPLETED_CACHE_MAX_ENTRIES` in a function the construct configured)
+   */
+  readonly completedCache?: CompletedCacheOptions;
 }
 
 /** Everything the processor needs from its caller: options plus the store and the clock. */
 export type BatchProcessorOptions<TBody, TStore = unknown> = CommonOptions<TBody, TStore> & {
   /** The store of the mode's capability (`MarkerStore`, `AtomicStore`, `EntityStore`, `LeaseStore`). */
   readonly store: TStore;
+  /** The clock, epoch milliseconds (inject one in tests). */
   readonly clock: Clock;
 };
 
@@ -115,7 +130,13 @@ export type ResolvedOptions<TBody, TStore = unknown> = Readonly<
   Required<
     Omit<
       CommonOptions<TBody, TStore>,
-      'fingerprint' | 'correlationId' | 'deadLetterSender' | 'logger' | 'metrics' | 'metricNamespace'
+      | 'fingerprint'
+      | 'correlationId'
+      | 'deadLetterSender'
+      | 'logger'
+      | 'metrics'
+      | 'metricNamespace'
+      | 'completedCache'
     >
   > & {
     readonly fingerprint: FingerprintPicker<TBody> | undefined;
@@ -124,6 +145,7 @@ export type ResolvedOptions<TBody, TStore = unknown> = Readonly<
     readonly logger: Logger | undefined;
     readonly metrics: MetricsSink | false | undefined;
     readonly metricNamespace: string;
+    readonly completedCache: CompletedCacheOptions | undefined;
     readonly store: TStore;
     readonly clock: Clock;
   }
@@ -197,6 +219,7 @@ export function resolveOptions<TBody, TStore>(
     'a non-empty string of at most 255 characters',
     metricNamespace,
   );
+  expectCompletedCacheOptions(options.completedCache);
   // The store is checked by the mode, which knows the capability it needs.
   expectOption(isFunction(options.clock), 'clock', 'a function returning epoch milliseconds', options.clock);
   const ttlSeconds = integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1);

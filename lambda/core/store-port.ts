@@ -19,6 +19,7 @@ export type InboxStatus = 'COMPLETED' | 'IN_PROGRESS';
 export interface InboxRecord {
   /** The scoped dedup key (`scopeKey(consumer, dedupKey[, effect])`). */
   readonly pk: string;
+  /** `COMPLETED`, or `IN_PROGRESS` while a claim with a lease holds the key. */
   readonly status: InboxStatus;
   /** SHA-256 hex of the canonical payload. */
   readonly fingerprint: string;
@@ -57,6 +58,7 @@ export type TransactWriteAction = NonNullable<TransactWriteCommandInput['Transac
 
 /** The business item that is its own marker (entity-as-marker mode). */
 export interface EntityWrite {
+  /** The business table. */
   readonly tableName: string;
   /** Name of the table's partition key attribute; the put is conditional on its absence. */
   readonly keyAttribute: string;
@@ -66,20 +68,57 @@ export interface EntityWrite {
 
 /** What the database said to a conditional insert. */
 export type InsertResult =
-  | { readonly kind: 'inserted' }
-  /** A live record already holds the key (expired records never stop an insert). */
-  | { readonly kind: 'existing'; readonly record: InboxRecord };
+  | {
+      /** The record was written: the key was free. */
+      readonly kind: 'inserted';
+    }
+  | {
+      /** A live record already holds the key (expired records never stop an insert). */
+      readonly kind: 'existing';
+      /** The live record that holds the key. */
+      readonly record: InboxRecord;
+    };
 
-/** What the database said to an atomic commit (marker at index 0 + business writes). */
+/**
+ * The put of a commit that carries the marker itself (atomic mode with `marker: 'item'`): the
+ * business item gets the fingerprint attribute and the entity condition (its key absent, or its
+ * numeric `expiresAt` reached), so the commit holds no inbox record.
+ */
+export interface ItemMarker {
+  /** Position of the marked put in `writes`; that write must be a `Put`. */
+  readonly index: number;
+  /** Name of the put's partition key attribute; the put is conditional on its absence. */
+  readonly keyAttribute: string;
+  /** SHA-256 hex of the message's payload, stored on the item (`ENTITY_FINGERPRINT_ATTRIBUTE`). */
+  readonly fingerprint: string;
+}
+
+/**
+ * What the database said to an atomic commit (marker at index 0 + business writes, or the
+ * business writes alone with the marker on one of their puts).
+ */
 export type CommitResult =
-  | { readonly kind: 'committed' }
-  | { readonly kind: 'existing'; readonly record: InboxRecord }
-  /**
-   * A business write's own condition failed (for example a stock check); nothing was applied.
-   * `index` is the write's position in `writes` (0 = the first business write; the marker is
-   * not counted).
-   */
-  | { readonly kind: 'condition-failed'; readonly index: number; readonly message?: string };
+  | {
+      /** The marker and every business write were applied together. */
+      readonly kind: 'committed';
+    }
+  | {
+      /** A live marker holds the key: the inbox record, or the marked business item read as entity mode reads it. */
+      readonly kind: 'existing';
+      /** The live record that holds the key. */
+      readonly record: InboxRecord;
+    }
+  | {
+      /**
+       * A business write's own condition failed (for example a stock check); nothing was applied.
+       * For a marked put, its own `ConditionExpression` failed while its key was absent (or expired).
+       */
+      readonly kind: 'condition-failed';
+      /** The failed write's position in `writes` (0 = the first business write; the marker is not counted). */
+      readonly index: number;
+      /** DynamoDB's cancellation message for the write, when it sent one. */
+      readonly message?: string;
+    };
 
 /**
  * A put that applies only when the item is absent or carries an older version (a number or a
@@ -87,6 +126,7 @@ export type CommitResult =
  * absent.
  */
 export interface VersionedPutWrite {
+  /** The business table. */
   readonly TableName: string;
   /** The whole item, including its key and `Item[versionAttribute]`. */
   readonly Item: Record<string, unknown>;
@@ -110,7 +150,15 @@ export interface ReleaseGuard {
 }
 
 /** What the database said to a fenced update (complete, release, extend, replace). */
-export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
+export type FencedResult =
+  | {
+      /** The write applied: the claim was still the caller's. */
+      readonly kind: 'ok';
+    }
+  | {
+      /** The record is gone, completed or claimed by someone else; it was left untouched. */
+      readonly kind: 'lost-ownership';
+    };
 
 /** Marker mode: a marker put before the effect, released when the effect fails. */
 export interface MarkerStore {
@@ -165,6 +213,20 @@ export interface AtomicStore {
   ): Promise<CommitResult>;
 
   /**
+   * Atomic with the marker on a business item: one `TransactWriteItems` of `writes` alone, the
+   * put at `marker.index` carrying `marker.fingerprint` under entity mode's condition (AND its
+   * own `ConditionExpression`, if any). A live item at that key is `existing`, read as
+   * `insertEntity` reads it (fingerprint `''` when the item carries none); the put's own
+   * condition failing on an absent or expired item is `condition-failed` at `marker.index`.
+   * At most 100 writes and 4 MB (checked by the caller).
+   */
+  commitWithItemMarker(
+    writes: readonly TransactWriteAction[],
+    marker: ItemMarker,
+    nowMillis: number,
+  ): Promise<CommitResult>;
+
+  /**
    * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its
    * condition when the stored item carries the same or a newer version. No request.
    */
@@ -198,8 +260,16 @@ export interface LeaseStore {
   claimLease(
     record: InboxRecord,
     nowMillis: number,
-    takeover?: { readonly owner: string },
-  ): Promise<InsertResult & { readonly takeover?: boolean }>;
+    takeover?: {
+      /** The owner token of the claim to replace once its lease has ended. */
+      readonly owner: string;
+    },
+  ): Promise<
+    InsertResult & {
+      /** True when a live claim whose lease had ended was replaced. */
+      readonly takeover?: boolean;
+    }
+  >;
 
   /**
    * Two-phase: mark completed with an optional result, only while `owner` still holds the claim

@@ -1,25 +1,63 @@
 /**
- * Atomic (inbox) mode: the user's handler describes business writes on a unit of work, and they
- * are committed in one `TransactWriteItems` with the marker at index 0.
+ * Atomic mode: the user's handler describes business writes on a unit of work, and they are
+ * committed in one `TransactWriteItems` with the marker at index 0 (the inbox record), or, with
+ * `marker: 'item'`, with the marker on the one put the handler marks (no inbox record).
  */
-import { expectMethods, expectOption } from '../core/errors';
+import { INBOX_ATTRIBUTES } from '../core/contract';
+import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
-import { assertCommitWithinLimits } from '../core/item-size';
+import { assertCommitWithinLimits, assertItemMarkerCommitWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { type Mode, stepResult } from '../core/mode';
-import { type Outcome, outcomeOfError, outcomeOfExisting } from '../core/outcome';
-import type { AtomicStore, InboxRecord } from '../core/store-port';
-import { createUnitOfWork, type GuardedUnitOfWork, type UnitOfWork } from './unit-of-work';
+import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
+import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
+import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
+import {
+  createUnitOfWork,
+  type GuardedUnitOfWork,
+  type ItemMarkerUnitOfWork,
+  type MarkerPlacement,
+  type UnitOfWork,
+} from './unit-of-work';
 
 /** Describes the business writes of one message on `unitOfWork`. Its return value is ignored. */
 export type AtomicHandler<TBody> = (message: Message<TBody>, unitOfWork: UnitOfWork) => unknown;
 
 /**
- * Atomic (inbox) mode: `handle` describes business writes on a unit of work; they are committed
- * in one transaction with the marker at index 0. `handle` runs before the commit, also for a
- * message that turns out to be a duplicate, so it must only describe writes, never perform side
- * effects. With no writes, the marker alone is stored (one conditional put). One request per
- * message.
+ * Describes the business writes of one message on `unitOfWork`, marking the put that creates its
+ * business item with `unitOfWork.putAsMarker` (`atomic(handle, { marker: 'item' })`). Its return
+ * value is ignored.
+ */
+export type ItemMarkerHandler<TBody> = (message: Message<TBody>, unitOfWork: ItemMarkerUnitOfWork) => unknown;
+
+/** Options of `atomic`, fixed when the mode is created (cold start). */
+export interface AtomicOptions {
+  /**
+   * Where the marker goes. `'inbox'`: an inbox record put at index 0 of each commit. `'item'`:
+   * on the business item the handler marks with `unitOfWork.putAsMarker` (one per message), so
+   * the commit holds no inbox record: a first delivery costs 2N write units for N writes instead
+   * of 2N + 2. The choice is the mode's, never a message's, so a redelivery cannot take another
+   * path than its first delivery; a message under `'item'` that marks no put, or two, is
+   * dead-lettered (`VALIDATION`).
+   * @default 'inbox'
+   */
+  readonly marker?: MarkerPlacement;
+}
+
+/**
+ * Atomic mode: `handle` describes business writes on a unit of work; they are committed in one
+ * transaction with the marker. `handle` runs before the commit, also for a message that turns out
+ * to be a duplicate, so it must only describe writes, never perform side effects. One request
+ * per message.
+ *
+ * - `marker: 'inbox'` (the default): the marker is an inbox record at index 0; with no writes it
+ *   is stored alone (one conditional put).
+ * - `marker: 'item'`: the handler marks the put that creates the message's business item with
+ *   `unitOfWork.putAsMarker`; that item carries the fingerprint under entity mode's condition
+ *   (its key absent, AND the put's own condition), and a duplicate is recognised from the item
+ *   the cancelled transaction returns. The dedup lasts as long as the item: it carries no
+ *   `expiresAt` unless the handler's item does, and a deleted item lets a redelivery create it
+ *   again. An item at that key written by something else (no fingerprint, or another message's)
+ *   is a `PAYLOAD_MISMATCH`, never a silent acknowledgement.
  *
  * @example
  * createSqsHandler<OrderEvent>({
@@ -28,60 +66,135 @@ export type AtomicHandler<TBody> = (message: Message<TBody>, unitOfWork: UnitOfW
  *     unitOfWork.put({ TableName: 'Orders', Item: { pk: message.body.orderId, status: message.body.status } });
  *   }),
  * });
+ *
+ * @example
+ * createSqsHandler<OrderPlaced>({
+ *   dedupKey: fromBody('orderId'),
+ *   mode: atomic(
+ *     (message, unitOfWork) => {
+ *       unitOfWork.putAsMarker({
+ *         TableName: 'Orders',
+ *         Item: { orderId: message.body.orderId, total: message.body.total },
+ *         keyAttribute: 'orderId',
+ *       });
+ *     },
+ *     { marker: 'item' },
+ *   ),
+ * });
  */
-export function atomic<TBody = unknown>(handle: AtomicHandler<TBody>): Mode<TBody, AtomicStore> {
+export function atomic<TBody = unknown>(
+  handle: ItemMarkerHandler<TBody>,
+  options: AtomicOptions & { readonly marker: 'item' },
+): Mode<TBody, AtomicStore>;
+export function atomic<TBody = unknown>(
+  handle: AtomicHandler<TBody>,
+  options?: AtomicOptions & { readonly marker?: 'inbox' },
+): Mode<TBody, AtomicStore>;
+export function atomic<TBody = unknown>(
+  handle: ItemMarkerHandler<TBody>,
+  options?: AtomicOptions,
+): Mode<TBody, AtomicStore> {
   return {
     name: 'atomic',
     capability: 'atomic',
     create({ store, consumer, ttlSeconds }) {
       expectOption(typeof handle === 'function', 'atomic(handle)', 'a function', handle);
+      expectOption(
+        options === undefined || (typeof options === 'object' && options !== null),
+        'atomic(handle, options)',
+        'an object',
+        options,
+      );
+      const marker = options?.marker ?? 'inbox';
+      expectOption(marker === 'inbox' || marker === 'item', 'atomic.marker', "`'inbox'` or `'item'`", marker);
       // `putIfNewer` is needed only by a handler that calls it; the unit of work calls it then.
-      expectMethods('store', store, ['insert', 'commit']);
+      expectMethods('store', store, marker === 'item' ? ['commitWithItemMarker'] : ['insert', 'commit']);
 
       return {
         async process(message, { fingerprint, nowMillis }) {
-          const record = createInboxRecord(message.scopedKey, fingerprint, consumer, nowMillis, ttlSeconds);
-          const unitOfWork = createUnitOfWork(store);
+          // No inbox record when the marker goes on a business item.
+          const record =
+            marker === 'inbox'
+              ? createInboxRecord(message.scopedKey, fingerprint, consumer, nowMillis, ttlSeconds)
+              : undefined;
+          const unitOfWork = createUnitOfWork(store, marker);
           try {
             await handle(message, unitOfWork);
-            assertCommitWithinLimits(record, unitOfWork.writes);
+            if (record) assertCommitWithinLimits(record, unitOfWork.writes);
+            else assertItemMarked(unitOfWork, fingerprint);
           } catch (error) {
             return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
           }
           try {
-            return stepResult(await commit(record, unitOfWork, fingerprint, nowMillis));
+            return await commit(record, unitOfWork, fingerprint, nowMillis);
           } catch (error) {
             return stepResult(outcomeOfError(error, 'UNEXPECTED'));
           }
         },
       };
 
-      /** Commits the marker with the writes (the marker alone without writes) and reads the answer. */
+      /**
+       * Commits the marker with the writes (the inbox marker alone without writes; the writes
+       * alone, one of them marked, without an inbox record) and reads the answer.
+       */
       async function commit(
-        record: InboxRecord,
+        record: InboxRecord | undefined,
         unitOfWork: GuardedUnitOfWork,
         fingerprint: string,
         nowMillis: number,
-      ): Promise<Outcome> {
-        const { writes } = unitOfWork;
-        if (writes.length === 0) {
-          return outcomeOfInsert(await store.insert(record, nowMillis), fingerprint, nowMillis);
+      ): Promise<ModeStepResult> {
+        const { writes, marked } = unitOfWork;
+        // A committed marker is final (nothing releases it), whether this step wrote it or met it.
+        if (record && writes.length === 0) {
+          const inserted = await store.insert(record, nowMillis);
+          const stored = inserted.kind === 'inserted' ? record : inserted.record;
+          return completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), stored.expiresAt);
         }
-        const result = await store.commit(record, writes, nowMillis);
+        const result = record
+          ? await store.commit(record, writes, nowMillis)
+          : await store.commitWithItemMarker(writes, { ...marked!, fingerprint }, nowMillis);
         if (result.kind === 'condition-failed') {
           // A version guard's condition failing means a newer version is stored: not an error.
-          if (unitOfWork.guards.has(result.index)) return { kind: 'stale' };
+          if (unitOfWork.guards.has(result.index)) return stepResult({ kind: 'stale' });
           const detail = result.message ? `: ${result.message}` : '';
-          return {
+          return stepResult({
             kind: 'permanent',
             code: 'BUSINESS_CONDITION_FAILED',
             reason: `The condition of business write ${result.index} failed${detail}`,
-          };
+          });
         }
-        return result.kind === 'committed'
-          ? { kind: 'processed' }
-          : outcomeOfExisting(result.record, fingerprint, nowMillis);
+        if (result.kind === 'committed') {
+          const expiresAt = record ? record.expiresAt : markedExpiresAt(writes[marked!.index]!);
+          return completedStep({ kind: 'processed' }, expiresAt);
+        }
+        return completedStep(
+          outcomeOfExisting(result.record, fingerprint, nowMillis),
+          result.record.expiresAt,
+        );
       }
     },
   };
+}
+
+/**
+ * When a marked item stops holding its key, as for an entity: at its numeric `expiresAt`
+ * attribute (epoch seconds, as the store's condition reads it), else never.
+ */
+function markedExpiresAt(write: TransactWriteAction): number {
+  const expiresAt = write.Put?.Item?.[INBOX_ATTRIBUTES.expiresAt];
+  return typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * Throws a permanent error unless the unit of work marked a put (`putAsMarker` rejects a second
+ * one) and its writes fit one transaction with the marker's fingerprint on that put.
+ */
+function assertItemMarked(unitOfWork: GuardedUnitOfWork, fingerprint: string): void {
+  if (unitOfWork.marked === undefined) {
+    throw new EffectivelyOnceError(
+      'VALIDATION',
+      "atomic(handle, { marker: 'item' }): the handler marked no put; every message must mark the put that creates its business item with `unitOfWork.putAsMarker`",
+    );
+  }
+  assertItemMarkerCommitWithinLimits(unitOfWork.writes, unitOfWork.marked.index, fingerprint);
 }

@@ -2,11 +2,12 @@
  * Entity-as-marker mode: the one business item a message produces is its own marker, put on the
  * condition that its key is absent. No inbox table.
  */
+import { INBOX_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import { outcomeOfInsert } from '../core/inbox-record';
 import { assertEntityWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { type Mode, stepResult } from '../core/mode';
+import { completedStep, type Mode, stepResult } from '../core/mode';
 import { outcomeOfError } from '../core/outcome';
 import type { EntityStore, EntityWrite } from '../core/store-port';
 
@@ -29,6 +30,15 @@ function assertEntity(entity: unknown): asserts entity is EntityWrite {
       'The entity-mode handler must return { tableName, keyAttribute, item } with the key attribute set in the item',
     );
   }
+}
+
+/**
+ * When an entity this mode put stops holding its key: at its numeric `expiresAt` attribute
+ * (epoch seconds, as the store's condition reads it), else never.
+ */
+function entityExpiresAt(write: EntityWrite): number {
+  const expiresAt = write.item[INBOX_ATTRIBUTES.expiresAt];
+  return typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER;
 }
 
 /**
@@ -66,13 +76,10 @@ export function entity<TBody = unknown>(handle: EntityHandler<TBody>): Mode<TBod
             return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
           }
           try {
-            return stepResult(
-              outcomeOfInsert(
-                await store.insertEntity(write, fingerprint, nowMillis),
-                fingerprint,
-                nowMillis,
-              ),
-            );
+            const inserted = await store.insertEntity(write, fingerprint, nowMillis);
+            const expiresAt =
+              inserted.kind === 'inserted' ? entityExpiresAt(write) : inserted.record.expiresAt;
+            return completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), expiresAt);
           } catch (error) {
             return stepResult(outcomeOfError(error, 'UNEXPECTED'));
           }

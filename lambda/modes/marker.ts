@@ -55,7 +55,14 @@ export function marker<TBody = unknown>(handle: MarkerHandler<TBody>): Mode<TBod
           }
           try {
             await handle(message);
-            return { outcome: { kind: 'processed' }, logs, takeovers: 0 };
+            // Final only now: a marker met by another delivery (a duplicate above) may still be
+            // released if its effect fails, so only this claim's success is reported completed.
+            return {
+              outcome: { kind: 'processed' },
+              logs,
+              takeovers: 0,
+              completed: { expiresAt: record.expiresAt },
+            };
           } catch (error) {
             // Released, the retry runs the effect again; kept, it would be acknowledged. The effect
             // may have partly happened, so the key stays bound to this payload: another payload

@@ -1,10 +1,16 @@
 /**
- * The unit of work of atomic (inbox) mode: the business writes a handler describes, which the
- * toolkit commits in one `TransactWriteItems` with the marker at index 0.
+ * The unit of work of atomic mode: the business writes a handler describes, which the toolkit
+ * commits in one `TransactWriteItems` with the marker at index 0, or (`marker: 'item'`) with the
+ * marker on the one put the handler marks.
  */
 import { EffectivelyOnceError } from '../core/errors';
-import { MAX_BUSINESS_WRITES, tooManyWrites } from '../core/item-size';
-import type { AtomicStore, TransactWriteAction, VersionedPutWrite } from '../core/store-port';
+import {
+  MAX_BUSINESS_WRITES,
+  MAX_TRANSACTION_ACTIONS,
+  tooManyItemMarkerWrites,
+  tooManyWrites,
+} from '../core/item-size';
+import type { AtomicStore, ItemMarker, TransactWriteAction, VersionedPutWrite } from '../core/store-port';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
 export type PutWrite = NonNullable<TransactWriteAction['Put']>;
@@ -14,6 +20,15 @@ export type UpdateWrite = NonNullable<TransactWriteAction['Update']>;
 export type DeleteWrite = NonNullable<TransactWriteAction['Delete']>;
 /** A condition check in document shape (`TableName`, `Key`, `ConditionExpression`). */
 export type ConditionCheckWrite = NonNullable<TransactWriteAction['ConditionCheck']>;
+/**
+ * The put that carries the marker (`atomic(handle, { marker: 'item' })`): a put creating the
+ * message's business item, and the name of its table's partition key attribute, which the
+ * marker's condition requires to be absent. Its own `ConditionExpression`, if any, must hold too.
+ */
+export type MarkerPutWrite = PutWrite & {
+  /** Name of the table's partition key attribute; `Item[keyAttribute]` must be set. */
+  readonly keyAttribute: string;
+};
 
 /**
  * Collects business writes on any table. Each method returns the write's index, the index a
@@ -36,9 +51,13 @@ export type ConditionCheckWrite = NonNullable<TransactWriteAction['ConditionChec
  * });
  */
 export interface UnitOfWork {
+  /** Adds a put to the commit; returns its index among the business writes. */
   put(write: PutWrite): number;
+  /** Adds an update to the commit; returns its index among the business writes. */
   update(write: UpdateWrite): number;
+  /** Adds a delete to the commit; returns its index among the business writes. */
   delete(write: DeleteWrite): number;
+  /** Adds a condition check (a condition on an item not written); returns its index. */
   conditionCheck(write: ConditionCheckWrite): number;
   /**
    * Puts `Item` unless the stored item's `versionAttribute` is the same or newer.
@@ -55,26 +74,87 @@ export interface UnitOfWork {
   readonly writes: readonly TransactWriteAction[];
 }
 
-/** A unit of work that also knows which of its writes are version guards. */
-export interface GuardedUnitOfWork extends UnitOfWork {
+/**
+ * The unit of work of `atomic(handle, { marker: 'item' })`: every message marks exactly one put,
+ * the one that creates the item that *is* its effect (the order row the message creates). That
+ * item carries the marker (the fingerprint attribute and the condition that its key is absent),
+ * so the commit holds no inbox record. The other writes are as in {@link UnitOfWork}, up to 100
+ * in all.
+ *
+ * @example
+ * unitOfWork.putAsMarker({
+ *   TableName: 'Orders',
+ *   Item: { orderId: order.id, status: 'PLACED', total: order.total },
+ *   keyAttribute: 'orderId',
+ * });
+ * unitOfWork.update({
+ *   TableName: 'Stock',
+ *   Key: { sku: order.sku },
+ *   UpdateExpression: 'SET available = available - :n',
+ *   ConditionExpression: 'available >= :n',
+ *   ExpressionAttributeValues: { ':n': order.quantity },
+ * });
+ */
+export interface ItemMarkerUnitOfWork extends UnitOfWork {
+  /**
+   * Adds the put that carries the marker and returns its index. A second call, or a write that is
+   * not a put with `Item[keyAttribute]` set, throws `VALIDATION` (the message is dead-lettered);
+   * so does a handler that returns without calling it.
+   */
+  putAsMarker(write: MarkerPutWrite): number;
+}
+
+/** A unit of work that also knows which of its writes are version guards, and which put is the marker. */
+export interface GuardedUnitOfWork extends ItemMarkerUnitOfWork {
   /** Indices of the writes added by `putIfNewer`. */
   readonly guards: ReadonlySet<number>;
+  /** The put added by `putAsMarker` (its index and key attribute), once added. */
+  readonly marked: Omit<ItemMarker, 'fingerprint'> | undefined;
 }
+
+/** Where a unit of work's marker goes: the inbox (index 0 of the commit), or a business put. */
+export type MarkerPlacement = 'inbox' | 'item';
 
 /**
  * Creates an empty unit of work; adding a write beyond the transaction limit throws
- * `TOO_MANY_WRITES`. `store` builds the expressions of `putIfNewer`.
+ * `TOO_MANY_WRITES`. `store` builds the expressions of `putIfNewer`. With `marker: 'item'` the
+ * handler marks one put with `putAsMarker` and the transaction has room for one more write;
+ * otherwise `putAsMarker` throws `VALIDATION`.
  */
-export function createUnitOfWork(store?: Pick<AtomicStore, 'putIfNewer'>): GuardedUnitOfWork {
+export function createUnitOfWork(
+  store?: Pick<AtomicStore, 'putIfNewer'>,
+  marker: MarkerPlacement = 'inbox',
+): GuardedUnitOfWork {
   const writes: TransactWriteAction[] = [];
   const guards = new Set<number>();
+  let marked: GuardedUnitOfWork['marked'];
   const add = (write: TransactWriteAction): number => {
-    if (writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
+    if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites();
+    if (marker === 'inbox' && writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
     writes.push(write);
     return writes.length - 1;
   };
   return {
     put: (write) => add({ Put: write }),
+    putAsMarker(write) {
+      if (marker !== 'item') {
+        throw new EffectivelyOnceError(
+          'VALIDATION',
+          "putAsMarker: this atomic mode keeps the marker in the inbox; mark a put only with `atomic(handle, { marker: 'item' })`",
+        );
+      }
+      if (marked !== undefined) {
+        throw new EffectivelyOnceError(
+          'VALIDATION',
+          `putAsMarker: a message marks one put, and write ${marked.index} already is the marker`,
+        );
+      }
+      assertMarkerPut(write);
+      const { keyAttribute, ...put } = write;
+      const index = add({ Put: put });
+      marked = { index, keyAttribute };
+      return index;
+    },
     update: (write) => add({ Update: write }),
     delete: (write) => add({ Delete: write }),
     conditionCheck: (write) => add({ ConditionCheck: write }),
@@ -92,5 +172,34 @@ export function createUnitOfWork(store?: Pick<AtomicStore, 'putIfNewer'>): Guard
     },
     writes,
     guards,
+    get marked() {
+      return marked;
+    },
   };
+}
+
+/**
+ * Throws `VALIDATION` unless `write` is a put (`TableName`, `Item`, no `Key` or
+ * `UpdateExpression`) whose item sets its key attribute: only a put creates the item that carries
+ * the marker, and an update or delete cannot be told from a duplicate by the item it meets.
+ */
+function assertMarkerPut(write: MarkerPutWrite): void {
+  const candidate = write as Partial<MarkerPutWrite> & { Key?: unknown; UpdateExpression?: unknown };
+  const item = candidate?.Item;
+  const key = candidate?.keyAttribute;
+  const value = typeof key === 'string' && typeof item === 'object' && item !== null ? item[key] : undefined;
+  const valid =
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    candidate.Key === undefined &&
+    candidate.UpdateExpression === undefined &&
+    typeof candidate.TableName === 'string' &&
+    candidate.TableName !== '' &&
+    ((typeof value === 'string' && value !== '') || typeof value === 'number' || typeof value === 'bigint');
+  if (!valid) {
+    throw new EffectivelyOnceError(
+      'VALIDATION',
+      'putAsMarker: the marker must be a put `{ TableName, Item, keyAttribute }` with `Item[keyAttribute]` set (a string, number or bigint); an update, delete or condition check cannot carry it',
+    );
+  }
 }

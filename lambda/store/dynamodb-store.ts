@@ -25,6 +25,7 @@ import type {
 } from '../core/store-port';
 import { epochSeconds } from '../core/time';
 import {
+  type CancellationOutcome,
   type ConditionalCheckFailure,
   classifyAwsError,
   classifyUnmarshallError,
@@ -132,6 +133,7 @@ const NEWER_VERSION_CONDITION = 'attribute_not_exists(#version) OR #version < :v
 const FIELDS = Object.keys(A) as (keyof InboxRecord & keyof typeof A)[];
 
 const INSERTED = { kind: 'inserted' } as const;
+const COMMITTED = { kind: 'committed' } as const;
 const OK: FencedResult = { kind: 'ok' };
 
 /**
@@ -142,6 +144,8 @@ const OK: FencedResult = { kind: 'ok' };
  * - `putIfNewer`: builds a version-guarded put for a commit; sends nothing.
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
+ * - `commitWithItemMarker`: one `TransactWriteItems` of the business writes alone, the marked
+ *   put carrying the fingerprint under entity mode's condition joined with its own.
  * - `release`, `complete`, `extendLease`, `replace`: one conditional `UpdateItem`; nothing is
  *   ever deleted (a released record is kept as a released claim, bound to its payload).
  *
@@ -315,6 +319,44 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
       : { kind: 'lost-ownership' };
   }
 
+  /**
+   * Sends one `TransactWriteItems`: `undefined` when it committed, else the cancellation reasons
+   * (empty when the service sent none) with the error. Any other failure is thrown, classified.
+   */
+  async function transact(
+    TransactItems: TransactWriteAction[],
+  ): Promise<{ readonly reasons: readonly CancellationOutcome[]; readonly error: unknown } | undefined> {
+    try {
+      await client.send(new TransactWriteCommand({ TransactItems }));
+      return undefined;
+    } catch (error) {
+      const reasons = readTransactionCancellation(error);
+      if (!reasons) throw classifyAwsError(error, 'commit');
+      return { reasons, error };
+    }
+  }
+
+  /**
+   * The live business item standing as its own marker (entity mode, and the marked put of a
+   * commit), read as a record (`toEntityRecord`) from the item a failed condition returned, or
+   * by a consistent read by partition key when it returned none (a table with a sort key always
+   * gets the item back from DynamoDB). `undefined` when the item is absent or expired.
+   */
+  async function liveEntity(
+    TableName: string | undefined,
+    keyAttribute: string,
+    item: Record<string, unknown>,
+    failure: { readonly item?: Record<string, unknown> },
+    nowSeconds: number,
+    operation: string,
+  ): Promise<InboxRecord | undefined> {
+    const stored = failure.item
+      ? toDocument(failure.item, operation)
+      : await read(operation, TableName, { [keyAttribute]: item[keyAttribute] });
+    const record = stored && toEntityRecord(stored, keyAttribute);
+    return record && record.expiresAt > nowSeconds ? record : undefined;
+  }
+
   return Object.freeze<InboxStore>({
     async insert(record, nowMillis) {
       const nowSeconds = epochSeconds(nowMillis);
@@ -327,42 +369,62 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     async commit(record, writes, nowMillis): Promise<CommitResult> {
       const nowSeconds = epochSeconds(nowMillis);
       const TransactItems: TransactWriteAction[] = [{ Put: markerPut(record, nowSeconds) }, ...writes];
-      try {
-        await client.send(new TransactWriteCommand({ TransactItems }));
-        return { kind: 'committed' };
-      } catch (error) {
-        const reasons = readTransactionCancellation(error);
-        if (!reasons) throw classifyAwsError(error, 'commit');
-        const [marker, ...business] = reasons;
-        if (marker?.kind === 'condition-failed') {
-          return existingRecord(
-            record.pk,
-            { ...marker, error },
-            nowSeconds,
-            'commit',
-          ) as Promise<CommitResult>;
-        }
-        if (!marker) {
-          // Cancelled without reasons: only a live marker explains it for certain.
-          const existing = await readLive(record.pk, nowSeconds, 'commit');
-          if (existing) return { kind: 'existing', record: existing };
-          throw classifyAwsError(error, 'commit');
-        }
-        // A transient failure anywhere wins over a business condition: the retry may succeed.
-        const errors = reasons.flatMap((reason) => (reason.kind === 'failed' ? [reason.error] : []));
-        const failure = errors.find((candidate) => candidate.disposition === 'retry') ?? errors[0];
-        if (failure) throw failure;
-        const index = business.findIndex((reason) => reason.kind === 'condition-failed');
-        const failed = business[index];
-        if (failed?.kind === 'condition-failed') {
-          return {
-            kind: 'condition-failed',
-            index,
-            ...(failed.message !== undefined ? { message: failed.message } : {}),
-          };
-        }
+      const cancelled = await transact(TransactItems);
+      if (!cancelled) return COMMITTED;
+      const { reasons, error } = cancelled;
+      const [marker, ...business] = reasons;
+      if (marker?.kind === 'condition-failed') {
+        return existingRecord(record.pk, { ...marker, error }, nowSeconds, 'commit') as Promise<CommitResult>;
+      }
+      if (!marker) {
+        // Cancelled without reasons: only a live marker explains it for certain.
+        const existing = await readLive(record.pk, nowSeconds, 'commit');
+        if (existing) return { kind: 'existing', record: existing };
         throw classifyAwsError(error, 'commit');
       }
+      return businessFailure(reasons, business, error);
+    },
+
+    async commitWithItemMarker(
+      writes,
+      { index, keyAttribute, fingerprint },
+      nowMillis,
+    ): Promise<CommitResult> {
+      const operation = 'commitWithItemMarker';
+      const put = writes[index]?.Put;
+      if (!put) {
+        throw new EffectivelyOnceError('VALIDATION', `${operation}: write ${index} is not a put`);
+      }
+      const nowSeconds = epochSeconds(nowMillis);
+      const TransactItems = writes.map((write, at) =>
+        at === index ? { Put: markedPut(put, keyAttribute, fingerprint, nowSeconds) } : write,
+      );
+      const cancelled = await transact(TransactItems);
+      if (!cancelled) return COMMITTED;
+      const { reasons, error } = cancelled;
+      const marked = reasons[index];
+      if (!marked || marked.kind === 'condition-failed') {
+        // The item the failed condition returned (else a consistent read) tells the two parts of
+        // the condition apart: a live item failed the marker's part (a duplicate, or a mismatch);
+        // an absent or expired one passed it, so the put's own condition failed. Cancelled
+        // without reasons, only a live item explains it for certain.
+        const existing = await liveEntity(
+          put.TableName,
+          keyAttribute,
+          put.Item as Record<string, unknown>,
+          marked ?? {},
+          nowSeconds,
+          operation,
+        );
+        if (existing) return { kind: 'existing', record: existing };
+        if (!marked) throw classifyAwsError(error, 'commit');
+        if (put.ConditionExpression === undefined || put.ConditionExpression.trim() === '') {
+          // Without a condition of its own, only a live item fails the put: it is gone now.
+          throw vanished(operation, `${keyAttribute}=${String(put.Item?.[keyAttribute])}`, 'item', error);
+        }
+        return conditionFailed(index, marked.message);
+      }
+      return businessFailure(reasons, reasons, error);
     },
 
     async insertEntity(entity, fingerprint, nowMillis) {
@@ -373,25 +435,14 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
         new PutCommand({
           TableName,
           Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint },
-          // A business item with a numeric `expiresAt` (epoch seconds) in the past is being
-          // reaped by TTL: like an expired inbox record, it does not hold the key. Items
-          // without one (the usual case) hold it forever.
-          ConditionExpression: LIVE_CONDITION,
-          ExpressionAttributeNames: { '#pk': keyAttribute, '#expiresAt': A.expiresAt },
-          ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+          ...entityCondition(keyAttribute, nowSeconds),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       if ('output' in written) return INSERTED;
-      // Without the returned item, read it by partition key only: this cannot serve a table
-      // with a sort key (DynamoDB returns the item there anyway).
-      const key = item[keyAttribute];
-      const stored = written.item
-        ? toDocument(written.item, 'insertEntity')
-        : await read('insertEntity', TableName, { [keyAttribute]: key });
-      const record = stored && toEntityRecord(stored, keyAttribute);
-      if (record && record.expiresAt > nowSeconds) return { kind: 'existing', record };
-      throw vanished('insertEntity', `${keyAttribute}=${String(key)}`, 'item', written.error);
+      const record = await liveEntity(TableName, keyAttribute, item, written, nowSeconds, 'insertEntity');
+      if (record) return { kind: 'existing', record };
+      throw vanished('insertEntity', `${keyAttribute}=${String(item[keyAttribute])}`, 'item', written.error);
     },
 
     release(pk, { owner, status = INBOX_STATUS.inProgress }) {
@@ -627,6 +678,97 @@ function vanished(operation: string, key: string, what: string, cause: unknown):
     `${operation}: the condition on ${key} failed, but a consistent read found no live ${what}; retry`,
     { cause },
   );
+}
+
+/**
+ * The condition of a business item that is its own marker: its key absent, or its numeric
+ * `expiresAt` (epoch seconds) reached. A business item being reaped by TTL, like an expired
+ * inbox record, does not hold the key; items without one (the usual case) hold it forever.
+ * `own` is the put's own condition, joined with AND under placeholder names of the marker's part
+ * that it does not use, so neither part can rebind the other's.
+ */
+function entityCondition(
+  keyAttribute: string,
+  nowSeconds: number,
+  own?: Pick<MarkerPut, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>,
+): Required<
+  Pick<MarkerPut, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>
+> {
+  const condition = own?.ConditionExpression;
+  if (condition === undefined || condition.trim() === '') {
+    return {
+      ConditionExpression: LIVE_CONDITION,
+      ExpressionAttributeNames: { '#pk': keyAttribute, '#expiresAt': A.expiresAt },
+      ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+    };
+  }
+  const names = own?.ExpressionAttributeNames ?? {};
+  const values = own?.ExpressionAttributeValues ?? {};
+  // Every placeholder the put's own part declares or writes is taken.
+  const taken = new Set([
+    ...Object.keys(names),
+    ...Object.keys(values),
+    ...(condition.match(PLACEHOLDER) ?? []),
+  ]);
+  const free = (placeholder: string) => {
+    let candidate = placeholder;
+    for (let suffix = 2; taken.has(candidate); suffix++) candidate = `${placeholder}${suffix}`;
+    taken.add(candidate);
+    return candidate;
+  };
+  const pk = free('#pk');
+  const expires = free('#expiresAt');
+  const now = free(':nowSeconds');
+  return {
+    ConditionExpression: `(attribute_not_exists(${pk}) OR ${expires} <= ${now}) AND (${condition})`,
+    ExpressionAttributeNames: { ...names, [pk]: keyAttribute, [expires]: A.expiresAt },
+    ExpressionAttributeValues: { ...values, [now]: nowSeconds },
+  };
+}
+
+/** A placeholder in an expression: `#name` or `:value`. */
+const PLACEHOLDER = /[#:][A-Za-z0-9_]+/g;
+
+/**
+ * The marked put of a commit: the business item with its fingerprint, under entity mode's
+ * condition and the put's own, returning the stored item when the condition fails (the user's
+ * `ReturnValuesOnConditionCheckFailure` is replaced: the marker needs the item).
+ */
+function markedPut(put: MarkerPut, keyAttribute: string, fingerprint: string, nowSeconds: number): MarkerPut {
+  const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...rest } = put;
+  return {
+    ...rest,
+    Item: { ...put.Item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint },
+    ...entityCondition(keyAttribute, nowSeconds, {
+      ConditionExpression,
+      ExpressionAttributeNames,
+      ExpressionAttributeValues,
+    }),
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/**
+ * What cancelled a commit whose marker passed: a transient failure anywhere wins over a business
+ * condition (the retry may succeed); else the first business write whose condition failed. The
+ * index is counted in `business`.
+ */
+function businessFailure(
+  reasons: readonly CancellationOutcome[],
+  business: readonly CancellationOutcome[],
+  error: unknown,
+): CommitResult {
+  const errors = reasons.flatMap((reason) => (reason.kind === 'failed' ? [reason.error] : []));
+  const failure = errors.find((candidate) => candidate.disposition === 'retry') ?? errors[0];
+  if (failure) throw failure;
+  const index = business.findIndex((reason) => reason.kind === 'condition-failed');
+  const failed = business[index];
+  if (failed?.kind === 'condition-failed') return conditionFailed(index, failed.message);
+  throw classifyAwsError(error, 'commit');
+}
+
+function conditionFailed(index: number, message: string | undefined): CommitResult {
+  return { kind: 'condition-failed', index, ...(message !== undefined ? { message } : {}) };
 }
 
 /** The record as an item, omitting absent optional fields (the store never writes `undefined`). */

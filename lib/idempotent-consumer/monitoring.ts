@@ -63,7 +63,7 @@ export function duplicateRate(
 }
 
 /** Every outcome metric with its dashboard label, in the dashboard's order. */
-const OUTCOMES: readonly [metricName: string, label: string][] = [
+export const OUTCOMES: readonly [metricName: string, label: string][] = [
   [METRICS.processed, 'Processed'],
   [METRICS.duplicate, 'Duplicate'],
   [METRICS.inFlight, 'In flight'],
@@ -72,6 +72,7 @@ const OUTCOMES: readonly [metricName: string, label: string][] = [
   [METRICS.retry, 'Retry'],
   [METRICS.permanent, 'Permanent'],
   [METRICS.takeover, 'Takeover'],
+  [METRICS.cacheHit, 'Cache hit'],
 ];
 
 /** What to alarm on, and whom to tell. */

@@ -141,6 +141,17 @@ export interface IdempotentConsumerProps {
   readonly logLevel?: ConsumerLogLevel;
 
   /**
+   * Turns on the runtime's completed-record cache with this many entries, 1 to 10000
+   * (`EO_COMPLETED_CACHE_MAX_ENTRIES`, the handler's `completedCache.maxEntries`): a duplicate
+   * of a message this execution environment completed is acknowledged with no DynamoDB request
+   * (metric `CacheHit`). An inbox record deleted by hand, or deleted or overwritten by another
+   * consumer process, is not seen until the entry leaves the cache.
+   *
+   * @default - off: every message asks the store
+   */
+  readonly completedCacheMaxEntries?: number;
+
+  /**
    * X-Ray tracing. Active tracing grants `xray:PutTraceSegments` and
    * `xray:PutTelemetryRecords` on `*` (X-Ray has no resource-level permissions). Only with
    * `entry`.

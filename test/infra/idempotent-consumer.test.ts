@@ -302,6 +302,7 @@ describe('IdempotentConsumer with default props', () => {
       [METRICS.retry]: consumer.metricRetry(),
       [METRICS.permanent]: consumer.metricPermanent(),
       [METRICS.takeover]: consumer.metricTakeover(),
+      [METRICS.cacheHit]: consumer.metricCacheHit(),
     };
     for (const [name, metric] of Object.entries(helpers)) {
       expect(metric.metricName).toBe(name);
@@ -945,6 +946,22 @@ describe('IdempotentConsumer other environment', () => {
     });
     expect(consumer.metricDuplicate().namespace).toBe('Shop/Consumers');
   });
+
+  it('turns the completed-record cache on through EO_COMPLETED_CACHE_MAX_ENTRIES, which the runtime reads back', () => {
+    const { template, consumer } = synth({ completedCacheMaxEntries: 2500 });
+    const variable = environmentOf(template, consumer)[ENV.completedCacheMaxEntries];
+
+    expect(variable).toBe('2500');
+    expect(
+      readConstructSettings({ [ENV.completedCacheMaxEntries]: variable as string }).completedCacheMaxEntries,
+    ).toBe(2500);
+    expect(consumer.metricCacheHit().metricName).toBe(METRICS.cacheHit);
+  });
+
+  it('sets no cache variable by default: the cache is off', () => {
+    const { template, consumer } = synth();
+    expect(environmentOf(template, consumer)[ENV.completedCacheMaxEntries]).toBeUndefined();
+  });
 });
 
 describe('IdempotentConsumer prop validation', () => {
@@ -1001,6 +1018,18 @@ describe('IdempotentConsumer prop validation', () => {
     [
       { logLevel: 'verbose' },
       "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    ],
+    [
+      { completedCacheMaxEntries: 0 },
+      'Expected `completedCacheMaxEntries` to be an integer from 1 to 10000, got `0`',
+    ],
+    [
+      { completedCacheMaxEntries: 10_001 },
+      'Expected `completedCacheMaxEntries` to be an integer from 1 to 10000, got `10001`',
+    ],
+    [
+      { environment: { [ENV.completedCacheMaxEntries]: '5' } },
+      'the construct sets it from `completedCacheMaxEntries`',
     ],
   ] as [Partial<IdempotentConsumerProps>, string][])('rejects %j', (props, message) => {
     expectThrow(props, message);
@@ -1245,6 +1274,9 @@ describe('IdempotentConsumer contract values shared with the runtime', () => {
     }
     expect(() => readConstructSettings({ [ENV.logLevel]: 'verbose' })).toThrow(
       "Expected `EO_LOG_LEVEL` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
+    );
+    expect(() => readConstructSettings({ [ENV.completedCacheMaxEntries]: '10001' })).toThrow(
+      'Expected `EO_COMPLETED_CACHE_MAX_ENTRIES` to be an integer from 1 to 10000, got `"10001"`',
     );
     expect(() => readConstructSettings({ [ENV.deadLetterMode]: 'drop' })).toThrow(
       "Expected `EO_DEAD_LETTER_MODE` to be one of 'redrive', 'direct', got `\"drop\"`",

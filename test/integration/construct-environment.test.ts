@@ -2,16 +2,20 @@
  * A handler as a user writes it in a function `IdempotentConsumer` deployed: only `dedupKey`,
  * `mode` and `handle`. Everything else comes from the `EO_*` variables the construct sets
  * (here a direct dead-letter mode with its queue, a record TTL, the consumer name, a metric
- * namespace and a log level), and the SDK clients are the defaults, which reach the local
- * endpoint through `AWS_ENDPOINT_URL` as they would inside the emulator's Lambda.
+ * namespace and a log level; the completed-record cache), and the SDK clients are the defaults,
+ * which reach the local endpoint through `AWS_ENDPOINT_URL` as they would inside the emulator's
+ * Lambda.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSqsHandler, fromBody, type Message, PermanentError, type UnitOfWork } from '../../lambda';
+import { defaultDocumentClient } from '../../lambda/construct-environment';
 import { atomic } from '../../lambda/modes/atomic';
+import { marker } from '../../lambda/modes/marker';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, sqsRecord } from '../support/fixtures';
+import { attachRequestCounter } from '../support/request-counter';
 
 const local = createLocalResources();
 const inboxTable = uniqueName('eo-env-inbox');
@@ -128,5 +132,42 @@ describe('a handler in a function the construct configured', () => {
     expect(logs.map((line) => [line.level, line.consumer, line.code, line.deadLetter])).toEqual([
       ['error', consumer, 'PERMANENT', 'sent'],
     ]);
+  });
+
+  it('turns the completed-record cache on from EO_COMPLETED_CACHE_MAX_ENTRIES: a warm duplicate makes no request', async () => {
+    const environment = {
+      EO_CONSUMER: `${consumer}-cache`,
+      EO_INBOX_TABLE: inboxTable,
+      EO_COMPLETED_CACHE_MAX_ENTRIES: '100',
+      EO_LOG_LEVEL: 'silent',
+    };
+    const ran: string[] = [];
+    const handler = createSqsHandler<Order>({
+      dedupKey: fromBody('orderId'),
+      mode: marker((message: Message<Order>) => {
+        ran.push(message.messageId);
+      }),
+      metrics: false,
+      environment,
+    });
+    // The handler's client is the default one of the cold start: count what it sends.
+    const counter = attachRequestCounter(defaultDocumentClient());
+    const order = { orderId: `o-${randomUUID()}`, amount: 10 };
+    try {
+      await handler({ Records: [sqsRecord('m-1', order)] }, lambdaContext());
+      const first = counter.counts();
+      counter.reset();
+
+      const response = await handler({ Records: [sqsRecord('m-2', order)] }, lambdaContext());
+
+      expect({ first, duplicate: counter.counts(), response, ran }).toEqual({
+        first: { PutItem: 1 },
+        duplicate: {},
+        response: { batchItemFailures: [] },
+        ran: ['m-1'],
+      });
+    } finally {
+      counter.detach();
+    }
   });
 });

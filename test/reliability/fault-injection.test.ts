@@ -166,6 +166,12 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
       expect(report.violations.slice(0, 20), `seed ${seed} failed; ${replayHint(seed)}`).toEqual([]);
       expect(report.duplicateEffects).toBe(0);
       expect(report.lost).toBe(0);
+      // A seed with the completed-record cache on must have answered duplicates from it.
+      if (report.completedCacheEntries !== undefined) {
+        expect(report.cacheHits, `seed ${seed}: ${replayHint(seed)}`).toBeGreaterThan(0);
+      } else {
+        expect(report.cacheHits).toBe(0);
+      }
       // Every request the runtime sent is allowed by the construct's grants in the seed's mode.
       expect(report.ungranted, `seed ${seed} (${report.mode})`).toEqual([]);
       // At least 30% of messages delivered twice or more, and at least half of those concurrently.

@@ -4,7 +4,9 @@
  *
  * - conditional insert: a live record (present, `expiresAt > now`) stops it and is returned;
  * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
- *   conditions evaluated, a failed one reported by its index in the writes;
+ *   conditions evaluated, a failed one reported by its index in the writes; the same with the
+ *   marker on a business put (`commitWithItemMarker`: a live item at its key is `existing`, read
+ *   as an entity);
  * - entity insert, release fenced by owner and status (a release keeping the fingerprint leaves
  *   the claim with lease end 0, which a claim of the same fingerprint takes), two-phase claim /
  *   takeover / complete / extend with owner fencing, never of a released claim (a completion met
@@ -144,6 +146,46 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const isOwn = (item: Item | undefined, record: InboxRecord): boolean =>
     record.owner !== undefined && item?.[A.owner] === record.owner;
 
+  /**
+   * A transaction staged over the tables as they are: every condition sees the tables as they
+   * were before it, and nothing is applied unless every write passes.
+   */
+  const stagedTransaction = () => {
+    const staged = new Map<string, Map<string, Item | undefined>>();
+    const stage = (name: string, key: string, item: Item | undefined): void => {
+      let pending = staged.get(name);
+      if (!pending) {
+        pending = new Map();
+        staged.set(name, pending);
+      }
+      if (pending.has(key)) {
+        throw new EffectivelyOnceError(
+          'VALIDATION',
+          'Transaction request cannot include multiple operations on one item',
+        );
+      }
+      pending.set(key, item);
+    };
+    const run = (writes: readonly TransactWriteAction[]): CommitResult => {
+      for (const [index, write] of writes.entries()) {
+        const described = describeWrite(write);
+        const itemKey = keyOf(described.name, described.key);
+        const current = table(described.name).get(itemKey);
+        const written = evaluateWrite(described, current);
+        if (written === 'condition-failed') return { kind: 'condition-failed', index };
+        stage(described.name, itemKey, written.item);
+      }
+      for (const [name, pending] of staged) {
+        for (const [key, item] of pending) {
+          if (item === undefined) table(name).delete(key);
+          else table(name).set(key, clone(item));
+        }
+      }
+      return { kind: 'committed' };
+    };
+    return { stage, run };
+  };
+
   const store: MemoryStore = {
     calls,
 
@@ -166,45 +208,40 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (writes.length + 1 > 100) {
         throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
       }
-      const staged = new Map<string, Map<string, Item | undefined>>();
-      const stage = (name: string, key: string, item: Item | undefined): void => {
-        let pending = staged.get(name);
-        if (!pending) {
-          pending = new Map();
-          staged.set(name, pending);
-        }
-        if (pending.has(key)) {
-          throw new EffectivelyOnceError(
-            'VALIDATION',
-            'Transaction request cannot include multiple operations on one item',
-          );
-        }
-        pending.set(key, item);
-      };
-
+      const transaction = stagedTransaction();
       const markerKey = keyOf(inboxTable, record as unknown as Item);
       const existing = table(inboxTable).get(markerKey);
       if (isLive(existing, epochSeconds(nowMillis)) && !isReleasedClaim(existing, record)) {
         return { kind: 'existing', record: toRecord(existing) };
       }
-      stage(inboxTable, markerKey, toItem(record));
+      transaction.stage(inboxTable, markerKey, toItem(record));
+      return transaction.run(writes);
+    },
 
-      for (const [index, write] of writes.entries()) {
-        const described = describeWrite(write);
-        const itemKey = keyOf(described.name, described.key);
-        // Every condition sees the table as it was before the transaction.
-        const current = table(described.name).get(itemKey);
-        const written = evaluateWrite(described, current);
-        if (written === 'condition-failed') return { kind: 'condition-failed', index };
-        stage(described.name, itemKey, written.item);
+    async commitWithItemMarker(writes, marker, nowMillis): Promise<CommitResult> {
+      await enter('commitWithItemMarker', [writes, marker, nowMillis]);
+      if (writes.length > 100) {
+        throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
       }
-      for (const [name, pending] of staged) {
-        for (const [key, item] of pending) {
-          if (item === undefined) table(name).delete(key);
-          else table(name).set(key, clone(item));
-        }
+      const put = writes[marker.index]?.Put;
+      if (!put) throw new EffectivelyOnceError('VALIDATION', `write ${marker.index} is not a put`);
+      const name = put.TableName!;
+      const item = put.Item as Item;
+      // As the DynamoDB store: a live marked item wins over every other failed condition.
+      const existing = table(name).get(keyOf(name, item, options.keys?.[name] ?? [marker.keyAttribute]));
+      if (isLive(existing, epochSeconds(nowMillis))) {
+        return { kind: 'existing', record: entityRecord(existing, marker.keyAttribute) };
       }
-      return { kind: 'committed' };
+      // As the DynamoDB store: the marked put's own condition is read before any other write's.
+      if (evaluateWrite(describeWrite({ Put: put }), existing) === 'condition-failed') {
+        return { kind: 'condition-failed', index: marker.index };
+      }
+      const marked = writes.map((write, index) =>
+        index === marker.index
+          ? { Put: { ...put, Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: marker.fingerprint } } }
+          : write,
+      );
+      return stagedTransaction().run(marked);
     },
 
     async insertEntity(entity, fingerprint, nowMillis): Promise<InsertResult> {
@@ -217,18 +254,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       );
       const existing = items.get(key);
       if (isLive(existing, epochSeconds(nowMillis))) {
-        const stored = existing[ENTITY_FINGERPRINT_ATTRIBUTE];
-        const expiresAt = existing[A.expiresAt];
-        return {
-          kind: 'existing',
-          record: {
-            pk: String(existing[entity.keyAttribute]),
-            status: 'COMPLETED',
-            fingerprint: typeof stored === 'string' ? stored : '',
-            expiresAt: typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER,
-            consumer: '',
-          },
-        };
+        return { kind: 'existing', record: entityRecord(existing, entity.keyAttribute) };
       }
       items.set(key, clone({ ...entity.item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint }));
       return { kind: 'inserted' };
@@ -386,6 +412,23 @@ function toItem(record: InboxRecord): Item {
   const item: Item = {};
   for (const [name, value] of Object.entries(record)) if (value !== undefined) item[name] = clone(value);
   return item;
+}
+
+/**
+ * The record standing for a live business item that is its own marker, as the DynamoDB store
+ * reads it: completed, fingerprint `''` when the item carries none, never expiring without a
+ * numeric `expiresAt`.
+ */
+function entityRecord(item: Item, keyAttribute: string): InboxRecord {
+  const stored = item[ENTITY_FINGERPRINT_ATTRIBUTE];
+  const expiresAt = item[A.expiresAt];
+  return {
+    pk: String(item[keyAttribute]),
+    status: 'COMPLETED',
+    fingerprint: typeof stored === 'string' ? stored : '',
+    expiresAt: typeof expiresAt === 'number' ? expiresAt : Number.MAX_SAFE_INTEGER,
+    consumer: '',
+  };
 }
 
 function toRecord(item: Item): InboxRecord {

@@ -10,7 +10,9 @@
  * - `Put` without a condition;
  * - `Put` with `ConditionExpression: 'attribute_not_exists(pk)'`;
  * - `ConditionCheck` with `Key: { pk }` and `ConditionExpression: 'attribute_exists(pk)'`;
- * - the version-guarded `Put` the store itself builds (`putIfNewer`).
+ * - the version-guarded `Put` the store itself builds (`putIfNewer`);
+ * - `Put` with `ConditionExpression: 'attribute_exists(pk)'` as the marked put of
+ *   `commitWithItemMarker` (the store joins it with the marker's condition).
  *
  * Business tables have the partition key `pk` (String). Every test uses fresh keys, so one
  * fixture serves the whole suite. The clock is injected: `now` is fixed when the suite is
@@ -762,6 +764,83 @@ export function describeInboxStoreContract(
           kind: 'committed',
         });
         expect(await read(unversioned)).toEqual({ pk: unversioned, version: 1 });
+      });
+    });
+
+    describe('commitWithItemMarker', () => {
+      const marked = (fingerprint = 'fp-1') => ({ index: 0, keyAttribute: 'pk', fingerprint });
+      const order = (
+        pk: string,
+        item: Record<string, unknown> = {},
+        condition: Partial<TransactWriteAction['Put']> = {},
+      ) => ({
+        Put: { TableName: business, Item: { pk, ...item }, ...condition },
+      });
+
+      it('commits the writes with the fingerprint on the marked item, then reads a redelivery from that item', async () => {
+        const [pk, line] = [key('item-marker'), key('item-marker-line')];
+
+        expect(await store.commitWithItemMarker([order(pk, { total: 3 }), put(line)], marked(), now)).toEqual(
+          {
+            kind: 'committed',
+          },
+        );
+        const again = await store.commitWithItemMarker(
+          [order(pk, { total: 9 }), put(line, { total: 9 })],
+          marked('fp-2'),
+          now + 1,
+        );
+
+        expect(again).toMatchObject({
+          kind: 'existing',
+          record: { pk, status: 'COMPLETED', fingerprint: 'fp-1', expiresAt: Number.MAX_SAFE_INTEGER },
+        });
+        expect(await read(pk)).toEqual({ pk, total: 3, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        expect(await read(line)).toEqual({ pk: line });
+      });
+
+      it('reads an item written without a fingerprint as existing with an empty fingerprint', async () => {
+        const pk = key('item-marker-foreign');
+        await store.commit(marker(key('seed')), [put(pk, { total: 1 })], now);
+
+        expect(await store.commitWithItemMarker([order(pk)], marked(), now)).toMatchObject({
+          kind: 'existing',
+          record: { pk, fingerprint: '' },
+        });
+        expect(await read(pk)).toEqual({ pk, total: 1 });
+      });
+
+      it('reports the marked put’s own condition failing on an absent item as condition-failed at its index', async () => {
+        const [pk, missing] = [key('item-marker-own'), key('item-marker-missing')];
+
+        const result = await store.commitWithItemMarker(
+          [requireExists(missing), order(pk, {}, { ConditionExpression: 'attribute_exists(pk)' })],
+          { ...marked(), index: 1 },
+          now,
+        );
+
+        // The condition check on a missing item fails too: the marked put's reason is read first.
+        expect(result).toMatchObject({ kind: 'condition-failed', index: 1 });
+        expect(
+          await store.commitWithItemMarker(
+            [put(key('item-marker-other')), order(pk, {}, { ConditionExpression: 'attribute_exists(pk)' })],
+            { ...marked(), index: 1 },
+            now,
+          ),
+        ).toMatchObject({ kind: 'condition-failed', index: 1 });
+        expect(await read(pk)).toBeUndefined();
+      });
+
+      it('writes over a marked item whose numeric expiresAt has been reached', async () => {
+        const pk = key('item-marker-ttl');
+        await store.commitWithItemMarker([order(pk, { expiresAt: nowSeconds + 10 })], marked(), now);
+
+        expect(
+          await store.commitWithItemMarker([order(pk, { total: 2 })], marked('fp-2'), now + 10_000),
+        ).toEqual({
+          kind: 'committed',
+        });
+        expect(await read(pk)).toEqual({ pk, total: 2, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-2' });
       });
     });
 

@@ -87,7 +87,7 @@ type EffectRun<T> = { readonly ok: true; readonly value: T | undefined } | Stopp
 /** What a claim found: the claim is this run's, the effect completed before, or it cannot run now. */
 type Claim =
   | { readonly kind: 'claimed'; readonly record: InboxRecord }
-  | { readonly kind: 'duplicate'; readonly result: unknown }
+  | { readonly kind: 'duplicate'; readonly result: unknown; readonly expiresAt: number }
   | { readonly kind: 'stopped'; readonly outcome: Outcome };
 
 const LEASE_LOST: Outcome = {
@@ -131,6 +131,8 @@ export async function runEffects<TBody>(
   let takeovers = 0;
   let completed = 0;
   let duplicates = 0;
+  /** The earliest `expiresAt` of the completed records the effects ran or found. */
+  let completedExpiresAt = Number.MAX_SAFE_INTEGER;
   /** The first outcome that stopped an effect: it decides the message's outcome. */
   let stoppedBy: Outcome | undefined;
 
@@ -190,7 +192,7 @@ export async function runEffects<TBody>(
     const existing = claimed.record;
     const outcome = outcomeOfExisting(existing, fingerprint, now);
     return outcome.kind === 'duplicate'
-      ? { kind: 'duplicate', result: existing.result }
+      ? { kind: 'duplicate', result: existing.result, expiresAt: existing.expiresAt }
       : { kind: 'stopped', outcome };
   }
 
@@ -229,6 +231,7 @@ export async function runEffects<TBody>(
       if (claimed.kind === 'stopped') return stop(claimed.outcome);
       if (claimed.kind === 'duplicate') {
         duplicates += 1;
+        completedExpiresAt = Math.min(completedExpiresAt, claimed.expiresAt);
         return { ok: true, value: readResult(claimed.result) as T | undefined };
       }
 
@@ -274,9 +277,11 @@ export async function runEffects<TBody>(
       }
       await heartbeat?.stop();
       const result = resultToStore(value, record, name);
-      const done = await store.complete(pk, owner, { expiresAt: expiresAt(clock(), ttlSeconds), result });
+      const completedUntil = expiresAt(clock(), ttlSeconds);
+      const done = await store.complete(pk, owner, { expiresAt: completedUntil, result });
       if (done.kind !== 'ok') return stop(LEASE_LOST);
       completed += 1;
+      completedExpiresAt = Math.min(completedExpiresAt, completedUntil);
       return { ok: true, value };
     } catch (error) {
       // The store (a claim, a completion) or the effect's key failed.
@@ -313,5 +318,10 @@ export async function runEffects<TBody>(
     stoppedBy ??
     handlerOutcome ??
     (completed === 0 && duplicates > 0 ? { kind: 'duplicate' } : { kind: 'processed' });
-  return { outcome, logs, takeovers };
+  // Completed records are final (only their owner could release them, and it completed them);
+  // a message that ran no effect has no record to stand for it, so it is never reported done.
+  const done = (outcome.kind === 'processed' || outcome.kind === 'duplicate') && completed + duplicates > 0;
+  return done
+    ? { outcome, logs, takeovers, completed: { expiresAt: completedExpiresAt } }
+    : { outcome, logs, takeovers };
 }

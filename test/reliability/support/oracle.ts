@@ -93,6 +93,12 @@ export interface SeedReport {
   readonly seed: number;
   readonly mode: string;
   readonly deadLetter: string;
+  /** Entries of each instance's completed-record cache; `undefined` with the cache off. */
+  readonly completedCacheEntries: number | undefined;
+  /** Duplicates acknowledged from an instance's cache, without a request. */
+  readonly cacheHits: number;
+  /** Instances started again cold (cache empty) after a crash; 0 with the cache off. */
+  readonly coldRestarts: number;
   readonly messages: number;
   readonly deliveries: number;
   readonly duplicateDeliveries: number;
@@ -532,6 +538,9 @@ export async function checkSeed(
     seed: options.seed,
     mode,
     deadLetter: options.deadLetter,
+    completedCacheEntries: options.completedCacheEntries,
+    cacheHits: result.cacheHits,
+    coldRestarts: result.coldRestarts,
     messages: plans.length,
     deliveries: result.deliveries.length,
     duplicateDeliveries,

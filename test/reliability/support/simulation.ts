@@ -41,6 +41,10 @@
  * `direct` seeds, by the redrive policy otherwise) and is redriven with a new message id and
  * deduplication id. Plans also hold messages whose record expires while their effect runs
  * (`expiryMidEffect`), and keys beyond 2^53 or with lone surrogates; see `planMessages`.
+ *
+ * Half the seeds run with the completed-record cache on (`seedProfile`): each simulated instance
+ * has its own, as each Lambda execution environment does, a redelivery lands on whichever
+ * instance is idle, and an instance whose invocation crashed starts again cold, its cache empty.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
@@ -210,22 +214,31 @@ export interface SeedOptions {
   readonly startMillis: number;
   /** Test hook: lets a test break the store's protocol on purpose to prove the oracle sees it. */
   readonly tamper?: (client: LocalClient) => void;
+  /** Each instance's handler keeps a completed-record cache of this many entries. @default off */
+  readonly completedCacheEntries?: number;
 }
+
+/** Entries of the completed-record cache in the seeds that turn it on. */
+export const SEED_CACHE_ENTRIES = 1000;
 
 /**
  * The mode and dead-letter style a seed runs: atomic in two seeds of five, marker, entity and
- * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly.
+ * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly. Seeds
+ * 5-9, 15-19, ... (every mode, both dead-letter styles, both key sources) turn the
+ * completed-record cache on.
  */
 export function seedProfile(seed: number): {
   readonly mode: Mode;
   readonly deadLetter: DeadLetterStyle;
   readonly keySource: KeySourceStyle;
+  readonly completedCacheEntries?: number;
 } {
   const modes: readonly Mode[] = ['atomic', 'marker', 'atomic', 'entity', 'two-phase'];
   const deadLetter = seed % 3 === 2 ? 'redrive' : 'direct';
   // Seeds 4, 12, 16, ... (direct dead-lettering) key by the FIFO deduplication id.
   const keySource = seed % 4 === 0 && deadLetter === 'direct' ? 'deduplication-id' : 'body';
-  return { mode: modes[seed % modes.length]!, deadLetter, keySource };
+  const cache = Math.floor(seed / 5) % 2 === 1 ? { completedCacheEntries: SEED_CACHE_ENTRIES } : {};
+  return { mode: modes[seed % modes.length]!, deadLetter, keySource, ...cache };
 }
 
 /** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
@@ -542,6 +555,10 @@ export interface SimulationResult {
    * them, outlasted the rest of the lease): takeovers, not a held lease lost. By record key.
    */
   readonly rivalsAfterLeaseEnded: readonly string[];
+  /** Duplicates the instances' completed-record caches acknowledged without a request. */
+  readonly cacheHits: number;
+  /** Instances started again cold (their cache empty) after an invocation crashed. */
+  readonly coldRestarts: number;
 }
 
 /** Fault classes counted in the summary, next to the crashes. */
@@ -762,6 +779,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const actions = new Map<string, Set<string>>();
   const markerGaps = new Map<string, MarkerGap>();
   const crashes = Object.fromEntries(CRASH_POINTS.map((point) => [point, 0])) as Record<CrashPoint, number>;
+  let cacheHits = 0;
+  let coldRestarts = 0;
   const runtimeViolations: string[] = [];
   const executions = new Map<string, number[]>();
   const applied = new Map<string, { pk: string; amount: number; count: number }>();
@@ -973,8 +992,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   });
 
   const metricsOf = (instance: Instance): MetricsSink => ({
-    publish() {
+    publish(counts) {
       const invocation = current(instance);
+      cacheHits += counts.cacheHit;
       if (invocation?.responseCrash && !invocation.crashed) {
         crash(invocation, 'while building the batch response');
         throw new SimulatedCrash('crashed while building the batch response');
@@ -1198,6 +1218,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const failInOutage = (messageId: string): void => {
     if (inOutage(messageId)) throw outageError('A downstream dependency is down');
   };
+  /** Creates an instance's handler: at its cold start, and again after a crash. */
+  const handlerFactories = new Map<Instance, () => SqsHandler>();
   for (const instance of instances) {
     attachFaultInjection(instance.client.document, controllerOf(instance));
     const epochNow = () => current(instance)?.epoch ?? 0;
@@ -1215,8 +1237,11 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       ...(options.deadLetter === 'direct'
         ? { deadLetter: 'direct' as const, deadLetterSender: senderOf(instance) }
         : { deadLetter: 'redrive' as const }),
+      ...(options.completedCacheEntries === undefined
+        ? {}
+        : { completedCache: { maxEntries: options.completedCacheEntries } }),
     };
-    instance.handler =
+    const createHandler = (): SqsHandler =>
       mode === 'atomic'
         ? createSqsHandler<Body>({
             ...common,
@@ -1279,6 +1304,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
                   heartbeat: true,
                 }),
               });
+    handlerFactories.set(instance, createHandler);
+    instance.handler = createHandler();
   }
 
   let invocationCount = 0;
@@ -1437,7 +1464,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       }
     }
     // A crashed invocation returns nothing: its messages come back after the visibility timeout.
-    if (invocation.crashed) return;
+    if (invocation.crashed) {
+      // Its process is gone: the instance starts again cold, with an empty cache.
+      if (options.completedCacheEntries !== undefined) {
+        instance.handler = handlerFactories.get(instance)!();
+        coldRestarts += 1;
+      }
+      return;
+    }
     if (thrown !== undefined || response === undefined) {
       runtimeViolations.push(`invocation ${invocation.id}: the handler threw ${String(thrown)}`);
       return;
@@ -1572,6 +1606,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     keyedAs,
     injected,
     rivalsAfterLeaseEnded,
+    cacheHits,
+    coldRestarts,
   };
 }
 

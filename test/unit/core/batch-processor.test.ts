@@ -986,6 +986,7 @@ describe('observability', () => {
                 'Retry',
                 'Permanent',
                 'Takeover',
+                'CacheHit',
               ].map((Name) => ({ Name, Unit: 'Count' })),
             },
           ],
@@ -999,6 +1000,7 @@ describe('observability', () => {
         Retry: 0,
         Permanent: 0,
         Takeover: 0,
+        CacheHit: 0,
       },
     ]);
   });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   assertCommitWithinLimits,
   assertEntityWithinLimits,
+  assertItemMarkerCommitWithinLimits,
   estimateItemSize,
   estimateValueSize,
   estimateWriteSize,
@@ -95,6 +96,44 @@ describe('commit limits', () => {
     expect(() => assertEntityWithinLimits(entity(MAX_ITEM_BYTES - overhead), fingerprint)).not.toThrow();
     expect(() => assertEntityWithinLimits(entity(MAX_ITEM_BYTES - overhead + 1), fingerprint)).toThrow(
       expect.objectContaining({ code: 'ITEM_TOO_LARGE' }),
+    );
+  });
+});
+
+describe('commit limits with the marker on a business item', () => {
+  const fingerprint = 'f'.repeat(64);
+  /** The put's item size in bytes: `pk` + `x` + `blob` + the blob. */
+  const overhead = 'pk'.length + 1 + 'blob'.length;
+  const marker = 'eoFingerprint'.length + 64;
+
+  it('accepts 100 writes (no inbox record beside them) and rejects the 101st as TOO_MANY_WRITES', () => {
+    const writes = (count: number) => Array.from({ length: count }, () => put(10));
+    expect(() => assertItemMarkerCommitWithinLimits(writes(100), 0, fingerprint)).not.toThrow();
+    expect(() => assertItemMarkerCommitWithinLimits(writes(101), 0, fingerprint)).toThrow(
+      expect.objectContaining({
+        code: 'TOO_MANY_WRITES',
+        message: 'A commit with the marker on a business item holds at most 100 writes, got 101',
+      }),
+    );
+  });
+
+  it('counts the fingerprint attribute on the marked put only', () => {
+    const fits = put(MAX_ITEM_BYTES - overhead - marker);
+    const tight = put(MAX_ITEM_BYTES - overhead - marker + 1);
+    expect(() => assertItemMarkerCommitWithinLimits([tight, fits], 1, fingerprint)).not.toThrow();
+    expect(() => assertItemMarkerCommitWithinLimits([fits, tight], 1, fingerprint)).toThrow(
+      expect.objectContaining({
+        code: 'ITEM_TOO_LARGE',
+        message:
+          'Write 1 (Put on `Orders`) is about 409601 bytes; DynamoDB items are limited to 409600 bytes',
+      }),
+    );
+  });
+
+  it('rejects a commit above 4 MB in total as TRANSACTION_TOO_LARGE', () => {
+    const writes = Array.from({ length: 11 }, () => put(400_000));
+    expect(() => assertItemMarkerCommitWithinLimits(writes, 0, fingerprint)).toThrow(
+      expect.objectContaining({ code: 'TRANSACTION_TOO_LARGE' }),
     );
   });
 });

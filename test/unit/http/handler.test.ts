@@ -562,3 +562,36 @@ describe('createIdempotentHttpHandler', () => {
     );
   });
 });
+
+describe('createIdempotentHttpHandler under concurrent invocations', () => {
+  it('keeps the response, log lines and counts of two requests through one wrapper apart when they finish out of order', async () => {
+    const holds = { 'k-a': deferred(), 'k-b': deferred() };
+    const { handler, logs, outcomes } = setup({
+      handle: async (event: PaymentsEvent) => {
+        const { key } = JSON.parse(event.body ?? '{}') as { key: 'k-a' | 'k-b' };
+        await holds[key].promise;
+        if (key === 'k-a') throw new Error('payment API down');
+        return { statusCode: 201, body: `paid ${key}` };
+      },
+    });
+    const first = handler(post({ key: 'k-a' }, { key: 'k-a' }));
+    const second = handler(post({ key: 'k-b' }, { key: 'k-b' }));
+    await settle();
+
+    holds['k-b'].resolve();
+    expect(await second).toEqual(expect.objectContaining({ statusCode: 201, body: 'paid k-b' }));
+    expect(outcomes()).toEqual(['processed']);
+    holds['k-a'].resolve();
+    await expect(first).rejects.toThrow('payment API down');
+
+    expect(outcomes()).toEqual(['processed', 'retry']);
+    expect(
+      logs
+        .filter((entry) => entry.outcome !== undefined)
+        .map(({ scopedKey, outcome }) => ({ key: String(scopedKey).split('#').pop(), outcome })),
+    ).toEqual([
+      { key: 'POST /payments:k-b', outcome: 'processed' },
+      { key: 'POST /payments:k-a', outcome: 'retry' },
+    ]);
+  });
+});

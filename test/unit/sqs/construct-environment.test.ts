@@ -28,6 +28,7 @@ const construct = {
   EO_LEASE_MILLIS: '30000',
   EO_METRIC_NAMESPACE: 'Shop',
   EO_LOG_LEVEL: 'debug',
+  EO_COMPLETED_CACHE_MAX_ENTRIES: '500',
 };
 /** The part of an Embedded Metric Format line the test reads. */
 interface EmfLine {
@@ -65,6 +66,7 @@ describe('readConstructSettings', () => {
       leaseMillis: 30_000,
       metricNamespace: 'Shop',
       logLevel: 'debug',
+      completedCacheMaxEntries: 500,
     });
   });
 
@@ -98,6 +100,18 @@ describe('readConstructSettings', () => {
         "Expected `EO_LOG_LEVEL` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"verbose\"`",
       ],
       [
+        { EO_COMPLETED_CACHE_MAX_ENTRIES: '0' },
+        'Expected `EO_COMPLETED_CACHE_MAX_ENTRIES` to be an integer from 1 to 10000, got `"0"`',
+      ],
+      [
+        { EO_COMPLETED_CACHE_MAX_ENTRIES: '10001' },
+        'Expected `EO_COMPLETED_CACHE_MAX_ENTRIES` to be an integer from 1 to 10000, got `"10001"`',
+      ],
+      [
+        { EO_COMPLETED_CACHE_MAX_ENTRIES: 'lots' },
+        'Expected `EO_COMPLETED_CACHE_MAX_ENTRIES` to be an integer from 1 to 10000, got `"lots"`',
+      ],
+      [
         { EO_CONSUMER: 'my consumer' },
         'Expected `EO_CONSUMER` to be a name matching /^[A-Za-z0-9._:-]{1,100}$/, got `"my consumer"`',
       ],
@@ -125,6 +139,7 @@ describe('applyConstructEnvironment', () => {
       deadLetterSender: expect.objectContaining({ send: expect.any(Function) }),
       metricNamespace: 'Shop',
       logLevel: 'debug',
+      completedCache: { maxEntries: 500 },
     });
     expect(again.client).toBe(resolved.client);
     expect(again.deadLetterSender).toBe(resolved.deadLetterSender);
@@ -153,6 +168,7 @@ describe('applyConstructEnvironment', () => {
         deadLetter: 'redrive',
         metricNamespace: 'Mine',
         logLevel: 'warn',
+        completedCache: { maxEntries: 20 },
       },
       construct,
     );
@@ -167,6 +183,7 @@ describe('applyConstructEnvironment', () => {
       deadLetterSender: undefined,
       metricNamespace: 'Mine',
       logLevel: 'warn',
+      completedCache: { maxEntries: 20 },
     });
     expect(withSender).toMatchObject({ deadLetter: 'direct', deadLetterSender: sender, client });
   });
@@ -272,6 +289,36 @@ describe('entry points configured by the construct', () => {
     expect(emf.map((line) => [line._aws.CloudWatchMetrics[0]?.Namespace, line.Consumer])).toEqual([
       ['Shop', 'billing'],
     ]);
+  });
+
+  it('createSqsHandler, the middleware and the worker answer a duplicate from the cache EO_COMPLETED_CACHE_MAX_ENTRIES turns on', async () => {
+    const sqs = { send: vi.fn(async () => ({ Successful: [], Failed: [] })) } as unknown as SQSClient;
+    const callsOnDuplicate: Record<string, number> = {};
+    for (const entry of ['handler', 'middleware', 'worker'] as const) {
+      const probe = options(construct);
+      let run: (messageId: string) => Promise<unknown>;
+      if (entry === 'handler') {
+        const handler = createSqsHandler(probe.options);
+        run = (messageId) => handler(sqsEvent(sqsRecord(messageId, { id: 'o-1' })), context);
+      } else if (entry === 'middleware') {
+        const middleware = createSqsMiddleware(probe.options);
+        run = (messageId) =>
+          middleware.before({ event: sqsEvent(sqsRecord(messageId, { id: 'o-1' })), context });
+      } else {
+        const handle = createWorkerBatchHandler(probe.options, { sqs, queueUrl: DLQ_URL });
+        run = (messageId) =>
+          handle([
+            { MessageId: messageId, ReceiptHandle: `rh-${messageId}`, Body: '{"id":"o-1"}', Attributes: {} },
+          ]);
+      }
+      await run('m-1');
+      const before = probe.store.calls.length;
+      await run('m-2');
+      callsOnDuplicate[entry] = probe.store.calls.length - before;
+      expect(probe.metrics.published[1]?.counts).toMatchObject({ duplicate: 1, cacheHit: 1 });
+    }
+
+    expect(callsOnDuplicate).toEqual({ handler: 0, middleware: 0, worker: 0 });
   });
 
   it('createSqsMiddleware takes the same settings from the environment', async () => {

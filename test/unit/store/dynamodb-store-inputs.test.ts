@@ -540,6 +540,219 @@ describe('DynamoDB store: the consistent read after a failed condition without t
   });
 });
 
+/** The marked put of `commitWithItemMarker` tests: an order row keyed by `orderId`. */
+const orderPut = { Put: { TableName: 'orders', Item: { orderId: 'o-1', total: 3 } } };
+/** The same put with its own condition, whose placeholders collide with the marker's names. */
+const conditionalOrderPut = {
+  Put: {
+    TableName: 'orders',
+    Item: { orderId: 'o-1', total: 3 },
+    ConditionExpression: '#pk <> :nowSeconds AND attribute_not_exists(#pk2)',
+    ExpressionAttributeNames: { '#pk': 'region', '#pk2': 'cancelledAt' },
+    ExpressionAttributeValues: { ':nowSeconds': 'eu' },
+    ReturnValuesOnConditionCheckFailure: 'NONE' as const,
+  },
+};
+const orderMarker = { index: 0, keyAttribute: 'orderId', fingerprint: 'fp-1' };
+/** The marked order put as sent: the fingerprint on the item, entity mode's condition. */
+const markedOrderPut = {
+  TableName: 'orders',
+  Item: { orderId: 'o-1', total: 3, eoFingerprint: 'fp-1' },
+  ConditionExpression: 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds',
+  ExpressionAttributeNames: { '#pk': 'orderId', '#expiresAt': 'expiresAt' },
+  ExpressionAttributeValues: { ':nowSeconds': nowSeconds },
+  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+};
+/** A transaction cancelled with `reasons` (in the order of its items). */
+const cancelled = (...reasons: Record<string, unknown>[]): Answer => ({
+  error: Object.assign(new Error('Transaction cancelled'), {
+    name: 'TransactionCanceledException',
+    CancellationReasons: reasons,
+  }),
+});
+const stock = {
+  Update: {
+    TableName: 'stock',
+    Key: { pk: 'sku-1' },
+    UpdateExpression: 'SET available = available - :one',
+    ExpressionAttributeValues: { ':one': 1 },
+  },
+};
+
+describe('DynamoDB store: commit with the marker on a business item', () => {
+  it('sends the writes alone, the marked put with its fingerprint under entity mode’s condition, and no inbox put', async () => {
+    const { store, sent } = storeWith();
+
+    expect(
+      await store.commitWithItemMarker([stock, orderPut], { ...orderMarker, index: 1 }, nowMillis),
+    ).toEqual({
+      kind: 'committed',
+    });
+
+    expect(sent).toEqual([
+      { command: 'TransactWriteCommand', input: { TransactItems: [stock, { Put: markedOrderPut }] } },
+    ]);
+  });
+
+  it('joins the put’s own condition with AND under marker placeholders it does not use, returning the item on failure', async () => {
+    const { store, sent } = storeWith();
+
+    await store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis);
+
+    expect(sent).toEqual([
+      {
+        command: 'TransactWriteCommand',
+        input: {
+          TransactItems: [
+            {
+              Put: {
+                TableName: 'orders',
+                Item: { orderId: 'o-1', total: 3, eoFingerprint: 'fp-1' },
+                ConditionExpression:
+                  '(attribute_not_exists(#pk3) OR #expiresAt <= :nowSeconds2) AND (#pk <> :nowSeconds AND attribute_not_exists(#pk2))',
+                ExpressionAttributeNames: {
+                  '#pk': 'region',
+                  '#pk2': 'cancelledAt',
+                  '#pk3': 'orderId',
+                  '#expiresAt': 'expiresAt',
+                },
+                ExpressionAttributeValues: { ':nowSeconds': 'eu', ':nowSeconds2': nowSeconds },
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+          ],
+        },
+      },
+    ]);
+  });
+
+  it('reads a live returned item as the existing marker, as entity mode reads it', async () => {
+    const { store } = storeWith(() =>
+      cancelled(
+        { Code: 'None' },
+        {
+          Code: 'ConditionalCheckFailed',
+          Item: { orderId: { S: 'o-1' }, total: { N: '3' }, eoFingerprint: { S: 'fp-0' } },
+        },
+      ),
+    );
+
+    expect(
+      await store.commitWithItemMarker([stock, orderPut], { ...orderMarker, index: 1 }, nowMillis),
+    ).toEqual({
+      kind: 'existing',
+      record: {
+        pk: 'o-1',
+        status: 'COMPLETED',
+        fingerprint: 'fp-0',
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        consumer: '',
+      },
+    });
+  });
+
+  it('reads an item without a fingerprint as a record with the fingerprint empty (a mismatch for the core)', async () => {
+    const { store } = storeWith(() =>
+      cancelled({ Code: 'ConditionalCheckFailed', Item: { orderId: { S: 'o-1' }, total: { N: '1' } } }),
+    );
+
+    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toMatchObject({
+      kind: 'existing',
+      record: { pk: 'o-1', fingerprint: '' },
+    });
+  });
+
+  it('reports the put’s own condition as failed when the returned item has expired (the marker’s part held)', async () => {
+    const { store, sent } = storeWith(() =>
+      cancelled({
+        Code: 'ConditionalCheckFailed',
+        Message: 'The conditional request failed',
+        Item: { orderId: { S: 'o-1' }, eoFingerprint: { S: 'fp-0' }, expiresAt: { N: String(nowSeconds) } },
+      }),
+    );
+
+    expect(await store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis)).toEqual({
+      kind: 'condition-failed',
+      index: 0,
+      message: 'The conditional request failed',
+    });
+    expect(sent.map(({ command }) => command)).toEqual(['TransactWriteCommand']);
+  });
+
+  it('reads the item consistently when the failed condition returned none, and reports the put’s own condition when it is absent', async () => {
+    const { store, sent } = storeWith((command) =>
+      command === 'GetCommand'
+        ? { output: {} }
+        : cancelled({ Code: 'None' }, { Code: 'ConditionalCheckFailed' }),
+    );
+
+    expect(
+      await store.commitWithItemMarker([stock, conditionalOrderPut], { ...orderMarker, index: 1 }, nowMillis),
+    ).toEqual({
+      kind: 'condition-failed',
+      index: 1,
+    });
+    expect(sent[1]).toEqual(consistentRead('orders', { orderId: 'o-1' }));
+  });
+
+  it('reads the marked item after a commit cancelled without reasons: a live one is the existing marker', async () => {
+    const { store, sent } = storeWith((command) =>
+      command === 'GetCommand'
+        ? { output: { Item: { orderId: 'o-1', eoFingerprint: 'fp-1' } } }
+        : { error: Object.assign(new Error('cancelled'), { name: 'TransactionCanceledException' }) },
+    );
+
+    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toMatchObject({
+      kind: 'existing',
+      record: { pk: 'o-1', fingerprint: 'fp-1' },
+    });
+    expect(sent.map(({ command }) => command)).toEqual(['TransactWriteCommand', 'GetCommand']);
+  });
+
+  it('reports another write’s failed condition by its index when the marked put passed', async () => {
+    const { store } = storeWith(() => cancelled({ Code: 'None' }, { Code: 'ConditionalCheckFailed' }));
+
+    expect(await store.commitWithItemMarker([orderPut, stock], orderMarker, nowMillis)).toEqual({
+      kind: 'condition-failed',
+      index: 1,
+    });
+  });
+
+  it('throws a transient failure of another write when the marked put passed: retried', async () => {
+    const { store } = storeWith(() => cancelled({ Code: 'None' }, { Code: 'TransactionConflict' }));
+
+    await expect(store.commitWithItemMarker([orderPut, stock], orderMarker, nowMillis)).rejects.toMatchObject(
+      {
+        code: 'TRANSACTION_CONFLICT',
+        disposition: 'retry',
+      },
+    );
+  });
+
+  it('retries a marked put without a condition of its own whose item a consistent read no longer finds', async () => {
+    const { store, sent } = storeWith((command) =>
+      command === 'GetCommand' ? { output: {} } : cancelled({ Code: 'ConditionalCheckFailed' }),
+    );
+
+    await expect(store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).rejects.toMatchObject({
+      code: 'TRANSACTION_CONFLICT',
+      message:
+        'commitWithItemMarker: the condition on orderId=o-1 failed, but a consistent read found no live item; retry',
+    });
+    expect(sent.map(({ command }) => command)).toEqual(['TransactWriteCommand', 'GetCommand']);
+  });
+
+  it('rejects a marker index that is not a put as VALIDATION, sending nothing', async () => {
+    const { store, sent } = storeWith();
+
+    await expect(store.commitWithItemMarker([stock], orderMarker, nowMillis)).rejects.toMatchObject({
+      code: 'VALIDATION',
+      message: 'commitWithItemMarker: write 0 is not a put',
+    });
+    expect(sent).toEqual([]);
+  });
+});
+
 /** Every `#name` and `:value` placeholder of an expression text. */
 function placeholdersOf(text: string | undefined, sigil: '#' | ':'): string[] {
   const pattern = sigil === '#' ? /#[A-Za-z0-9_]+/g : /:[A-Za-z0-9_]+/g;
@@ -559,6 +772,11 @@ describe('DynamoDB store: placeholders', () => {
     ['insert with an owner', (store) => store.insert({ ...marker, owner: 'owner-a' }, nowMillis)],
     ['commit', (store) => store.commit(marker, [], nowMillis)],
     ['commit with an owner', (store) => store.commit({ ...marker, owner: 'owner-a' }, [], nowMillis)],
+    ['commitWithItemMarker', (store) => store.commitWithItemMarker([orderPut], orderMarker, nowMillis)],
+    [
+      'commitWithItemMarker with the put’s own condition',
+      (store) => store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis),
+    ],
     [
       'insertEntity',
       (store) =>
