@@ -12,13 +12,9 @@
  * `reliability: 20000 messages, … 9 redrives, 380 odd keys, 0 duplicate effects, 0 lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  BUSINESS_TABLE_ACTIONS,
-  defaultBusinessTableAccess,
-  INBOX_TABLE_ACTIONS,
-} from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
+import { ungrantedActions } from './support/grants';
 import { checkSeed, type SeedReport } from './support/oracle';
 import {
   CRASH_POINTS,
@@ -125,25 +121,6 @@ async function runSeed(
     ...(await checkSeed(result, admin.document)),
     ungranted: ungrantedActions(options, result.actions),
   };
-}
-
-/**
- * The actions the seed's requests needed that `IdempotentConsumer` does not grant its function in
- * the seed's mode (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access).
- */
-function ungrantedActions(options: SeedOptions, used: ReadonlyMap<string, ReadonlySet<string>>): string[] {
-  const granted = new Map<string, readonly string[]>([
-    [options.inboxTable, INBOX_TABLE_ACTIONS[options.mode]],
-    [
-      options.businessTable,
-      defaultBusinessTableAccess(options.mode).flatMap((access) => BUSINESS_TABLE_ACTIONS[access]),
-    ],
-  ]);
-  return [...used].flatMap(([table, actions]) =>
-    [...actions]
-      .filter((action) => !granted.get(table)?.includes(action))
-      .map((action) => `${action} on ${table === options.inboxTable ? 'the inbox' : table}`),
-  );
 }
 
 describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages through the real store`, () => {

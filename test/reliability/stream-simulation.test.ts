@@ -16,6 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
+import { ungrantedActions } from './support/grants';
 import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
 import {
   runStreamSimulation,
@@ -74,7 +75,10 @@ function replayHint(seed: number): string {
   return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} npx vitest run --project reliability test/reliability/stream-simulation.test.ts`;
 }
 
-async function runSeed(seed: number, overrides: Partial<StreamSeedOptions> = {}): Promise<StreamSeedReport> {
+async function runSeed(
+  seed: number,
+  overrides: Partial<StreamSeedOptions> = {},
+): Promise<StreamSeedReport & { readonly ungranted: readonly string[] }> {
   const result = await runStreamSimulation({
     seed,
     messages: MESSAGES,
@@ -85,7 +89,10 @@ async function runSeed(seed: number, overrides: Partial<StreamSeedOptions> = {})
     startMillis: Date.now(),
     ...overrides,
   });
-  return checkStreamSeed(result, admin.document);
+  return {
+    ...(await checkStreamSeed(result, admin.document)),
+    ungranted: ungrantedActions(result.options, result.actions),
+  };
 }
 
 describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records through the real stream handlers`, () => {
@@ -105,6 +112,8 @@ describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records thro
       expect(report.violations.slice(0, 20), `seed ${seed} failed; ${replayHint(seed)}`).toEqual([]);
       expect(report.duplicateEffects).toBe(0);
       expect(report.lost).toBe(0);
+      // Every request the runtime sent is allowed by IdempotentStreamConsumer's grants in the seed's mode.
+      expect(report.ungranted, `seed ${seed} (${report.mode})`).toEqual([]);
       expect(report.producerDuplicates, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.retriesFromCheckpoint, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.replayed).toBe(report.streamRecords);

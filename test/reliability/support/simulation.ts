@@ -1665,7 +1665,7 @@ const TRANSACTION_ITEM_ACTIONS: Readonly<Record<string, string>> = {
 };
 
 /** Adds the IAM actions `request` needs, by table, to `actions`. */
-function recordActions(actions: Map<string, Set<string>>, request: DynamoRequest): void {
+export function recordActions(actions: Map<string, Set<string>>, request: DynamoRequest): void {
   const add = (table: unknown, action: string) => {
     if (typeof table !== 'string') return;
     const set = actions.get(table) ?? new Set<string>();

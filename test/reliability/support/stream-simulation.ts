@@ -70,7 +70,7 @@ import {
   type StreamBatch,
   type StreamEntry,
 } from './simulated-stream';
-import { addOwner, unfollowedMarkers } from './simulation';
+import { addOwner, recordActions, unfollowedMarkers } from './simulation';
 import { createLocalClient, type LocalClient } from './tables';
 
 /** Which stream and mode a seed runs. */
@@ -335,6 +335,8 @@ export interface StreamSimulationResult {
   readonly crashes: Readonly<Record<StreamCrashPoint, number>>;
   readonly lostResponses: number;
   readonly invocations: number;
+  /** The IAM actions the requests sent need, by table, to compare with the construct's grants. */
+  readonly actions: ReadonlyMap<string, ReadonlySet<string>>;
   readonly runtimeViolations: readonly string[];
 }
 
@@ -455,6 +457,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     number
   >;
   let lostResponses = 0;
+  const actions = new Map<string, Set<string>>();
   const runtimeViolations: string[] = [];
   let invocationCount = 0;
 
@@ -471,6 +474,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   const controllerOf = (instance: Instance): FaultController => ({
     isCrashed: () => current(instance)?.crashed ?? false,
     decide(request: DynamoRequest): RequestFault | undefined {
+      recordActions(actions, request);
       const invocation = current(instance);
       const role = roleOf(request);
       if (invocation === undefined || !invocation.faults || role.role === 'other') return undefined;
@@ -866,6 +870,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     crashes,
     lostResponses,
     invocations: invocationCount,
+    actions,
     runtimeViolations,
   };
 }
