@@ -125,6 +125,11 @@ function checkChoices(props: IdempotentConsumerProps, fail: Fail): void {
     checkOneOf('deadLetterMode', props.deadLetterMode, DEAD_LETTER_MODES, fail);
   }
   checkLogLevel(props.logLevel, fail);
+  if (props.outbox && props.mode !== 'atomic') {
+    fail(
+      `Expected \`outbox\` only in \`atomic\` mode (events are emitted in the transaction of the business writes), got mode \`${describeValue(props.mode)}\``,
+    );
+  }
 }
 
 /** Props that only mean something without a given resource, or with another prop. */
