@@ -12,7 +12,6 @@ import { Construct } from 'constructs';
 import {
   DEFAULT_METRIC_NAMESPACE,
   ENV,
-  METRIC_DIMENSION_CONSUMER,
   METRICS,
   OUTBOX_ATTRIBUTES,
   OUTBOX_ENV,
@@ -27,6 +26,7 @@ import {
   TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
+import { consumerMetric } from '../idempotent-consumer/monitoring';
 import {
   DEFAULT_RELAY_BATCH_SIZE,
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
@@ -294,14 +294,11 @@ export class Outbox extends Construct {
 
   /** A metric of the relay's Embedded Metric Format output (Sum over 5 minutes). */
   public metric(metricName: string, props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return new cloudwatch.Metric({
-      namespace: this.metricNamespace,
+    return consumerMetric(
+      { consumerName: this.relayName, metricNamespace: this.metricNamespace },
       metricName,
-      dimensionsMap: { [METRIC_DIMENSION_CONSUMER]: this.relayName },
-      statistic: cloudwatch.Stats.SUM,
-      period: Duration.minutes(5),
-      ...props,
-    });
+      props,
+    );
   }
 
   /**
