@@ -144,8 +144,9 @@ export interface OutboxProps {
 
   /**
    * How often the event source retries a failing batch (0 to 10000), bisecting it on errors.
+   * The default is as many as the event source allows: `maxRecordAge` is the bound.
    *
-   * @default 10000 (`maxRecordAge` is the bound)
+   * @default 10000
    */
   readonly retryAttempts?: number;
 
