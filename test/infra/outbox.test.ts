@@ -401,7 +401,7 @@ describe('IdempotentConsumer with an outbox', () => {
     }
     expect(failures).toEqual([
       'Expected `outbox` only in `atomic` mode (events are emitted in the transaction of the business writes), got mode `"marker"`',
-      'Expected `environment` not to set `EO_OUTBOX_TABLE_NAME`: the construct sets it from its props',
+      'Expected `environment` not to set `EO_OUTBOX_TABLE_NAME`: the construct sets it from `outbox`',
     ]);
   });
 });
