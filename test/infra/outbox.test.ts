@@ -244,7 +244,9 @@ describe('Outbox retention', () => {
     const { annotations } = synth({ retention: Duration.hours(30) });
     annotations.hasWarning(
       '/TestStack/Outbox',
-      Match.stringLikeRegexp('^`retention` \\(1 day 6 hours\\) is shorter than the derived one \\(2 days 12 hours: stream retention 1 day \\+ relay give-up horizon 12 hours'),
+      Match.stringLikeRegexp(
+        '^`retention` \\(1 day 6 hours\\) is shorter than the derived one \\(2 days 12 hours: stream retention 1 day \\+ relay give-up horizon 12 hours',
+      ),
     );
   });
 });
