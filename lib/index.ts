@@ -1,3 +1,11 @@
+/**
+ * effectively-once's CDK constructs: `IdempotentConsumer` (the consumer function, its queue
+ * wiring, grants, alarms and dashboard) and `InboxTable`, with the helpers that derive a record
+ * TTL from the queue's settings. Loads `aws-cdk-lib` and `constructs` (optional peer
+ * dependencies), so the Lambda runtime entry never does.
+ *
+ * @module effectively-once/construct
+ */
 export {
   CONSUMER_MODES,
   type ConsumerMode,
@@ -7,6 +15,7 @@ export {
   type OutboxDestinationKind,
 } from '../lambda/core/contract';
 export {
+  BUSINESS_TABLE_ACCESSES,
   BUSINESS_TABLE_ACTIONS,
   type BusinessTableAccess,
   DYNAMODB_STREAM_READ_ACTIONS,
