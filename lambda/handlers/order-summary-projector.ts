@@ -5,7 +5,7 @@
  * amounts (`amount`), from the status transition items the order projector inserts
  * (`sk = STATUS#<status>`).
  *
- * - **Mode: atomic.** The summary is a counter: `ADD orders 1` is not idempotent, so applying
+ * - **Mode: atomic.** The summary is a counter: adding 1 to `orders` is not idempotent, so applying
  *   a change twice would count an order twice. The inbox record and the counter update commit
  *   in one transaction, so a change the stream delivers again (a retry from the checkpoint, a
  *   re-read from `TRIM_HORIZON`) finds the record and is a duplicate, and there is no crash
@@ -98,9 +98,10 @@ export function projectOrderChange(
   unitOfWork.update({
     TableName: summariesTable,
     Key: { pk: `${STATUS_PREFIX}${status}` },
-    UpdateExpression: 'SET #status = :status ADD orders :orders, amount :amount',
+    UpdateExpression:
+      'SET #status = :status, orders = if_not_exists(orders, :zero) + :orders, amount = if_not_exists(amount, :zero) + :amount',
     ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: { ':status': status, ':orders': orders, ':amount': amount },
+    ExpressionAttributeValues: { ':status': status, ':orders': orders, ':amount': amount, ':zero': 0 },
   });
 }
 
