@@ -124,7 +124,9 @@ export async function awaitOutcomeTotals(
   clients: FunctionClients,
   functionName: string,
   minimumDeliveries: number,
-  timeoutMillis = 5_000,
+  // Returns as soon as the counts settle; the wait only runs out when the log lines lag, as they
+  // do on a loaded machine (5 s was seen to fall short with several emulators running).
+  timeoutMillis = 20_000,
 ): Promise<OutcomeTotals> {
   const deadline = Date.now() + timeoutMillis;
   let previous: OutcomeTotals | undefined;
