@@ -18,6 +18,8 @@ export interface ConsumerFunctionOptions {
   readonly entry: string;
   /** The consumer mode, named in the role's description. */
   readonly mode: ConsumerMode;
+  /** The role's description, when the function is not a consumer of that mode (the outbox relay). */
+  readonly roleDescription?: string;
   readonly runtime?: lambda.Runtime;
   readonly architecture?: lambda.Architecture;
   readonly memorySize: number;
@@ -56,7 +58,7 @@ export function createConsumerFunction(scope: Construct, options: ConsumerFuncti
   // to every log group of the account, this one only to the function's own log group.
   const role = new iam.Role(scope, 'Role', {
     assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-    description: `Idempotent consumer ${scope.node.path} (${options.mode} mode)`,
+    description: options.roleDescription ?? `Idempotent consumer ${scope.node.path} (${options.mode} mode)`,
   });
   logGroup.grantWrite(role);
   const tracing = options.tracing ?? lambda.Tracing.DISABLED;

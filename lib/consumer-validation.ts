@@ -15,6 +15,7 @@ import {
   ENV,
   INBOX_ATTRIBUTES,
   LOG_LEVELS,
+  OUTBOX_ENV,
 } from '../lambda/core/contract';
 import { describeValue, EffectivelyOnceError } from '../lambda/core/errors';
 import {
@@ -159,15 +160,15 @@ export function checkLogLevel(logLevel: string | undefined, fail: Fail): void {
 }
 
 /**
- * The `EO_` variables are the construct's to set: `sources` names the prop that sets each, for
- * the message.
+ * The `EO_` variables (the outbox's too) are the construct's to set: `sources` names the prop
+ * that sets each, for the message.
  */
 export function checkContractEnvironment(
   environment: Record<string, string> | undefined,
   sources: Readonly<Record<string, string>>,
   fail: Fail,
 ): void {
-  const managed = new Set<string>(Object.values(ENV));
+  const managed = new Set<string>([...Object.values(ENV), ...Object.values(OUTBOX_ENV)]);
   for (const name of Object.keys(environment ?? {})) {
     if (managed.has(name)) {
       fail(

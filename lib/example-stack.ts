@@ -12,6 +12,7 @@ import {
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { IdempotentConsumer } from './idempotent-consumer/construct';
+import { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
 import { InboxTable } from './inbox-table';
 
 /** Properties of the {@link ExampleStack}. */
@@ -29,7 +30,7 @@ export interface ExampleStackProps extends StackProps {
 
   /**
    * Directory holding the deployable handlers (`order-projector.ts`, `audit-recorder.ts`,
-   * `payment-notifier.ts`).
+   * `payment-notifier.ts`, `order-summary-projector.ts`).
    *
    * @default - `lambda/handlers` of this repository
    */
@@ -73,6 +74,7 @@ export const EXAMPLE_CONSUMER_NAMES = Object.freeze({
   orderProjector: 'order-projector',
   auditRecorder: 'audit-recorder',
   paymentNotifier: 'payment-notifier',
+  orderSummaryProjector: 'order-summary-projector',
 });
 
 const DEFAULT_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(30);
@@ -88,11 +90,13 @@ const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
  * `two-phase` mode, whose effect is outside DynamoDB: one `POST <downstreamUrl>/notifications`
  * per payment status, with the `Idempotency-Key` derived from the dedup key. All three send
  * messages that can never succeed straight to their dead-letter queue with the reason in
- * message attributes (`direct`).
+ * message attributes (`direct`). The Orders table's stream (`NEW_AND_OLD_IMAGES`) feeds an
+ * order summary projector in `atomic` mode, which keeps the OrderSummaries read model (one
+ * counter item per order status) through an `IdempotentStreamConsumer`.
  *
  * The table keys are the ones the deployable handlers write: Orders `pk` + `sk` (the order
  * item `ORDER#<orderId>`/`ORDER` and one `STATUS#<status>` item per transition), Audit `pk`
- * (the scoped dedup key of the CloudEvent).
+ * (the scoped dedup key of the CloudEvent), OrderSummaries `pk` (`STATUS#<status>`).
  *
  * @example
  * new ExampleStack(app, 'EffectivelyOnceExample', {
@@ -107,12 +111,16 @@ export class ExampleStack extends Stack {
   public readonly ordersTable: dynamodb.Table;
   /** Audit table (partition key `pk`, as `audit-recorder.ts` writes it). */
   public readonly auditTable: dynamodb.Table;
+  /** The read model projected from the Orders stream (partition key `pk` = `STATUS#<status>`). */
+  public readonly orderSummariesTable: dynamodb.Table;
   /** FIFO order events → Orders, `atomic` mode. */
   public readonly orderProjector: IdempotentConsumer;
   /** Standard audit events → Audit, `entity` mode. */
   public readonly auditRecorder: IdempotentConsumer;
   /** Standard payment events → the downstream service, `two-phase` mode. */
   public readonly paymentNotifier: IdempotentConsumer;
+  /** The Orders table's stream → OrderSummaries, `atomic` mode. */
+  public readonly orderSummaryProjector: IdempotentStreamConsumer;
   /** The downstream base URL the payment notifier posts to (`DOWNSTREAM_URL`). */
   public readonly downstreamUrl: string;
 
@@ -144,8 +152,13 @@ export class ExampleStack extends Stack {
     } as const;
 
     this.inbox = new InboxTable(this, 'Inbox', { removalPolicy });
-    this.ordersTable = businessTable(this, 'Orders', removalPolicy, 'sk');
+    this.ordersTable = businessTable(this, 'Orders', removalPolicy, {
+      sortKey: 'sk',
+      // Both images: the summary projector reads the new one, and the old one of a removal.
+      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+    });
     this.auditTable = businessTable(this, 'Audit', removalPolicy);
+    this.orderSummariesTable = businessTable(this, 'OrderSummaries', removalPolicy);
 
     this.orderProjector = new IdempotentConsumer(this, 'OrderProjector', {
       mode: 'atomic',
@@ -188,18 +201,32 @@ export class ExampleStack extends Stack {
       ...consumerDefaults,
     });
 
+    this.orderSummaryProjector = new IdempotentStreamConsumer(this, 'OrderSummaryProjector', {
+      mode: 'atomic',
+      entry: path.join(handlersDir, 'order-summary-projector.ts'),
+      consumerName: EXAMPLE_CONSUMER_NAMES.orderSummaryProjector,
+      sourceTable: this.ordersTable,
+      table: this.inbox.table,
+      businessTables: [{ table: this.orderSummariesTable }],
+      environment: { ORDER_SUMMARIES_TABLE: this.orderSummariesTable.tableName },
+      removalPolicy,
+    });
+
     if (local) {
-      for (const consumer of [this.orderProjector, this.auditRecorder, this.paymentNotifier]) {
-        for (const queue of [consumer.queue, consumer.deadLetterQueue!]) {
-          // The emulator speaks plain HTTP on loopback, and the main job runs it with IAM
-          // enforced: the SSL-only queue policy would deny every call to the queue there.
-          queue.node.tryRemoveChild('Policy');
-          Validations.of(queue).acknowledge({
-            id: 'AwsSolutions-SQS4',
-            reason:
-              'Local stage only: the emulator serves plain HTTP on 127.0.0.1; every other stage keeps the SSL-only queue policy.',
-          });
-        }
+      const queues = [this.orderProjector, this.auditRecorder, this.paymentNotifier].flatMap((consumer) => [
+        consumer.queue,
+        consumer.deadLetterQueue!,
+      ]);
+      queues.push(this.orderSummaryProjector.deadLetterQueue, this.orderSummaryProjector.onFailureQueue!);
+      for (const queue of queues) {
+        // The emulator speaks plain HTTP on loopback, and the main job runs it with IAM
+        // enforced: the SSL-only queue policy would deny every call to the queue there.
+        queue.node.tryRemoveChild('Policy');
+        Validations.of(queue).acknowledge({
+          id: 'AwsSolutions-SQS4',
+          reason:
+            'Local stage only: the emulator serves plain HTTP on 127.0.0.1; every other stage keeps the SSL-only queue policy.',
+        });
       }
     }
 
@@ -219,6 +246,11 @@ export class ExampleStack extends Stack {
       OrderProjectorConsumerName: this.orderProjector.consumerName,
       AuditRecorderConsumerName: this.auditRecorder.consumerName,
       PaymentNotifierConsumerName: this.paymentNotifier.consumerName,
+      OrderSummariesTableName: this.orderSummariesTable.tableName,
+      OrdersTableStreamArn: this.ordersTable.tableStreamArn!,
+      OrderSummaryProjectorFunctionName: this.orderSummaryProjector.handler.functionName,
+      OrderSummaryProjectorConsumerName: this.orderSummaryProjector.consumerName,
+      OrderSummaryProjectorDeadLetterQueueUrl: this.orderSummaryProjector.deadLetterQueue.queueUrl,
     };
     for (const [name, value] of Object.entries(outputs)) new CfnOutput(this, name, { value });
   }
@@ -237,11 +269,13 @@ function businessTable(
   scope: Construct,
   id: string,
   removalPolicy: RemovalPolicy,
-  sortKey?: string,
+  options: { readonly sortKey?: string; readonly stream?: dynamodb.StreamViewType } = {},
 ): dynamodb.Table {
+  const { sortKey, stream } = options;
   return new dynamodb.Table(scope, id, {
     partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
     sortKey: sortKey ? { name: sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+    stream,
     billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     encryption: dynamodb.TableEncryption.AWS_MANAGED,

@@ -6,7 +6,14 @@
  *
  * @module effectively-once/construct
  */
-export { CONSUMER_MODES, type ConsumerMode } from '../lambda/core/contract';
+export {
+  CONSUMER_MODES,
+  type ConsumerMode,
+  OUTBOX_ATTRIBUTES,
+  OUTBOX_DESTINATION_KINDS,
+  OUTBOX_ENV,
+  type OutboxDestinationKind,
+} from '../lambda/core/contract';
 export {
   BUSINESS_TABLE_ACCESSES,
   BUSINESS_TABLE_ACTIONS,
@@ -28,6 +35,15 @@ export type {
 export { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
 export type { IdempotentStreamConsumerProps } from './idempotent-stream-consumer/props';
 export { InboxTable, type InboxTableProps } from './inbox-table';
+export { OUTBOX_PUBLISH_ACTIONS, OUTBOX_WRITER_ACTIONS, Outbox } from './outbox/construct';
+export {
+  DEFAULT_RELAY_MAX_RECORD_AGE,
+  DEFAULT_RELAY_RETRY_ATTEMPTS,
+  DEFAULT_RELAY_TIMEOUT,
+  OPERATOR_ALLOWANCE,
+} from './outbox/defaults';
+export type { OutboxProps } from './outbox/props';
+export { deriveOutboxRetention, type OutboxRetention, type OutboxRetentionInputs } from './outbox/timing';
 export {
   DEFAULT_REDRIVE_ALLOWANCE,
   DYNAMODB_STREAMS_RETENTION,

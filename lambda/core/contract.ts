@@ -229,3 +229,43 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * consumers never share a prefix and IAM key patterns cannot match another consumer's records.
  */
 export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;
+
+// The transactional outbox (issue 17): what the `Outbox` construct creates and sets, and what
+// the outbox writer (`unitOfWork.emit`, the standalone writer) and the relay read back.
+
+/** Attribute names of an outbox item (one DynamoDB item per event). */
+export const OUTBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** Partition key (String): the event id, deterministic from the scoped dedup key and the event's name or position. */
+  pk: 'pk',
+  /** DynamoDB TTL attribute, epoch seconds (Number): the write time plus `EO_OUTBOX_RETENTION_SECONDS`. */
+  expiresAt: 'expiresAt',
+});
+
+/**
+ * Where a relay publishes outbox events (`EO_OUTBOX_DESTINATION_KIND`): an SQS queue (standard
+ * or FIFO), an EventBridge bus, or an SNS topic (standard or FIFO).
+ */
+export const OUTBOX_DESTINATION_KINDS = /* @__PURE__ */ Object.freeze(['sqs', 'eventbridge', 'sns'] as const);
+
+/** An outbox destination kind (see {@link OUTBOX_DESTINATION_KINDS}). */
+export type OutboxDestinationKind = (typeof OUTBOX_DESTINATION_KINDS)[number];
+
+/**
+ * Environment variable names the `Outbox` construct sets: on the relay function all of them, on
+ * a writer (a consumer with `outbox`, or a function given `Outbox.grantWrite`) all but
+ * `EO_OUTBOX_DESTINATION_ARN` and `EO_OUTBOX_DESTINATION_QUEUE_URL`.
+ */
+export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
+  /** Name of the outbox table. */
+  tableName: 'EO_OUTBOX_TABLE_NAME',
+  /** How long an outbox item lives, seconds: the writer sets its TTL to the write time plus this. */
+  retentionSeconds: 'EO_OUTBOX_RETENTION_SECONDS',
+  /** `sqs`, `eventbridge` or `sns` (see {@link OUTBOX_DESTINATION_KINDS}): the writer checks size limits against it. */
+  destinationKind: 'EO_OUTBOX_DESTINATION_KIND',
+  /** `true` when the destination is a FIFO queue or topic (group id and deduplication id required), else `false`. */
+  destinationFifo: 'EO_OUTBOX_DESTINATION_FIFO',
+  /** ARN of the destination: the queue's, the bus's (`PutEvents` takes it as `EventBusName`) or the topic's. Relay only. */
+  destinationArn: 'EO_OUTBOX_DESTINATION_ARN',
+  /** URL of the destination queue (`sqs` only). Relay only. */
+  destinationQueueUrl: 'EO_OUTBOX_DESTINATION_QUEUE_URL',
+});

@@ -178,6 +178,8 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
         props.completedCacheMaxEntries,
       );
     }
+    // The outbox the handler emits to: its table name, retention and destination.
+    if (props.outbox) Object.assign(environment, props.outbox.writerEnvironment);
     this.environment = Object.freeze(environment);
 
     // Function.
@@ -373,6 +375,8 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   }
 
   private grantAccess(props: IdempotentConsumerProps): void {
+    // Emitting puts new outbox items in the transaction: PutItem on the outbox table only.
+    props.outbox?.grantWrite(this.handler);
     if (this.inboxTable) {
       // Scoped to this consumer's own records: a shared inbox table holds other consumers' too.
       grantItemActions(

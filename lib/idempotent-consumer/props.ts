@@ -16,6 +16,7 @@ import type {
   LogLevel,
 } from '../../lambda/core/contract';
 import type { BusinessTableAccess } from '../consumer-permissions';
+import type { Outbox } from '../outbox/construct';
 
 /**
  * Where a message that can never succeed (malformed, missing key, payload mismatch) goes.
@@ -313,6 +314,16 @@ export interface IdempotentConsumerProps {
    * @default - none
    */
   readonly businessTables?: readonly BusinessTable[];
+
+  /**
+   * The outbox the handler emits events to (`unitOfWork.emit`, `atomic` mode only): the
+   * function gets `dynamodb:PutItem` on the outbox table only (no read, no delete) and the
+   * outbox's writer environment (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`,
+   * `EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_DESTINATION_FIFO`).
+   *
+   * @default - no outbox
+   */
+  readonly outbox?: Outbox;
 
   /**
    * How long an inbox record lives (`EO_TTL_SECONDS`). A record that expires while a copy of

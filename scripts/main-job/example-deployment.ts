@@ -26,6 +26,11 @@ export interface ExampleOutputs {
   readonly orderProjectorConsumerName: string;
   readonly auditRecorderConsumerName: string;
   readonly paymentNotifierConsumerName: string;
+  readonly orderSummariesTableName: string;
+  readonly ordersTableStreamArn: string;
+  readonly orderSummaryProjectorFunctionName: string;
+  readonly orderSummaryProjectorConsumerName: string;
+  readonly orderSummaryProjectorDeadLetterQueueUrl: string;
 }
 
 /** A deployed example stack. */
@@ -78,6 +83,11 @@ const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
   orderProjectorConsumerName: 'OrderProjectorConsumerName',
   auditRecorderConsumerName: 'AuditRecorderConsumerName',
   paymentNotifierConsumerName: 'PaymentNotifierConsumerName',
+  orderSummariesTableName: 'OrderSummariesTableName',
+  ordersTableStreamArn: 'OrdersTableStreamArn',
+  orderSummaryProjectorFunctionName: 'OrderSummaryProjectorFunctionName',
+  orderSummaryProjectorConsumerName: 'OrderSummaryProjectorConsumerName',
+  orderSummaryProjectorDeadLetterQueueUrl: 'OrderSummaryProjectorDeadLetterQueueUrl',
 };
 
 /**

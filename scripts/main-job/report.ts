@@ -18,6 +18,7 @@ import {
   type SampleLogName,
 } from './sample-logs';
 import type { ExampleObservation, SampleLogs, SampleRun } from './scenario';
+import type { StreamProjection, StreamReplay } from './stream-projection';
 import type { WorkerSwitchResult } from './worker-switch';
 
 /**
@@ -147,8 +148,8 @@ export function formatEffects(logs: SampleLogs, observation: ExampleObservation)
     `  Orders table: ${tables.ordersItems} items (${orders.length} orders + ${statuses} status transitions)`,
     `    ${orders.map(([id, order]) => `${id} ${String(order.status)}`).join(', ')}`,
     `  Inbox table:  ${tables.inboxTotal} records: ${tables.inboxRecords.orders} of the order projector, ` +
-      `${tables.inboxRecords.payments} of the payment notifier (${completed} completed, with the downstream's notification id);`,
-    "    none of the audit recorder's: the audit item is its own marker",
+      `${tables.inboxRecords.payments} of the payment notifier (${completed} completed, with the downstream's notification id),`,
+    `    ${tables.streamInboxRecords} of the order summary projector (the stream consumer, so far); none of the audit recorder's: the audit item is its own marker`,
     `  Audit table:  ${tables.auditItems} items`,
     formatDownstream(logs.payments, observation),
   ].join('\n');
@@ -247,6 +248,42 @@ export function formatReplay(replay: ReplayLogsResult): string {
       : `  Orders, Audit and inbox tables before vs after the whole replay: ${replay.overall.length} change(s)\n${indent(formatDifferences(replay.overall), '      ')}`,
   );
   return lines.join('\n');
+}
+
+/** The read model next to what the Orders table implies, one row per status. */
+export function formatStreamProjection(projection: StreamProjection): string {
+  const statuses = [
+    ...new Set([...Object.keys(projection.implied), ...Object.keys(projection.summaries)]),
+  ].sort();
+  const cell = (summary: { orders: number; amount: number } | undefined) =>
+    summary ? `${summary.orders} (${summary.amount})` : '-';
+  const rows = [
+    ['status', 'OrderSummaries: orders (amount)', 'implied by Orders'],
+    ...statuses.map((status) => [
+      status,
+      cell(projection.summaries[status]),
+      cell(projection.implied[status]),
+    ]),
+  ];
+  const { outcomes } = projection;
+  return [
+    `  The mapping delivered the ${projection.records} records of the Orders stream in ${seconds(projection.waitMillis)}: ` +
+      `${outcomes.processed} processed, ${outcomes.duplicate} duplicate, ${outcomes.permanent} dead-lettered, ${outcomes.retry} retried.`,
+    formatTable(rows),
+  ].join('\n');
+}
+
+/** The stream's double tap, in two lines. */
+export function formatStreamReplay(replay: StreamReplay): string {
+  const { outcomes } = replay;
+  const same = JSON.stringify(replay.before) === JSON.stringify(replay.after);
+  return [
+    `  Re-read ${replay.records} records from TRIM_HORIZON and invoked the projector with them (${replay.batches} batch(es)): ` +
+      `${outcomes.duplicate} duplicate, ${outcomes.processed} processed, ${replay.failures.length} batch item failure(s).`,
+    same
+      ? '  OrderSummaries before vs after the replay: identical. Every counter was incremented once.'
+      : `  OrderSummaries before vs after the replay: changed, from ${JSON.stringify(replay.before)} to ${JSON.stringify(replay.after)}`,
+  ].join('\n');
 }
 
 /** What the order projector did as a worker, in a few lines. */

@@ -3,13 +3,14 @@
  * (or uses `AWS_ENDPOINT_URL`) and a deduplicating downstream service on `127.0.0.1`, deploys the
  * example app, sends the sample order, audit and payment logs with their resends, redeliveries,
  * transient downstream failures and poison messages, reads what the consumers and the downstream
- * did, replays everything with the double-tap helper, checks every expectation, and cleans up
- * what it started.
+ * did, waits for the stream consumer's read model (projected from the Orders table's stream) and
+ * feeds it the whole stream again, replays everything with the double-tap helper, checks every
+ * expectation, and cleans up what it started.
  */
 import { relative } from 'node:path';
 import { destroyLocal } from '../../cli/local/deploy';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws/harness';
-import type { Check } from './checks';
+import { type Check, check } from './checks';
 import { type Downstream, startDownstream } from './downstream';
 import { deployExample, EXAMPLE_STACK_NAME } from './example-deployment';
 import { deliveriesOf } from './observations';
@@ -21,6 +22,8 @@ import {
   formatLogStory,
   formatReplay,
   formatRunSummary,
+  formatStreamProjection,
+  formatStreamReplay,
   formatTimings,
   formatWorkerSwitch,
   seconds,
@@ -39,6 +42,13 @@ import {
   runSampleLogs,
   sampleDownstreamFailures,
 } from './scenario';
+import {
+  awaitStreamProjection,
+  checkStreamProjection,
+  impliedOrderSummaries,
+  readOrderSummaries,
+  replayOrdersStream,
+} from './stream-projection';
 import {
   checkWorkerSwitch,
   ORDER_PROJECTOR_WORKER_ENTRY,
@@ -108,7 +118,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     // A broken sample log fails here, before anything is started.
     const logs = loadSampleLogs(root);
 
-    print('[1/6] Local AWS, the downstream service and the example app');
+    print('[1/7] Local AWS, the downstream service and the example app');
     aws = await time('start local AWS and the downstream service', async () => {
       downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
       // IAM enforced: the functions run with their execution roles, so a grant the construct
@@ -140,7 +150,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     harness = createExampleHarness(aws, deployment.outputs, service.ledger);
     const h = harness;
 
-    print('\n[2/6] Sending the sample logs');
+    print('\n[2/7] Sending the sample logs');
     const file = (path: string) => relative(root, path);
     print(
       formatLogStory(logs.orders, `${file(logs.orders.file)} → FIFO queue → order projector (atomic mode)`),
@@ -168,7 +178,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     const sent = SAMPLE_LOG_NAMES.reduce((sum, name) => sum + logs[name].entries.length, 0);
     print(`  Sent ${sent} messages; the queues drained in ${seconds(run.drainMillis)}.`);
 
-    print('\n[3/6] What the consumers did');
+    print('\n[3/7] What the consumers did');
     const first = await time('read metrics, tables and DLQs', () =>
       observeExample(h, firstRunDeliveries(logs)),
     );
@@ -181,7 +191,26 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print(formatDeadLetters(logs, run, first));
     checks.push(...checkFirstRun(logs, run, first));
 
-    print('\n[4/6] Replaying the whole log (double tap)');
+    print(
+      '\n[4/7] The stream consumer: Orders table stream → order summary projector (atomic mode) → OrderSummaries',
+    );
+    print(
+      "  Every write to the Orders table lands in its DynamoDB stream; the projector's event source mapping\n" +
+        '  reads it from TRIM_HORIZON and counts, per status, the orders that reached it and their amounts.\n' +
+        '  The read model is compared with what the Orders table itself implies.',
+    );
+    const projection = await time('wait for the stream projection', () => awaitStreamProjection(h));
+    print(formatStreamProjection(projection));
+    print(
+      '  Double tap: the whole stream is re-read from TRIM_HORIZON and every record fed to the projector\n' +
+        '  again, as a re-created mapping or a lost checkpoint would. (The emulator ignores batch item\n' +
+        '  failures and retries, so the replay is invoked directly with the records GetRecords returns.)',
+    );
+    const streamReplay = await time('replay the Orders stream (double tap)', () => replayOrdersStream(h));
+    print(formatStreamReplay(streamReplay));
+    checks.push(...checkStreamProjection(projection, streamReplay));
+
+    print('\n[5/7] Replaying the whole log (double tap)');
     print(
       `  The replay tool's doubleTap helper sends each log twice and snapshots the Orders, Audit and inbox\n` +
         `  tables after each pass. SQS would drop a FIFO resend with a deduplication id it saw in the last\n` +
@@ -213,7 +242,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print(formatDeadLetters(logs, run, second).replace(/^ {2}/gm, '    '));
     checks.push(...checkReplay(logs, first, second, replay));
 
-    print('\n[5/6] The order projector as a long-running worker');
+    print('\n[6/7] The order projector as a long-running worker');
     print(
       "  The same handler module runs outside Lambda: the function's event source mapping is turned off,\n" +
         `  and \`${ORDER_PROJECTOR_WORKER_ENTRY}\` starts as a process of its own (as in a container) with\n` +
@@ -225,6 +254,14 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     );
     print(formatWorkerSwitch(switched));
     checks.push(...checkWorkerSwitch(logs, switched));
+    const [summaries, implied] = await Promise.all([readOrderSummaries(h), impliedOrderSummaries(h)]);
+    checks.push(
+      check(
+        'OrderSummaries still equals what the Orders table implies after the replays and the worker',
+        implied,
+        summaries,
+      ),
+    );
   } catch (error) {
     checks.push({
       ok: false,
@@ -239,7 +276,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print('\nStopped the downstream service.');
   }
 
-  print('\n[6/6] Checks');
+  print('\n[7/7] Checks');
   print(formatChecks(checks, { verbose: options.verbose ?? false }));
 
   if (aws) {

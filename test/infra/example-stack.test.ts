@@ -13,9 +13,12 @@ import {
 import { allow, FIXTURE_EXAMPLE_HANDLERS, logicalId, nagFindings, newApp, permissionsOf } from './support';
 
 const REAL_HANDLERS = path.join(__dirname, '..', '..', 'lambda', 'handlers');
-const realHandlersExist = ['order-projector.ts', 'audit-recorder.ts', 'payment-notifier.ts'].every((file) =>
-  fs.existsSync(path.join(REAL_HANDLERS, file)),
-);
+const realHandlersExist = [
+  'order-projector.ts',
+  'audit-recorder.ts',
+  'payment-notifier.ts',
+  'order-summary-projector.ts',
+].every((file) => fs.existsSync(path.join(REAL_HANDLERS, file)));
 
 function synthExample(
   local: boolean,
@@ -36,8 +39,8 @@ function environmentOf(template: Template, consumer: { handler: Parameters<typeo
 describe('ExampleStack', () => {
   const { app, stack, template } = synthExample(false);
 
-  it('shares one inbox table and keys the Orders and Audit tables as the handlers write them', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+  it('shares one inbox table and keys the Orders, Audit and OrderSummaries tables as the handlers write them', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
     const tables = template.findResources('AWS::DynamoDB::Table');
     expect(tables[logicalId(stack.inbox.table)]?.Properties.KeySchema).toEqual([
       { AttributeName: INBOX_ATTRIBUTES.pk, KeyType: 'HASH' },
@@ -47,6 +50,9 @@ describe('ExampleStack', () => {
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
     expect(tables[logicalId(stack.auditTable)]?.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+    ]);
+    expect(tables[logicalId(stack.orderSummariesTable)]?.Properties.KeySchema).toEqual([
       { AttributeName: 'pk', KeyType: 'HASH' },
     ]);
     for (const table of Object.values(tables)) {
@@ -137,6 +143,41 @@ describe('ExampleStack', () => {
     expect(warnings).toHaveLength(1);
   });
 
+  it('gives the Orders table a stream with both images, projected in atomic mode into OrderSummaries only', () => {
+    const { orderSummaryProjector } = stack;
+    const tables = template.findResources('AWS::DynamoDB::Table');
+    expect(tables[logicalId(stack.ordersTable)]?.Properties.StreamSpecification).toEqual({
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    });
+    expect(orderSummaryProjector.mode).toBe('atomic');
+    expect(orderSummaryProjector.consumerName).toBe(EXAMPLE_CONSUMER_NAMES.orderSummaryProjector);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(orderSummaryProjector.handler) },
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(stack.ordersTable), 'StreamArn'] },
+      StartingPosition: 'TRIM_HORIZON',
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    expect(environmentOf(template, orderSummaryProjector)).toMatchObject({
+      ORDER_SUMMARIES_TABLE: { Ref: logicalId(stack.orderSummariesTable) },
+      [ENV.inboxTable]: { Ref: logicalId(stack.inbox.table) },
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.orderSummaryProjector,
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: { Ref: logicalId(orderSummaryProjector.deadLetterQueue) },
+    });
+    const permissions = permissionsOf(template, orderSummaryProjector.role);
+    expect(permissions).toEqual(
+      expect.arrayContaining([
+        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:PutItem'], stack.inbox.table),
+        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'], stack.orderSummariesTable),
+      ]),
+    );
+    // It reads the Orders table through its stream only, and writes no other business table.
+    const tableLines = permissions.filter((line) => !line.includes('StreamArn'));
+    for (const table of [stack.ordersTable, stack.auditTable]) {
+      expect(tableLines.some((line) => line.includes(logicalId(table)))).toBe(false);
+    }
+  });
+
   it('outputs queue URLs, table names, function names and consumer names', () => {
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual([
       'AuditEventsDeadLetterQueueUrl',
@@ -149,7 +190,12 @@ describe('ExampleStack', () => {
       'OrderEventsQueueUrl',
       'OrderProjectorConsumerName',
       'OrderProjectorFunctionName',
+      'OrderSummariesTableName',
+      'OrderSummaryProjectorConsumerName',
+      'OrderSummaryProjectorDeadLetterQueueUrl',
+      'OrderSummaryProjectorFunctionName',
       'OrdersTableName',
+      'OrdersTableStreamArn',
       'PaymentEventsDeadLetterQueueUrl',
       'PaymentEventsQueueUrl',
       'PaymentNotifierConsumerName',
@@ -177,7 +223,10 @@ describe('ExampleStack', () => {
     expect(stack.auditRecorder.duplicateRateAlarm).toBeDefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeDefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(12);
+    // Four per SQS consumer, five for the stream consumer (iterator age, errors, on-failure
+    // queue, dead-letter queue, mismatches).
+    expect(stack.orderSummaryProjector.alarms).toHaveLength(5);
+    expect(alarms).toHaveLength(17);
     expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(3);
   });
 
@@ -192,7 +241,8 @@ describe('ExampleStack', () => {
 
   it('keeps an SSL-only policy on every queue outside the local stage', () => {
     const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy'));
-    expect(policies).toHaveLength(6);
+    // Two queues per SQS consumer; the stream consumer's on-failure and dead-letter queues.
+    expect(policies).toHaveLength(8);
     for (const policy of policies) {
       expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
     }
@@ -224,7 +274,7 @@ describe('ExampleStack in the local stage', () => {
     expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeUndefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(9);
+    expect(alarms).toHaveLength(14);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
   });
 
@@ -287,7 +337,7 @@ describe('ExampleStack downstream and payment notifier props', () => {
 describe.runIf(realHandlersExist)('ExampleStack with the deployable handlers', () => {
   it('bundles lambda/handlers and passes cdk-nag', () => {
     const { app, template } = synthExample(false, REAL_HANDLERS);
-    template.resourceCountIs('AWS::Lambda::Function', 3);
+    template.resourceCountIs('AWS::Lambda::Function', 4);
     expect(nagFindings(app)).toEqual([]);
   });
 });

@@ -28,6 +28,11 @@ import {
   type SampleRun,
   sampleDownstreamFailures,
 } from '../../scripts/main-job/scenario';
+import {
+  awaitStreamProjection,
+  readOrderSummaries,
+  replayOrdersStream,
+} from '../../scripts/main-job/stream-projection';
 import { redeliver, sendLog, waitForQueues } from '../../scripts/main-job/traffic';
 import { checkWorkerSwitch, runOrdersOnWorker } from '../../scripts/main-job/worker-switch';
 import { awsConfig, uniqueName } from '../support/aws';
@@ -111,6 +116,38 @@ describe('the example app deployed to local AWS', () => {
     );
     expect(checkFirstRun(logs, run, first).filter((check) => !check.ok)).toEqual([]);
   }, 180_000);
+
+  // Right after the first run: the stream consumer's inbox records are settled before the tests
+  // that compare table snapshots.
+  it('projects the Orders stream into one OrderSummaries counter per status, and re-feeding the whole stream changes nothing', async () => {
+    const { harness } = deployed();
+    afterFirstRun();
+
+    const projection = await awaitStreamProjection(harness);
+
+    expect(projection.records).toBe(12);
+    expect(projection.summaries).toEqual({
+      PAID: { orders: 2, amount: 5700 },
+      PLACED: { orders: 3, amount: 6690 },
+      SHIPPED: { orders: 1, amount: 4200 },
+    });
+    expect(projection.summaries).toEqual(projection.implied);
+    expect(projection.outcomes).toMatchObject({ processed: 12, duplicate: 0, permanent: 0, retry: 0 });
+    expect(projection.deadLetters).toBe(0);
+
+    const replay = await replayOrdersStream(harness);
+
+    expect(replay).toMatchObject({ records: 12, batches: 1, failures: [] });
+    expect(replay.outcomes).toMatchObject({
+      processed: 0,
+      duplicate: 12,
+      permanent: 0,
+      retry: 0,
+      mismatch: 0,
+    });
+    expect(replay.after).toEqual(replay.before);
+    expect(await readOrderSummaries(harness)).toEqual(projection.summaries);
+  }, 120_000);
 
   it('calls the downstream once per payment status, retrying a 503 and a lost answer with the same Idempotency-Key', () => {
     const { first } = afterFirstRun();

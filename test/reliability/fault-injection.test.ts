@@ -12,12 +12,9 @@
  * `reliability: 20000 messages, … 9 redrives, 380 odd keys, 0 duplicate effects, 0 lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  BUSINESS_TABLE_ACTIONS,
-  defaultBusinessTableAccess,
-  INBOX_TABLE_ACTIONS,
-} from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
+import { positiveInteger } from './support/environment';
+import { ungrantedActions } from './support/grants';
 import { checkSeed, type SeedReport } from './support/oracle';
 import {
   CRASH_POINTS,
@@ -26,16 +23,15 @@ import {
   type SeedOptions,
   seedProfile,
 } from './support/simulation';
-import { createLocalClient, createTables, deleteTables, type LocalClient } from './support/tables';
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw new Error(`Expected ${name} to be a positive integer, got ${raw}`);
-  return value;
-}
+import {
+  createLocalClient,
+  createTables,
+  deleteTables,
+  dropBusinessWrites,
+  dropMarkerCondition,
+  type LocalClient,
+  tamperTransactions,
+} from './support/tables';
 
 const MESSAGES = positiveInteger('RELIABILITY_MESSAGES', 1000);
 const SEED_COUNT = positiveInteger('RELIABILITY_SEEDS', 20);
@@ -127,25 +123,6 @@ async function runSeed(
   };
 }
 
-/**
- * The actions the seed's requests needed that `IdempotentConsumer` does not grant its function in
- * the seed's mode (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access).
- */
-function ungrantedActions(options: SeedOptions, used: ReadonlyMap<string, ReadonlySet<string>>): string[] {
-  const granted = new Map<string, readonly string[]>([
-    [options.inboxTable, INBOX_TABLE_ACTIONS[options.mode]],
-    [
-      options.businessTable,
-      defaultBusinessTableAccess(options.mode).flatMap((access) => BUSINESS_TABLE_ACTIONS[access]),
-    ],
-  ]);
-  return [...used].flatMap(([table, actions]) =>
-    [...actions]
-      .filter((action) => !granted.get(table)?.includes(action))
-      .map((action) => `${action} on ${table === options.inboxTable ? 'the inbox' : table}`),
-  );
-}
-
 describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages through the real store`, () => {
   it.concurrent.each(SEEDS)(
     'seed %i: every message ends processed exactly once per live window or dead-lettered with a reason',
@@ -217,34 +194,13 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
   );
 });
 
-/** Rewrites the `TransactWriteItems` of a client before it is sent (a deliberately broken store). */
-function tamperTransactions(
-  client: LocalClient,
-  rewrite: (items: Record<string, unknown>[]) => Record<string, unknown>[],
-): void {
-  client.document.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
-      const input = args.input as { TransactItems?: Record<string, unknown>[] };
-      return next({ ...args, input: { ...input, TransactItems: rewrite(input.TransactItems ?? []) } });
-    },
-    { step: 'initialize', priority: 'low', name: 'reliabilityTamper' },
-  );
-}
-
 describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken store', () => {
   const small = { messages: 200, mode: 'atomic', deadLetter: 'direct' } as const;
 
   it('counts duplicate effects when the marker is written without its condition', async () => {
     const report = await runSeed(9001, {
       ...small,
-      tamper: (client) =>
-        tamperTransactions(client, ([marker, ...business]) => {
-          const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...put } = (
-            marker as { Put: Record<string, unknown> }
-          ).Put;
-          return [{ Put: put }, ...business];
-        }),
+      tamper: (client) => tamperTransactions(client, dropMarkerCondition),
     });
 
     expect(report.duplicateEffects).toBeGreaterThan(0);
@@ -254,7 +210,7 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
   it('counts lost messages when the commit drops the business writes', async () => {
     const report = await runSeed(9002, {
       ...small,
-      tamper: (client) => tamperTransactions(client, ([marker]) => [marker!]),
+      tamper: (client) => tamperTransactions(client, dropBusinessWrites),
     });
 
     expect(report.lost).toBeGreaterThan(0);

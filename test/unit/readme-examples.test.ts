@@ -208,6 +208,12 @@ describe('README and docs code samples', () => {
       file: 'lib/idempotent-stream-consumer/props.ts',
       least: 30,
     },
+    {
+      construct: 'Outbox',
+      heading: '### Outbox props',
+      file: 'lib/outbox/props.ts',
+      least: 20,
+    },
   ])(
     'lists every $construct prop under "$heading", with the default its TSDoc states',
     ({ construct, heading, file, least }) => {

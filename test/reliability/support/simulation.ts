@@ -1629,7 +1629,7 @@ export function stateBeforeRedrive(
 }
 
 /** Adds `owner` (a claim's owner token, when it is one) to the owners of `pk`. */
-function addOwner(owners: Map<string, Set<string>>, pk: string, owner: unknown): void {
+export function addOwner(owners: Map<string, Set<string>>, pk: string, owner: unknown): void {
   if (typeof owner !== 'string') return;
   const set = owners.get(pk) ?? new Set<string>();
   set.add(owner);
@@ -1665,7 +1665,7 @@ const TRANSACTION_ITEM_ACTIONS: Readonly<Record<string, string>> = {
 };
 
 /** Adds the IAM actions `request` needs, by table, to `actions`. */
-function recordActions(actions: Map<string, Set<string>>, request: DynamoRequest): void {
+export function recordActions(actions: Map<string, Set<string>>, request: DynamoRequest): void {
   const add = (table: unknown, action: string) => {
     if (typeof table !== 'string') return;
     const set = actions.get(table) ?? new Set<string>();

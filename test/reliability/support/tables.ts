@@ -93,3 +93,37 @@ export async function readItems(
   }
   return found;
 }
+
+/**
+ * Rewrites the `TransactWriteItems` of a client before it is sent: a deliberately broken store,
+ * to prove an oracle sees what it breaks (see {@link dropMarkerCondition}, {@link dropBusinessWrites}).
+ */
+export function tamperTransactions(
+  client: LocalClient,
+  rewrite: (items: Record<string, unknown>[]) => Record<string, unknown>[],
+): void {
+  client.document.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+      const input = args.input as { TransactItems?: Record<string, unknown>[] };
+      return next({ ...args, input: { ...input, TransactItems: rewrite(input.TransactItems ?? []) } });
+    },
+    { step: 'initialize', priority: 'low', name: 'reliabilityTamper' },
+  );
+}
+
+/** A transaction whose marker (item 0) is written without its condition: duplicates apply again. */
+export function dropMarkerCondition([marker, ...business]: Record<string, unknown>[]): Record<
+  string,
+  unknown
+>[] {
+  const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...put } = (
+    marker as { Put: Record<string, unknown> }
+  ).Put;
+  return [{ Put: put }, ...business];
+}
+
+/** A transaction that commits the marker (item 0) alone: the business writes are lost. */
+export function dropBusinessWrites([marker]: Record<string, unknown>[]): Record<string, unknown>[] {
+  return [marker!];
+}

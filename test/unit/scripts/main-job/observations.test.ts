@@ -106,15 +106,18 @@ describe('summariseTables', () => {
             status: 'IN_PROGRESS',
           }),
           inbox('someone-else#x', 'someone-else'),
+          inbox('order-summary-projector#ORDER#o-1:STATUS#PAID:INSERT:PAID', 'order-summary-projector'),
         ],
         audit: [marshall({ pk: 'audit-recorder#/shop:aud-1' })],
       },
       consumers,
+      'order-summary-projector',
     );
     expect(counts).toEqual({
       ordersItems: 3,
       inboxRecords: { orders: 2, audit: 0, payments: 2 },
-      inboxTotal: 5,
+      streamInboxRecords: 1,
+      inboxTotal: 6,
       auditItems: 1,
       orders: new Map([['o-1', { status: 'PAID', amount: 4200, statuses: 2 }]]),
       notifications: [
@@ -137,6 +140,7 @@ describe('summariseTables', () => {
         audit: [],
       },
       consumers,
+      'order-summary-projector',
     );
     expect(counts.notifications.map((record) => record.notificationId)).toEqual([undefined, undefined]);
   });

@@ -92,6 +92,7 @@ export function storyRun(logs: SampleLogs): StoryRun {
           audit: 0,
           payments: expectedOutcome(logs.payments).processed,
         },
+        streamInboxRecords: 0,
         inboxTotal: expectedOutcome(logs.orders).processed + expectedOutcome(logs.payments).processed,
         auditItems: expectedOutcome(logs.audit).processed,
         orders,

@@ -1,0 +1,182 @@
+import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as events from 'aws-cdk-lib/aws-events';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { LogLevel } from '../../lambda/core/contract';
+
+/**
+ * Props of an `Outbox`: exactly one destination (`queue`, `eventBus` or `topic`), and the
+ * relay's settings.
+ */
+export interface OutboxProps {
+  /**
+   * The SQS queue the relay publishes to (`sqs:SendMessage`). A FIFO queue gets the event id
+   * as `MessageDeduplicationId` and the entity as `MessageGroupId`.
+   *
+   * @default - none: exactly one of `queue`, `eventBus`, `topic`
+   */
+  readonly queue?: sqs.IQueue;
+
+  /**
+   * The EventBridge bus the relay publishes to (`events:PutEvents` on that bus).
+   *
+   * @default - none: exactly one of `queue`, `eventBus`, `topic`
+   */
+  readonly eventBus?: events.IEventBus;
+
+  /**
+   * The SNS topic the relay publishes to (`sns:Publish` on that topic), standard or FIFO.
+   *
+   * @default - none: exactly one of `queue`, `eventBus`, `topic`
+   */
+  readonly topic?: sns.ITopic;
+
+  /**
+   * The relay's handler file. The default is the relay the package ships
+   * (`createOutboxRelay`); pass your own to wrap it.
+   *
+   * @default - the package's relay handler
+   */
+  readonly relayEntry?: string;
+
+  /**
+   * Name of the relay, the `Consumer` dimension of its metrics (`EO_CONSUMER`).
+   *
+   * @default - a name unique in the app, derived from the construct path
+   */
+  readonly relayName?: string;
+
+  /**
+   * How long an outbox item lives before DynamoDB's TTL deletes it (`EO_OUTBOX_RETENTION_SECONDS`,
+   * read by the writer). A retention shorter than the derived one draws a warning.
+   *
+   * @default - 24 hours + min(maxRecordAge, (retryAttempts + 1) × relayTimeout) + 1 day
+   */
+  readonly retention?: Duration;
+
+  /**
+   * Customer-managed KMS key for the outbox table; writers and the relay are granted its use.
+   *
+   * @default - an AWS-managed key
+   */
+  readonly tableEncryptionKey?: kms.IKey;
+
+  /**
+   * Customer-managed KMS key for the on-failure and dead-letter queues the outbox creates.
+   *
+   * @default - SSE-SQS
+   */
+  readonly queueEncryptionKey?: kms.IKey;
+
+  /**
+   * Removal policy of what holds data: the outbox table and the relay's log group.
+   *
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+
+  /**
+   * The relay function's timeout: the longest one attempt at a batch takes.
+   *
+   * @default Duration.seconds(30)
+   */
+  readonly relayTimeout?: Duration;
+
+  /**
+   * The relay function's memory, MiB (128 to 10240).
+   *
+   * @default 256
+   */
+  readonly relayMemorySize?: number;
+
+  /**
+   * Lambda runtime of the relay.
+   *
+   * @default lambda.Runtime.NODEJS_24_X
+   */
+  readonly runtime?: lambda.Runtime;
+
+  /**
+   * Instruction set architecture of the relay.
+   *
+   * @default lambda.Architecture.ARM_64
+   */
+  readonly architecture?: lambda.Architecture;
+
+  /**
+   * Retention of the relay's log group.
+   *
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+
+  /**
+   * The relay's log level (`EO_LOG_LEVEL`).
+   *
+   * @default - the runtime's default (`info`)
+   */
+  readonly logLevel?: LogLevel;
+
+  /**
+   * X-Ray tracing of the relay.
+   *
+   * @default lambda.Tracing.DISABLED
+   */
+  readonly tracing?: lambda.Tracing;
+
+  /**
+   * Most outbox records per relay invocation (1 to 1000).
+   *
+   * @default 100
+   */
+  readonly batchSize?: number;
+
+  /**
+   * The oldest outbox record the event source delivers (60 seconds to 24 hours, the stream's
+   * retention); older ones go to the on-failure destination unpublished.
+   *
+   * @default Duration.hours(12)
+   */
+  readonly maxRecordAge?: Duration;
+
+  /**
+   * How often the event source retries a failing batch (0 to 10000), bisecting it on errors.
+   * The default is as many as the event source allows: `maxRecordAge` is the bound.
+   *
+   * @default 10000
+   */
+  readonly retryAttempts?: number;
+
+  /**
+   * The metric namespace of the relay's Embedded Metric Format output (`EO_METRIC_NAMESPACE`).
+   *
+   * @default 'EffectivelyOnce'
+   */
+  readonly metricNamespace?: string;
+
+  /**
+   * Whether to create the alarms: relay iterator age, failed publishes, on-failure
+   * destination and dead-letter queue depth.
+   *
+   * @default true
+   */
+  readonly createAlarms?: boolean;
+
+  /**
+   * Topic every alarm notifies.
+   *
+   * @default - no notification
+   */
+  readonly alarmTopic?: sns.ITopic;
+
+  /**
+   * The relay's `IteratorAge` that fires the iterator-age alarm (at least 60 seconds): how far
+   * behind its writers the relay may fall.
+   *
+   * @default Duration.minutes(5)
+   */
+  readonly iteratorAgeThreshold?: Duration;
+}

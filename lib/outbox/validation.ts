@@ -1,0 +1,103 @@
+/**
+ * The checks over an `Outbox`'s props, made before anything is created: every check runs and
+ * the construct throws one error listing every failure. Unresolved tokens are skipped. The
+ * same pass yields the synth-time warnings (`effectively-once:*` ids).
+ */
+import * as fs from 'node:fs';
+import { Duration, Token } from 'aws-cdk-lib';
+import { CONSUMER_NAME_PATTERN, DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/contract';
+import { describeValue } from '../../lambda/core/errors';
+import {
+  type ConsumerNote,
+  checkConsumerNameAndNamespace,
+  checkDuration,
+  checkInteger,
+  checkLogLevel,
+  type Fail,
+  type PropsValidation,
+  type Warn,
+} from '../consumer-validation';
+import { LAMBDA_MAX_TIMEOUT, WARNING_PREFIX } from '../idempotent-consumer/defaults';
+import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
+import {
+  DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
+  MAX_RELAY_BATCH_SIZE,
+  OUTBOX_STREAM_RETENTION,
+} from './defaults';
+import type { OutboxProps } from './props';
+import type { OutboxTiming } from './timing';
+
+/** Runs every check over `props`, the relay entry the outbox will bundle, and the durations derived. */
+export function validateOutboxProps(
+  props: OutboxProps,
+  relayEntry: string,
+  timing: OutboxTiming,
+): PropsValidation {
+  const failures: string[] = [];
+  const notes: ConsumerNote[] = [];
+  const fail: Fail = (message) => {
+    failures.push(message);
+  };
+  const warn: Warn = (id, message) => {
+    notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
+  };
+
+  const destinations = [props.queue, props.eventBus, props.topic].filter((given) => given !== undefined);
+  if (destinations.length !== 1) {
+    fail(
+      `Expected exactly one destination of \`queue\` (SQS), \`eventBus\` (EventBridge) and \`topic\` (SNS), got ${destinations.length === 0 ? 'none' : destinations.length}`,
+    );
+  }
+  if (!Token.isUnresolved(relayEntry) && !fs.existsSync(relayEntry)) {
+    fail(
+      `Expected \`relayEntry\` to be an existing handler file, got \`${describeValue(relayEntry)}\`${props.relayEntry === undefined ? " (the package's relay handler)" : ''}`,
+    );
+  }
+  const name = props.relayName;
+  if (name !== undefined && !Token.isUnresolved(name) && !CONSUMER_NAME_PATTERN.test(name)) {
+    fail(
+      `Expected \`relayName\` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got \`${describeValue(name)}\``,
+    );
+  }
+  // The shared check reads only `metricNamespace` here (no consumer name is passed).
+  checkConsumerNameAndNamespace({ mode: 'marker', metricNamespace: props.metricNamespace }, fail);
+  checkLogLevel(props.logLevel, fail);
+
+  checkInteger('relayMemorySize', props.relayMemorySize, 128, 10240, fail);
+  checkInteger('batchSize', props.batchSize, 1, MAX_RELAY_BATCH_SIZE, fail);
+  checkInteger('retryAttempts', props.retryAttempts, 0, 10_000, fail);
+  checkDuration('relayTimeout', props.relayTimeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT, fail);
+  checkDuration('maxRecordAge', props.maxRecordAge, MIN_RECORD_AGE, OUTBOX_STREAM_RETENTION, fail);
+  checkDuration('retention', props.retention, Duration.seconds(1), undefined, fail);
+  checkDuration('iteratorAgeThreshold', props.iteratorAgeThreshold, Duration.seconds(60), undefined, fail);
+
+  const timeout = timing.relayTimeout;
+  const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);
+  if (!timeout.isUnresolved() && timeout.toMilliseconds() <= margin.toMilliseconds()) {
+    fail(
+      `\`relayTimeout\` (${timeout.toHumanString()}) must be longer than the runtime's deadline margin (${margin.toHumanString()}): the relay would publish nothing`,
+    );
+  }
+
+  const { retention, derived } = timing;
+  if (props.retention && !retention.isUnresolved() && retention.toSeconds() < derived.retention.toSeconds()) {
+    warn(
+      'outboxRetentionShorterThanDerived',
+      `\`retention\` (${retention.toHumanString()}) is shorter than the derived one (${derived.retention.toHumanString()}: ${derived.explanation}). An event the relay gave up on can expire before an operator republishes it from the table.`,
+    );
+  }
+  const threshold = props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD;
+  const age = timing.maxRecordAge;
+  if (
+    (props.createAlarms ?? true) &&
+    !threshold.isUnresolved() &&
+    !age.isUnresolved() &&
+    threshold.toSeconds() >= age.toSeconds()
+  ) {
+    warn(
+      'iteratorAgeAlarmAfterMaxRecordAge',
+      `\`iteratorAgeThreshold\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): events are given up on before the iterator-age alarm fires.`,
+    );
+  }
+  return { failures, notes };
+}

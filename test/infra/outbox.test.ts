@@ -1,0 +1,417 @@
+import * as path from 'node:path';
+import { Duration, type Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { describe, expect, it } from 'vitest';
+import { ENV, OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
+import {
+  DYNAMODB_STREAM_READ_ACTIONS,
+  deriveOutboxRetention,
+  IdempotentConsumer,
+  INBOX_TABLE_ACTIONS,
+  Outbox,
+  type OutboxProps,
+} from '../../lib';
+import { QUEUE_KEY_SEND_ACTIONS, TABLE_KEY_WRITE_ACTIONS } from '../../lib/consumer-permissions';
+import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
+
+/** The stand-in for the package's relay handler. */
+const RELAY_FIXTURE_ENTRY = path.join(__dirname, 'fixtures', 'outbox-relay.ts');
+
+const LOG_WRITE = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+type PropsIn = Partial<OutboxProps> | ((stack: Stack) => Partial<OutboxProps>);
+
+/** One outbox in a fresh stack, publishing to a standard queue unless the props name a destination. */
+function synth(given: PropsIn = {}) {
+  const { app, stack } = newStack();
+  const props = typeof given === 'function' ? given(stack) : given;
+  const destination =
+    props.queue || props.eventBus || props.topic ? {} : { queue: new sqs.Queue(stack, 'Shipping') };
+  const outbox = new Outbox(stack, 'Outbox', { relayEntry: RELAY_FIXTURE_ENTRY, ...destination, ...props });
+  return {
+    app,
+    stack,
+    outbox,
+    template: Template.fromStack(stack),
+    annotations: Annotations.fromStack(stack),
+  };
+}
+
+/** The error constructing an outbox with `props` throws. */
+function errorOf(props: (stack: Stack) => OutboxProps): {
+  code?: string;
+  failures?: string[];
+  message: string;
+} {
+  const { stack } = newStack();
+  try {
+    new Outbox(stack, 'Outbox', props(stack));
+  } catch (error) {
+    return error as { code?: string; failures?: string[]; message: string };
+  }
+  throw new Error('expected the outbox to throw');
+}
+
+describe('Outbox table', () => {
+  it('creates the table keyed by the event id, encrypted, with PITR, TTL on the contract attribute and a NEW_IMAGE stream', () => {
+    const { template } = synth();
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.hasResource('AWS::DynamoDB::Table', {
+      Properties: {
+        KeySchema: [{ AttributeName: OUTBOX_ATTRIBUTES.pk, KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: OUTBOX_ATTRIBUTES.pk, AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+        TimeToLiveSpecification: { AttributeName: OUTBOX_ATTRIBUTES.expiresAt, Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+        StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+      },
+      DeletionPolicy: 'Retain',
+    });
+  });
+
+  it('encrypts the table with a given customer-managed key', () => {
+    const { template } = synth((stack) => ({ tableEncryptionKey: new kms.Key(stack, 'Key') }));
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: Match.anyValue() },
+    });
+  });
+});
+
+describe('Outbox relay event source', () => {
+  it('reads the table stream from the trim horizon, inserts only, with partial batch responses, bisect, retries, record age and an on-failure queue', () => {
+    const { template, outbox } = synth();
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(outbox.table), 'StreamArn'] },
+      FunctionName: { Ref: logicalId(outbox.relay) },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 10000,
+      MaximumRecordAgeInSeconds: 43200,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: [{ Pattern: '{"eventName":["INSERT"]}' }] },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [logicalId(outbox.onFailureQueue), 'Arn'] } },
+      },
+    });
+  });
+
+  it('passes batchSize, retryAttempts and maxRecordAge through', () => {
+    const { template } = synth({ batchSize: 25, retryAttempts: 3, maxRecordAge: Duration.hours(2) });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 25,
+      MaximumRetryAttempts: 3,
+      MaximumRecordAgeInSeconds: 7200,
+    });
+  });
+});
+
+describe('Outbox grants', () => {
+  it('lets the relay read the stream, send to a queue destination and its two failure queues, and nothing else', () => {
+    const { template, outbox, stack } = synth();
+    const shipping = stack.node.findChild('Shipping') as sqs.Queue;
+    expect(permissionsOf(template, outbox.role)).toEqual(
+      [
+        ...DYNAMODB_STREAM_READ_ACTIONS.map(
+          (action) => `Allow ${action} ${logicalId(outbox.table)}.StreamArn`,
+        ),
+        ...allow(['sqs:SendMessage'], shipping),
+        ...allow(['sqs:SendMessage'], outbox.deadLetterQueue),
+        ...allow(['sqs:SendMessage'], outbox.onFailureQueue),
+        ...allow(LOG_WRITE, outbox.logGroup),
+      ].sort(),
+    );
+  });
+
+  it('grants events:PutEvents on the bus only for an EventBridge destination', () => {
+    const { template, outbox, stack } = synth((stack) => ({ eventBus: new events.EventBus(stack, 'Bus') }));
+    const bus = stack.node.findChild('Bus') as events.EventBus;
+    const lines = permissionsOf(template, outbox.role);
+    expect(lines.filter((line) => !line.includes('dynamodb:') && !line.includes('logs:'))).toEqual(
+      [
+        ...allow(['events:PutEvents'], bus),
+        ...allow(['sqs:SendMessage'], outbox.deadLetterQueue),
+        ...allow(['sqs:SendMessage'], outbox.onFailureQueue),
+      ].sort(),
+    );
+    expect(outbox.destinationKind).toBe('eventbridge');
+  });
+
+  it('grants sns:Publish on the topic only, with the KMS actions of its customer-managed key', () => {
+    const { template, outbox, stack } = synth((stack) => ({
+      topic: new sns.Topic(stack, 'Events', { masterKey: new kms.Key(stack, 'TopicKey') }),
+    }));
+    const topic = stack.node.findChild('Events') as sns.Topic;
+    const key = stack.node.findChild('TopicKey') as kms.Key;
+    const lines = permissionsOf(template, outbox.role);
+    expect(lines).toContain(`Allow sns:Publish ${logicalId(topic)}`);
+    expect(lines.filter((line) => line.includes('kms:'))).toEqual(
+      allow(['kms:Decrypt', 'kms:GenerateDataKey'], key).sort(),
+    );
+  });
+
+  it('grants the KMS send actions of a customer-managed destination queue key', () => {
+    const { template, outbox, stack } = synth((stack) => ({
+      queue: new sqs.Queue(stack, 'Encrypted', {
+        encryption: sqs.QueueEncryption.KMS,
+        encryptionMasterKey: new kms.Key(stack, 'QueueKey'),
+      }),
+    }));
+    const key = stack.node.findChild('QueueKey') as kms.Key;
+    expect(permissionsOf(template, outbox.role).filter((line) => line.includes('kms:'))).toEqual(
+      allow(QUEUE_KEY_SEND_ACTIONS, key).sort(),
+    );
+  });
+});
+
+describe('Outbox environment', () => {
+  it('gives the relay the table, retention, destination kind, ARN, queue URL, FIFO flag and dead-letter queue', () => {
+    const { template, outbox, stack } = synth((stack) => ({
+      queue: new sqs.Queue(stack, 'Shipping', { fifo: true }),
+      relayName: 'order-events-relay',
+      logLevel: 'debug',
+    }));
+    const shipping = stack.node.findChild('Shipping') as sqs.Queue;
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: {
+          NODE_OPTIONS: '--enable-source-maps',
+          [OUTBOX_ENV.tableName]: { Ref: logicalId(outbox.table) },
+          [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+          [OUTBOX_ENV.destinationKind]: 'sqs',
+          [OUTBOX_ENV.destinationFifo]: 'true',
+          [OUTBOX_ENV.destinationArn]: { 'Fn::GetAtt': [logicalId(shipping), 'Arn'] },
+          [OUTBOX_ENV.destinationQueueUrl]: { Ref: logicalId(shipping) },
+          [ENV.consumer]: 'order-events-relay',
+          [ENV.deadLetterMode]: 'direct',
+          [ENV.deadLetterQueueUrl]: { Ref: logicalId(outbox.deadLetterQueue) },
+          [ENV.metricNamespace]: 'EffectivelyOnce',
+          [ENV.logLevel]: 'debug',
+        },
+      },
+    });
+  });
+
+  it('names a topic destination by ARN, with its FIFO flag and no queue URL', () => {
+    const { outbox } = synth((stack) => ({ topic: new sns.Topic(stack, 'Events') }));
+    expect(Object.keys(outbox.relayEnvironment)).not.toContain(OUTBOX_ENV.destinationQueueUrl);
+    expect(outbox.relayEnvironment[OUTBOX_ENV.destinationKind]).toBe('sns');
+    expect(outbox.relayEnvironment[OUTBOX_ENV.destinationFifo]).toBe('false');
+  });
+});
+
+describe('Outbox retention', () => {
+  const DAY = 24 * 60 * 60;
+  it.each([
+    {
+      case: 'defaults: maxRecordAge bounds the retries',
+      age: 12 * 3600,
+      retries: 10000,
+      timeout: 30,
+      giveUp: 12 * 3600,
+    },
+    { case: 'few retries end before maxRecordAge', age: 12 * 3600, retries: 2, timeout: 30, giveUp: 90 },
+    { case: 'no retry: one attempt', age: 3600, retries: 0, timeout: 900, giveUp: 900 },
+    { case: 'the longest record age', age: DAY, retries: 10000, timeout: 60, giveUp: DAY },
+    { case: 'retries and age equal', age: 600, retries: 9, timeout: 60, giveUp: 600 },
+  ])(
+    'is 24 h + min(maxRecordAge, (retryAttempts + 1) × timeout) + 1 day: $case',
+    ({ age, retries, timeout, giveUp }) => {
+      const derived = deriveOutboxRetention({
+        maxRecordAge: Duration.seconds(age),
+        retryAttempts: retries,
+        relayTimeout: Duration.seconds(timeout),
+      });
+      expect(derived.giveUpHorizon.toSeconds()).toBe(giveUp);
+      expect(derived.retention.toSeconds()).toBe(DAY + giveUp + DAY);
+    },
+  );
+
+  it('applies the derived retention from the relay props, or the given one', () => {
+    expect(synth({ retryAttempts: 2 }).outbox.retention.toSeconds()).toBe(2 * 24 * 3600 + 90);
+    const given = synth({ retention: Duration.days(7) });
+    expect(given.outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(7 * 24 * 3600));
+    given.annotations.hasNoWarning('*', Match.anyValue());
+  });
+
+  it('warns when a given retention is shorter than the derived one', () => {
+    const { annotations } = synth({ retention: Duration.hours(30) });
+    annotations.hasWarning(
+      '/TestStack/Outbox',
+      Match.stringLikeRegexp(
+        '^`retention` \\(1 day 6 hours\\) is shorter than the derived one \\(2 days 12 hours: stream retention 1 day \\+ relay give-up horizon 12 hours',
+      ),
+    );
+  });
+});
+
+describe('Outbox alarms', () => {
+  it('alarms on iterator age, failed publishes, the on-failure queue and the dead-letter queue, notifying the topic', () => {
+    const { template, outbox } = synth((stack) => ({ alarmTopic: new sns.Topic(stack, 'Alarms') }));
+    expect(outbox.alarms).toHaveLength(4);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'IteratorAge',
+      Namespace: 'AWS/Lambda',
+      Statistic: 'Maximum',
+      Threshold: 300_000,
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'FILL(retry, 0) + FILL(permanent, 0) + FILL(errors, 0)' }),
+      ]),
+      Threshold: 1,
+    });
+    for (const queue of [outbox.onFailureQueue, outbox.deadLetterQueue]) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } }],
+        Threshold: 1,
+      });
+    }
+  });
+
+  it('creates no alarm with createAlarms: false', () => {
+    const { template, outbox } = synth({ createAlarms: false });
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
+    expect(outbox.alarms).toEqual([]);
+  });
+});
+
+describe('Outbox validation', () => {
+  it('lists every failure together in one INVALID_OPTIONS error', () => {
+    const error = errorOf((stack) => ({
+      queue: new sqs.Queue(stack, 'A'),
+      topic: new sns.Topic(stack, 'B'),
+      relayEntry: 'does/not/exist.ts',
+      relayName: 'has spaces',
+      batchSize: 0,
+      retryAttempts: -1,
+      relayMemorySize: 64,
+      maxRecordAge: Duration.hours(25),
+      relayTimeout: Duration.seconds(1),
+      retention: Duration.seconds(0),
+      iteratorAgeThreshold: Duration.seconds(10),
+      metricNamespace: 'AWS/Lambda',
+      logLevel: 'loud' as OutboxProps['logLevel'],
+    }));
+    expect(error.code).toBe('INVALID_OPTIONS');
+    expect(error.failures).toEqual([
+      'Expected exactly one destination of `queue` (SQS), `eventBus` (EventBridge) and `topic` (SNS), got 2',
+      'Expected `relayEntry` to be an existing handler file, got `"does/not/exist.ts"`',
+      "Expected `relayName` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got `\"has spaces\"`",
+      "Expected `metricNamespace` to be 1-255 characters of A-Z, a-z, 0-9, '.', '-', '_', '/', '#', ':', ' ' not starting with 'AWS/', got `\"AWS/Lambda\"`",
+      "Expected `logLevel` to be one of 'debug', 'info', 'warn', 'error', 'silent', got `\"loud\"`",
+      'Expected `relayMemorySize` to be an integer from 128 to 10240, got `64`',
+      'Expected `batchSize` to be an integer from 1 to 1000, got `0`',
+      'Expected `retryAttempts` to be an integer from 0 to 10000, got `-1`',
+      'Expected `maxRecordAge` to be from 1 minute to 1 day, got `1 day 1 hour`',
+      'Expected `retention` to be at least 1 second, got `0 seconds`',
+      'Expected `iteratorAgeThreshold` to be at least 1 minute, got `10 seconds`',
+      "`relayTimeout` (1 second) must be longer than the runtime's deadline margin (2 seconds): the relay would publish nothing",
+    ]);
+    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 12 problems with the props of Outbox:\n- /);
+  });
+
+  it('requires a destination', () => {
+    expect(errorOf(() => ({ relayEntry: RELAY_FIXTURE_ENTRY })).failures).toEqual([
+      'Expected exactly one destination of `queue` (SQS), `eventBus` (EventBridge) and `topic` (SNS), got none',
+    ]);
+  });
+
+  it("fails while the package's relay handler is missing and no relayEntry is given", () => {
+    const error = errorOf((stack) => ({ queue: new sqs.Queue(stack, 'A') }));
+    expect(error.failures).toHaveLength(1);
+    expect(error.failures?.[0]).toMatch(
+      /^Expected `relayEntry` to be an existing handler file, got `".*relay-handler\.js"` \(the package's relay handler\)$/,
+    );
+  });
+});
+
+describe('IdempotentConsumer with an outbox', () => {
+  function consumerWithOutbox(tableKey = false) {
+    const { stack } = newStack();
+    const key = tableKey ? new kms.Key(stack, 'OutboxKey') : undefined;
+    const outbox = new Outbox(stack, 'Outbox', {
+      relayEntry: RELAY_FIXTURE_ENTRY,
+      topic: new sns.Topic(stack, 'Events', { fifo: true }),
+      tableEncryptionKey: key,
+    });
+    const consumer = new IdempotentConsumer(stack, 'Orders', {
+      mode: 'atomic',
+      entry: FIXTURE_ENTRY,
+      consumerName: 'orders',
+      outbox,
+    });
+    return { stack, outbox, consumer, key, template: Template.fromStack(stack) };
+  }
+
+  it('grants the consumer dynamodb:PutItem on the outbox table only: no read, no delete', () => {
+    const { template, outbox, consumer } = consumerWithOutbox();
+    const lines = permissionsOf(template, consumer.role!);
+    const outboxId = logicalId(outbox.table);
+    expect(lines.filter((line) => line.includes(outboxId))).toEqual([
+      `Allow dynamodb:PutItem ${outboxId}.Arn`,
+    ]);
+    const inboxId = logicalId(consumer.inboxTable!);
+    expect(lines.filter((line) => line.includes(inboxId))).toEqual(
+      allow(INBOX_TABLE_ACTIONS.atomic, consumer.inboxTable!).sort(),
+    );
+  });
+
+  it('grants the KMS write actions of a customer-managed outbox table key', () => {
+    const { template, consumer, key } = consumerWithOutbox(true);
+    expect(permissionsOf(template, consumer.role!).filter((line) => line.includes('kms:'))).toEqual(
+      allow(TABLE_KEY_WRITE_ACTIONS, key!).sort(),
+    );
+  });
+
+  it("hands the consumer the outbox's writer environment and nothing of the relay's", () => {
+    const { outbox, consumer } = consumerWithOutbox();
+    expect(consumer.environment).toMatchObject({
+      [OUTBOX_ENV.tableName]: outbox.table.tableName,
+      [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+      [OUTBOX_ENV.destinationKind]: 'sns',
+      [OUTBOX_ENV.destinationFifo]: 'true',
+    });
+    expect(Object.keys(consumer.environment)).not.toContain(OUTBOX_ENV.destinationArn);
+  });
+
+  it('rejects an outbox outside atomic mode, and EO_OUTBOX_* names in environment, together', () => {
+    const { stack } = newStack();
+    const outbox = new Outbox(stack, 'Outbox', {
+      relayEntry: RELAY_FIXTURE_ENTRY,
+      queue: new sqs.Queue(stack, 'Q'),
+    });
+    let failures: readonly string[] = [];
+    try {
+      new IdempotentConsumer(stack, 'Orders', {
+        mode: 'marker',
+        entry: FIXTURE_ENTRY,
+        outbox,
+        environment: { [OUTBOX_ENV.tableName]: 'mine' },
+      });
+    } catch (error) {
+      failures = (error as { failures: readonly string[] }).failures;
+    }
+    expect(failures).toEqual([
+      'Expected `outbox` only in `atomic` mode (events are emitted in the transaction of the business writes), got mode `"marker"`',
+      'Expected `environment` not to set `EO_OUTBOX_TABLE_NAME`: the construct sets it from `outbox`',
+    ]);
+  });
+});
+
+describe('Outbox on a table with a stream of its own', () => {
+  it('is a plain dynamodb.Table the writers can be granted on by hand', () => {
+    const { outbox } = synth();
+    expect(outbox.table).toBeInstanceOf(dynamodb.Table);
+    expect(outbox.table.tableStreamArn).toBeDefined();
+  });
+});

@@ -1,0 +1,181 @@
+/**
+ * Seeded stream batches through the real stream handlers and the real store on the local
+ * emulator (see `support/stream-simulation.ts` for what is simulated, `support/stream-oracle.ts`
+ * for what is checked): retries from the checkpoint, bisected batches, producer duplicates,
+ * crashes mid-batch, batches discarded after `MaximumRetryAttempts`, and a replay of every shard
+ * from `TRIM_HORIZON`.
+ *
+ * Size: `RELIABILITY_MESSAGES` records per seed (default 150; `npm run test:soak` runs 10,000),
+ * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n: each source and mode once), or one seed alone
+ * with `RELIABILITY_SEED=<n>`. A failing seed prints the command that replays it.
+ *
+ * The run ends with one line on standard output (printed again by
+ * `test/support/summary-reporter.ts` after vitest's totals), for example
+ * `streams: 600 records, … 0 duplicate effects, 0 lost`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueName } from '../support/aws';
+import { positiveInteger } from './support/environment';
+import { ungrantedActions } from './support/grants';
+import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
+import {
+  runStreamSimulation,
+  STREAM_CRASH_POINTS,
+  type StreamSeedOptions,
+  streamSeedProfile,
+} from './support/stream-simulation';
+import {
+  createLocalClient,
+  createTables,
+  deleteTables,
+  dropBusinessWrites,
+  dropMarkerCondition,
+  type LocalClient,
+  tamperTransactions,
+} from './support/tables';
+
+const MESSAGES = positiveInteger('RELIABILITY_MESSAGES', 150);
+const SEED_COUNT = positiveInteger('RELIABILITY_SEEDS', 4);
+/** Lambda instances: a seed has up to four lanes (two shards, two lanes each) running at once. */
+const INSTANCES = positiveInteger('RELIABILITY_INSTANCES', 6);
+const SINGLE_SEED = process.env.RELIABILITY_SEED ? positiveInteger('RELIABILITY_SEED', 1) : undefined;
+const SEEDS = SINGLE_SEED === undefined ? Array.from({ length: SEED_COUNT }, (_, i) => i + 1) : [SINGLE_SEED];
+/** Only guards against a hang: 150 ms per record on a loaded 2-core machine, replay included. */
+const SEED_TIMEOUT_MILLIS = Math.max(300_000, MESSAGES * 150);
+
+const inboxTable = uniqueName('eo-rel-stream-inbox');
+const businessTable = uniqueName('eo-rel-stream-business');
+const reports: StreamSeedReport[] = [];
+let admin: LocalClient;
+
+beforeAll(async () => {
+  admin = createLocalClient({ maxAttempts: 3 });
+  await createTables(admin.raw, inboxTable, businessTable);
+});
+
+// biome-ignore lint/correctness/noEmptyPattern: vitest requires a destructuring first argument; the file suite is the second.
+afterAll(async ({}, file) => {
+  await deleteTables(admin.raw, inboxTable, businessTable);
+  admin.raw.destroy();
+  if (reports.length === 0) return;
+  const sum = (pick: (report: StreamSeedReport) => number) =>
+    reports.reduce((total, report) => total + pick(report), 0);
+  const summary =
+    `streams: ${sum((r) => r.records)} records (${sum((r) => r.producerDuplicates)} producer duplicates), ` +
+    `${sum((r) => r.duplicateDeliveries)} duplicate deliveries (${sum((r) => r.deliveredConcurrently)} keys concurrently), ${sum((r) => r.retriesFromCheckpoint)} retries from checkpoint, ` +
+    `${sum((r) => r.bisects)} bisects, ${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.lostResponses)} lost responses, ` +
+    `${sum((r) => r.onFailureBatches)} batches to the on-failure destination, ${sum((r) => r.replayed)} records replayed from TRIM_HORIZON, ` +
+    `${sum((r) => r.deadLettered)} dead-lettered, ${sum((r) => r.atMostOnceGaps)} at-most-once gaps (marker), ` +
+    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
+  process.stdout.write(`${summary}\n`);
+  file.meta.summary = summary;
+});
+
+function replayHint(seed: number): string {
+  return `replay: RELIABILITY_SEED=${seed} RELIABILITY_MESSAGES=${MESSAGES} npx vitest run --project reliability test/reliability/stream-simulation.test.ts`;
+}
+
+async function runSeed(
+  seed: number,
+  overrides: Partial<StreamSeedOptions> = {},
+): Promise<StreamSeedReport & { readonly ungranted: readonly string[] }> {
+  const result = await runStreamSimulation({
+    seed,
+    messages: MESSAGES,
+    ...streamSeedProfile(seed),
+    instances: INSTANCES,
+    inboxTable,
+    businessTable,
+    startMillis: Date.now(),
+    ...overrides,
+  });
+  return {
+    ...(await checkStreamSeed(result, admin.document)),
+    ungranted: ungrantedActions(result.options, result.actions),
+  };
+}
+
+describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records through the real stream handlers`, () => {
+  // One seed at a time: each runs up to four lanes at once, and the machine is shared.
+  it.each(SEEDS)(
+    'seed %i: every record ends applied exactly once or dead-lettered with a reason, and nothing the event source discards goes unreported',
+    async (seed) => {
+      const started = Date.now();
+      const report = await runSeed(seed);
+      reports.push(report);
+      if (report.violations.length > 0 || process.env.RELIABILITY_VERBOSE) {
+        console.log(
+          `seed ${seed} (${Date.now() - started} ms)\n${JSON.stringify({ ...report, violations: report.violations.slice(0, 20) }, null, 1)}\n${replayHint(seed)}`,
+        );
+      }
+
+      expect(report.violations.slice(0, 20), `seed ${seed} failed; ${replayHint(seed)}`).toEqual([]);
+      expect(report.duplicateEffects).toBe(0);
+      expect(report.lost).toBe(0);
+      // Every request the runtime sent is allowed by IdempotentStreamConsumer's grants in the seed's mode.
+      expect(report.ungranted, `seed ${seed} (${report.mode})`).toEqual([]);
+      expect(report.producerDuplicates, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.retriesFromCheckpoint, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.replayed).toBe(report.streamRecords);
+      if (report.bisectOnError)
+        expect(report.bisects, `seed ${seed}: ${replayHint(seed)}`).toBeGreaterThan(0);
+      else expect(report.bisects).toBe(0);
+    },
+    SEED_TIMEOUT_MILLIS,
+  );
+
+  it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
+    'ran both sources and every mode, crashed at every crash point, and sent discarded batches to the on-failure destination across the seeds',
+    () => {
+      expect(reports).toHaveLength(SEEDS.length);
+      expect(new Set(reports.map((report) => `${report.source} ${report.mode}`))).toEqual(
+        new Set(['kinesis atomic', 'kinesis marker', 'kinesis entity', 'dynamodb atomic']),
+      );
+      for (const point of STREAM_CRASH_POINTS) {
+        const crashes = reports.reduce((sum, report) => sum + report.crashesByPoint[point], 0);
+        // Marker mode alone writes its effect outside the commit.
+        expect(crashes, point).toBeGreaterThan(0);
+      }
+      expect(reports.every((report) => report.deadLettered > 0)).toBe(true);
+      expect(reports.reduce((sum, report) => sum + report.onFailureBatches, 0)).toBeGreaterThan(0);
+      expect(reports.some((report) => report.parallelization > 1)).toBe(true);
+      expect(reports.reduce((sum, report) => sum + report.deliveredConcurrently, 0)).toBeGreaterThan(0);
+    },
+  );
+});
+
+describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately broken store', () => {
+  const small = { messages: 80, source: 'kinesis', mode: 'atomic' } as const;
+
+  it('counts duplicate effects when the marker is written without its condition', async () => {
+    const report = await runSeed(9101, {
+      ...small,
+      tamper: (client) => tamperTransactions(client, dropMarkerCondition),
+    });
+
+    expect(report.duplicateEffects).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+  });
+
+  it('counts lost records when the commit drops the business writes', async () => {
+    const report = await runSeed(9102, {
+      ...small,
+      tamper: (client) => tamperTransactions(client, dropBusinessWrites),
+    });
+
+    expect(report.lost).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('effect missing'))).toBe(true);
+  });
+
+  it('sees records acknowledged while they failed when the handler checkpoints past its failures', async () => {
+    const report = await runSeed(9103, {
+      ...small,
+      tamperResponse: () => ({ batchItemFailures: [] }),
+    });
+
+    expect(report.lost).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('while its dependency was down'))).toBe(
+      true,
+    );
+  });
+});

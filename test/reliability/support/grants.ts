@@ -1,0 +1,34 @@
+/**
+ * What the construct grants, against what a simulation's requests needed: every request the
+ * runtime sends must be allowed by `IdempotentConsumer`'s (and `IdempotentStreamConsumer`'s)
+ * grants in the seed's mode.
+ */
+import {
+  BUSINESS_TABLE_ACTIONS,
+  defaultBusinessTableAccess,
+  INBOX_TABLE_ACTIONS,
+} from '../../../lib/consumer-permissions';
+import type { Mode } from './simulation';
+
+/**
+ * The actions `used` (IAM actions by table) holds that the construct does not grant its function
+ * in `mode` (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access), each as
+ * `<action> on <table>`.
+ */
+export function ungrantedActions(
+  options: { readonly mode: Mode; readonly inboxTable: string; readonly businessTable: string },
+  used: ReadonlyMap<string, ReadonlySet<string>>,
+): string[] {
+  const granted = new Map<string, readonly string[]>([
+    [options.inboxTable, INBOX_TABLE_ACTIONS[options.mode]],
+    [
+      options.businessTable,
+      defaultBusinessTableAccess(options.mode).flatMap((access) => BUSINESS_TABLE_ACTIONS[access]),
+    ],
+  ]);
+  return [...used].flatMap(([table, actions]) =>
+    [...actions]
+      .filter((action) => !granted.get(table)?.includes(action))
+      .map((action) => `${action} on ${table === options.inboxTable ? 'the inbox' : table}`),
+  );
+}
