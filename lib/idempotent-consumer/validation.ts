@@ -8,7 +8,8 @@
  * Pure over the props and the durations derived from them (`resolveTiming`): no construct is
  * created and nothing is annotated here.
  */
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration, Stack, Token } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import {
   CONSUMER_MODES,
   DEAD_LETTER_MODES,
@@ -111,6 +112,7 @@ export function validateConsumerProps(
   checkQueues(props, fail, warn);
   checkTimeouts(props, timing, fail, (message) => notes.push({ kind: 'info', message }));
   checkRecordTtl(props, timing, warn);
+  checkMultiRegionTables(props, fail, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
   if (isKnownNumber(props.maxReceiveCount) && props.maxReceiveCount < MIN_RECOMMENDED_MAX_RECEIVE_COUNT) {
     warn(
@@ -119,6 +121,61 @@ export function validateConsumerProps(
     );
   }
   return { failures, notes };
+}
+
+/** How a table given to the construct replicates, when it is a global table of this app. */
+interface GlobalTable {
+  /** Replicas known when the consumer is created, the table's own Region included. */
+  readonly replicas: number;
+  /** Multi-Region strong consistency (MRSC), else eventual (MREC). */
+  readonly strong: boolean;
+}
+
+/**
+ * The replication of `table` when it is a `TableV2` of this app with more than one replica or
+ * with strong multi-Region consistency; `undefined` for a single-Region table and for tables
+ * imported by name or ARN, whose replication the construct cannot see.
+ */
+function globalTableOf(table: dynamodb.ITable): GlobalTable | undefined {
+  const cfn = table.node.defaultChild;
+  if (!(cfn instanceof dynamodb.CfnGlobalTable)) return undefined;
+  const replicas = Stack.of(table).resolve(cfn.replicas) as unknown;
+  const count = Array.isArray(replicas) ? replicas.length : 1;
+  const strong = cfn.multiRegionConsistency === dynamodb.MultiRegionConsistency.STRONG;
+  return count > 1 || strong ? { replicas: count, strong } : undefined;
+}
+
+/**
+ * The inbox and business tables are single-Region tables, or global tables the mode stays safe
+ * on. On an eventually consistent (MREC) global table a marker written in one Region is unseen in
+ * another until it replicates, so every mode deduplicates per Region only: a warning. A strongly
+ * consistent (MRSC) global table takes no transactions, so `atomic` mode, whose commit is one
+ * `TransactWriteItems`, could commit nothing: an error.
+ */
+function checkMultiRegionTables(props: IdempotentConsumerProps, fail: Fail, warn: Warn): void {
+  const tables = [
+    ...(props.table ? [{ prop: '`table`', table: props.table }] : []),
+    ...(props.businessTables ?? []).map((business, index) => ({
+      prop: `\`businessTables[${index}].table\``,
+      table: business.table,
+    })),
+  ];
+  for (const { prop, table } of tables) {
+    const global = globalTableOf(table);
+    if (global === undefined) continue;
+    if (global.strong) {
+      if (props.mode === 'atomic') {
+        fail(
+          `Expected ${prop} not to be a multi-Region strongly consistent (MRSC) global table in \`atomic\` mode: MRSC tables take no transactions, and atomic mode commits the marker with the business writes in one TransactWriteItems. Use a single-Region table, or \`entity\` or \`two-phase\` mode`,
+        );
+      }
+    } else {
+      warn(
+        'multiRegionTable',
+        `${prop} is a global table with ${global.replicas} replicas and eventual consistency (MREC): a dedup marker written in one Region is not seen in another until it replicates, so a message delivered in two Regions is processed in both. Consume each queue in one Region only, or see docs/limits.md (multi-Region).`,
+      );
+    }
+  }
 }
 
 /** `mode`, `deadLetterMode` and `logLevel` take the contract's values. */

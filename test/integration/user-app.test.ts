@@ -1,5 +1,6 @@
 /**
- * The README's quickstart, end to end, as a new user follows it: a CDK app laid out as
+ * The quickstart (the README's, step by step in `docs/getting-started.md`), end to end, as a new
+ * user follows it: a CDK app laid out as
  * `cdk init app --language typescript` lays one out (NodeNext tsconfig, `npx tsc && npx tsx` in
  * cdk.json), in a directory outside the repository, with the packed tarball installed and the
  * quickstart's own files (`examples/my-app/`: a handler passing only `dedupKey`, `mode` and

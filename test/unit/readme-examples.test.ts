@@ -1,6 +1,6 @@
 /**
- * The README's code samples cannot rot: every block tagged ```ts file=<path> must equal that
- * file, which `tsc` type-checks (and `test/integration/sqs-handler-examples.test.ts` runs for the
+ * The code samples of the README and the pages under `docs/` cannot rot: every block tagged
+ * ```ts file=<path> must equal that file, which `tsc` type-checks (and `test/integration/sqs-handler-examples.test.ts` runs for the
  * SQS handler samples), and every file under `examples/` must be shown. The tables that restate
  * code (error dispositions, option defaults, metric names, construct props and grants, cdk-nag
  * acknowledgments, replay options, HTTP statuses) are checked against the definitions they
@@ -28,63 +28,27 @@ import {
   KINESIS_STREAM_READ_ACTIONS,
 } from '../../lib/consumer-permissions';
 import { PRODUCER_RETRY_FACTOR, RECORD_TTL_MARGIN } from '../../lib/record-ttl';
+import { DOC_PAGES, page, root, rowsOf, section } from './doc-pages';
 
-const root = join(__dirname, '..', '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/** The README and docs pages' tagged code blocks, page by page, in order. */
+const taggedBlocks = DOC_PAGES.flatMap(({ text }) =>
+  [...text.matchAll(/^```ts file=(\S+)\n([\s\S]*?)^```$/gm)].map((match) => ({
+    file: match[1]!,
+    code: match[2]!,
+  })),
+);
 
-/** The README's tagged code blocks, in order. */
-const taggedBlocks = [...readme.matchAll(/^```ts file=(\S+)\n([\s\S]*?)^```$/gm)].map((match) => ({
-  file: match[1]!,
-  code: match[2]!,
-}));
-
-/** The cells of the README table row whose first cell is `first` (cells are padded by the formatter). */
-function row(first: string): string[] {
-  const cells = readme
-    .split('\n')
-    .filter((line) => line.startsWith('|'))
-    .map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    )
-    .find((candidate) => candidate[0] === first);
-  if (cells === undefined) throw new Error(`README has no table row starting with "${first}"`);
-  return cells;
+/** The cells of the table row whose first cell is `first`, in the text under `heading`. */
+function row(first: string, heading: string): string[] {
+  return rowIn(heading, first);
 }
 
 const codesIn = (cell: string) => [...cell.matchAll(/`([A-Z_]+)`/g)].map((match) => match[1]!);
 
-/** The README text under `heading` (a whole heading line), up to the next heading of its level or above. */
-function section(heading: string): string {
-  const lines = readme.split('\n');
-  const start = lines.indexOf(heading);
-  if (start < 0) throw new Error(`README has no heading "${heading}"`);
-  const level = heading.indexOf(' ');
-  const end = lines.findIndex(
-    (line, index) => index > start && /^#+ /.test(line) && line.indexOf(' ') <= level,
-  );
-  return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
-}
-
-/** The cells of every table row in `text`: separator rows left out, header rows kept. */
-function rowsOf(text: string): string[][] {
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('|') && !/^\|\s*-/.test(line))
-    .map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    );
-}
-
-/** The cells of the row whose first cell is `first`, in the README text under `heading`. */
+/** The cells of the row whose first cell is `first`, in the text under `heading`. */
 function rowIn(heading: string, first: string): string[] {
   const cells = rowsOf(section(heading)).find((candidate) => candidate[0] === first);
-  if (cells === undefined) throw new Error(`README section "${heading}" has no table row "${first}"`);
+  if (cells === undefined) throw new Error(`section "${heading}" has no table row "${first}"`);
   return cells;
 }
 
@@ -104,7 +68,7 @@ function constructProps(file: string, name: string): { name: string; defaultValu
   }));
 }
 
-describe('README code samples', () => {
+describe('README and docs code samples', () => {
   it('has tagged samples for the handler, construct, replay and adapter examples', () => {
     expect(taggedBlocks.map((block) => block.file)).toEqual(
       expect.arrayContaining([
@@ -136,7 +100,9 @@ describe('README code samples', () => {
         'examples/my-app/bin/my-app.ts',
       ]),
     );
-    const log = /^```jsonl file=examples\/my-app\/orders-log\.jsonl\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    const log = /^```jsonl file=examples\/my-app\/orders-log\.jsonl\n([\s\S]*?)^```$/m.exec(
+      page('docs/getting-started.md').text,
+    )?.[1];
     expect(log).toBe(readFileSync(join(root, 'examples', 'my-app', 'orders-log.jsonl'), 'utf8'));
   });
 
@@ -145,7 +111,11 @@ describe('README code samples', () => {
       .filter((name) => name.endsWith('.ts'))
       .map((name) => `examples/${name}`)
       .sort();
-    expect([...new Set(taggedBlocks.map((block) => block.file))].sort()).toEqual(files);
+    expect(
+      [...new Set(taggedBlocks.map((block) => block.file))]
+        .filter((file) => file.startsWith('examples/'))
+        .sort(),
+    ).toEqual(files);
   });
 
   it('type-checks the samples: tsconfig.json includes examples/', () => {
@@ -159,7 +129,7 @@ describe('README code samples', () => {
 
   it('lists every error code under the disposition the code has', () => {
     const documented = (['retry later', 'permanent', 'configuration'] as const).flatMap((disposition) =>
-      codesIn(row(disposition)[1]!).map((code) => ({ code, disposition })),
+      codesIn(row(disposition, '## Outcomes and errors')[1]!).map((code) => ({ code, disposition })),
     );
 
     expect(documented.length).toBeGreaterThan(20);
@@ -172,10 +142,10 @@ describe('README code samples', () => {
   });
 
   it('states the option defaults and metric names the code defines', () => {
-    expect(row('`ttlSeconds`')[1]).toContain(`\`${DEFAULT_TTL_SECONDS}\``);
-    expect(row('`concurrency`')[1]).toBe(`\`${DEFAULT_CONCURRENCY}\``);
-    expect(row('`deadlineMarginMillis`')[1]).toBe(`\`${DEFAULT_DEADLINE_MARGIN_MILLIS}\``);
-    expect(row('`metricNamespace`')[1]).toBe(`\`'${DEFAULT_METRIC_NAMESPACE}'\``);
+    expect(row('`ttlSeconds`', '### Options')[1]).toContain(`\`${DEFAULT_TTL_SECONDS}\``);
+    expect(row('`concurrency`', '### Options')[1]).toBe(`\`${DEFAULT_CONCURRENCY}\``);
+    expect(row('`deadlineMarginMillis`', '### Options')[1]).toBe(`\`${DEFAULT_DEADLINE_MARGIN_MILLIS}\``);
+    expect(row('`metricNamespace`', '### Options')[1]).toBe(`\`'${DEFAULT_METRIC_NAMESPACE}'\``);
     for (const outcome of [
       'processed',
       'duplicate',
@@ -185,7 +155,9 @@ describe('README code samples', () => {
       'retry',
       'permanent',
     ]) {
-      expect(Object.values(METRICS)).toContain(row(`\`${outcome}\``)[4]!.replaceAll('`', ''));
+      expect(Object.values(METRICS)).toContain(
+        row(`\`${outcome}\``, '## Outcomes and errors')[4]!.replaceAll('`', ''),
+      );
     }
   });
 
