@@ -146,6 +146,57 @@ export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   partitionKey: 'eo-partition-key',
 });
 
+/**
+ * Attribute names of an outbox item (one DynamoDB item per event, written in the commit that
+ * emits it; its table's stream feeds the relay). The table is keyed by `pk` (String) and expires
+ * items by TTL on `expiresAt`.
+ */
+export const OUTBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** Partition key (String): the event id, deterministic (see `outboxEventId`). */
+  pk: 'pk',
+  /** The event's type (`OrderConfirmed`): a FIFO message group when the event names no entity. */
+  type: 'eventType',
+  /** The event's detail as JSON text, published unchanged as the message body. */
+  body: 'body',
+  /** The entity the event is about (optional): the FIFO `MessageGroupId`. */
+  entity: 'entity',
+  /** Who wrote it: the consumer name (unscoped), or the writer's `producer`. */
+  source: 'source',
+  /** Epoch milliseconds of the commit that wrote it. */
+  createdAt: 'createdAt',
+  /** DynamoDB TTL attribute, epoch seconds (Number): the end of the outbox retention. */
+  expiresAt: 'expiresAt',
+});
+
+/**
+ * The message attribute carrying the event id of an outbox event the relay published; the
+ * receiving consumer keys on it with `fromAttribute(IDEMPOTENCY_KEY_ATTRIBUTE)`.
+ */
+export const IDEMPOTENCY_KEY_ATTRIBUTE = 'idempotency-key';
+
+/** The message attribute carrying a published outbox event's type. */
+export const EVENT_TYPE_ATTRIBUTE = 'eo-event-type';
+
+/**
+ * Environment variable names of the outbox, set by the `Outbox` construct on the functions that
+ * emit events (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`) and on its relay
+ * (`EO_OUTBOX_DESTINATION_QUEUE_URL`).
+ */
+export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
+  /** Name of the outbox table. */
+  tableName: 'EO_OUTBOX_TABLE_NAME',
+  /** How long an outbox item is kept (its TTL), seconds. */
+  retentionSeconds: 'EO_OUTBOX_RETENTION_SECONDS',
+  /** URL of the SQS queue the relay publishes to. */
+  destinationQueueUrl: 'EO_OUTBOX_DESTINATION_QUEUE_URL',
+});
+
+/**
+ * The largest message a relay destination takes, bytes: an SQS message, an EventBridge entry
+ * and an SNS message are each limited to 256 KB (body and attributes together).
+ */
+export const MAX_DESTINATION_MESSAGE_BYTES = 256 * 1024;
+
 // Runtime rules the construct checks at synth time: `lib/` may import nothing else from
 // `lambda/`, so the values it mirrors live here.
 

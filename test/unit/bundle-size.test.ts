@@ -74,11 +74,14 @@ describe('bundle size', () => {
   // to the next 128 bytes). Atomic mode with the marker on a business item (the store's
   // `commitWithItemMarker`, which every handler carries with the store, and the mode's option and
   // `putAsMarker`) added about 1.7 KB to each and 3.7 KB to atomic: marker 40,532, atomic
-  // 44,728, entity 41,594, two-phase 45,871 bytes.
+  // 44,728, entity 41,594, two-phase 45,871 bytes. The transactional outbox's `unitOfWork.emit`
+  // (event ids, the outbox item, the destination's size check, the mode's `outbox` option) added
+  // about 2.6 KB to atomic: 47,315 bytes; entity measured 41,610 (16 bytes more: the contract
+  // module grew, none of the outbox's code or names is in its bundle).
   const ceilings: Readonly<Record<ModeFactory, number>> = {
     marker: 40_576,
-    atomic: 44_800,
-    entity: 41_600,
+    atomic: 47_360,
+    entity: 41_728,
     twoPhase: 45_952,
   };
 
