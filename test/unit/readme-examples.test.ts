@@ -121,6 +121,7 @@ describe('README code samples', () => {
         'examples/http-function-url.ts',
         'examples/job-nightly-report.ts',
         'examples/job-replay-batch.ts',
+        'examples/outbox-order-confirmed.ts',
       ]),
     );
   });
