@@ -9,6 +9,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE, OUTBOX_ATTRIBUTES } from '../core/contract';
 import type { DeadLetterSender } from '../core/dead-letter';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
+import { createJsonLogger, type Logger } from '../core/logger';
 import type {
   AttributeValue,
   DynamoDbStreamEvent,
@@ -91,8 +92,14 @@ export interface OutboxRelayOptions {
    * retries or record age run out
    */
   readonly deadLetter?: DeadLetterSender;
-  /** Names the relay in its dead letters (`eo-consumer`). @default 'outbox-relay' */
+  /** Names the relay in its dead letters (`eo-consumer`) and log lines. @default 'outbox-relay' */
   readonly name?: string;
+  /**
+   * Where the relay logs a record it could not publish or that is not an outbox event: one
+   * `warn` line with the sequence number, the event id and the error's name and code, never the
+   * body. @default JSON lines on stdout
+   */
+  readonly logger?: Logger;
 }
 
 /** The relay's Lambda handler: a table stream event in, the checkpoint out. */
@@ -121,8 +128,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     'an object',
     options,
   );
-  const { destination, deadLetter, name = 'outbox-relay' } = options;
+  const { destination, deadLetter, name = 'outbox-relay', logger = createJsonLogger() } = options;
   expectMethods('destination', destination, ['publish']);
+  expectMethods('logger', logger, ['log']);
   if (deadLetter !== undefined) expectMethods('deadLetter', deadLetter, ['send']);
   expectOption(typeof name === 'string' && name !== '', 'name', 'a non-empty string', name);
 
@@ -140,11 +148,22 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         );
       }
       if (record.eventName !== 'INSERT') continue;
+      const message = outboxMessageOf(record.dynamodb.NewImage);
       try {
-        const message = outboxMessageOf(record.dynamodb.NewImage);
         if (message === undefined) await sendInvalid(record, sequenceNumber);
         else await destination.publish(message);
-      } catch {
+      } catch (error) {
+        const { name: errorName, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+        logger.log({
+          level: 'warn',
+          message:
+            message === undefined ? 'Outbox relay: not an outbox event' : 'Outbox relay: publish failed',
+          relay: name,
+          sequenceNumber,
+          ...(message === undefined ? {} : { eventId: message.id, eventType: message.type }),
+          ...(typeof errorName === 'string' ? { errorName } : {}),
+          ...(typeof code === 'string' ? { code } : {}),
+        });
         // Checkpoint here: this record and every later one come again.
         return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
       }

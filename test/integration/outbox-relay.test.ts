@@ -212,7 +212,9 @@ describe('the transactional outbox on the emulator', () => {
         throw new Error('relay crashed after publishing');
       },
     };
-    expect(await createOutboxRelay({ destination: crashing })({ Records: records })).toEqual({
+    expect(
+      await createOutboxRelay({ destination: crashing, logger: captureLogger() })({ Records: records }),
+    ).toEqual({
       batchItemFailures: [{ itemIdentifier: records[0]!.dynamodb.SequenceNumber }],
     });
     // The mapping resumes from the checkpoint: here, the stream read again from TRIM_HORIZON.

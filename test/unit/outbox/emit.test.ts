@@ -223,4 +223,41 @@ describe('unitOfWork.emit in atomic mode', () => {
       expect.objectContaining({ code: 'TOO_MANY_WRITES' }),
     );
   });
+
+  it("commits the outbox item with the marked business item under `marker: 'item'`, and a redelivery writes none", async () => {
+    const store = createMemoryStore({ keys: { Orders: ['orderId'] } });
+    const metrics = captureMetrics();
+    const processBatch = createBatchProcessor<OrderConfirmed>({
+      consumer: 'orders',
+      dedupKey: fromBody('orderId'),
+      mode: atomic(
+        (message, unitOfWork) => {
+          const { orderId } = message.body;
+          unitOfWork.putAsMarker({
+            TableName: 'Orders',
+            Item: { orderId, status: 'CONFIRMED' },
+            keyAttribute: 'orderId',
+          });
+          unitOfWork.emit({ type: 'OrderConfirmed', detail: { orderId } });
+        },
+        { marker: 'item', outbox: OUTBOX },
+      ),
+      store,
+      clock: manualClock(),
+      logger: captureLogger(),
+      metrics,
+    });
+
+    await processBatch(message('m-1', { orderId: 'o-1' }));
+    await processBatch(message('m-2', { orderId: 'o-1' }));
+
+    expect(store.calls.map((call) => call.method)).toEqual(['commitWithItemMarker', 'commitWithItemMarker']);
+    expect(store.items('Outbox').map((item) => item[OUTBOX_ATTRIBUTES.pk])).toEqual([
+      outboxEventId(scopeKey('orders', 'o-1'), 'OrderConfirmed#0'),
+    ]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ processed: 1 }),
+      counts({ duplicate: 1 }),
+    ]);
+  });
 });

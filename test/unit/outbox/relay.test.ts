@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { createOutboxRelay, type OutboxMessage, sqsDestination } from '../../../lambda/outbox';
 import type { AttributeValue, DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
+import { captureLogger } from '../../support/fixtures';
 import { captureDeadLetters, dynamoDbStreamRecord } from '../../support/stream-fixtures';
 
 const outboxImage = (id: string, entity?: string): Record<string, AttributeValue> => ({
@@ -57,9 +58,10 @@ describe('the outbox relay', () => {
     ]);
   });
 
-  it('checkpoints at the first record it cannot publish and runs none of the later ones', async () => {
+  it('checkpoints at the first record it cannot publish, runs none of the later ones, and logs its keys without the body', async () => {
     const destination = recordingDestination('e-2');
-    const relay = createOutboxRelay({ destination });
+    const logger = captureLogger();
+    const relay = createOutboxRelay({ destination, logger });
 
     expect(
       await relay({ Records: [inserted('1', 'e-1'), inserted('2', 'e-2'), inserted('3', 'e-3')] }),
@@ -68,6 +70,17 @@ describe('the outbox relay', () => {
     });
 
     expect(destination.published.map((message) => message.id)).toEqual(['e-1']);
+    expect(logger.entries).toEqual([
+      {
+        level: 'warn',
+        message: 'Outbox relay: publish failed',
+        relay: 'outbox-relay',
+        sequenceNumber: '2',
+        eventId: 'e-2',
+        eventType: 'OrderConfirmed',
+        errorName: 'Error',
+      },
+    ]);
   });
 
   it('dead-letters a new item that is not an outbox event, with the reason, and moves on', async () => {
@@ -107,8 +120,8 @@ describe('the outbox relay', () => {
     deadLetter.fail = true;
 
     for (const relay of [
-      createOutboxRelay({ destination: recordingDestination() }),
-      createOutboxRelay({ destination: recordingDestination(), deadLetter }),
+      createOutboxRelay({ destination: recordingDestination(), logger: captureLogger() }),
+      createOutboxRelay({ destination: recordingDestination(), deadLetter, logger: captureLogger() }),
     ]) {
       expect(await relay({ Records: [foreign, inserted('2', 'e-2')] })).toEqual({
         batchItemFailures: [{ itemIdentifier: '1' }],
