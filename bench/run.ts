@@ -9,7 +9,18 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { CEILING_INPUTS, ceilingsOf, hotItemCeiling } from './ceilings';
 import { availableImplementations, type Implementation, sameCallsBaseline } from './implementations';
+import {
+  BATCH_SHAPES,
+  type BatchShapeName,
+  LATENCY_SOURCES,
+  type LatencyFigures,
+  operationLatencies,
+  SIMULATION,
+  simulateBatches,
+} from './latency-model';
 import { bundleHandler, bundleToolkitRuntime, createInitTimer, type HandlerBundle } from './measure/bundles';
 import { type CpuSample, canCollectGarbage, createCpuRig, measureCpu, measureHeap } from './measure/cpu';
 import {
@@ -19,11 +30,13 @@ import {
   startEmulatorRig,
 } from './measure/emulator';
 import { CASES, type CaseName, type CaseResult, runStubCases } from './measure/stub-cases';
+import { createRequestTracer, type TracedRequest } from './measure/traces';
+import { blended, COST_ASSUMPTIONS, dollarsPerMillion, PRICES } from './prices';
 import { renderMarkdown } from './report/markdown';
-import type { BenchResults, CaseFigures } from './report/results';
+import type { BenchResults, CaseFigures, ImplementationFigures } from './report/results';
 import { renderSvg } from './report/svg';
 import { evaluateTargets } from './report/targets';
-import { alternate, type Summary, summarize } from './stats';
+import { alternate, bootstrapMedian, type MedianInterval, median, type Summary, summarize } from './stats';
 import { CAPACITY_FORMULA } from './stub/capacity';
 import { createStubTable } from './stub/dynamodb-stub';
 import { createStubClient } from './stub/stub-clients';
@@ -42,14 +55,14 @@ const PLANS = {
   full: {
     caseRepetitions: 5,
     batchSize: 10,
-    cpuRepetitions: 7,
+    cpuRepetitions: 11,
     warmupBatches: 10,
     cpuBatches: 40,
     chunkBatches: 5,
     heapRepetitions: 5,
     heapSegments: 3,
     heapBatchesPerSegment: 10,
-    initRepetitions: 7,
+    initRepetitions: 11,
     emulatorRepetitions: 5,
     emulatorMessages: 150,
     emulatorPollers: 4,
@@ -137,7 +150,7 @@ async function runCases(plan: Plan, implementations: readonly Implementation[], 
     figures[id] = {};
     for (const name of CASES) {
       const results = byCase[name];
-      const pick = (field: keyof Omit<CaseResult, 'operations'>) =>
+      const pick = (field: keyof Omit<CaseResult, 'operations' | 'trace'>) =>
         summarize(results.map((result) => result[field]));
       figures[id]![name] = {
         requests: pick('requests'),
@@ -152,6 +165,47 @@ async function runCases(plan: Plan, implementations: readonly Implementation[], 
     }
   }
   return figures;
+}
+
+/** One record's requests per case, per implementation: the cases again, a batch of 1, traced. */
+async function runTraces(implementations: readonly Implementation[], run: string) {
+  const traces: Record<string, Record<CaseName, TracedRequest[]>> = {};
+  for (const implementation of implementations) {
+    const tracer = createRequestTracer();
+    const results = await runStubCases(
+      implementation,
+      DEFAULT_TABLES,
+      `${run}-t-${implementation.id}`,
+      1,
+      tracer,
+    );
+    traces[implementation.id] = Object.fromEntries(
+      CASES.map((name) => [name, [...(results[name].trace ?? [])]]),
+    ) as Record<CaseName, TracedRequest[]>;
+  }
+  return traces;
+}
+
+/** Modelled latency per implementation, batch shape and case, from the traces. */
+function modelLatency(
+  implementations: readonly Implementation[],
+  traces: Readonly<Record<string, Readonly<Record<CaseName, readonly TracedRequest[]>>>>,
+) {
+  const latency: Record<string, Record<BatchShapeName, Record<'first' | 'duplicate', LatencyFigures>>> = {};
+  for (const implementation of implementations) {
+    const byShape = {} as Record<BatchShapeName, Record<'first' | 'duplicate', LatencyFigures>>;
+    for (const [name, shape] of Object.entries(BATCH_SHAPES) as [
+      BatchShapeName,
+      (typeof BATCH_SHAPES)[BatchShapeName],
+    ][]) {
+      byShape[name] = {
+        first: simulateBatches(traces[implementation.id]!.first, shape, implementation.schedule),
+        duplicate: simulateBatches(traces[implementation.id]!.duplicate, shape, implementation.schedule),
+      };
+    }
+    latency[implementation.id] = byShape;
+  }
+  return latency;
 }
 
 async function runCpu(plan: Plan, implementations: readonly Implementation[], run: string) {
@@ -194,17 +248,22 @@ async function runHeap(plan: Plan, rigs: ReturnType<typeof createCpuRig>[], run:
   return samples;
 }
 
+/** The id of the bare handler's identical twin bundle (init-time noise band). */
+const TWIN = 'bare-identical-twin';
+
 async function runBundles(plan: Plan, implementations: readonly Implementation[]) {
   const bundles = new Map<string, HandlerBundle>();
   for (const implementation of implementations)
     bundles.set(implementation.id, await bundleHandler(implementation));
   const runtime = await bundleToolkitRuntime();
-  const timer = createInitTimer(bundles);
-  const init = new Map<string, number[]>(implementations.map((i) => [i.id, []]));
+  // Two identical bundles of the bare handler: their difference is the noise of the measurement.
+  const timer = createInitTimer(new Map([...bundles, [TWIN, bundles.get('bare')!]]));
+  const ids = [...implementations.map((i) => i.id), TWIN];
+  const init = new Map<string, number[]>(ids.map((id) => [id, []]));
   try {
     for (let repetition = 0; repetition < plan.initRepetitions; repetition++) {
-      for (const implementation of alternate(implementations, repetition)) {
-        init.get(implementation.id)!.push(await timer.measure(implementation.id));
+      for (const id of alternate(ids, repetition)) {
+        init.get(id)!.push(await timer.measure(id));
       }
     }
   } finally {
@@ -216,6 +275,15 @@ async function runBundles(plan: Plan, implementations: readonly Implementation[]
 async function runEmulator(plan: Plan, implementations: readonly Implementation[], run: string) {
   const rig = await startEmulatorRig(run, progress);
   try {
+    // Does the endpoint report ConsumedCapacity? One put asks for it.
+    const probe = await rig.dynamoDb.send(
+      new PutItemCommand({
+        TableName: rig.tables.orders,
+        Item: { pk: { S: `capacity-probe-${run}` } },
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    const consumedCapacity = probe.ConsumedCapacity ?? null;
     const subjects = [];
     for (const implementation of implementations) {
       subjects.push(await createEmulatorContainer(rig, implementation, run));
@@ -234,6 +302,7 @@ async function runEmulator(plan: Plan, implementations: readonly Implementation[
     }
     return {
       samples,
+      consumedCapacity,
       endpoint: rig.aws.started ? `MiniStack (started, ${rig.aws.endpoint})` : rig.aws.endpoint,
     };
   } finally {
@@ -270,7 +339,9 @@ async function main(): Promise<void> {
   const compared = available.filter((implementation) => !implementation.cpuOnly);
   const toolkitModes = compared.filter((i) => i.kind === 'toolkit').map((i) => i.id);
 
-  const cases = await timedPhase(timings, 'stub cases', () => runCases(plan, compared, run));
+  const cases = await timedPhase(timings, 'stub cases', () => runCases(plan, available, run));
+  const traces = await timedPhase(timings, 'request traces', () => runTraces(available, run));
+  const latency = modelLatency(available, traces);
   const { rigs, samples: cpuSamples } = await timedPhase(timings, 'CPU and throughput (stub)', () =>
     runCpu(plan, available, run),
   );
@@ -283,7 +354,7 @@ async function main(): Promise<void> {
         ),
       )
     : undefined;
-  const bundled = await timedPhase(timings, 'bundles and init time', () => runBundles(plan, compared));
+  const bundled = await timedPhase(timings, 'bundles and init time', () => runBundles(plan, available));
   let emulator: Awaited<ReturnType<typeof runEmulator>> | undefined;
   let emulatorError: string | null = null;
   if (args.has('--no-emulator')) {
@@ -339,8 +410,103 @@ async function main(): Promise<void> {
     ]),
   );
 
+  // CPU against the same calls: paired ratios with a bootstrap interval, and ms added per batch.
+  const cpuRatioVsSameCallsInterval: Record<string, MedianInterval> = {};
+  const cpuMillisAddedPerBatch: Record<string, { median: number; ciHigh: number }> = {};
+  for (const implementation of compared) {
+    const baseline = sameCallsBaseline(implementation);
+    const values = cpuMicros.get(implementation.id);
+    const references = baseline && cpuMicros.get(baseline.id);
+    if (!values || !references || values.length !== references.length) continue;
+    cpuRatioVsSameCallsInterval[implementation.id] = bootstrapMedian(
+      values.map((value, index) => value / references[index]!),
+    );
+    // Microseconds per record on this machine's one core, taken as one Lambda vCPU (1,769 MB).
+    const added = bootstrapMedian(
+      values.map((value, index) => ((value - references[index]!) * plan.batchSize) / 1000),
+    );
+    cpuMillisAddedPerBatch[implementation.id] = { median: added.median, ciHigh: added.ciHigh };
+  }
+
+  // Init: paired differences to the bare handler; the identical twin's give the noise band.
+  const bareInit = bundled.init.get('bare')!;
+  const pairedDifferences = (id: string) =>
+    bundled.init.get(id)!.map((value, index) => value - bareInit[index]!);
+  const twinDifferences = pairedDifferences(TWIN);
+  const initNoise = {
+    differencesMillis: twinDifferences,
+    bandMillis: Math.max(...twinDifferences.map(Math.abs)),
+    method:
+      'two byte-identical bundles of the bare handler required in fresh processes, in alternating order with the others; ' +
+      'the band is the largest absolute paired difference between them over the repetitions',
+  };
+  const initAddedMillis = byId(available.map((i) => [i.id, median(pairedDifferences(i.id))] as const));
+
+  // Dollars per million: measured units (batch of 10), modelled mean duration of the batch.
+  const dollars = byId(
+    available.map((implementation) => {
+      const byCase = cases[implementation.id]!;
+      const costOf = (name: 'first' | 'duplicate') =>
+        dollarsPerMillion({
+          writeUnits: byCase[name]!.writeUnits.median,
+          readUnits: byCase[name]!.readUnits.median,
+          batchMillis: latency[implementation.id]!.batch[name].mean,
+        });
+      const first = costOf('first');
+      const duplicate = costOf('duplicate');
+      return [
+        implementation.id,
+        { first, duplicate, blended: blended(first.total, duplicate.total) },
+      ] as const;
+    }),
+  );
+
+  const byImplementation = byId(
+    available.map((implementation): readonly [string, ImplementationFigures] => {
+      const id = implementation.id;
+      const byCase = cases[id]!;
+      const interval = cpuRatioVsSameCallsInterval[id];
+      return [
+        id,
+        {
+          latencyMillisPerBatch: { p50: latency[id]!.batch.first.p50, p99: latency[id]!.batch.first.p99 },
+          dollarsPerMillion: {
+            first: dollars[id]!.first.total,
+            duplicate: dollars[id]!.duplicate.total,
+            blended: dollars[id]!.blended,
+          },
+          writeUnitsPerMessage: {
+            first: byCase.first!.writeUnits.median,
+            duplicate: byCase.duplicate!.writeUnits.median,
+          },
+          requestsPerMessage: {
+            first: byCase.first!.requests.median,
+            duplicate: byCase.duplicate!.requests.median,
+          },
+          initMillis: median(bundled.init.get(id)!),
+          cpuRatioVsSameCalls: interval ? { median: interval.median, ciHigh: interval.ciHigh } : null,
+        },
+      ];
+    }),
+  );
+
+  const ceilingRows = available
+    .filter((implementation) => !implementation.cpuOnly)
+    .map((implementation) =>
+      ceilingsOf(
+        implementation.id,
+        traces[implementation.id]!.first,
+        latency[implementation.id]!.single.first.p50,
+        latency[implementation.id]!.batch.first.p50,
+      ),
+    );
+  const featureRows = Object.fromEntries(
+    available.filter((i) => i.feature !== undefined).map((i) => [i.feature!, i.id] as const),
+  );
+  const consumedCapacity = emulator?.consumedCapacity;
+
   const results: BenchResults = {
-    schemaVersion: 1,
+    schemaVersion: 2,
     generatedAt: new Date().toISOString(),
     quick,
     environment: {
@@ -358,6 +524,59 @@ async function main(): Promise<void> {
     plan: { ...plan },
     timings,
     implementations: available.map(({ id, label }) => ({ id, label })),
+    byImplementation,
+    latencyModel: {
+      sources: LATENCY_SOURCES,
+      operations: operationLatencies(),
+      simulation: { ...SIMULATION },
+      distribution:
+        'log-normal per request with the published median and p99 (shape ln(p99/p50) / 2.326), drawn from a seeded generator; ' +
+        "a record's requests one after another, a batch's records as its implementation schedules them",
+      assumptions: [
+        'conditional and unconditional writes take the same time (no source separates them)',
+        'a request that fails its condition (ConditionalCheckFailedException) takes as long as one that succeeds',
+        'UpdateItem, DeleteItem and GetItem take as long as PutItem (no published percentiles from Lambda)',
+        'TransactWriteItems latency is linear in the item count through the measured 5 and 25 items, extended below 5',
+        "client CPU time is not in the modelled wall time (it is reported apart: 'CPU added per batch')",
+      ],
+      schedules: byId(
+        available.map((i) => [
+          i.id,
+          {
+            concurrency: Number.isFinite(i.schedule.concurrency) ? i.schedule.concurrency : ('all' as const),
+            fifo: i.schedule.fifo,
+            basis: i.schedule.basis,
+          },
+        ]),
+      ),
+    },
+    traces,
+    latency,
+    prices: PRICES,
+    costAssumptions: {
+      lambdaMemoryMegabytes: COST_ASSUMPTIONS.lambdaMemoryMegabytes,
+      batchSize: COST_ASSUMPTIONS.batchSize,
+      duplicateRate: COST_ASSUMPTIONS.duplicateRate,
+      sqsRequestsPerMessage: COST_ASSUMPTIONS.sqsRequestsPerMessage(COST_ASSUMPTIONS.batchSize),
+      lambdaDuration:
+        'the modelled mean DynamoDB wall time of the batch of 10, rounded up to the next ms (client CPU time not included)',
+    },
+    dollars,
+    capacitySource: {
+      units: 'formula',
+      emulatorReportsConsumedCapacity: consumedCapacity === undefined ? null : consumedCapacity !== null,
+      detail:
+        consumedCapacity === undefined
+          ? `the emulator did not run (${emulatorError ?? 'unknown'}); units are the documented formula, computed by the stub`
+          : consumedCapacity === null
+            ? 'the emulator answered a PutItem with ReturnConsumedCapacity: TOTAL without ConsumedCapacity, so every unit is the documented formula, computed by the stub'
+            : `MiniStack reports ConsumedCapacity (${JSON.stringify(consumedCapacity)} for a 1-attribute PutItem), so the emulator run measures units per first delivery (the "emulator" column of the write-unit table); the dollars use the documented formula computed by the stub, which is AWS's metering rule, where the emulator's figure is its own computation`,
+    },
+    initNoise,
+    initAddedMillis,
+    cpuRatioVsSameCallsInterval,
+    cpuMillisAddedPerBatch,
+    ceilings: { inputs: CEILING_INPUTS, rows: ceilingRows, hotItem: hotItemCeiling() },
     unavailable,
     capacityFormula: CAPACITY_FORMULA,
     requestsPerMessage: byId(
@@ -402,6 +621,14 @@ async function main(): Promise<void> {
           ),
         )
       : null,
+    emulatorConsumedUnitsPerMessage: emulator
+      ? byId(
+          [...emulator.samples].map(([id, s]) => {
+            const units = s.map((x) => x.consumedUnitsPerMessage);
+            return [id, units.some((u) => u === null) ? null : median(units as number[])] as const;
+          }),
+        )
+      : null,
     emulatorError,
     retainedHeapBytesPerMessage: heap ? summaries(heap) : null,
     bundles: bundleSizes,
@@ -410,7 +637,11 @@ async function main(): Promise<void> {
     runtimeBytesGzip: bundled.runtime.gzip,
     runtimeFiles: bundled.runtime.files,
     targets: evaluateTargets({
-      modes: toolkitModes,
+      toolkitRows: toolkitModes,
+      featureRows,
+      sameCalls: byId(
+        toolkitModes.map((id) => [id, sameCallsBaseline(available.find((i) => i.id === id)!)?.id] as const),
+      ),
       toolkitRequests: byId(
         toolkitModes.map((id) => [
           id,
@@ -420,10 +651,26 @@ async function main(): Promise<void> {
           },
         ]),
       ),
-      cpuRatioVsBare: cpuVsBare,
-      cpuRatioVsSameCalls: cpuVsSameCalls,
-      throughputRatioVsPowertools: throughputVsPowertools,
-      runtimeBytesMinified: bundled.runtime.minified,
+      requests: byId(
+        Object.entries(byImplementation).map(([id, figures]) => [id, figures.requestsPerMessage] as const),
+      ),
+      writeUnits: byId(
+        Object.entries(byImplementation).map(([id, figures]) => [id, figures.writeUnitsPerMessage] as const),
+      ),
+      latencyP50: byId(
+        Object.entries(byImplementation).map(
+          ([id, figures]) => [id, figures.latencyMillisPerBatch.p50] as const,
+        ),
+      ),
+      dollarsFirst: byId(
+        Object.entries(byImplementation).map(
+          ([id, figures]) => [id, figures.dollarsPerMillion.first] as const,
+        ),
+      ),
+      cpuRatioVsSameCalls: cpuRatioVsSameCallsInterval,
+      initAddedMillis,
+      initNoiseBandMillis: initNoise.bandMillis,
+      peer: 'powertools',
     }),
   };
 

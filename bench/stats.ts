@@ -1,4 +1,5 @@
 /** Summary statistics of repeated measurements. */
+import { createRandom } from '../test/reliability/support/prng';
 
 /** Median, min and max of a set of samples, and how many there were. */
 export interface Summary {
@@ -52,4 +53,47 @@ export function slope(points: readonly (readonly [number, number])[]): number {
 /** The order of `items` in repetition `repetition`: as given on even ones, reversed on odd ones. */
 export function alternate<T>(items: readonly T[], repetition: number): T[] {
   return repetition % 2 === 0 ? [...items] : [...items].reverse();
+}
+
+/** A seeded uniform generator on [0, 1) (the reliability suite's mulberry32): the same seed, the same sequence. */
+export function seededRandom(seed: number): () => number {
+  const random = createRandom(seed);
+  return () => random.next();
+}
+
+/** A median with a confidence interval. */
+export interface MedianInterval {
+  readonly median: number;
+  readonly ciLow: number;
+  readonly ciHigh: number;
+  /** How the interval was computed. */
+  readonly method: string;
+}
+
+/**
+ * The median of `values` and a percentile-bootstrap confidence interval for it: `resamples`
+ * resamples of the values with replacement (seeded, so the interval is reproducible), the
+ * median of each, and the `(1 - level) / 2` and `(1 + level) / 2` quantiles of those medians.
+ * For paired ratios, pass one ratio per repetition: resampling repetitions keeps each pair.
+ */
+export function bootstrapMedian(
+  values: readonly number[],
+  options: { readonly resamples?: number; readonly level?: number; readonly seed?: number } = {},
+): MedianInterval {
+  const resamples = options.resamples ?? 10_000;
+  const level = options.level ?? 0.95;
+  const random = seededRandom(options.seed ?? 1);
+  const medians: number[] = [];
+  for (let n = 0; n < resamples; n++) {
+    const sample = values.map(() => values[Math.floor(random() * values.length)]!);
+    medians.push(median(sample));
+  }
+  medians.sort((a, b) => a - b);
+  const at = (q: number) => medians[Math.min(resamples - 1, Math.max(0, Math.floor(q * resamples)))]!;
+  return {
+    median: median(values),
+    ciLow: at((1 - level) / 2),
+    ciHigh: at((1 + level) / 2),
+    method: `percentile bootstrap of the median over ${values.length} paired repetitions, ${resamples} resamples, ${Math.round(level * 100)}% interval`,
+  };
 }

@@ -1,17 +1,21 @@
 /**
  * effectively-once: idempotent SQS → Lambda → DynamoDB consumers. The package root; every
  * public name is listed here explicitly.
+ *
+ * @module effectively-once
  */
 
-export { createBatchProcessor } from './core/batch-processor';
+export { type BatchOrdering, createBatchProcessor } from './core/batch-processor';
 export type { CompletedCacheOptions } from './core/completed-cache';
 export {
   DEAD_LETTER_ATTRIBUTES,
+  DEAD_LETTER_MODES,
   DEFAULT_METRIC_NAMESPACE,
   ENTITY_FINGERPRINT_ATTRIBUTE,
   ENV,
   INBOX_ATTRIBUTES,
   INBOX_STATUS,
+  LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
 } from './core/contract';
@@ -32,6 +36,7 @@ export {
   toDedupKey,
 } from './core/dedup-key';
 export { deriveEffectKeys, type EffectKeys } from './core/effect-keys';
+export type { Environment } from './core/environment';
 export {
   type Disposition,
   dispositionOf,
@@ -48,9 +53,20 @@ export {
   MAX_ITEM_BYTES,
   MAX_TRANSACTION_BYTES,
 } from './core/item-size';
-export { createJsonLogger, type LogEntry, type Logger, type LogLevel } from './core/logger';
+export {
+  createJsonLogger,
+  type LineWriter,
+  type LogEntry,
+  type Logger,
+  type LogLevel,
+} from './core/logger';
 export type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from './core/message';
-export { createEmfMetricsSink, type MetricsSink, type OutcomeCounts } from './core/metrics';
+export {
+  createEmfMetricsSink,
+  type EmfMetricsSinkOptions,
+  type MetricsSink,
+  type OutcomeCounts,
+} from './core/metrics';
 export type {
   Mode,
   ModeDefaults,
@@ -62,7 +78,7 @@ export type {
   StoreCapability,
 } from './core/mode';
 export type { BatchProcessorOptions, CommonOptions } from './core/options';
-export type { Outcome, OutcomeKind } from './core/outcome';
+export type { FailureDetails, Outcome, OutcomeKind } from './core/outcome';
 export type {
   LambdaContext,
   SqsBatchItemFailure,
@@ -71,6 +87,7 @@ export type {
   SqsHandler,
   SqsMessageAttribute,
   SqsRecord,
+  SqsRecordAttributes,
 } from './core/sqs-event';
 export type {
   AtomicStore,
@@ -106,9 +123,16 @@ export {
   type StoredHttpResponse,
 } from './http/index';
 export {
+  createPowertoolsLogger,
+  createPowertoolsMetricsSink,
+  type PowertoolsLoggerLike,
+  type PowertoolsMetricsLike,
+} from './interop/powertools';
+export {
   createJobGuard,
   type JobGuard,
   type JobGuardOptions,
+  type JobGuardStore,
   type JobResult,
   type JobRun,
   type JobSlot,
@@ -117,7 +141,12 @@ export {
   scheduledEventSlot,
   toScheduleSlot,
 } from './jobs/index';
-export { createSqsMiddleware, type SqsMiddleware } from './middleware/sqs-middleware';
+export {
+  createSqsMiddleware,
+  MIDDLEWARE_CLEANUP_PREFIX,
+  type SqsMiddleware,
+  type SqsMiddlewareRequest,
+} from './middleware/sqs-middleware';
 export { type AtomicHandler, type AtomicOptions, atomic, type ItemMarkerHandler } from './modes/atomic';
 export { type EntityHandler, entity } from './modes/entity';
 export { type MarkerHandler, marker } from './modes/marker';

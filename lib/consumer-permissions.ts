@@ -127,3 +127,36 @@ export function actionsForAccess(access: readonly BusinessTableAccess[]): string
   }
   return [...actions];
 }
+
+/**
+ * The Kinesis actions a stream event source mapping calls with the function's role to read a
+ * data stream through a standard iterator (`kinesis:SubscribeToShard` is for enhanced fan-out
+ * consumers, which the construct does not create), granted on the stream's ARN only.
+ */
+export const KINESIS_STREAM_READ_ACTIONS: readonly string[] = Object.freeze([
+  'kinesis:DescribeStream',
+  'kinesis:DescribeStreamSummary',
+  'kinesis:GetRecords',
+  'kinesis:GetShardIterator',
+  'kinesis:ListShards',
+]);
+
+/**
+ * The DynamoDB Streams actions a stream event source mapping calls with the function's role,
+ * granted on the table's stream ARN only (never `*`).
+ */
+export const DYNAMODB_STREAM_READ_ACTIONS: readonly string[] = Object.freeze([
+  'dynamodb:DescribeStream',
+  'dynamodb:GetRecords',
+  'dynamodb:GetShardIterator',
+  'dynamodb:ListStreams',
+]);
+
+/** KMS actions a reader of a stream encrypted with a customer-managed key needs. */
+export const STREAM_KEY_READ_ACTIONS: readonly string[] = Object.freeze(['kms:Decrypt']);
+
+/** KMS actions SNS needs from a publisher to a topic under a customer-managed key. */
+export const TOPIC_KEY_PUBLISH_ACTIONS: readonly string[] = Object.freeze([
+  'kms:GenerateDataKey',
+  'kms:Decrypt',
+]);

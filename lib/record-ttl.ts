@@ -1,4 +1,5 @@
 import { Duration, Token } from 'aws-cdk-lib';
+import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 
 /** SQS keeps a message at most 14 days: the retention assumed when a queue's retention is unknown. */
@@ -130,4 +131,81 @@ export function knownMaxReceiveCount(queue: sqs.IQueue): number | undefined {
   if (!(queue instanceof sqs.Queue)) return undefined;
   const count = queue.deadLetterQueue?.maxReceiveCount;
   return count === undefined || Token.isUnresolved(count) ? undefined : count;
+}
+
+// Streams: Kinesis Data Streams and DynamoDB Streams keep every record for the stream's
+// retention, and the event source mapping re-reads from a checkpoint, so the replay window is
+// bounded by how long a record stays readable, not by queue and dead-letter retentions.
+
+/** Kinesis Data Streams keeps a record 24 hours when the stream's retention is not raised. */
+export const KINESIS_DEFAULT_RETENTION = Duration.hours(24);
+
+/** The longest retention of a Kinesis data stream: assumed when a stream's retention is unknown. */
+export const KINESIS_MAX_RETENTION = Duration.days(365);
+
+/** DynamoDB Streams keeps a stream record 24 hours, always. */
+export const DYNAMODB_STREAMS_RETENTION = Duration.hours(24);
+
+/** The oldest record a stream event source mapping can be told to deliver (`MaximumRecordAgeInSeconds` 604,800). */
+export const STREAM_MAX_RECORD_AGE_LIMIT = Duration.days(7);
+
+/** What the replay window of a stream consumer is made of; every duration is concrete (no tokens). */
+export interface StreamReplayWindowInputs {
+  /** How long the stream keeps a record. */
+  readonly streamRetention: Duration;
+  /** The oldest record the event source delivers (`MaximumRecordAgeInSeconds`). */
+  readonly maxRecordAge: Duration;
+  /**
+   * How long after the event source gives up on a record (it aged past `maxRecordAge`, or its
+   * retries ran out and its batch went to the on-failure destination) the record can still be
+   * replayed: an operator re-reading the range the on-failure record names, or a replay from an
+   * archive.
+   *
+   * @default - until the record leaves the stream: `streamRetention` - min(`streamRetention`, `maxRecordAge`)
+   */
+  readonly replayAllowance?: Duration;
+  /** How long a producer keeps writing the same record again (a retried `PutRecords`). */
+  readonly producerRetryHorizon: Duration;
+}
+
+/**
+ * Derives the replay window of a stream consumer and the default record TTL from the stream
+ * and event source settings.
+ *
+ * The event source delivers a record (first, on a retry from its checkpoint, after a bisect,
+ * from a restarted shard iterator) for at most min(stream retention, `maxRecordAge`) after it
+ * was written. After that, a copy can still arrive in two ways: an operator replays it (up to
+ * `replayAllowance` later; by default until it leaves the stream, so re-reading the range an
+ * on-failure record names finds every processed record as a duplicate), or a producer's
+ * retry writes the same data as a new record (up to 3 × `producerRetryHorizon` later, as for
+ * queues). The record must outlive the delivery and the longer of the two, so the default TTL
+ * is that plus a one-day margin.
+ */
+export function deriveStreamReplayWindow(inputs: StreamReplayWindowInputs): RedeliveryWindow {
+  const retentionSeconds = inputs.streamRetention.toSeconds();
+  const deliverySeconds = Math.min(retentionSeconds, inputs.maxRecordAge.toSeconds());
+  const replaySeconds = inputs.replayAllowance?.toSeconds() ?? retentionSeconds - deliverySeconds;
+  const producerSeconds = inputs.producerRetryHorizon.toSeconds() * PRODUCER_RETRY_FACTOR;
+  const windowSeconds = deliverySeconds + Math.max(replaySeconds, producerSeconds);
+  const human = (seconds: number) => Duration.seconds(seconds).toHumanString();
+  const replay = inputs.replayAllowance
+    ? `replayAllowance ${human(replaySeconds)}`
+    : `replayAllowance (until the record leaves the stream) ${human(replaySeconds)}`;
+  return {
+    window: Duration.seconds(windowSeconds),
+    defaultRecordTtl: Duration.seconds(windowSeconds + RECORD_TTL_MARGIN.toSeconds()),
+    explanation: `min(stream retention ${inputs.streamRetention.toHumanString()}, maxRecordAge ${inputs.maxRecordAge.toHumanString()}) = ${human(deliverySeconds)}, plus the longer of ${replay} and ${PRODUCER_RETRY_FACTOR} × producerRetryHorizon ${human(producerSeconds)}`,
+  };
+}
+
+/**
+ * The retention of a Kinesis stream when the app defines it, `undefined` when it cannot be
+ * known at synth time (an imported stream, or a token).
+ */
+export function knownKinesisRetention(stream: kinesis.IStream): Duration | undefined {
+  const resource = stream.node.defaultChild;
+  if (!(resource instanceof kinesis.CfnStream)) return undefined;
+  const hours = resource.retentionPeriodHours;
+  if (hours === undefined) return KINESIS_DEFAULT_RETENTION;
+  return Token.isUnresolved(hours) ? undefined : Duration.hours(hours);
 }

@@ -12,7 +12,7 @@ import type { SqsBatchItemFailure } from '../../lambda';
 import { type BatchHandler, type BenchTables, type OrderEvent, orderItemOf } from '../workload';
 
 /** The toolkit mode a hand-written handler mirrors. */
-export type HandWrittenMode = 'marker' | 'atomic' | 'entity';
+export type HandWrittenMode = 'marker' | 'atomic' | 'atomic-item' | 'entity';
 
 const TTL_SECONDS = 15 * 24 * 60 * 60;
 const CONSUMER = 'bench-orders';
@@ -66,6 +66,27 @@ export function createHandWrittenHandler(
               TransactItems: [
                 { Put: markerPut(order, body, now) },
                 { Put: { TableName: tables.orders, Item: item } },
+              ],
+            }),
+          );
+        } catch (error) {
+          if (!isConditionFailure(error, 0)) throw error;
+        }
+        return;
+      }
+      case 'atomic-item': {
+        const item = { ...orderItemOf(order), fingerprint: createHash('sha256').update(body).digest('hex') };
+        try {
+          await client.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  Put: {
+                    TableName: tables.orders,
+                    Item: item,
+                    ConditionExpression: 'attribute_not_exists(pk)',
+                  },
+                },
               ],
             }),
           );

@@ -4,11 +4,13 @@
  * apart) and its handler, created once like a Lambda cold start.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DEFAULT_CONCURRENCY } from '../../lambda/core/options';
+import type { BatchSchedule } from '../latency-model';
 import type { BatchHandler, BenchTables } from '../workload';
 import { createBareHandler } from './bare';
 import { documentClient } from './document-client';
 import { createHandWrittenHandler, type HandWrittenMode } from './hand-written';
-import { createPowertoolsHandler } from './powertools';
+import { createPowertoolsHandler, type PowertoolsVariant } from './powertools';
 import { createToolkitHandler, isToolkitModeAvailable, type ToolkitMode } from './toolkit';
 
 /** One implementation under comparison. */
@@ -18,25 +20,123 @@ export interface Implementation {
   /** Display name. */
   readonly label: string;
   readonly kind: 'bare' | 'toolkit' | 'powertools' | 'hand-written';
+  /** The toolkit mode it runs, or the hand-written baseline mirrors. */
   readonly mode?: ToolkitMode;
+  /** The Powertools configuration (`kind: 'powertools'`). */
+  readonly powertools?: PowertoolsVariant;
+  /**
+   * A toolkit feature this row shows, for the targets that depend on it (a row whose toolkit
+   * mode is not in this build is reported unavailable and those targets "not measured").
+   */
+  readonly feature?: ToolkitFeature;
   /** Only measured for CPU (the baselines of DESIGN.md's "same calls" CPU target). */
   readonly cpuOnly?: boolean;
+  /** How it runs the records of a batch, for the latency model. */
+  readonly schedule: BatchSchedule;
 }
+
+/** Toolkit features that targets depend on. */
+export type ToolkitFeature = 'marker-on-business-item' | 'completed-record-cache';
+
+/** The toolkit's engine: `concurrency` records at a time, FIFO groups in order (`lambda/core/batch-processor.ts`). */
+const TOOLKIT_SCHEDULE: BatchSchedule = {
+  concurrency: DEFAULT_CONCURRENCY,
+  fifo: 'per-group',
+  basis: `the toolkit's default \`concurrency\` (${DEFAULT_CONCURRENCY}, lambda/core/options.ts); FIFO groups in order, groups side by side`,
+};
+
+/** `Promise.all` over the batch; on FIFO, written to keep each group in order. */
+const HAND_WRITTEN_SCHEDULE: BatchSchedule = {
+  concurrency: Number.POSITIVE_INFINITY,
+  fifo: 'per-group',
+  basis:
+    'every record at once (`Promise.all`); on a FIFO queue assumed written to keep each group in order, groups side by side',
+};
+
+/** `processPartialResponse` with `BatchProcessor`; on FIFO, `SqsFifoPartialProcessorAsync`. */
+const POWERTOOLS_SCHEDULE: BatchSchedule = {
+  concurrency: Number.POSITIVE_INFINITY,
+  fifo: 'one-at-a-time',
+  basis:
+    'BatchProcessor: every record at once (`processInParallel` defaults to true); on a FIFO queue ' +
+    'SqsFifoPartialProcessorAsync, which its docs prescribe for FIFO: one record at a time in batch order',
+};
 
 /** Every implementation the benchmark knows, in display order. */
 export const IMPLEMENTATIONS: readonly Implementation[] = [
-  { id: 'bare', label: 'bare handler (no dedup)', kind: 'bare' },
-  { id: 'marker', label: 'effectively-once marker only', kind: 'toolkit', mode: 'marker' },
-  { id: 'atomic', label: 'effectively-once atomic', kind: 'toolkit', mode: 'atomic' },
-  { id: 'entity', label: 'effectively-once entity', kind: 'toolkit', mode: 'entity' },
-  { id: 'two-phase', label: 'effectively-once two-phase', kind: 'toolkit', mode: 'two-phase' },
-  { id: 'powertools', label: 'Powertools idempotency', kind: 'powertools' },
+  { id: 'bare', label: 'bare handler (no dedup)', kind: 'bare', schedule: HAND_WRITTEN_SCHEDULE },
+  {
+    id: 'marker',
+    label: 'effectively-once marker only',
+    kind: 'toolkit',
+    mode: 'marker',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'atomic',
+    label: 'effectively-once atomic',
+    kind: 'toolkit',
+    mode: 'atomic',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'atomic-item',
+    label: 'effectively-once atomic, marker on the business item',
+    kind: 'toolkit',
+    mode: 'atomic-item',
+    feature: 'marker-on-business-item',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'entity',
+    label: 'effectively-once entity',
+    kind: 'toolkit',
+    mode: 'entity',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'two-phase',
+    label: 'effectively-once two-phase',
+    kind: 'toolkit',
+    mode: 'two-phase',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'entity-cached',
+    label: 'effectively-once entity, completed-record cache on',
+    kind: 'toolkit',
+    mode: 'entity-cached',
+    feature: 'completed-record-cache',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'powertools',
+    label: 'Powertools idempotency (payload validation, no cache)',
+    kind: 'powertools',
+    powertools: { validatePayload: true, useLocalCache: false },
+    schedule: POWERTOOLS_SCHEDULE,
+  },
+  {
+    id: 'powertools-local-cache',
+    label: 'Powertools idempotency, local cache on',
+    kind: 'powertools',
+    powertools: { validatePayload: true, useLocalCache: true },
+    schedule: POWERTOOLS_SCHEDULE,
+  },
+  {
+    id: 'powertools-no-validation',
+    label: 'Powertools idempotency, no payload validation (its default)',
+    kind: 'powertools',
+    powertools: { validatePayload: false, useLocalCache: false },
+    schedule: POWERTOOLS_SCHEDULE,
+  },
   {
     id: 'manual-marker',
     label: 'hand-written, same calls as marker only',
     kind: 'hand-written',
     mode: 'marker',
     cpuOnly: true,
+    schedule: HAND_WRITTEN_SCHEDULE,
   },
   {
     id: 'manual-atomic',
@@ -44,6 +144,15 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     kind: 'hand-written',
     mode: 'atomic',
     cpuOnly: true,
+    schedule: HAND_WRITTEN_SCHEDULE,
+  },
+  {
+    id: 'manual-atomic-item',
+    label: 'hand-written, same calls as atomic with the marker on the business item',
+    kind: 'hand-written',
+    mode: 'atomic-item',
+    cpuOnly: true,
+    schedule: HAND_WRITTEN_SCHEDULE,
   },
   {
     id: 'manual-entity',
@@ -51,6 +160,7 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     kind: 'hand-written',
     mode: 'entity',
     cpuOnly: true,
+    schedule: HAND_WRITTEN_SCHEDULE,
   },
 ];
 
@@ -86,7 +196,11 @@ export function createContainer(
       handler = createBareHandler(business, tables);
       break;
     case 'powertools':
-      handler = createPowertoolsHandler({ persistence: clients.dedup, business }, tables);
+      handler = createPowertoolsHandler(
+        { persistence: clients.dedup, business },
+        tables,
+        implementation.powertools,
+      );
       break;
     case 'hand-written':
       handler = createHandWrittenHandler(implementation.mode as HandWrittenMode, business, tables);

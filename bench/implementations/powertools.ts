@@ -1,9 +1,11 @@
 /**
  * Powertools for AWS Lambda idempotency doing the benchmark's business write: `makeIdempotent`
  * over the record handler with the DynamoDB persistence layer, and `processPartialResponse`
- * with a `BatchProcessor` for the SQS batch (records in parallel, as by default). The
- * idempotency key is the same natural key (`orderId` + `status`), and payload validation is on,
- * matching the toolkit's payload fingerprint. No local cache (the default), like the toolkit.
+ * with a `BatchProcessor` for the SQS batch (records in parallel: `processInParallel` defaults
+ * to true in `BasePartialProcessor.process`). The idempotency key is the same natural key
+ * (`orderId` + `status`). Three configurations are compared: payload validation on and no
+ * local cache (parity with the toolkit's fingerprint), the local cache on, and payload
+ * validation off (Powertools' documented default).
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -23,15 +25,28 @@ export interface PowertoolsClients {
 /** Records per idempotency record, in seconds: the toolkit's default TTL, for parity. */
 const EXPIRES_AFTER_SECONDS = 15 * 24 * 60 * 60;
 
-/** Creates the Powertools handler. */
-export function createPowertoolsHandler(clients: PowertoolsClients, tables: BenchTables): BatchHandler {
+/** Which Powertools configuration: the defaults here are the parity row's. */
+export interface PowertoolsVariant {
+  /** `payloadValidationJmesPath` set to the whole body. @default true */
+  readonly validatePayload?: boolean;
+  /** `useLocalCache`: completed records cached in the execution environment. @default false */
+  readonly useLocalCache?: boolean;
+}
+
+/** Creates the Powertools handler in configuration `variant`. */
+export function createPowertoolsHandler(
+  clients: PowertoolsClients,
+  tables: BenchTables,
+  variant: PowertoolsVariant = {},
+): BatchHandler {
   const persistenceStore = new DynamoDBPersistenceLayer({
     tableName: tables.powertools,
     awsSdkV3Client: clients.persistence,
   });
   const config = new IdempotencyConfig({
     eventKeyJmesPath: 'powertools_json(body).[orderId, status]',
-    payloadValidationJmesPath: 'powertools_json(body)',
+    ...(variant.validatePayload === false ? {} : { payloadValidationJmesPath: 'powertools_json(body)' }),
+    ...(variant.useLocalCache === true ? { useLocalCache: true } : {}),
     expiresAfterSeconds: EXPIRES_AFTER_SECONDS,
   });
   const processor = new BatchProcessor(EventType.SQS);

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import type { Implementation } from '../implementations';
+import { TOOLKIT_HANDLERS } from '../implementations/toolkit';
 import { TABLE_ENV } from '../workload';
 
 const BENCH_DIR = resolve(__dirname, '..');
@@ -57,15 +58,19 @@ export function entrySource(implementation: Implementation): string {
         'export const handler = createPowertoolsHandler(',
         '  { persistence, business: documentClient(persistence) },',
         '  tablesFromEnv(),',
+        `  ${JSON.stringify(implementation.powertools ?? {})},`,
         ');',
       ].join('\n');
-    case 'toolkit':
+    case 'toolkit': {
+      // The mode's own module: the bundle carries that one mode, as a user's handler does.
+      const { module, factory } = TOOLKIT_HANDLERS[implementation.mode!];
       return [
         ...clients,
-        "import { createToolkitHandler } from './implementations/toolkit';",
+        `import { ${factory} } from './implementations/${module.replace(/^\.\//, '')}';`,
         'const client = documentClient(new DynamoDBClient({}));',
-        `export const handler = createToolkitHandler(${JSON.stringify(implementation.mode)}, { toolkit: client, business: client }, tablesFromEnv(), false);`,
+        `export const handler = ${factory}({ toolkit: client, business: client }, tablesFromEnv(), false);`,
       ].join('\n');
+    }
     case 'hand-written':
       return [
         ...clients,

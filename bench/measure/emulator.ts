@@ -47,6 +47,11 @@ export interface EmulatorSample {
   readonly batches: number;
   /** Records reported as batch item failures (redelivered after the visibility timeout). */
   readonly failures: number;
+  /**
+   * Capacity units per message the emulator reported (`ReturnConsumedCapacity: 'TOTAL'` on
+   * every request, the `ConsumedCapacity` of each answer summed); null when it reports none.
+   */
+  readonly consumedUnitsPerMessage: number | null;
 }
 
 async function createTable(client: DynamoDBClient, name: string, key: string): Promise<void> {
@@ -104,6 +109,49 @@ export interface EmulatorContainer {
   readonly implementation: Implementation;
   readonly container: Container;
   readonly counter: RequestCounter;
+  readonly capacity: CapacityMeter;
+}
+
+/** Sums the capacity the endpoint reports for every request of some clients. */
+export interface CapacityMeter {
+  /** Units reported since the last reset; null when no answer carried `ConsumedCapacity`. */
+  units(): number | null;
+  reset(): void;
+}
+
+type ConsumedCapacity = { readonly CapacityUnits?: number };
+
+/**
+ * Asks for `ReturnConsumedCapacity: 'TOTAL'` on every request of `clients` and sums the
+ * `ConsumedCapacity` of the answers (a transaction answers with one entry per table). Answers
+ * that are errors (a failed condition) carry none and are not counted.
+ */
+export function attachCapacityMeter(...clients: readonly DynamoDBClient[]): CapacityMeter {
+  let units = 0;
+  let reported = false;
+  for (const client of new Set(clients)) {
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+        const result = await next(args);
+        const consumed = (result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] })
+          .ConsumedCapacity;
+        for (const entry of consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed]) {
+          reported = true;
+          units += entry.CapacityUnits ?? 0;
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'benchCapacityMeter', override: true },
+    );
+  }
+  return {
+    units: () => (reported ? units : null),
+    reset() {
+      units = 0;
+      reported = false;
+    },
+  };
 }
 
 /** Builds the container of `implementation` on the emulator and warms it with one batch. */
@@ -115,8 +163,9 @@ export async function createEmulatorContainer(
   const config = sdkClientConfig(rig.aws);
   const container = createContainer(implementation, () => new DynamoDBClient(config), rig.tables);
   const counter = attachRequestCounter(container.clients.dedup, container.clients.business);
+  const capacity = attachCapacityMeter(container.clients.dedup, container.clients.business);
   await container.handler(batchOf(`${run}-warm-${implementation.id}`, 0, 10), benchContext());
-  return { implementation, container, counter };
+  return { implementation, container, counter, capacity };
 }
 
 function toRecord(message: Message, queueArn: string): SqsRecord {
@@ -173,6 +222,7 @@ export async function measureEmulator(
     });
 
     subject.counter.reset();
+    subject.capacity.reset();
     const context = benchContext();
     let done = 0;
     let batches = 0;
@@ -222,6 +272,10 @@ export async function measureEmulator(
       requestsPerMessage: subject.counter.total() / messages,
       batches,
       failures,
+      consumedUnitsPerMessage: (() => {
+        const units = subject.capacity.units();
+        return units === null ? null : units / messages;
+      })(),
     };
   } finally {
     await rig.sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => undefined);

@@ -17,6 +17,7 @@ import { type ClientRole, createContainer, type Implementation } from '../implem
 import { createStubTable, type StubTable, type StubUsage } from '../stub/dynamodb-stub';
 import { createStubClient, type StubClient } from '../stub/stub-clients';
 import { type BatchHandler, type BenchTables, batchOf, benchContext, tableSchemas } from '../workload';
+import type { RequestTracer, TracedRequest } from './traces';
 
 /** The cases measured. */
 export const CASES = ['first', 'duplicate', 'inFlight', 'failure'] as const;
@@ -38,6 +39,8 @@ export interface CaseResult {
   readonly acknowledged: number;
   /** Business items written per message in this case: 1 on a first delivery, 0 for a suppressed duplicate. */
   readonly effects: number;
+  /** The counted delivery's requests, when the cases ran with a tracer. */
+  readonly trace?: readonly TracedRequest[];
 }
 
 /** A container over stub clients sharing `table`. */
@@ -46,8 +49,16 @@ interface StubContainer {
   readonly stubs: Readonly<Record<ClientRole, StubClient>>;
 }
 
-function stubContainer(implementation: Implementation, table: StubTable, tables: BenchTables): StubContainer {
-  const stubs = { dedup: createStubClient(table), business: createStubClient(table) };
+function stubContainer(
+  implementation: Implementation,
+  table: StubTable,
+  tables: BenchTables,
+  tracer?: RequestTracer,
+): StubContainer {
+  const stubs = {
+    dedup: createStubClient(table, tracer?.wrap('dedup')),
+    business: createStubClient(table, tracer?.wrap('business')),
+  };
   const container = createContainer(implementation, (role) => stubs[role].client, tables);
   return { handler: container.handler, stubs };
 }
@@ -96,29 +107,34 @@ async function waitForRequests(container: StubContainer, count: number): Promise
   throw new Error(`The first delivery did not send ${count} requests`);
 }
 
-/** Runs the four cases for `implementation` with batches of `batchSize` messages of run `run`. */
+/**
+ * Runs the four cases for `implementation` with batches of `batchSize` messages of run `run`.
+ * With a `tracer`, each case's counted delivery is traced (its result carries `trace`).
+ */
 export async function runStubCases(
   implementation: Implementation,
   tables: BenchTables,
   run: string,
   batchSize: number,
+  tracer?: RequestTracer,
 ): Promise<Record<CaseName, CaseResult>> {
   const table = createStubTable(tableSchemas(tables));
   const context = benchContext();
+  const traced = (result: CaseResult): CaseResult => (tracer ? { ...result, trace: tracer.take() } : result);
 
   // First delivery, then the duplicate (a resend: same bodies, new message ids).
-  const first = stubContainer(implementation, table, tables);
+  const first = stubContainer(implementation, table, tables, tracer);
   const event = batchOf(`${run}-a`, 0, batchSize);
   const firstResponse = await first.handler(event, context);
-  const firstResult = perMessage(usageOf(first), firstResponse, batchSize, tables.orders);
+  const firstResult = traced(perMessage(usageOf(first), firstResponse, batchSize, tables.orders));
   reset(first);
   const duplicateResponse = await first.handler(batchOf(`${run}-a`, 0, batchSize, { delivery: 1 }), context);
-  const duplicateResult = perMessage(usageOf(first), duplicateResponse, batchSize, tables.orders);
+  const duplicateResult = traced(perMessage(usageOf(first), duplicateResponse, batchSize, tables.orders));
 
   // In flight: a second container receives the messages while the first one's responses are held.
   table.clear();
   const holder = stubContainer(implementation, table, tables);
-  const second = stubContainer(implementation, table, tables);
+  const second = stubContainer(implementation, table, tables, tracer);
   const releases = [holder.stubs.dedup.stub.hold(), holder.stubs.business.stub.hold()];
   const inFlightEvent = batchOf(`${run}-b`, 0, batchSize);
   const held = holder.handler(inFlightEvent, context);
@@ -127,14 +143,14 @@ export async function runStubCases(
   const secondUsage = usageOf(second);
   for (const release of releases) release();
   await held;
-  const inFlightResult = perMessage(secondUsage, secondResponse, batchSize, tables.orders);
+  const inFlightResult = traced(perMessage(secondUsage, secondResponse, batchSize, tables.orders));
 
   // Handler failure: the user's code throws before writing.
   table.clear();
-  const failing = stubContainer(implementation, table, tables);
+  const failing = stubContainer(implementation, table, tables, tracer);
   const failureEvent = batchOf(`${run}-c`, 0, batchSize, { simulateFailure: true });
   const failureResponse = await failing.handler(failureEvent, context);
-  const failureResult = perMessage(usageOf(failing), failureResponse, batchSize, tables.orders);
+  const failureResult = traced(perMessage(usageOf(failing), failureResponse, batchSize, tables.orders));
 
   return { first: firstResult, duplicate: duplicateResult, inFlight: inFlightResult, failure: failureResult };
 }

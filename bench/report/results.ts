@@ -1,5 +1,9 @@
 /** The shape of `bench/results/latest.json`, and the targets it is judged against. */
-import type { Summary } from '../stats';
+import type { CeilingInput, CeilingRow } from '../ceilings';
+import type { BatchShapeName, LatencyFigures, LatencySource, OperationLatency } from '../latency-model';
+import type { TracedRequest } from '../measure/traces';
+import type { DollarsPerMillion, Price } from '../prices';
+import type { MedianInterval, Summary } from '../stats';
 
 /** Request and capacity figures of one case, each summarised over repetitions. */
 export interface CaseFigures {
@@ -17,15 +21,42 @@ export interface CaseFigures {
 /** A ratio against a reference, per repetition (paired), summarised. */
 export interface RatioFigures extends Summary {}
 
-/** One target of DESIGN.md and how this run did against it. */
+/**
+ * The scriptable figures of one implementation: one number per field. Latency is the
+ * modelled wall time of a batch of 10 on a standard queue, first delivery; dollars per million
+ * messages at `costAssumptions`; `cpuRatioVsSameCalls` is null where no hand-written baseline
+ * makes the same calls.
+ */
+export interface ImplementationFigures {
+  readonly latencyMillisPerBatch: { readonly p50: number; readonly p99: number };
+  readonly dollarsPerMillion: {
+    readonly first: number;
+    readonly duplicate: number;
+    readonly blended: number;
+  };
+  readonly writeUnitsPerMessage: { readonly first: number; readonly duplicate: number };
+  readonly requestsPerMessage: { readonly first: number; readonly duplicate: number };
+  /** Median module init time of the handler bundle, milliseconds. */
+  readonly initMillis: number;
+  readonly cpuRatioVsSameCalls: { readonly median: number; readonly ciHigh: number } | null;
+}
+
+/** One target of issue 15 and how this run did against it. */
 export interface TargetResult {
-  readonly id: 'request-floor' | 'cpu-vs-bare' | 'throughput-vs-powertools' | 'runtime-size';
+  readonly id:
+    | 'floor'
+    | 'latency-vs-same-calls'
+    | 'latency-vs-peer'
+    | 'dollars-vs-peer'
+    | 'cache-duplicate'
+    | 'cpu-vs-same-calls'
+    | 'init-vs-noise';
   readonly subject: string;
   readonly description: string;
   /** What was measured, in the unit of `limit`. */
   readonly value: number | null;
   readonly limit: number;
-  readonly comparison: 'at-most' | 'at-least' | 'equal';
+  readonly comparison: 'at-most' | 'at-least' | 'below' | 'equal';
   readonly met: boolean | null;
   /** Human-readable verdict with the margin ("missed by 12%"). */
   readonly verdict: string;
@@ -33,7 +64,7 @@ export interface TargetResult {
 
 /** Everything one run measured. */
 export interface BenchResults {
-  readonly schemaVersion: 1;
+  readonly schemaVersion: 2;
   readonly generatedAt: string;
   readonly quick: boolean;
   readonly environment: {
@@ -52,6 +83,68 @@ export interface BenchResults {
   /** Seconds per phase, and in total. */
   readonly timings: Readonly<Record<string, number>>;
   readonly implementations: readonly { readonly id: string; readonly label: string }[];
+  /** The headline figures, one number per field, by implementation id. */
+  readonly byImplementation: Readonly<Record<string, ImplementationFigures>>;
+  /** The latency model's inputs: the per-request distributions, their sources, the simulation. */
+  readonly latencyModel: {
+    readonly sources: Readonly<Record<string, LatencySource>>;
+    readonly operations: readonly OperationLatency[];
+    readonly simulation: { readonly batches: number; readonly seed: number };
+    readonly distribution: string;
+    readonly assumptions: readonly string[];
+    /** How each implementation runs a batch's records. */
+    readonly schedules: Readonly<
+      Record<string, { readonly concurrency: number | 'all'; readonly fifo: string; readonly basis: string }>
+    >;
+  };
+  /** One record's requests per case, from the traced stub run (batch of 1). */
+  readonly traces: Readonly<Record<string, Readonly<Record<string, readonly TracedRequest[]>>>>;
+  /** Modelled wall time per batch, by implementation, batch shape and case (first, duplicate). */
+  readonly latency: Readonly<
+    Record<string, Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', LatencyFigures>>>>>
+  >;
+  /** The price table and what the dollars assume. */
+  readonly prices: Readonly<Record<string, Price>>;
+  readonly costAssumptions: {
+    readonly lambdaMemoryMegabytes: number;
+    readonly batchSize: number;
+    readonly duplicateRate: number;
+    readonly sqsRequestsPerMessage: number;
+    readonly lambdaDuration: string;
+  };
+  /** Dollars per million messages, by part, first delivery and duplicate. */
+  readonly dollars: Readonly<
+    Record<
+      string,
+      { readonly first: DollarsPerMillion; readonly duplicate: DollarsPerMillion; readonly blended: number }
+    >
+  >;
+  /** Where write and read units come from: the formula on the stub, and whether the emulator reports ConsumedCapacity. */
+  readonly capacitySource: {
+    readonly units: 'formula';
+    readonly emulatorReportsConsumedCapacity: boolean | null;
+    readonly detail: string;
+  };
+  /** Init time of two identical bare bundles in the same run: their paired differences and the band. */
+  readonly initNoise: {
+    readonly differencesMillis: readonly number[];
+    readonly bandMillis: number;
+    readonly method: string;
+  };
+  /** Init time added to the bare handler: median of paired per-repetition differences, milliseconds. */
+  readonly initAddedMillis: Readonly<Record<string, number>>;
+  /** Client CPU ratio vs the same calls with its bootstrap interval. */
+  readonly cpuRatioVsSameCallsInterval: Readonly<Record<string, MedianInterval>>;
+  /** CPU added per batch of 10 against the same calls, at 1,769 MB (one vCPU), milliseconds. */
+  readonly cpuMillisAddedPerBatch: Readonly<
+    Record<string, { readonly median: number; readonly ciHigh: number }>
+  >;
+  /** Throughput ceilings (computed from quotas, not measured) and their inputs. */
+  readonly ceilings: {
+    readonly inputs: Readonly<Record<string, CeilingInput>>;
+    readonly rows: readonly CeilingRow[];
+    readonly hotItem: { readonly quotaBound: number; readonly serialBound: number; readonly basis: string };
+  };
   /** Implementations that could not run, with the reason ("not yet available"). */
   readonly unavailable: readonly { readonly id: string; readonly label: string; readonly reason: string }[];
   readonly capacityFormula: string;
@@ -80,6 +173,8 @@ export interface BenchResults {
   readonly emulatorThroughputRatioVsBare: Readonly<Record<string, number>> | null;
   /** DynamoDB requests per message counted on the emulator (cross-check of the stub). */
   readonly emulatorRequestsPerMessage: Readonly<Record<string, number>> | null;
+  /** Capacity units per message (first delivery) as the emulator reported them; null where it reports none. */
+  readonly emulatorConsumedUnitsPerMessage: Readonly<Record<string, number | null>> | null;
   readonly emulatorError: string | null;
   /** Null when `global.gc` was not exposed. */
   readonly retainedHeapBytesPerMessage: Readonly<Record<string, Summary>> | null;

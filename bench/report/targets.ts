@@ -1,155 +1,342 @@
 /**
- * DESIGN.md's targets, judged from one run's figures. Every verdict states the margin, met
- * or missed.
+ * Issue 15's targets, judged from one run's figures. Every target is reported for every
+ * subject it names, met or missed with its margin; a target whose subject is not in this build
+ * (a feature still being written) is reported "not measured", never dropped.
  */
+import type { ToolkitFeature } from '../implementations';
+import type { MedianInterval } from '../stats';
 import type { TargetResult } from './results';
 
-/** Request floors per toolkit mode: the toolkit's own requests on first delivery and on a duplicate. */
-export const REQUEST_FLOORS: Readonly<
-  Record<string, { readonly first: number; readonly duplicate: number }>
+/**
+ * The physical floor of each toolkit row for the atomicity it gives, per message: the
+ * toolkit's own requests, and all write units (the handler's own included). Marker: 1 request
+ * (+ the handler's own write, 1 unit); atomic with a separate inbox record: 1 transaction of
+ * N + 1 items, 2N + 2 units; atomic with its marker on a business item: 2N units; entity: 1 and
+ * 1; two-phase: 2 requests (claim, complete) and the handler's own write. Duplicates: 1
+ * request; write units: 1 for a failed conditional put, 1 per item of a cancelled transaction
+ * (the stub's stated assumption). The benchmark's unit of work is one business item (N = 1).
+ */
+export const FLOORS: Readonly<
+  Record<
+    string,
+    {
+      readonly requests: { readonly first: number; readonly duplicate: number };
+      readonly writeUnits: { readonly first: number; readonly duplicate: number };
+      readonly why: string;
+    }
+  >
 > = {
-  marker: { first: 1, duplicate: 1 },
-  atomic: { first: 1, duplicate: 1 },
-  entity: { first: 1, duplicate: 1 },
-  'two-phase': { first: 2, duplicate: 1 },
+  marker: {
+    requests: { first: 1, duplicate: 1 },
+    writeUnits: { first: 2, duplicate: 1 },
+    why: 'marker 1 + the handler’s own write',
+  },
+  atomic: {
+    requests: { first: 1, duplicate: 1 },
+    writeUnits: { first: 4, duplicate: 2 },
+    why: '2N + 2 with a separate inbox record (N = 1)',
+  },
+  'atomic-marker-on-item': {
+    requests: { first: 1, duplicate: 1 },
+    writeUnits: { first: 2, duplicate: 1 },
+    why: '2N with the marker on the business item (N = 1)',
+  },
+  entity: {
+    requests: { first: 1, duplicate: 1 },
+    writeUnits: { first: 1, duplicate: 1 },
+    why: '1 conditional put',
+  },
+  'two-phase': {
+    requests: { first: 2, duplicate: 1 },
+    writeUnits: { first: 3, duplicate: 1 },
+    why: 'claim + complete + the handler’s own write',
+  },
 };
 
-/** CPU per record at most this multiple of the baseline. */
+/** Modelled p50 per batch at most this multiple of the hand-written handler making the same calls. */
+export const LATENCY_VS_SAME_CALLS_LIMIT = 1.05;
+/** The upper end of the CPU ratio's confidence interval at most this. */
 export const CPU_RATIO_LIMIT = 1.1;
-/** Records per second at least this multiple of Powertools (stub transport). */
-export const THROUGHPUT_RATIO_LIMIT = 1.7;
-/** The toolkit's own runtime code, minified, at most this many bytes (15 KB, 1 KB = 1024 bytes). */
-export const RUNTIME_BYTES_LIMIT = 15 * 1024;
 
 const percent = (value: number): string => `${Math.abs(value * 100).toFixed(0)}%`;
 
-/** "met: 1.05x (limit <= 1.10x, 5% under)" or "missed: ...". */
+/** "met: 1.05x (limit <= 1.10x, 5% under the limit)" or "missed: ...". */
 export function judge(
   value: number | null,
   limit: number,
-  comparison: 'at-most' | 'at-least',
+  comparison: 'at-most' | 'at-least' | 'below',
   format: (value: number) => string,
 ): { readonly met: boolean | null; readonly verdict: string } {
   if (value === null) return { met: null, verdict: 'not measured' };
-  if (!Number.isFinite(value) || value <= 0)
-    return { met: null, verdict: `not measured reliably (${value})` };
-  const met = comparison === 'at-most' ? value <= limit : value >= limit;
-  const relation = comparison === 'at-most' ? '<=' : '>=';
-  const margin = value / limit - 1;
+  if (!Number.isFinite(value) || value < 0) return { met: null, verdict: `not measured reliably (${value})` };
+  const met =
+    comparison === 'at-most' ? value <= limit : comparison === 'below' ? value < limit : value >= limit;
+  const relation = comparison === 'at-most' ? '<=' : comparison === 'below' ? '<' : '>=';
+  const margin = limit === 0 ? value : value / limit - 1;
   const how =
-    comparison === 'at-most'
-      ? `${percent(margin)} ${margin <= 0 ? 'under' : 'over'} the limit`
-      : `${percent(margin)} ${margin >= 0 ? 'above' : 'below'} the limit`;
+    comparison === 'at-least'
+      ? `${percent(margin)} ${margin >= 0 ? 'above' : 'below'} the limit`
+      : `${percent(margin)} ${margin <= 0 ? 'under' : 'over'} the limit`;
   return {
     met,
     verdict: `${met ? 'met' : 'missed'}: ${format(value)} (limit ${relation} ${format(limit)}, ${how})`,
   };
 }
 
-/** A ratio's median over repetitions and its range. */
-export interface RatioRange {
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-}
+/** The verdict for a target whose subject is a feature not in this build. */
+export const FEATURE_MISSING = 'not measured: feature not in this build';
 
-/** Judges a ratio's median, and says when its per-repetition range straddles the limit. */
-function judgeRatio(
-  range: RatioRange | undefined,
-  limit: number,
-  comparison: 'at-most' | 'at-least',
-): { readonly met: boolean | null; readonly verdict: string } {
-  const judged = judge(range?.median ?? null, limit, comparison, times);
-  if (!range || judged.met === null || !(range.min <= limit && limit <= range.max)) return judged;
-  return {
-    ...judged,
-    verdict: `${judged.verdict}; per-repetition ratios ${times(range.min)}–${times(range.max)} straddle the limit, so this is within the noise of this run`,
-  };
-}
-
-/** The figures targets are judged on. */
+/** The figures targets are judged on, by implementation id. */
 export interface TargetInputs {
-  /** Toolkit modes measured, by id (`marker`, `atomic`, ...). */
-  readonly modes: readonly string[];
-  /** Median requests per message sent by the toolkit itself, by mode and case. */
+  /** Toolkit rows measured (`marker`, `atomic`, ...). */
+  readonly toolkitRows: readonly string[];
+  /** The row showing each feature, when this build has one. */
+  readonly featureRows: Readonly<Partial<Record<ToolkitFeature, string>>>;
+  /** The hand-written baseline making the same calls, by toolkit row. */
+  readonly sameCalls: Readonly<Record<string, string | undefined>>;
+  /** Requests per message the toolkit itself sent (first delivery, duplicate). */
   readonly toolkitRequests: Readonly<Record<string, { readonly first: number; readonly duplicate: number }>>;
-  /** Paired per-repetition ratios (median, min, max). */
-  readonly cpuRatioVsBare: Readonly<Record<string, RatioRange>>;
-  /** Against the hand-written handler making the same calls (DESIGN.md's wording). */
-  readonly cpuRatioVsSameCalls: Readonly<Record<string, RatioRange>>;
-  readonly throughputRatioVsPowertools: Readonly<Record<string, RatioRange>>;
-  readonly runtimeBytesMinified: number;
+  /** Requests per message, all clients (first delivery, duplicate). */
+  readonly requests: Readonly<Record<string, { readonly first: number; readonly duplicate: number }>>;
+  readonly writeUnits: Readonly<Record<string, { readonly first: number; readonly duplicate: number }>>;
+  /** Modelled p50 per batch of 10, first delivery, milliseconds. */
+  readonly latencyP50: Readonly<Record<string, number>>;
+  /** Dollars per million first deliveries. */
+  readonly dollarsFirst: Readonly<Record<string, number>>;
+  readonly cpuRatioVsSameCalls: Readonly<Record<string, MedianInterval>>;
+  /** Init time added to the bare handler (median of paired differences), and the noise band. */
+  readonly initAddedMillis: Readonly<Record<string, number>>;
+  readonly initNoiseBandMillis: number;
+  /** The peer compared against (`powertools`). */
+  readonly peer: string;
 }
 
 const times = (value: number): string => `${value.toFixed(2)}x`;
-const requests = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(2));
+const count = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(2));
+const millis = (value: number): string => `${value.toFixed(1)} ms`;
+const dollars = (value: number): string => `$${value.toFixed(3)}`;
+
+function notMeasured(
+  id: TargetResult['id'],
+  subject: string,
+  description: string,
+  limit: number,
+  comparison: TargetResult['comparison'],
+  verdict: string,
+): TargetResult {
+  return { id, subject, description, value: null, limit, comparison, met: null, verdict };
+}
 
 /** Judges every target. */
 export function evaluateTargets(inputs: TargetInputs): TargetResult[] {
   const results: TargetResult[] = [];
-  for (const mode of inputs.modes) {
-    const floor = REQUEST_FLOORS[mode];
-    const measured = inputs.toolkitRequests[mode];
-    if (!floor || !measured) continue;
-    const met = measured.first === floor.first && measured.duplicate === floor.duplicate;
-    const extra = measured.first - floor.first + (measured.duplicate - floor.duplicate);
+  const atomicOnItem = inputs.featureRows['marker-on-business-item'];
+  const floorRows = [...inputs.toolkitRows.filter((row) => row !== atomicOnItem)];
+
+  // 1. Requests and write units at the floor.
+  for (const row of [...floorRows, atomicOnItem ?? 'atomic-marker-on-item']) {
+    const floorKey = row === atomicOnItem ? 'atomic-marker-on-item' : row;
+    const floor = FLOORS[floorKey];
+    if (!floor) continue;
+    const description = `requests and write units per message at the floor (${floor.requests.first} request(s) and ${floor.writeUnits.first} WRU first, ${floor.requests.duplicate} and ${floor.writeUnits.duplicate} duplicate: ${floor.why})`;
+    const requests = inputs.toolkitRequests[row];
+    const units = inputs.writeUnits[row];
+    if (!requests || !units) {
+      results.push(
+        notMeasured('floor', floorKey, description, floor.writeUnits.first, 'equal', FEATURE_MISSING),
+      );
+      continue;
+    }
+    const met =
+      requests.first === floor.requests.first &&
+      requests.duplicate === floor.requests.duplicate &&
+      units.first === floor.writeUnits.first &&
+      units.duplicate === floor.writeUnits.duplicate;
+    const extra = units.first - floor.writeUnits.first;
     results.push({
-      id: 'request-floor',
-      subject: mode,
-      description: `toolkit requests per message at the floor (${floor.first} first delivery, ${floor.duplicate} duplicate)`,
-      value: measured.first,
-      limit: floor.first,
+      id: 'floor',
+      subject: row,
+      description,
+      value: units.first,
+      limit: floor.writeUnits.first,
       comparison: 'equal',
       met,
-      verdict: `${met ? 'met' : 'missed'}: ${requests(measured.first)} on first delivery, ${requests(measured.duplicate)} on a duplicate (floor ${floor.first} and ${floor.duplicate}${met ? '' : `; ${requests(extra)} extra`})`,
+      verdict: `${met ? 'met' : 'missed'}: ${count(requests.first)} request(s) and ${count(units.first)} WRU first, ${count(requests.duplicate)} and ${count(units.duplicate)} duplicate${met ? '' : ` (${count(extra)} WRU over the floor on first delivery)`}`,
     });
   }
-  for (const mode of inputs.modes) {
-    const ratio = inputs.cpuRatioVsBare[mode];
-    results.push({
-      id: 'cpu-vs-bare',
-      subject: mode,
-      description: 'client CPU per record at most 1.1x the bare handler (no deduplication)',
-      value: ratio?.median ?? null,
-      limit: CPU_RATIO_LIMIT,
-      comparison: 'at-most',
-      ...judgeRatio(ratio, CPU_RATIO_LIMIT, 'at-most'),
-    });
-    const sameCalls = inputs.cpuRatioVsSameCalls[mode];
-    if (sameCalls !== undefined) {
+
+  // 2. Modelled p50 within 5% of the same calls; below the peer's where fewer requests.
+  const peerP50 = inputs.latencyP50[inputs.peer];
+  const peerRequests = inputs.requests[inputs.peer]?.first;
+  for (const row of inputs.toolkitRows) {
+    const p50 = inputs.latencyP50[row];
+    const baseline = inputs.sameCalls[row];
+    const description =
+      'modelled p50 per batch of 10 within 5% of the hand-written handler making the same calls';
+    if (p50 === undefined || baseline === undefined || inputs.latencyP50[baseline] === undefined) {
+      results.push(
+        notMeasured(
+          'latency-vs-same-calls',
+          row,
+          description,
+          LATENCY_VS_SAME_CALLS_LIMIT,
+          'at-most',
+          'not measured: no hand-written baseline makes these calls',
+        ),
+      );
+    } else {
       results.push({
-        id: 'cpu-vs-bare',
-        subject: `${mode} (same calls)`,
-        description:
-          'client CPU per record at most 1.1x a hand-written handler making the same calls (DESIGN.md)',
-        value: sameCalls.median,
-        limit: CPU_RATIO_LIMIT,
+        id: 'latency-vs-same-calls',
+        subject: row,
+        description,
+        value: p50 / inputs.latencyP50[baseline]!,
+        limit: LATENCY_VS_SAME_CALLS_LIMIT,
         comparison: 'at-most',
-        ...judgeRatio(sameCalls, CPU_RATIO_LIMIT, 'at-most'),
+        ...judge(p50 / inputs.latencyP50[baseline]!, LATENCY_VS_SAME_CALLS_LIMIT, 'at-most', times),
+      });
+    }
+    const rowRequests = inputs.requests[row]?.first;
+    const peerDescription = `modelled p50 per batch of 10 below the peer's (${inputs.peer}), in a mode making fewer requests`;
+    if (
+      p50 === undefined ||
+      peerP50 === undefined ||
+      rowRequests === undefined ||
+      peerRequests === undefined
+    ) {
+      results.push(notMeasured('latency-vs-peer', row, peerDescription, 1, 'below', 'not measured'));
+    } else if (rowRequests >= peerRequests) {
+      results.push(
+        notMeasured(
+          'latency-vs-peer',
+          row,
+          peerDescription,
+          1,
+          'below',
+          `not applicable: ${count(rowRequests)} requests per first delivery, as many as ${inputs.peer} (${count(peerRequests)}); modelled p50 ${millis(p50)} against ${millis(peerP50)}`,
+        ),
+      );
+    } else {
+      results.push({
+        id: 'latency-vs-peer',
+        subject: row,
+        description: peerDescription,
+        value: p50,
+        limit: peerP50,
+        comparison: 'below',
+        ...judge(p50, peerP50, 'below', millis),
       });
     }
   }
-  for (const mode of inputs.modes) {
-    const ratio = inputs.throughputRatioVsPowertools[mode];
+
+  // 3. Dollars per million first deliveries below the peer's; a cached duplicate costs 0 requests.
+  const peerDollars = inputs.dollarsFirst[inputs.peer];
+  for (const row of ['marker', 'entity', atomicOnItem ?? 'atomic-marker-on-item']) {
+    const description = `dollars per million first deliveries below the peer's (${inputs.peer})`;
+    const value = inputs.dollarsFirst[row];
+    if (value === undefined || peerDollars === undefined) {
+      results.push(
+        notMeasured(
+          'dollars-vs-peer',
+          row,
+          description,
+          peerDollars ?? 0,
+          'below',
+          row === atomicOnItem || row === 'atomic-marker-on-item' ? FEATURE_MISSING : 'not measured',
+        ),
+      );
+      continue;
+    }
     results.push({
-      id: 'throughput-vs-powertools',
-      subject: mode,
-      description: 'records per second at least 1.7x Powertools (stub transport)',
-      value: ratio?.median ?? null,
-      limit: THROUGHPUT_RATIO_LIMIT,
-      comparison: 'at-least',
-      ...judgeRatio(ratio, THROUGHPUT_RATIO_LIMIT, 'at-least'),
+      id: 'dollars-vs-peer',
+      subject: row,
+      description,
+      value,
+      limit: peerDollars,
+      comparison: 'below',
+      ...judge(value, peerDollars, 'below', dollars),
     });
   }
-  const kilobytes = inputs.runtimeBytesMinified / 1024;
-  results.push({
-    id: 'runtime-size',
-    subject: 'lambda/index.ts',
-    description: "the toolkit's own runtime code at most 15 KB minified (AWS SDK external)",
-    value: kilobytes,
-    limit: RUNTIME_BYTES_LIMIT / 1024,
-    comparison: 'at-most',
-    ...judge(kilobytes, RUNTIME_BYTES_LIMIT / 1024, 'at-most', (value) => `${value.toFixed(1)} KB`),
-  });
+  const cached = inputs.featureRows['completed-record-cache'];
+  const cacheDescription = 'a duplicate with the completed-record cache on costs 0 requests (warm container)';
+  const cachedRequests = cached === undefined ? undefined : inputs.requests[cached]?.duplicate;
+  if (cachedRequests === undefined) {
+    results.push(
+      notMeasured(
+        'cache-duplicate',
+        cached ?? 'completed-record cache',
+        cacheDescription,
+        0,
+        'equal',
+        FEATURE_MISSING,
+      ),
+    );
+  } else {
+    results.push({
+      id: 'cache-duplicate',
+      subject: cached!,
+      description: cacheDescription,
+      value: cachedRequests,
+      limit: 0,
+      comparison: 'equal',
+      met: cachedRequests === 0,
+      verdict: `${cachedRequests === 0 ? 'met' : 'missed'}: ${count(cachedRequests)} requests per duplicate`,
+    });
+  }
+
+  // 4. CPU against the same calls: the interval's upper end at most 1.10.
+  for (const row of inputs.toolkitRows) {
+    const description = `client CPU per record vs the hand-written handler making the same calls: upper end of the 95% interval at most ${CPU_RATIO_LIMIT.toFixed(2)}x`;
+    const interval = inputs.cpuRatioVsSameCalls[row];
+    if (!interval) {
+      results.push(
+        notMeasured(
+          'cpu-vs-same-calls',
+          row,
+          description,
+          CPU_RATIO_LIMIT,
+          'at-most',
+          'not measured: no hand-written baseline makes these calls',
+        ),
+      );
+      continue;
+    }
+    const judged = judge(interval.ciHigh, CPU_RATIO_LIMIT, 'at-most', times);
+    results.push({
+      id: 'cpu-vs-same-calls',
+      subject: row,
+      description,
+      value: interval.ciHigh,
+      limit: CPU_RATIO_LIMIT,
+      comparison: 'at-most',
+      met: judged.met,
+      verdict: `${judged.verdict}; median ${times(interval.median)}, interval ${times(interval.ciLow)}–${times(interval.ciHigh)}`,
+    });
+  }
+
+  // 5. Init time added to the bare handler within the identical-bundle noise band.
+  for (const row of inputs.toolkitRows) {
+    const description = 'module init time added to the bare handler within the identical-bundle noise band';
+    const added = inputs.initAddedMillis[row];
+    if (added === undefined) {
+      results.push(
+        notMeasured('init-vs-noise', row, description, inputs.initNoiseBandMillis, 'at-most', 'not measured'),
+      );
+      continue;
+    }
+    results.push({
+      id: 'init-vs-noise',
+      subject: row,
+      description,
+      value: added,
+      limit: inputs.initNoiseBandMillis,
+      comparison: 'at-most',
+      ...judge(Math.max(0, added), inputs.initNoiseBandMillis, 'at-most', millis),
+      ...(added < 0
+        ? {
+            verdict: `met: ${millis(added)} (faster than the bare handler; noise band ${millis(inputs.initNoiseBandMillis)})`,
+          }
+        : {}),
+    });
+  }
   return results;
 }

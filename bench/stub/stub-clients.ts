@@ -11,13 +11,19 @@ export interface StubClient {
   readonly stub: StubRequestHandler;
 }
 
-/** Creates a `DynamoDBClient` answering from `table`, with its own request counts. */
-export function createStubClient(table: StubTable): StubClient {
+/**
+ * Creates a `DynamoDBClient` answering from `table`, with its own request counts. `wrap`, if
+ * given, sits between the client and the stub (the request tracer uses it).
+ */
+export function createStubClient(
+  table: StubTable,
+  wrap?: (stub: StubRequestHandler) => StubRequestHandler,
+): StubClient {
   const stub = createStubRequestHandler(table);
   const client = new DynamoDBClient({
     region: 'us-east-1',
     credentials: { accessKeyId: 'AKIDBENCHMARK', secretAccessKey: 'bench-secret' },
-    requestHandler: stub as unknown as DynamoDBClient['config']['requestHandler'],
+    requestHandler: (wrap ? wrap(stub) : stub) as unknown as DynamoDBClient['config']['requestHandler'],
   });
   return { client, stub };
 }

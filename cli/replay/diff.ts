@@ -23,9 +23,11 @@ export type ChangeKind = 'item-added' | 'item-removed' | 'added' | 'removed' | '
 
 /** One difference between the state after the first replay and after the second. */
 export interface Difference {
+  /** The table the item is in. */
   readonly table: string;
   /** The key attributes of the item (DynamoDB JSON). */
   readonly key: Item;
+  /** What changed between the replays. */
   readonly change: ChangeKind;
   /**
    * Where in the item: `processedAt`, `address.city`, `lines[2].qty`; names that are not

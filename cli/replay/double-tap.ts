@@ -19,7 +19,9 @@ import { createTableSnapshot, type TableSnapshot } from './snapshot';
 
 /** Passed to a custom `drain` hook after each replay has been sent. */
 export interface DrainContext {
+  /** Which replay (1 or 2). */
   readonly pass: Pass;
+  /** The queue the messages were sent to. */
   readonly queueUrl: string;
   /** Messages sent in this pass. */
   readonly messages: number;
@@ -33,7 +35,9 @@ export interface DoubleTapOptions {
   readonly queueUrl: string;
   /** The tables the consumer writes, snapshotted after each replay. At least one. */
   readonly tables: readonly string[];
+  /** The SQS client that sends the messages and reads the queue's counters. */
   readonly sqs: SQSClient;
+  /** The DynamoDB client that snapshots the tables. */
   readonly dynamodb: DynamoDBClient;
   /**
    * Longest wait for the queue to drain, per replay, in seconds. A custom `drain` hook

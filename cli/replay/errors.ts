@@ -27,9 +27,16 @@ export type ReplayErrorCode =
 
 /** An error of the replay tool, with a message written for the person running it. */
 export class ReplayError extends Error {
+  /** The class name, `ReplayError`. */
   override readonly name = 'ReplayError';
+  /** What failed; recognise the error by it (`isReplayError`). */
   readonly code: ReplayErrorCode;
 
+  /**
+   * @param code - what failed
+   * @param message - a description for people
+   * @param options - `cause`: the underlying error
+   */
   constructor(code: ReplayErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;

@@ -10,8 +10,11 @@ import type { Item, TableSnapshot } from './snapshot';
 export interface ReplaySummary {
   /** Messages in the log (sent once per replay). */
   readonly messages: number;
+  /** The tables after the first replay. */
   readonly firstSnapshot: readonly TableSnapshot[];
+  /** The tables after the second replay. */
   readonly secondSnapshot: readonly TableSnapshot[];
+  /** What the second replay changed; empty when the consumer is idempotent. */
   readonly differences: readonly Difference[];
 }
 

@@ -1,11 +1,14 @@
 /**
  * The double-tap test helper and its building blocks, for users' own test suites.
+ *
+ * @module effectively-once/replay
  */
 
 export type { ChangeKind, Difference } from './diff';
 export { diffSnapshots } from './diff';
 export type { DoubleTapOptions, DoubleTapResult, DrainContext } from './double-tap';
 export { doubleTap } from './double-tap';
+export type { QueueCounters } from './drain';
 export type { ReplayErrorCode } from './errors';
 export { isReplayError, ReplayError } from './errors';
 export type { FormatOptions, ReplaySummary } from './format';

@@ -30,8 +30,11 @@ export interface LogEntry {
   readonly line: number;
   /** The body text exactly as it will be sent. */
   readonly body: string;
+  /** Message attributes to send (strings as `String`, numbers as `Number`). */
   readonly attributes: Readonly<Record<string, string | number>>;
+  /** The message group id (FIFO queues). */
   readonly groupId?: string;
+  /** The deduplication id (FIFO queues). */
   readonly deduplicationId?: string;
 }
 

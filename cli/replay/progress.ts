@@ -11,26 +11,60 @@ export type Pass = 1 | 2;
 
 /** A step of a double tap, reported through `onProgress`. */
 export type ProgressEvent =
-  | { readonly phase: 'send'; readonly pass: Pass; readonly sent: number; readonly total: number }
   | {
+      /** Messages are being sent. */
+      readonly phase: 'send';
+      /** Which replay. */
+      readonly pass: Pass;
+      /** Messages sent so far in this pass. */
+      readonly sent: number;
+      /** Messages to send in this pass. */
+      readonly total: number;
+    }
+  | {
+      /** Waiting for the consumer to drain the queue. */
       readonly phase: 'drain';
+      /** Which replay. */
       readonly pass: Pass;
       /** Messages sent in this pass, to scale the bar. */
       readonly total: number;
+      /** The queue's approximate counters at this poll. */
       readonly counters: QueueCounters;
+      /** Time spent waiting so far. */
       readonly elapsedMillis: number;
     }
-  | { readonly phase: 'drained'; readonly pass: Pass; readonly elapsedMillis: number }
   | {
-      readonly phase: 'snapshot';
+      /** The queue is drained. */
+      readonly phase: 'drained';
+      /** Which replay. */
       readonly pass: Pass;
+      /** Time the drain took. */
+      readonly elapsedMillis: number;
+    }
+  | {
+      /** A table is being snapshotted. */
+      readonly phase: 'snapshot';
+      /** Which replay. */
+      readonly pass: Pass;
+      /** The table's name. */
       readonly table: string;
+      /** Items read so far. */
       readonly items: number;
+      /** True once the whole table is read. */
       readonly complete: boolean;
     }
-  | { readonly phase: 'dedup-window'; readonly remainingMillis: number }
-  /** Something the person running the replay should know before it waits (one sentence). */
-  | { readonly phase: 'notice'; readonly message: string };
+  | {
+      /** Waiting for the FIFO deduplication window to pass before the second replay. */
+      readonly phase: 'dedup-window';
+      /** Time left to wait. */
+      readonly remainingMillis: number;
+    }
+  | {
+      /** Something the person running the replay should know before it waits. */
+      readonly phase: 'notice';
+      /** The notice, one sentence. */
+      readonly message: string;
+    };
 
 /** Writes progress events somewhere. */
 export interface ProgressReporter {

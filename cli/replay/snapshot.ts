@@ -10,6 +10,7 @@ export type Item = Record<string, AttributeValue>;
 
 /** Every item of one table at one moment, in a stable order. */
 export interface TableSnapshot {
+  /** The table's name. */
   readonly table: string;
   /** The partition key attribute name, then the sort key attribute name if the table has one. */
   readonly keyAttributes: readonly string[];

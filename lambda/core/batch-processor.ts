@@ -86,7 +86,7 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  *
  * Records that have not started `deadlineMarginMillis` before the Lambda timeout are retried
  * (`DEADLINE`) without running; the margin is capped at half the invocation's remaining time
- * ({@link deadlineMarginFor}), so every invocation with time left starts records.
+ * (`deadlineMarginFor`), so every invocation with time left starts records.
  *
  * With `completedCache`, a message found there (same scoped key and fingerprint, not expired) is
  * acknowledged as a duplicate without running its mode: no request, its line says
@@ -198,7 +198,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       remainingMillis === undefined
         ? Infinity
         : clock() + remainingMillis - deadlineMarginFor(config.deadlineMarginMillis, remainingMillis);
-    const prepared = records.map((record) => prepareMessage(record, config));
+    const prepared = records.map((record) => prepareMessage(record, config, context));
 
     const lastOfGroup = new Map<string, number>();
     const lastOfKey = new Map<string, number>();

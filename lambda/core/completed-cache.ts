@@ -33,7 +33,7 @@ import { isExpired } from './time';
 /** The options of the completed-record cache (`completedCache` of every SQS entry point). */
 export interface CompletedCacheOptions {
   /**
-   * How many completed messages to keep, from 1 to {@link MAX_COMPLETED_CACHE_ENTRIES}; the least
+   * How many completed messages to keep, from 1 to `MAX_COMPLETED_CACHE_ENTRIES`; the least
    * recently used one is evicted first.
    */
   readonly maxEntries: number;

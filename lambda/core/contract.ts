@@ -45,7 +45,9 @@ export const ENTITY_FINGERPRINT_ATTRIBUTE = 'eoFingerprint';
 
 /** Values of the `status` attribute. */
 export const INBOX_STATUS = /* @__PURE__ */ Object.freeze({
+  /** The message or effect is done: a later delivery is a duplicate. */
   completed: 'COMPLETED',
+  /** Two-phase: a claim whose effect has not completed (held while its lease lasts). */
   inProgress: 'IN_PROGRESS',
 });
 
@@ -88,13 +90,21 @@ export const MAX_COMPLETED_CACHE_ENTRIES = 10_000;
 
 /** Metric names, one per outcome, emitted in Embedded Metric Format and used by alarms. */
 export const METRICS = /* @__PURE__ */ Object.freeze({
+  /** Messages processed: the marker (and the writes) stored, the effect run. */
   processed: 'Processed',
+  /** Messages acknowledged as duplicates of a completed record. */
   duplicate: 'Duplicate',
+  /** Messages whose key another delivery holds in progress (retried). */
   inFlight: 'InFlight',
+  /** Messages whose key is held with another payload fingerprint (dead-lettered). */
   mismatch: 'Mismatch',
+  /** Messages older than the stored version of their item (`putIfNewer`), acknowledged. */
   stale: 'Stale',
+  /** Messages reported as batch item failures after a transient failure. */
   retry: 'Retry',
+  /** Messages dead-lettered after a permanent failure. */
   permanent: 'Permanent',
+  /** Two-phase claims taken over after their lease ended (events, not messages). */
   takeover: 'Takeover',
   /** Duplicates acknowledged from the completed-record cache, without a request (also counted as `Duplicate`). */
   cacheHit: 'CacheHit',
@@ -124,12 +134,20 @@ export const DEDUPLICATION_ID_ATTRIBUTE = 'eo-deduplication-id';
 
 /** Message attributes set on a message that is dead-lettered directly (`deadLetter: 'direct'`). */
 export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** Why the message was dead-lettered (truncated; the full reason is in the log line). */
   reason: 'eo-reason',
+  /** The error code (`ERROR_CODES`). */
   code: 'eo-code',
+  /** The consumer that dead-lettered it. */
   consumer: 'eo-consumer',
+  /** The scoped dedup key (or its hash), when one was derived. */
   dedupKey: 'eo-dedup-key',
+  /** The message id of the delivery that was dead-lettered. */
   sourceMessageId: 'eo-source-message-id',
-  /** The original FIFO deduplication id: see {@link DEDUPLICATION_ID_ATTRIBUTE}. */
+  /**
+   * The original FIFO deduplication id, kept across repeated dead letters, which
+   * `fromDeduplicationId` prefers (the attribute name is `eo-deduplication-id`).
+   */
   deduplicationId: DEDUPLICATION_ID_ATTRIBUTE,
 });
 
@@ -140,9 +158,13 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
  * sequence number to read it again from, and a Kinesis record's partition key.
  */
 export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** The stream (or table stream) ARN. */
   eventSourceArn: 'eo-event-source-arn',
+  /** The shard (Kinesis only). */
   shardId: 'eo-shard-id',
+  /** The record's sequence number, to read it again from. */
   sequenceNumber: 'eo-sequence-number',
+  /** The Kinesis record's partition key. */
   partitionKey: 'eo-partition-key',
 });
 

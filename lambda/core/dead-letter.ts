@@ -24,11 +24,15 @@ export type { DeadLetterMode } from './contract';
 export interface DeadLetterMessage {
   /** The original body, unchanged, so the message can be redriven after a fix. */
   readonly body: string;
+  /** Why the message can never succeed. */
   readonly reason: string;
+  /** The error code of the failure. */
   readonly code: ErrorCode;
+  /** The consumer that dead-letters it. */
   readonly consumer: string;
   /** The dedup key, when the message got as far as having one. */
   readonly dedupKey?: string;
+  /** The SQS message id of the failed delivery. */
   readonly sourceMessageId: string;
   /** The original message attributes. */
   readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
@@ -43,5 +47,6 @@ export interface DeadLetterMessage {
 
 /** Sends one message to the dead-letter queue; a rejection means it was not sent. */
 export interface DeadLetterSender {
+  /** Sends `message`; resolves once the queue accepted it. */
   send(message: DeadLetterMessage): Promise<void>;
 }

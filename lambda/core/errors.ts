@@ -16,13 +16,21 @@ export type Disposition = 'retry' | 'permanent' | 'configuration';
  * dropped) or `configuration` (thrown at cold start, the function fails to initialise).
  */
 export const ERROR_CODES = Object.freeze({
+  /** DynamoDB or SQS throttled the request (or answered HTTP 429). */
   THROTTLED: 'retry',
+  /** An AWS 5xx or an unrecognised AWS error. */
   SERVICE_UNAVAILABLE: 'retry',
+  /** A concurrent transaction touched the same items. */
   TRANSACTION_CONFLICT: 'retry',
+  /** A socket error or timeout before an answer arrived. */
   NETWORK: 'retry',
+  /** Another delivery holds the key in progress (its lease has not ended). */
   IN_FLIGHT: 'retry',
+  /** The record had not started `deadlineMarginMillis` before the Lambda timeout. */
   DEADLINE: 'retry',
+  /** FIFO: an earlier record of the same message group failed in this batch, so this one did not run. */
   GROUP_BLOCKED: 'retry',
+  /** The user's `handle` threw an error that is not a toolkit error. */
   HANDLER_FAILED: 'retry',
   /** The store returned a record whose `expiresAt` has passed: treated as absent, retried. */
   EXPIRED_RECORD: 'retry',
@@ -32,20 +40,33 @@ export const ERROR_CODES = Object.freeze({
   LEASE_LOST: 'retry',
   /** A non-toolkit error outside the user's handler (for example from an injected store). */
   UNEXPECTED: 'retry',
+  /** The body could not be parsed (not JSON, or the `parseBody` option threw). */
   MALFORMED_BODY: 'permanent',
+  /** The dedup key source found no value in the message. */
   MISSING_KEY: 'permanent',
+  /** The dedup key value is not a usable key (empty, or not a string or number). */
   INVALID_KEY: 'permanent',
+  /** A live record holds the key with another payload fingerprint. */
   PAYLOAD_MISMATCH: 'permanent',
+  /** An item would exceed DynamoDB's 400 KB item limit. */
   ITEM_TOO_LARGE: 'permanent',
+  /** The commit would exceed DynamoDB's 100 items per transaction. */
   TOO_MANY_WRITES: 'permanent',
+  /** The commit would exceed DynamoDB's 4 MB per transaction. */
   TRANSACTION_TOO_LARGE: 'permanent',
+  /** DynamoDB rejected the request as invalid (`ValidationException`). */
   VALIDATION: 'permanent',
+  /** A condition of the user's own business writes failed inside the commit. */
   BUSINESS_CONDITION_FAILED: 'permanent',
+  /** The user's `handle` threw a `PermanentError`; its message is the reason. */
   PERMANENT: 'permanent',
   /** Two-phase: a claim past `stuckAfterMillis` or `maxTakeovers`; a human decides (see `TwoPhaseOptions`). */
   STUCK_IN_PROGRESS: 'permanent',
+  /** An option failed validation at creation (cold start). */
   INVALID_OPTIONS: 'configuration',
+  /** A table or queue does not exist (`ResourceNotFoundException`). */
   MISSING_RESOURCE: 'configuration',
+  /** The function's role may not call the table or queue. */
   ACCESS_DENIED: 'configuration',
   /** The Lambda event is not an SQS event (no `Records` list). */
   INVALID_EVENT: 'configuration',
@@ -56,10 +77,18 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** Base class of every error the toolkit throws. Recognise it with `isEffectivelyOnceError`. */
 export class EffectivelyOnceError extends Error {
+  /** The class name, `EffectivelyOnceError` (subclasses set their own). */
   override readonly name: string = 'EffectivelyOnceError';
+  /** What failed; recognise errors by this, never by `instanceof`. */
   readonly code: ErrorCode;
+  /** How the batch treats the failure, `ERROR_CODES[code]`. */
   readonly disposition: Disposition;
 
+  /**
+   * @param code - what failed (one of `ERROR_CODES`)
+   * @param message - a description for logs; never quote a message body in it
+   * @param options - `cause`: the underlying error
+   */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
@@ -75,8 +104,13 @@ export class EffectivelyOnceError extends Error {
  * if (!order.items.length) throw new PermanentError('order has no items');
  */
 export class PermanentError extends EffectivelyOnceError {
+  /** The class name, `PermanentError`. */
   override readonly name = 'PermanentError';
 
+  /**
+   * @param reason - why the message can never succeed; carried to the dead letter and the log
+   * @param options - `cause`: the underlying error
+   */
   constructor(reason: string, options?: { cause?: unknown }) {
     super('PERMANENT', reason, options);
   }

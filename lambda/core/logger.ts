@@ -10,13 +10,17 @@ export type { LogLevel } from './contract';
 
 /** One structured log line. */
 export interface LogEntry {
+  /** The entry's level. */
   readonly level: Exclude<LogLevel, 'silent'>;
+  /** A fixed text naming what happened (never a body). */
   readonly message: string;
+  /** Structured fields: consumer, dedup key (or its hash), message id, outcome, code. */
   readonly [field: string]: unknown;
 }
 
 /** Where log lines go. Inject one to route lines elsewhere (the core filters by level first). */
 export interface Logger {
+  /** Writes one entry; an error it throws is swallowed. */
   log(entry: LogEntry): void;
 }
 

@@ -21,7 +21,7 @@ import {
   nodeAt,
   readJson,
 } from './json-text';
-import type { SqsMessageAttribute, SqsRecord } from './sqs-event';
+import type { LambdaContext, SqsMessageAttribute, SqsRecord } from './sqs-event';
 
 /** One message, typed: what a user's handler receives. */
 export interface Message<TBody = unknown> {
@@ -46,6 +46,13 @@ export interface Message<TBody = unknown> {
   readonly correlationId: string;
   /** The raw SQS record, for system attributes such as `ApproximateReceiveCount`. */
   readonly record: SqsRecord;
+  /**
+   * The Lambda context of the invocation, as the runtime passed it (typed with the fields the
+   * toolkit reads; the runtime's object has them all): for example `getRemainingTimeInMillis()`
+   * before a long call, or `awsRequestId` for a downstream log. `undefined` when the handler is
+   * called without one (the long-running worker, tests).
+   */
+  readonly context?: LambdaContext;
 }
 
 /** How the body is parsed: JSON, left as text, or a typed function (which may validate). */
@@ -155,9 +162,14 @@ function exactBodyNumberKey(value: KeyValue, source: KeySource<never>, readBody:
 /**
  * Parses, keys and fingerprints one record. The default fingerprint is the canonical JSON of
  * the body text when it is JSON (read losslessly, so every digit of a number counts), else of the
- * raw body string. Never throws.
+ * raw body string. `context` is the invocation's Lambda context, handed to the user's handler.
+ * Never throws.
  */
-export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<TBody>): Prepared<TBody> {
+export function prepareMessage<TBody>(
+  record: SqsRecord,
+  config: PrepareConfig<TBody>,
+  context?: LambdaContext,
+): Prepared<TBody> {
   let correlationId = record.messageId;
   let dedupKey: string | undefined;
   let scopedKey: string | undefined;
@@ -210,6 +222,7 @@ export function prepareMessage<TBody>(record: SqsRecord, config: PrepareConfig<T
       groupId: record.attributes?.MessageGroupId,
       correlationId,
       record,
+      context,
     };
     let fingerprint: string;
     const pick = config.fingerprint;

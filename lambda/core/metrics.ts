@@ -12,14 +12,23 @@ import { type LineWriter, type LogEntry, writeStdoutLine } from './logger';
  * message is counted by its outcome too).
  */
 export interface OutcomeCounts {
+  /** Messages processed (metric `Processed`). */
   processed: number;
+  /** Messages acknowledged as duplicates (`Duplicate`). */
   duplicate: number;
+  /** Messages retried because another delivery holds their key (`InFlight`). */
   inFlight: number;
+  /** Messages dead-lettered for a payload mismatch (`Mismatch`). */
   mismatch: number;
+  /** Messages older than their stored item, acknowledged (`Stale`). */
   stale: number;
+  /** Messages retried after a transient failure (`Retry`). */
   retry: number;
+  /** Messages dead-lettered after a permanent failure (`Permanent`). */
   permanent: number;
+  /** Two-phase claims taken over (`Takeover`). */
   takeover: number;
+  /** Duplicates answered from the completed-record cache, without a request (`CacheHit`). */
   cacheHit: number;
 }
 
@@ -30,6 +39,10 @@ export function createOutcomeCounts(): OutcomeCounts {
 
 /** Where the counts of one invocation go. */
 export interface MetricsSink {
+  /**
+   * Publishes the counts of one invocation of `context.consumer`, measured at
+   * `context.timestampMillis`; an error it throws is logged, never rethrown.
+   */
   publish(
     counts: Readonly<OutcomeCounts>,
     context: { readonly consumer: string; readonly timestampMillis: number },

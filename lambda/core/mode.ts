@@ -42,7 +42,9 @@ export interface ModeSettings<TStore> {
   readonly consumer: string;
   /** Inbox record lifetime, seconds. */
   readonly ttlSeconds: number;
+  /** The clock every step reads, epoch milliseconds. */
   readonly clock: Clock;
+  /** The entry point's defaults for the mode's own options. */
   readonly defaults: ModeDefaults;
 }
 
@@ -62,8 +64,11 @@ export interface ModeStepInput {
  * took over (metric `Takeover`) and, when the message is done for good, the record that says so.
  */
 export interface ModeStepResult {
+  /** What happened to the message. */
   readonly outcome: Outcome;
+  /** The step's own log entries, logged before the outcome's line. */
   readonly logs: readonly LogEntry[];
+  /** Claims the step took over after their lease ended. */
   readonly takeovers: number;
   /**
    * Set only with a `processed` or `duplicate` outcome whose record is final: one this step
@@ -73,7 +78,10 @@ export interface ModeStepResult {
    * (released if its effect fails). The completed-record cache keeps such messages until
    * `expiresAt` (epoch seconds; `Number.MAX_SAFE_INTEGER` for a record that never expires).
    */
-  readonly completed?: { readonly expiresAt: number };
+  readonly completed?: {
+    /** When the record expires, epoch seconds. */
+    readonly expiresAt: number;
+  };
 }
 
 /** A mode ready to process messages. */
@@ -90,7 +98,9 @@ export interface ModeProcessor<TBody> {
  * store port the mode needs.
  */
 export interface Mode<TBody = unknown, TStore = unknown> {
+  /** The mode's name, as logs, metrics and the construct spell it. */
   readonly name: ModeName;
+  /** The store port the mode needs. */
   readonly capability: StoreCapability;
   /**
    * Validates the mode's own options against `settings` and returns the processor. Throws

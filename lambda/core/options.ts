@@ -121,6 +121,7 @@ export interface CommonOptions<TBody, TStore = unknown> {
 export type BatchProcessorOptions<TBody, TStore = unknown> = CommonOptions<TBody, TStore> & {
   /** The store of the mode's capability (`MarkerStore`, `AtomicStore`, `EntityStore`, `LeaseStore`). */
   readonly store: TStore;
+  /** The clock, epoch milliseconds (inject one in tests). */
   readonly clock: Clock;
 };
 

@@ -8,10 +8,11 @@ import type { InboxRecord } from './store-port';
 
 /** A failure outcome's details, for the log line and the dead-letter reason. */
 export interface FailureDetails {
+  /** The error code of the failure (its disposition matches the outcome). */
   readonly code: ErrorCode;
   /**
    * Human-readable reason, safe to log: the toolkit's own text, or the class (and `code`) of an
-   * error thrown by user code or a library, never its message (see {@link outcomeOfError}).
+   * error thrown by user code or a library, never its message.
    */
   readonly reason: string;
   /** The class name of the underlying error, when there is one. */
@@ -27,20 +28,34 @@ export interface FailureDetails {
 
 /** What happened to one message. */
 export type Outcome =
-  /** The effect ran and its marker is stored. Acknowledged. */
-  | { readonly kind: 'processed' }
-  /** A live record with the same fingerprint exists: the effect already happened. Acknowledged. */
-  | { readonly kind: 'duplicate' }
-  /** A newer version is already stored (`putIfNewer`): nothing was written. Acknowledged. */
-  | { readonly kind: 'stale' }
-  /** Another delivery holds the key (`IN_PROGRESS`). Retried later. */
-  | { readonly kind: 'in-flight' }
-  /** A live record with a different fingerprint holds the key. Permanent: dead-lettered. */
-  | ({ readonly kind: 'mismatch' } & FailureDetails)
-  /** A transient failure. Reported as a batch item failure. */
-  | ({ readonly kind: 'retry' } & FailureDetails)
-  /** A failure that no retry can fix. Dead-lettered with the reason. */
-  | ({ readonly kind: 'permanent' } & FailureDetails);
+  | {
+      /** The effect ran and its marker is stored. Acknowledged. */
+      readonly kind: 'processed';
+    }
+  | {
+      /** A live record with the same fingerprint exists: the effect already happened. Acknowledged. */
+      readonly kind: 'duplicate';
+    }
+  | {
+      /** A newer version is already stored (`putIfNewer`): nothing was written. Acknowledged. */
+      readonly kind: 'stale';
+    }
+  | {
+      /** Another delivery holds the key (`IN_PROGRESS`). Retried later. */
+      readonly kind: 'in-flight';
+    }
+  | ({
+      /** A live record with a different fingerprint holds the key. Permanent: dead-lettered. */
+      readonly kind: 'mismatch';
+    } & FailureDetails)
+  | ({
+      /** A transient failure. Reported as a batch item failure. */
+      readonly kind: 'retry';
+    } & FailureDetails)
+  | ({
+      /** A failure that no retry can fix. Dead-lettered with the reason. */
+      readonly kind: 'permanent';
+    } & FailureDetails);
 
 /** The kind of an outcome. */
 export type OutcomeKind = Outcome['kind'];

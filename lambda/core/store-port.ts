@@ -19,6 +19,7 @@ export type InboxStatus = 'COMPLETED' | 'IN_PROGRESS';
 export interface InboxRecord {
   /** The scoped dedup key (`scopeKey(consumer, dedupKey[, effect])`). */
   readonly pk: string;
+  /** `COMPLETED`, or `IN_PROGRESS` while a claim with a lease holds the key. */
   readonly status: InboxStatus;
   /** SHA-256 hex of the canonical payload. */
   readonly fingerprint: string;
@@ -57,6 +58,7 @@ export type TransactWriteAction = NonNullable<TransactWriteCommandInput['Transac
 
 /** The business item that is its own marker (entity-as-marker mode). */
 export interface EntityWrite {
+  /** The business table. */
   readonly tableName: string;
   /** Name of the table's partition key attribute; the put is conditional on its absence. */
   readonly keyAttribute: string;
@@ -66,9 +68,16 @@ export interface EntityWrite {
 
 /** What the database said to a conditional insert. */
 export type InsertResult =
-  | { readonly kind: 'inserted' }
-  /** A live record already holds the key (expired records never stop an insert). */
-  | { readonly kind: 'existing'; readonly record: InboxRecord };
+  | {
+      /** The record was written: the key was free. */
+      readonly kind: 'inserted';
+    }
+  | {
+      /** A live record already holds the key (expired records never stop an insert). */
+      readonly kind: 'existing';
+      /** The live record that holds the key. */
+      readonly record: InboxRecord;
+    };
 
 /**
  * The put of a commit that carries the marker itself (atomic mode with `marker: 'item'`): the
@@ -89,16 +98,27 @@ export interface ItemMarker {
  * business writes alone with the marker on one of their puts).
  */
 export type CommitResult =
-  | { readonly kind: 'committed' }
-  /** A live marker holds the key: the inbox record, or the marked business item read as entity mode reads it. */
-  | { readonly kind: 'existing'; readonly record: InboxRecord }
-  /**
-   * A business write's own condition failed (for example a stock check); nothing was applied.
-   * `index` is the write's position in `writes` (0 = the first business write; the marker is
-   * not counted). For a marked put, its own `ConditionExpression` failed while its key was
-   * absent (or expired).
-   */
-  | { readonly kind: 'condition-failed'; readonly index: number; readonly message?: string };
+  | {
+      /** The marker and every business write were applied together. */
+      readonly kind: 'committed';
+    }
+  | {
+      /** A live marker holds the key: the inbox record, or the marked business item read as entity mode reads it. */
+      readonly kind: 'existing';
+      /** The live record that holds the key. */
+      readonly record: InboxRecord;
+    }
+  | {
+      /**
+       * A business write's own condition failed (for example a stock check); nothing was applied.
+       * For a marked put, its own `ConditionExpression` failed while its key was absent (or expired).
+       */
+      readonly kind: 'condition-failed';
+      /** The failed write's position in `writes` (0 = the first business write; the marker is not counted). */
+      readonly index: number;
+      /** DynamoDB's cancellation message for the write, when it sent one. */
+      readonly message?: string;
+    };
 
 /**
  * A put that applies only when the item is absent or carries an older version (a number or a
@@ -106,6 +126,7 @@ export type CommitResult =
  * absent.
  */
 export interface VersionedPutWrite {
+  /** The business table. */
   readonly TableName: string;
   /** The whole item, including its key and `Item[versionAttribute]`. */
   readonly Item: Record<string, unknown>;
@@ -129,7 +150,15 @@ export interface ReleaseGuard {
 }
 
 /** What the database said to a fenced update (complete, release, extend, replace). */
-export type FencedResult = { readonly kind: 'ok' } | { readonly kind: 'lost-ownership' };
+export type FencedResult =
+  | {
+      /** The write applied: the claim was still the caller's. */
+      readonly kind: 'ok';
+    }
+  | {
+      /** The record is gone, completed or claimed by someone else; it was left untouched. */
+      readonly kind: 'lost-ownership';
+    };
 
 /** Marker mode: a marker put before the effect, released when the effect fails. */
 export interface MarkerStore {
@@ -231,8 +260,16 @@ export interface LeaseStore {
   claimLease(
     record: InboxRecord,
     nowMillis: number,
-    takeover?: { readonly owner: string },
-  ): Promise<InsertResult & { readonly takeover?: boolean }>;
+    takeover?: {
+      /** The owner token of the claim to replace once its lease has ended. */
+      readonly owner: string;
+    },
+  ): Promise<
+    InsertResult & {
+      /** True when a live claim whose lease had ended was replaced. */
+      readonly takeover?: boolean;
+    }
+  >;
 
   /**
    * Two-phase: mark completed with an optional result, only while `owner` still holds the claim

@@ -8,20 +8,27 @@ import { EffectivelyOnceError } from '../core/errors';
 
 /** An API Gateway proxy event, payload format 1.0 (REST APIs; HTTP APIs configured for 1.0). */
 export interface ApiGatewayProxyEventV1 {
+  /** `'1.0'` from HTTP APIs; absent from REST APIs. */
   readonly version?: string;
+  /** The request method. */
   readonly httpMethod: string;
   /** The concrete path, for example `/orders/42`. */
   readonly path: string;
   /** The resource template, for example `/orders/{id}`. */
   readonly resource: string;
+  /** The last value of each header, by name as sent. */
   readonly headers?: Readonly<Record<string, string | undefined>> | null;
+  /** Every value of each header, in order. */
   readonly multiValueHeaders?: Readonly<Record<string, readonly string[] | undefined>> | null;
   /** The last value of each query parameter (decoded by API Gateway; as sent by an ALB). */
   readonly queryStringParameters?: Readonly<Record<string, string | undefined>> | null;
   /** Every value of each query parameter, in order (API Gateway; an ALB with multi-value headers on). */
   readonly multiValueQueryStringParameters?: Readonly<Record<string, readonly string[] | undefined>> | null;
+  /** The request body (base64 when `isBase64Encoded`). */
   readonly body?: string | null;
+  /** True when `body` is base64-encoded binary. */
   readonly isBase64Encoded?: boolean;
+  /** API Gateway's request context (authorizer, identity), for pickers. */
   readonly requestContext?: object;
 }
 
@@ -31,6 +38,7 @@ export interface ApiGatewayProxyEventV2 {
   readonly version: string;
   /** `METHOD /template`, or `$default` (function URLs, default routes). */
   readonly routeKey: string;
+  /** The concrete path, for example `/orders/42`. */
   readonly rawPath: string;
   /** The query string as sent, without `?` (percent-encoded). */
   readonly rawQueryString?: string;
@@ -38,10 +46,20 @@ export interface ApiGatewayProxyEventV2 {
   readonly queryStringParameters?: Readonly<Record<string, string | undefined>>;
   /** Lower-case names; repeated headers joined with commas. */
   readonly headers?: Readonly<Record<string, string | undefined>>;
+  /** The request's cookies. */
   readonly cookies?: readonly string[];
+  /** The request body (base64 when `isBase64Encoded`). */
   readonly body?: string;
+  /** True when `body` is base64-encoded binary. */
   readonly isBase64Encoded?: boolean;
-  readonly requestContext: { readonly http: { readonly method: string } };
+  /** The request context; the wrapper reads the method from it. */
+  readonly requestContext: {
+    /** The HTTP details of the request. */
+    readonly http: {
+      /** The request method. */
+      readonly method: string;
+    };
+  };
 }
 
 /** Any event the wrapper accepts. */
@@ -52,13 +70,17 @@ export type HttpEvent = ApiGatewayProxyEventV1 | ApiGatewayProxyEventV2;
  * result (`APIGatewayProxyResult`) and the 2.0 structured result.
  */
 export interface HttpResponse {
+  /** The HTTP status. */
   readonly statusCode: number;
+  /** Response headers by name. */
   readonly headers: Record<string, string>;
   /** Payload 1.0 only: repeated headers, replayed as the handler returned them. */
   readonly multiValueHeaders?: Record<string, string[]>;
   /** Payload 2.0 only: `Set-Cookie` values. */
   readonly cookies?: string[];
+  /** The response body (base64 when `isBase64Encoded`). */
   readonly body: string;
+  /** True when `body` is base64-encoded binary. */
   readonly isBase64Encoded: boolean;
 }
 
@@ -88,6 +110,7 @@ export interface HttpRequest<TEvent extends HttpEvent = HttpEvent> {
   readonly headers: Readonly<Record<string, string>>;
   /** The body as delivered (base64 when `isBase64Encoded`); `''` when there is none. */
   readonly body: string;
+  /** True when `body` is base64-encoded binary. */
   readonly isBase64Encoded: boolean;
 }
 
@@ -207,9 +230,22 @@ export function toHttpRequest<TEvent extends HttpEvent>(event: TEvent): HttpRequ
 
 /** What the `Idempotency-Key` header holds. */
 export type IdempotencyKeyHeader =
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'invalid'; readonly reason: string }
-  | { readonly kind: 'present'; readonly key: string };
+  | {
+      /** The request has no `Idempotency-Key` header. */
+      readonly kind: 'absent';
+    }
+  | {
+      /** The header is repeated, too long or not a valid value. */
+      readonly kind: 'invalid';
+      /** Why the key was refused, for the 400 answer. */
+      readonly reason: string;
+    }
+  | {
+      /** The header holds a usable key. */
+      readonly kind: 'present';
+      /** The key, as sent (a structured-field string unquoted). */
+      readonly key: string;
+    };
 
 const VISIBLE_ASCII = /^[\x20-\x7e]+$/;
 const SF_STRING = /^"((?:[^"\\]|\\["\\])*)"$/;

@@ -23,11 +23,17 @@ export const DEFAULT_MAX_RESPONSE_BYTES = MAX_ITEM_BYTES - 16 * 1024;
 
 /** A handler response as stored in the inbox record's `result` (as JSON text). */
 export interface StoredHttpResponse {
+  /** The HTTP status the handler answered. */
   readonly statusCode: number;
+  /** The handler's headers. */
   readonly headers?: Record<string, string>;
+  /** Payload 1.0: the handler's repeated headers. */
   readonly multiValueHeaders?: Record<string, string[]>;
+  /** Payload 2.0: the handler's `Set-Cookie` values. */
   readonly cookies?: string[];
+  /** The handler's body (absent when omitted for size). */
   readonly body?: string;
+  /** True when `body` is base64-encoded binary. */
   readonly isBase64Encoded?: boolean;
   /** Set when the response was over the cap: only the status (and headers, if they fit) were kept. */
   readonly omitted?: 'too-large';
@@ -35,16 +41,32 @@ export interface StoredHttpResponse {
 
 /** What the claim's answer means for the request. */
 export type ClaimDecision =
-  /** The key is ours (a first request, or a takeover of a crashed one): run the handler. */
-  | { readonly kind: 'run' }
-  /** The first request completed: answer with its stored response. */
-  | { readonly kind: 'replay'; readonly response: StoredHttpResponse }
-  /** The first request is still running: 409, retry after the lease ends. */
-  | { readonly kind: 'in-progress'; readonly retryAfterSeconds: number }
-  /** The key was used for a different request: 422. */
-  | { readonly kind: 'mismatch' }
-  /** The store returned a record it should have treated as absent, or an unreadable one: 503, retry. */
-  | { readonly kind: 'retry'; readonly reason: string };
+  | {
+      /** The key is ours (a first request, or a takeover of a crashed one): run the handler. */
+      readonly kind: 'run';
+    }
+  | {
+      /** The first request completed: answer with its stored response. */
+      readonly kind: 'replay';
+      /** The first request's stored response. */
+      readonly response: StoredHttpResponse;
+    }
+  | {
+      /** The first request is still running: 409, retry after the lease ends. */
+      readonly kind: 'in-progress';
+      /** Seconds until the lease ends, rounded up (the `Retry-After` header). */
+      readonly retryAfterSeconds: number;
+    }
+  | {
+      /** The key was used for a different request: 422. */
+      readonly kind: 'mismatch';
+    }
+  | {
+      /** The store returned a record it should have treated as absent, or an unreadable one: 503, retry. */
+      readonly kind: 'retry';
+      /** Why, for the log line. */
+      readonly reason: string;
+    };
 
 /** Seconds until `leaseExpiresAt`, rounded up, at least 1 (the `Retry-After` of a 409). */
 export function retryAfterSeconds(leaseExpiresAt: number | undefined, nowMillis: number): number {
@@ -223,9 +245,12 @@ export function problemResponse(
 
 /** The problem responses the wrapper answers with itself. */
 export const PROBLEMS = Object.freeze({
+  /** 400: the operation requires an `Idempotency-Key` header. */
   missingKey: () =>
     problemResponse(400, 'Idempotency-Key is missing', 'This operation requires an Idempotency-Key header.'),
+  /** 400: the header is not a usable key, with the reason. */
   invalidKey: (reason: string) => problemResponse(400, 'Idempotency-Key is invalid', reason),
+  /** 409 with `Retry-After`: the first request with the key is still running. */
   inProgress: (seconds: number) =>
     problemResponse(
       409,
@@ -233,16 +258,19 @@ export const PROBLEMS = Object.freeze({
       `Retry after ${seconds} second${seconds === 1 ? '' : 's'}.`,
       { 'Retry-After': String(seconds) },
     ),
+  /** 422: the key was used for a different request. */
   mismatch: () =>
     problemResponse(
       422,
       'Idempotency-Key is already used',
       'This Idempotency-Key was used for a different request; use a new key for a new request.',
     ),
+  /** 503 with `Retry-After: 1`: the store could not be reached. */
   unavailable: () =>
     problemResponse(503, 'Idempotency check unavailable', 'The idempotency store could not be reached.', {
       'Retry-After': '1',
     }),
+  /** 500: the check is misconfigured (missing table, denied access). */
   misconfigured: () =>
     problemResponse(500, 'Idempotency check failed', 'The idempotency check is misconfigured.'),
 });

@@ -1,6 +1,8 @@
 /**
  * effectively-once for HTTP: `Idempotency-Key` handling for API Gateway (REST and HTTP APIs)
  * and Lambda function URL handlers, on the same inbox table as the SQS handlers.
+ *
+ * @module effectively-once/http
  */
 export {
   type ApiGatewayProxyEventV1,

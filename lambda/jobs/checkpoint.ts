@@ -42,10 +42,13 @@ export interface CheckpointOptions {
   readonly store: Pick<LeaseStore, 'replace'> & Pick<MarkerStore, 'insert'>;
   /** The checkpoint record's partition key. */
   readonly pk: string;
+  /** The consumer name stored on the record. */
   readonly consumer: string;
   /** The run's owner token; makes every fingerprint this run writes unique. */
   readonly owner: string;
+  /** The clock, epoch milliseconds. */
   readonly clock: Clock;
+  /** How long the checkpoint record lives after each save, seconds. */
   readonly ttlSeconds: number;
 }
 

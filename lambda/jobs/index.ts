@@ -1,6 +1,8 @@
 /**
  * effectively-once for scheduled jobs and replayed batches: run each slot once, on the same
  * inbox table as the SQS handlers.
+ *
+ * @module effectively-once/jobs
  */
 export {
   CHECKPOINT_EFFECT,

@@ -100,7 +100,9 @@ export interface JobSlot {
 
 /** The run in progress, handed to the job's work. */
 export interface JobRun {
+  /** The job's name. */
   readonly job: string;
+  /** The slot being run (for example `2024-05-01`). */
   readonly slot: string;
   /** `true` when this run took the slot over from a run whose lease ended (it crashed). */
   readonly takeover: boolean;
@@ -125,14 +127,34 @@ export interface JobRun {
 
 /** What `run()` did. */
 export type JobResult<T> =
-  /** The work ran to the end; `takeover` when it took over a crashed run's slot. */
-  | { readonly ran: true; readonly result: T; readonly takeover: boolean }
-  /** The slot already completed: nothing ran. */
-  | { readonly ran: false; readonly reason: 'completed' }
-  /** Another run holds the slot until `leaseExpiresAt`: nothing ran. */
-  | { readonly ran: false; readonly reason: 'in-progress'; readonly leaseExpiresAt: number }
-  /** Another run took the slot over while this one worked; this run stopped. */
-  | { readonly ran: false; readonly reason: 'lease-lost' };
+  | {
+      /** The work ran to the end. */
+      readonly ran: true;
+      /** What the work returned. */
+      readonly result: T;
+      /** True when this run took over a crashed run's slot. */
+      readonly takeover: boolean;
+    }
+  | {
+      /** Nothing ran. */
+      readonly ran: false;
+      /** The slot already completed. */
+      readonly reason: 'completed';
+    }
+  | {
+      /** Nothing ran. */
+      readonly ran: false;
+      /** Another run holds the slot. */
+      readonly reason: 'in-progress';
+      /** Epoch milliseconds when the other run's lease ends. */
+      readonly leaseExpiresAt: number;
+    }
+  | {
+      /** This run stopped. */
+      readonly ran: false;
+      /** Another run took the slot over while this one worked. */
+      readonly reason: 'lease-lost';
+    };
 
 /** The guard: one per job module, created at module scope. */
 export interface JobGuard {

@@ -30,7 +30,7 @@ export type AtomicHandler<TBody> = (message: Message<TBody>, unitOfWork: UnitOfW
  */
 export type ItemMarkerHandler<TBody> = (message: Message<TBody>, unitOfWork: ItemMarkerUnitOfWork) => unknown;
 
-/** Options of {@link atomic}, fixed when the mode is created (cold start). */
+/** Options of `atomic`, fixed when the mode is created (cold start). */
 export interface AtomicOptions {
   /**
    * Where the marker goes. `'inbox'`: an inbox record put at index 0 of each commit. `'item'`:

@@ -58,9 +58,13 @@ export type MarkerPutWrite = PutWrite & {
  * });
  */
 export interface UnitOfWork {
+  /** Adds a put to the commit; returns its index among the business writes. */
   put(write: PutWrite): number;
+  /** Adds an update to the commit; returns its index among the business writes. */
   update(write: UpdateWrite): number;
+  /** Adds a delete to the commit; returns its index among the business writes. */
   delete(write: DeleteWrite): number;
+  /** Adds a condition check (a condition on an item not written); returns its index. */
   conditionCheck(write: ConditionCheckWrite): number;
   /**
    * Puts `Item` unless the stored item's `versionAttribute` is the same or newer.

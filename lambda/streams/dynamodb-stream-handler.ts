@@ -19,9 +19,13 @@ import {
  * An image is present only when the stream's view type carries it.
  */
 export interface DynamoDbChange<TItem = Record<string, unknown>> {
+  /** What changed the item. */
   readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  /** The item's key attributes, unmarshalled. */
   readonly keys: Record<string, unknown>;
+  /** The item after the change, unmarshalled, when the stream records it. */
   readonly newImage?: TItem;
+  /** The item before the change, unmarshalled, when the stream records it. */
   readonly oldImage?: TItem;
 }
 

@@ -2,6 +2,8 @@
  * effectively-once/streams: idempotent consumers of Kinesis Data Streams and DynamoDB Streams,
  * with the modes, stores and outcomes of the package root. Every public name is listed here
  * explicitly.
+ *
+ * @module effectively-once/streams
  */
 
 export { STREAM_RECORD_ATTRIBUTES } from '../core/contract';

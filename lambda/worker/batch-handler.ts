@@ -41,7 +41,9 @@ export type MessageBatchHandler = (messages: Message[]) => Promise<Message[]>;
 
 /** One message to hand back to the queue, and for how long it stays hidden first. */
 export interface RetryPlan {
+  /** The message to make visible again. */
   readonly message: Message;
+  /** Its new visibility timeout, seconds. */
   readonly delaySeconds: number;
 }
 

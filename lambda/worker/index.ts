@@ -4,6 +4,8 @@
  *
  * @example
  * import { createSqsWorker } from 'effectively-once/worker';
+ *
+ * @module effectively-once/worker
  */
 export {
   type BatchPlan,

@@ -13,8 +13,11 @@ import type { SqsMessageAttribute, SqsRecord } from '../core/sqs-event';
  * every system attribute (both the legacy and the current parameter) and every message attribute.
  */
 export const RECEIVE_ALL_ATTRIBUTES = Object.freeze({
+  /** Every attribute (the older `ReceiveMessage` parameter, kept for older endpoints). */
   AttributeNames: ['All'],
+  /** Every system attribute: receive count, sent time, FIFO group and deduplication ids. */
   MessageSystemAttributeNames: ['All'],
+  /** Every message attribute the producer set. */
   MessageAttributeNames: ['All'],
 } as const);
 
@@ -37,6 +40,7 @@ function toAttribute(value: MessageAttributeValue): SqsMessageAttribute {
 export interface RecordSource {
   /** The queue's ARN; a FIFO queue's ends in `.fifo`, which is how the core tells FIFO records. */
   readonly eventSourceARN: string;
+  /** The queue's region, copied onto each record. */
   readonly awsRegion?: string;
 }
 

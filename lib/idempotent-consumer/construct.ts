@@ -1,19 +1,10 @@
-import {
-  Annotations,
-  type Duration,
-  Names,
-  RemovalPolicy,
-  Stack,
-  Tokenization,
-  Validations,
-} from 'aws-cdk-lib';
+import { Annotations, type Duration, Names, RemovalPolicy, Tokenization, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
@@ -23,6 +14,7 @@ import {
   ENV,
   METRICS,
 } from '../../lambda/core/contract';
+import { createConsumerFunction } from '../consumer-function';
 import {
   actionsForAccess,
   defaultBusinessTableAccess,
@@ -31,7 +23,7 @@ import {
   ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
 } from '../consumer-permissions';
-import { assertEsbuildInstalled } from '../esbuild-check';
+import { assertNoFailures } from '../consumer-validation';
 import { InboxTable } from '../inbox-table';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
 import {
@@ -47,7 +39,7 @@ import {
 import { consumerMetric, createConsumerAlarms, createConsumerDashboard, duplicateRate } from './monitoring';
 import type { IdempotentConsumerProps } from './props';
 import { knownDeadLetterQueue, resolveTiming } from './timing';
-import { assertNoFailures, validateConsumerProps } from './validation';
+import { validateConsumerProps } from './validation';
 
 /**
  * An idempotent SQS → Lambda → DynamoDB consumer: the queue and its dead-letter queue, the
@@ -352,64 +344,21 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     props: IdempotentConsumerProps,
     environment: Record<string, string>,
   ): { handler: lambda.IFunction; role: iam.IRole; logGroup: logs.ILogGroup } {
-    const logGroup = new logs.LogGroup(this, 'LogGroup', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
-    });
-    // An explicit role without AWSLambdaBasicExecutionRole: that managed policy allows writing
-    // to every log group of the account, this one only to the function's own log group.
-    const role = new iam.Role(this, 'Role', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: `Idempotent consumer ${this.node.path} (${this.mode} mode)`,
-    });
-    logGroup.grantWrite(role);
-    const tracing = props.tracing ?? lambda.Tracing.DISABLED;
-    assertEsbuildInstalled(this.node.path, Stack.of(this).bundlingRequired);
-    const handler = new nodejs.NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      runtime: props.runtime ?? lambda.Runtime.NODEJS_24_X,
-      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+    return createConsumerFunction(this, {
+      entry: props.entry as string,
+      mode: this.mode,
+      runtime: props.runtime,
+      architecture: props.architecture,
       memorySize: props.memorySize ?? DEFAULT_MEMORY_SIZE,
       timeout: props.timeout ?? DEFAULT_TIMEOUT,
-      role,
-      logGroup,
-      tracing,
-      environment: {
-        // The bundle ships a source map; a user's own NODE_OPTIONS wins.
-        NODE_OPTIONS: '--enable-source-maps',
-        ...props.environment,
-        ...environment,
-      },
-      bundling: {
-        // Bundle with the esbuild in node_modules; never fall back to Docker.
-        forceDockerBundling: false,
-        // Ship the AWS SDK in the bundle: a pinned version, and emulators that stub an
-        // external SDK lose error details the runtime relies on.
-        externalModules: [],
-        format: nodejs.OutputFormat.CJS,
-        minify: true,
-        sourceMap: true,
-      },
-    });
-    Validations.of(handler).acknowledge({
-      id: 'Serverless-LambdaDLQ',
-      reason:
+      environment: props.environment,
+      contractEnvironment: environment,
+      logRetention: props.logRetention,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      tracing: props.tracing,
+      lambdaDeadLetterReason:
         'The function is invoked synchronously by the SQS event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Failed messages go to the queue dead-letter queue.',
     });
-    if (tracing === lambda.Tracing.ACTIVE) {
-      Validations.of(role).acknowledge({
-        id: 'AwsSolutions-IAM5[Resource::*]',
-        reason:
-          'Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which do not support resource-level permissions. Every other statement of this role names its resources.',
-      });
-    } else {
-      Validations.of(handler).acknowledge({
-        id: 'Serverless-LambdaTracing',
-        reason:
-          'Tracing is opt-in through the tracing prop: per-message observability comes from the Embedded Metric Format outcome metrics and the structured logs (dedup key, correlation id), and active tracing would add X-Ray permissions on Resource::*.',
-      });
-    }
-    return { handler, role, logGroup };
   }
 
   private applyEnvironment(handler: lambda.IFunction, environment: Record<string, string>): void {

@@ -63,7 +63,7 @@ export function duplicateRate(
 }
 
 /** Every outcome metric with its dashboard label, in the dashboard's order. */
-const OUTCOMES: readonly [metricName: string, label: string][] = [
+export const OUTCOMES: readonly [metricName: string, label: string][] = [
   [METRICS.processed, 'Processed'],
   [METRICS.duplicate, 'Duplicate'],
   [METRICS.inFlight, 'In flight'],

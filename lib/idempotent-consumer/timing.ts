@@ -5,7 +5,7 @@
  * validation can check the rules between them (lease < record TTL, visibility >= 6 × timeout)
  * together with every other prop.
  */
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
@@ -130,9 +130,4 @@ function deadLetterQueueRetention(props: IdempotentConsumerProps): Duration | un
 
 function concreteOr(duration: Duration, fallback: Duration): Duration {
   return duration.isUnresolved() ? fallback : duration;
-}
-
-/** True when `count` is a number known at synth time. */
-export function isKnownNumber(count: number | undefined): count is number {
-  return count !== undefined && !Token.isUnresolved(count);
 }

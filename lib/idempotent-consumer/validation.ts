@@ -11,17 +11,26 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import {
   CONSUMER_MODES,
-  CONSUMER_NAME_PATTERN,
   DEAD_LETTER_MODES,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   ENV,
-  INBOX_ATTRIBUTES,
-  LOG_LEVELS,
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
-import { describeValue, EffectivelyOnceError } from '../../lambda/core/errors';
-import { BUSINESS_TABLE_ACCESSES, defaultBusinessTableAccess } from '../consumer-permissions';
-import { inspectInboxTable } from '../inbox-table';
+import { describeValue } from '../../lambda/core/errors';
+import {
+  type ConsumerNote,
+  checkConsumerNameAndNamespace,
+  checkContractEnvironment,
+  checkDuration,
+  checkInteger,
+  checkLogLevel,
+  checkOneOf,
+  checkTables,
+  type Fail,
+  isKnownNumber,
+  type PropsValidation,
+  type Warn,
+} from '../consumer-validation';
 import { SQS_MAX_RETENTION } from '../record-ttl';
 import {
   DEFAULT_MAX_RECEIVE_COUNT,
@@ -31,13 +40,7 @@ import {
   WARNING_PREFIX,
 } from './defaults';
 import type { IdempotentConsumerProps } from './props';
-import {
-  type ConsumerTiming,
-  isKnownNumber,
-  knownDeadLetterQueue,
-  ownDeadLetterQueue,
-  requiredVisibility,
-} from './timing';
+import { type ConsumerTiming, knownDeadLetterQueue, ownDeadLetterQueue, requiredVisibility } from './timing';
 
 /** Props that configure the queue the construct creates; they fail with an existing `queue`. */
 const QUEUE_CREATION_PROPS = [
@@ -77,50 +80,8 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
 };
 
-/** CloudWatch's rule for a custom namespace. */
-const METRIC_NAMESPACE_PATTERN = /^[A-Za-z0-9._/#: -]{1,255}$/;
-
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
 const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,75}$/;
-
-/** A synth-time note the construct adds to itself through `Annotations`. */
-export type ConsumerNote =
-  | { readonly kind: 'warning'; readonly id: string; readonly message: string }
-  | { readonly kind: 'info'; readonly message: string };
-
-/** What validating the props found: every failure, and the notes to add when there is none. */
-export interface PropsValidation {
-  /** One sentence per failure, ``Expected `prop` to be ..., got `value` `` where a value is shown. */
-  readonly failures: readonly string[];
-  /** Warnings and infos for choices that are allowed but risky. */
-  readonly notes: readonly ConsumerNote[];
-}
-
-/**
- * The error a construct throws for invalid props: `INVALID_OPTIONS` (a configuration error),
- * with every failure in `failures` and in the message, after the construct path: the failure
- * itself when it is the only one, else a count and one line per failure.
- */
-export class InvalidPropsError extends EffectivelyOnceError {
-  override readonly name = 'InvalidPropsError';
-  /** Each failure, without the construct path. */
-  readonly failures: readonly string[];
-
-  constructor(path: string, construct: string, failures: readonly string[]) {
-    // One failure reads as the sentence itself; several as a list under a count.
-    const text =
-      failures.length === 1
-        ? failures[0]
-        : `${failures.length} problems with the props of ${construct}:\n${failures.map((failure) => `- ${failure}`).join('\n')}`;
-    super('INVALID_OPTIONS', `[${path}] ${text}`);
-    this.failures = Object.freeze([...failures]);
-  }
-}
-
-/** Throws one {@link InvalidPropsError} listing every failure, unless there is none. */
-export function assertNoFailures(path: string, construct: string, failures: readonly string[]): void {
-  if (failures.length > 0) throw new InvalidPropsError(path, construct, failures);
-}
 
 /** Runs every check over `props` and the durations derived from them. */
 export function validateConsumerProps(
@@ -155,28 +116,15 @@ export function validateConsumerProps(
   return { failures, notes };
 }
 
-type Fail = (message: string) => void;
-type Warn = (id: string, message: string) => void;
-
-/** `'a', 'b', 'c'`, the way every message lists allowed values. */
-function listOf(values: readonly string[]): string {
-  return values.map((value) => `'${value}'`).join(', ');
-}
-
 /** `mode`, `deadLetterMode` and `logLevel` take the contract's values. */
 function checkChoices(props: IdempotentConsumerProps, fail: Fail): void {
-  const oneOf = (name: string, value: unknown, allowed: readonly string[]) => {
-    if (!allowed.includes(value as string)) {
-      fail(`Expected \`${name}\` to be one of ${listOf(allowed)}, got \`${describeValue(value)}\``);
-    }
-  };
   // `mode` and `deadLetterMode` decide the grants and resources at synth time, so a token
   // cannot stand for them; the log level is only passed on to the function.
-  oneOf('mode', props.mode, CONSUMER_MODES);
-  if (props.deadLetterMode !== undefined) oneOf('deadLetterMode', props.deadLetterMode, DEAD_LETTER_MODES);
-  if (props.logLevel !== undefined && !Token.isUnresolved(props.logLevel)) {
-    oneOf('logLevel', props.logLevel, LOG_LEVELS);
+  checkOneOf('mode', props.mode, CONSUMER_MODES, fail);
+  if (props.deadLetterMode !== undefined) {
+    checkOneOf('deadLetterMode', props.deadLetterMode, DEAD_LETTER_MODES, fail);
   }
+  checkLogLevel(props.logLevel, fail);
 }
 
 /** Props that only mean something without a given resource, or with another prop. */
@@ -210,18 +158,8 @@ function checkExclusiveProps(props: IdempotentConsumerProps, fail: Fail): void {
 
 /** `consumerName`, `metricNamespace`, `queueName` and `deadLetterQueueName` follow AWS's rules. */
 function checkNames(props: IdempotentConsumerProps, fail: Fail): void {
+  checkConsumerNameAndNamespace(props, fail);
   const known = (name: string | undefined): name is string => name !== undefined && !Token.isUnresolved(name);
-  if (known(props.consumerName) && !CONSUMER_NAME_PATTERN.test(props.consumerName)) {
-    fail(
-      `Expected \`consumerName\` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got \`${describeValue(props.consumerName)}\``,
-    );
-  }
-  const namespace = props.metricNamespace;
-  if (known(namespace) && (!METRIC_NAMESPACE_PATTERN.test(namespace) || namespace.startsWith('AWS/'))) {
-    fail(
-      `Expected \`metricNamespace\` to be 1-255 characters of A-Z, a-z, 0-9, '.', '-', '_', '/', '#', ':', ' ' not starting with 'AWS/', got \`${describeValue(namespace)}\``,
-    );
-  }
   for (const [prop, name] of [
     ['queueName', props.queueName],
     ['deadLetterQueueName', props.deadLetterQueueName],
@@ -239,22 +177,10 @@ function checkNames(props: IdempotentConsumerProps, fail: Fail): void {
 
 /** Counts and durations within AWS's limits. */
 function checkNumbers(props: IdempotentConsumerProps, fail: Fail): void {
-  const integer = (name: string, value: number | undefined, min: number, max: number) => {
-    if (!isKnownNumber(value)) return;
-    if (!Number.isInteger(value) || value < min || value > max) {
-      fail(`Expected \`${name}\` to be an integer from ${min} to ${max}, got \`${describeValue(value)}\``);
-    }
-  };
-  const duration = (name: string, value: Duration | undefined, min: Duration, max?: Duration) => {
-    if (value === undefined || value.isUnresolved()) return;
-    const seconds = value.toSeconds({ integral: false });
-    if (seconds < min.toSeconds() || (max !== undefined && seconds > max.toSeconds())) {
-      const range = max
-        ? `from ${min.toHumanString()} to ${max.toHumanString()}`
-        : `at least ${min.toHumanString()}`;
-      fail(`Expected \`${name}\` to be ${range}, got \`${value.toHumanString()}\``);
-    }
-  };
+  const integer = (name: string, value: number | undefined, min: number, max: number) =>
+    checkInteger(name, value, min, max, fail);
+  const duration = (name: string, value: Duration | undefined, min: Duration, max?: Duration) =>
+    checkDuration(name, value, min, max, fail);
   integer('memorySize', props.memorySize, 128, 10240);
   integer('maxReceiveCount', props.maxReceiveCount, 1, 1000);
   integer('maxConcurrency', props.maxConcurrency, 2, 1000);
@@ -283,58 +209,7 @@ function checkNumbers(props: IdempotentConsumerProps, fail: Fail): void {
 
 /** The `EO_` variables are the construct's to set. */
 function checkEnvironment(props: IdempotentConsumerProps, fail: Fail): void {
-  const managed = new Set<string>(Object.values(ENV));
-  for (const name of Object.keys(props.environment ?? {})) {
-    if (managed.has(name)) {
-      fail(
-        `Expected \`environment\` not to set \`${name}\`: the construct sets it from ${ENV_SOURCES[name] ?? 'its props'}`,
-      );
-    }
-  }
-}
-
-/** The inbox table, its key, and the business tables' access. */
-function checkTables(props: IdempotentConsumerProps, fail: Fail, warn: Warn): void {
-  if (props.mode === 'entity') {
-    if (props.tableEncryptionKey) {
-      fail(
-        'Expected no `tableEncryptionKey` in `entity` mode: the business item is the marker and no inbox table is created',
-      );
-    }
-    const writes = (props.businessTables ?? []).some((business) =>
-      (business.access ?? defaultBusinessTableAccess('entity')).includes('write'),
-    );
-    if (!writes) {
-      fail('Expected `businessTables` to hold at least one table with `write` access in `entity` mode');
-    }
-  } else if (props.table && props.tableEncryptionKey) {
-    fail('Expected no `tableEncryptionKey` with an existing `table`: configure the table you pass');
-  }
-  for (const [index, business] of (props.businessTables ?? []).entries()) {
-    if (business.access === undefined) continue;
-    if (business.access.length === 0) {
-      fail(
-        `Expected \`businessTables[${index}].access\` to be a non-empty list of ${listOf(BUSINESS_TABLE_ACCESSES)}, got an empty list`,
-      );
-    }
-    for (const [position, access] of business.access.entries()) {
-      if (!BUSINESS_TABLE_ACCESSES.includes(access)) {
-        fail(
-          `Expected \`businessTables[${index}].access[${position}]\` to be one of ${listOf(BUSINESS_TABLE_ACCESSES)}, got \`${describeValue(access)}\``,
-        );
-      }
-    }
-  }
-  if (props.table) {
-    const inspection = inspectInboxTable(props.table);
-    for (const failure of inspection.failures) fail(failure);
-    if (inspection.ttl === 'missing') {
-      warn(
-        'inboxTableWithoutTtl',
-        `The inbox \`table\` you passed has no TTL: inbox records are never deleted. Enable TTL on the \`${INBOX_ATTRIBUTES.expiresAt}\` attribute, or create the table with \`new InboxTable(...)\`.`,
-      );
-    }
-  }
+  checkContractEnvironment(props.environment, ENV_SOURCES, fail);
 }
 
 /** A given queue and dead-letter queue belong together; `direct` needs a dead-letter queue. */

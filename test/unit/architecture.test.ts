@@ -209,7 +209,7 @@ describe('adapter boundaries', () => {
    * adapter may use; the SQS entry (`lambda/sqs-handler.ts`) is not an adapter folder, so the
    * worker, the middleware and the stream entry points may build on it.
    */
-  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'sqs', 'streams', 'store'];
+  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'streams', 'store'];
   const SHARED_ADAPTER = 'store';
   const adapterOf = (file: string | undefined): string | undefined => {
     const [top, folder, ...rest] = (file ?? '').split('/');

@@ -22,8 +22,10 @@ import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { PROBLEMS } from '../../lambda/http/http-outcome';
 import {
   BUSINESS_TABLE_ACTIONS,
+  DYNAMODB_STREAM_READ_ACTIONS,
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
+  KINESIS_STREAM_READ_ACTIONS,
 } from '../../lib/consumer-permissions';
 import { PRODUCER_RETRY_FACTOR, RECORD_TTL_MARGIN } from '../../lib/record-ttl';
 
@@ -90,10 +92,11 @@ function rowIn(heading: string, first: string): string[] {
 const actionsIn = (cell: string) =>
   [...cell.matchAll(/`([a-z0-9]+:[A-Za-z]+)`/g)].map((match) => match[1]!).sort();
 
-/** Props of `IdempotentConsumerProps` with the first line of their `@default`, read from the source. */
-function constructProps(): { name: string; defaultValue: string | undefined }[] {
-  const source = readFileSync(join(root, 'lib', 'idempotent-consumer', 'props.ts'), 'utf8');
-  const start = source.indexOf('export interface IdempotentConsumerProps {');
+/** Props of a construct's props interface with the first line of their `@default`, read from the source. */
+function constructProps(file: string, name: string): { name: string; defaultValue: string | undefined }[] {
+  const source = readFileSync(join(root, file), 'utf8');
+  const start = source.indexOf(`export interface ${name} {`);
+  if (start < 0) throw new Error(`${file} has no interface ${name}`);
   const body = source.slice(start, source.indexOf('\n}\n', start));
   return [...body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*readonly (\w+)\??:/g)].map((match) => ({
     name: match[2]!,
@@ -221,23 +224,50 @@ describe('README code samples', () => {
     });
   });
 
-  it('lists every construct prop, with the default its TSDoc states', () => {
-    const props = constructProps();
-    expect(props.length).toBeGreaterThan(40);
-    for (const { name, defaultValue } of props) {
-      const cells = rowIn('### Props', `\`${name}\``);
-      // A literal default (not "- prose") must appear verbatim, in backticks.
-      if (defaultValue !== undefined && !defaultValue.startsWith('-')) {
-        expect({ name, cell: cells[1] }).toEqual({
-          name,
-          cell: expect.stringContaining(`\`${defaultValue}\``),
-        });
+  it.each([
+    {
+      construct: 'IdempotentConsumer',
+      heading: '### Props',
+      file: 'lib/idempotent-consumer/props.ts',
+      least: 40,
+    },
+    {
+      construct: 'IdempotentStreamConsumer',
+      heading: '### Stream consumer props',
+      file: 'lib/idempotent-stream-consumer/props.ts',
+      least: 30,
+    },
+  ])(
+    'lists every $construct prop under "$heading", with the default its TSDoc states',
+    ({ construct, heading, file, least }) => {
+      const props = constructProps(file, `${construct}Props`);
+      expect(props.length).toBeGreaterThan(least);
+      for (const { name, defaultValue } of props) {
+        const cells = rowIn(heading, `\`${name}\``);
+        // A literal default (not "- prose") must appear verbatim, in backticks.
+        if (defaultValue !== undefined && !defaultValue.startsWith('-')) {
+          expect({ name, cell: cells[1] }).toEqual({
+            name,
+            cell: expect.stringContaining(`\`${defaultValue}\``),
+          });
+        }
       }
+      const documented = rowsOf(section(heading))
+        .slice(1)
+        .map((cells) => cells[0]!.replaceAll('`', ''));
+      expect(documented.sort()).toEqual(props.map(({ name }) => name).sort());
+    },
+  );
+
+  it('states the stream read grants and the stream record TTL formula the stream construct uses', () => {
+    const text = section('## Stream consumer construct');
+    const named = actionsIn(text);
+    for (const action of [...KINESIS_STREAM_READ_ACTIONS, ...DYNAMODB_STREAM_READ_ACTIONS]) {
+      expect(named).toContain(action);
     }
-    const documented = rowsOf(section('### Props'))
-      .slice(1)
-      .map((cells) => cells[0]!.replaceAll('`', ''));
-    expect(documented.sort()).toEqual(props.map(({ name }) => name).sort());
+    expect(text).toContain(
+      `max(replayAllowance, ${PRODUCER_RETRY_FACTOR} × producerRetryHorizon) + ${RECORD_TTL_MARGIN.toDays()} day`,
+    );
   });
 
   it('states the grants of each mode and business table access the construct makes', () => {

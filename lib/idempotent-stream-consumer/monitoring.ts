@@ -1,0 +1,193 @@
+/**
+ * What an `IdempotentStreamConsumer` shows operators: the alarms on iterator age, function
+ * errors, the on-failure destination, dead letters and payload mismatches, and the dashboard.
+ * The outcome metrics are the runtime's Embedded Metric Format output, as for the SQS consumer.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { type ConsumerMode, METRICS } from '../../lambda/core/contract';
+import { consumerMetric, duplicateRate, OUTCOMES } from '../idempotent-consumer/monitoring';
+
+/** The stream consumer that alarms and the dashboard watch. */
+export interface MonitoredStreamConsumer {
+  readonly consumerName: string;
+  readonly metricNamespace: string;
+  readonly mode: ConsumerMode;
+  readonly recordTtl: Duration;
+  readonly maxRecordAge: Duration;
+  readonly handler: lambda.IFunction;
+  /** The on-failure destination when it is a queue. */
+  readonly onFailureQueue?: sqs.IQueue;
+  /** The on-failure destination when it is a topic. */
+  readonly onFailureTopic?: sns.ITopic;
+  readonly deadLetterQueue: sqs.IQueue;
+}
+
+/** The alarms of a stream consumer (see {@link createStreamConsumerAlarms}). */
+export interface StreamConsumerAlarms {
+  readonly iteratorAgeAlarm: cloudwatch.Alarm;
+  readonly errorsAlarm: cloudwatch.Alarm;
+  readonly onFailureAlarm: cloudwatch.Alarm;
+  readonly deadLetterQueueAlarm: cloudwatch.Alarm;
+  readonly mismatchAlarm: cloudwatch.Alarm;
+  /** Every alarm above, in that order. */
+  readonly all: readonly cloudwatch.Alarm[];
+}
+
+/** Lambda's `IteratorAge` of the consumer's function: the age of the last record of each batch it received. */
+export function iteratorAgeMetric(
+  consumer: Pick<MonitoredStreamConsumer, 'handler'>,
+  props?: cloudwatch.MetricOptions,
+): cloudwatch.Metric {
+  return consumer.handler.metric('IteratorAge', {
+    statistic: cloudwatch.Stats.MAXIMUM,
+    period: Duration.minutes(1),
+    ...props,
+  });
+}
+
+/** Messages the on-failure destination holds (a queue) or received (a topic), per minute. */
+function onFailureMetric(consumer: MonitoredStreamConsumer, period: Duration): cloudwatch.IMetric {
+  if (consumer.onFailureTopic) {
+    return consumer.onFailureTopic.metricNumberOfMessagesPublished({
+      statistic: cloudwatch.Stats.SUM,
+      period,
+    });
+  }
+  return (consumer.onFailureQueue as sqs.IQueue).metricApproximateNumberOfMessagesVisible({
+    statistic: cloudwatch.Stats.MAXIMUM,
+    period,
+  });
+}
+
+/**
+ * Creates, in `scope`, the iterator-age, function-errors, on-failure, dead-letter and mismatch
+ * alarms, each notifying `alarmTopic` when given.
+ */
+export function createStreamConsumerAlarms(
+  scope: Construct,
+  consumer: MonitoredStreamConsumer,
+  options: { readonly iteratorAgeThreshold: Duration; readonly alarmTopic?: sns.ITopic },
+): StreamConsumerAlarms {
+  const name = consumer.consumerName;
+  const iteratorAgeAlarm = new cloudwatch.Alarm(scope, 'IteratorAgeAlarm', {
+    alarmDescription: `Stream consumer ${name} is more than ${options.iteratorAgeThreshold.toHumanString()} behind its stream: it is failing, throttled or too slow. Records older than ${consumer.maxRecordAge.toHumanString()} go to the on-failure destination unprocessed.`,
+    metric: iteratorAgeMetric(consumer),
+    threshold: options.iteratorAgeThreshold.toMilliseconds(),
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    evaluationPeriods: 1,
+    // No data means no invocations, so nothing is behind.
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+  });
+  const errorsAlarm = new cloudwatch.Alarm(scope, 'ErrorsAlarm', {
+    alarmDescription: `The function of stream consumer ${name} failed (threw or timed out): the event source retries or bisects the batch and its shard waits. Read the function's logs.`,
+    metric: consumer.handler.metricErrors({ statistic: cloudwatch.Stats.SUM, period: Duration.minutes(1) }),
+    threshold: 0,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+  });
+  const onFailureAlarm = new cloudwatch.Alarm(scope, 'OnFailureAlarm', {
+    alarmDescription: `The event source of stream consumer ${name} gave up on a batch (out of retries, or older than ${consumer.maxRecordAge.toHumanString()}) and sent its shard and sequence number range to the on-failure destination: re-read that range while the stream still holds it.`,
+    metric: onFailureMetric(consumer, Duration.minutes(1)),
+    threshold: 0,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    // A queue with no activity stops publishing metrics: keep the last state while messages
+    // still wait. A topic publishes only when a batch is given up on.
+    treatMissingData: consumer.onFailureTopic
+      ? cloudwatch.TreatMissingData.NOT_BREACHING
+      : cloudwatch.TreatMissingData.IGNORE,
+  });
+  const deadLetterQueueAlarm = new cloudwatch.Alarm(scope, 'DeadLetterQueueAlarm', {
+    alarmDescription: `Records of stream consumer ${name} failed permanently (malformed, missing key, payload mismatch) and wait in its dead-letter queue: read their reason attributes and fix the cause; write a record to the stream again to replay it.`,
+    metric: consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+      statistic: cloudwatch.Stats.MAXIMUM,
+      period: Duration.minutes(1),
+    }),
+    threshold: 0,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+  });
+  const mismatchAlarm = new cloudwatch.Alarm(scope, 'MismatchAlarm', {
+    alarmDescription: `Stream consumer ${name} received a dedup key it had already recorded with a different payload: a producer reuses keys for different records. The records are in the dead-letter queue.`,
+    metric: consumerMetric(consumer, METRICS.mismatch, { period: Duration.minutes(1) }),
+    threshold: 0,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    // The runtime emits the metric only when a mismatch happens.
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+  });
+  const all = [iteratorAgeAlarm, errorsAlarm, onFailureAlarm, deadLetterQueueAlarm, mismatchAlarm];
+  if (options.alarmTopic) {
+    for (const alarm of all) alarm.addAlarmAction(new cloudwatchActions.SnsAction(options.alarmTopic));
+  }
+  return {
+    iteratorAgeAlarm,
+    errorsAlarm,
+    onFailureAlarm,
+    deadLetterQueueAlarm,
+    mismatchAlarm,
+    all: Object.freeze(all),
+  };
+}
+
+/**
+ * Creates, in `scope`, the stream consumer's dashboard: a header naming mode, record TTL and
+ * `maxRecordAge`; every outcome and the duplicate rate; the iterator age, the on-failure and
+ * dead-letter depths and the function's health; and the status of `alarms`, when there are any.
+ */
+export function createStreamConsumerDashboard(
+  scope: Construct,
+  consumer: MonitoredStreamConsumer,
+  alarms: readonly cloudwatch.Alarm[],
+): cloudwatch.Dashboard {
+  const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard');
+  const period = Duration.minutes(1);
+  const outcomes = OUTCOMES.map(([metricName, label]) =>
+    consumerMetric(consumer, metricName, { period, label }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.TextWidget({
+      markdown: `# Stream consumer ${consumer.consumerName}\nMode \`${consumer.mode}\`, record TTL ${consumer.recordTtl.toHumanString()}, records older than ${consumer.maxRecordAge.toHumanString()} given up on.`,
+      width: 24,
+      height: 2,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({ title: 'Outcomes', left: outcomes, width: 16, stacked: false }),
+    new cloudwatch.GraphWidget({ title: 'Duplicate rate', left: [duplicateRate(consumer)], width: 8 }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({ title: 'Iterator age', left: [iteratorAgeMetric(consumer)], width: 8 }),
+    new cloudwatch.GraphWidget({
+      title: 'On-failure and dead letters',
+      left: [
+        onFailureMetric(consumer, period),
+        consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+      ],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Function',
+      left: [consumer.handler.metricErrors({ period }), consumer.handler.metricThrottles({ period })],
+      right: [consumer.handler.metricDuration({ period, statistic: cloudwatch.Stats.p(99) })],
+      width: 8,
+    }),
+  );
+  if (alarms.length > 0) {
+    dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24 }),
+    );
+  }
+  return dashboard;
+}

@@ -1,0 +1,340 @@
+/**
+ * The props of an `IdempotentStreamConsumer`, with their defaults. Mode, consumer name, table,
+ * TTL, lease, namespace and log level reach the runtime through the same `EO_*` environment as
+ * the SQS construct's (`lambda/core/contract.ts`).
+ */
+import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { ConsumerMode } from '../../lambda/core/contract';
+import type { BusinessTable, ConsumerLogLevel } from '../idempotent-consumer/props';
+
+/** Properties of an `IdempotentStreamConsumer`. */
+export interface IdempotentStreamConsumerProps {
+  /**
+   * How the handler records processed records. It decides which DynamoDB actions the function
+   * gets, exactly as for `IdempotentConsumer`; it must match the mode the handler code uses.
+   */
+  readonly mode: ConsumerMode;
+
+  /**
+   * Path to the handler's TypeScript or JavaScript entry file. The construct bundles it with
+   * the local esbuild (never Docker), the AWS SDK included, as minified CommonJS with a source
+   * map.
+   */
+  readonly entry: string;
+
+  /**
+   * The Kinesis data stream to consume. Exactly one of `stream` and `sourceTable`.
+   *
+   * @default - no Kinesis stream; `sourceTable` must be set
+   */
+  readonly stream?: kinesis.IStream;
+
+  /**
+   * The DynamoDB table whose stream to consume (`tableStreamArn` must be set: create the table
+   * with `stream`, for example `dynamodb.StreamViewType.NEW_AND_OLD_IMAGES`). Exactly one of
+   * `stream` and `sourceTable`.
+   *
+   * @default - no DynamoDB table; `stream` must be set
+   */
+  readonly sourceTable?: dynamodb.ITable;
+
+  /**
+   * Name that scopes every dedup key of this consumer (`EO_CONSUMER`), so consumers sharing an
+   * inbox table never suppress each other. 1-100 characters of `A-Z a-z 0-9 . _ : -`. Set it
+   * explicitly so that moving the construct in the tree cannot change it.
+   *
+   * @default - derived from the stack name and construct path, with a hash suffix
+   */
+  readonly consumerName?: string;
+
+  /**
+   * Function memory, in MiB (128-10240).
+   *
+   * @default 256
+   */
+  readonly memorySize?: number;
+
+  /**
+   * Function timeout (at most 15 minutes), longer than the runtime's default deadline margin
+   * (2 seconds).
+   *
+   * @default Duration.seconds(30)
+   */
+  readonly timeout?: Duration;
+
+  /**
+   * Function runtime.
+   *
+   * @default lambda.Runtime.NODEJS_24_X
+   */
+  readonly runtime?: lambda.Runtime;
+
+  /**
+   * Function architecture.
+   *
+   * @default lambda.Architecture.ARM_64
+   */
+  readonly architecture?: lambda.Architecture;
+
+  /**
+   * Extra environment variables for the function. The `EO_` variables of the contract are set
+   * from this construct's props; setting one here throws.
+   *
+   * @default - only the `EO_` variables (and `NODE_OPTIONS=--enable-source-maps`)
+   */
+  readonly environment?: Record<string, string>;
+
+  /**
+   * Retention of the function's log group.
+   *
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+
+  /**
+   * Runtime log level (`EO_LOG_LEVEL`).
+   *
+   * @default - not set; the runtime logs at `info`
+   */
+  readonly logLevel?: ConsumerLogLevel;
+
+  /**
+   * Turns on the runtime's completed-record cache with this many entries, 1 to 10000
+   * (`EO_COMPLETED_CACHE_MAX_ENTRIES`), as for `IdempotentConsumer`: a record this execution
+   * environment completed, replayed from a checkpoint or after a bisect, is acknowledged with no
+   * DynamoDB request (metric `CacheHit`).
+   *
+   * @default - off: every record asks the store
+   */
+  readonly completedCacheMaxEntries?: number;
+
+  /**
+   * X-Ray tracing. Active tracing grants `xray:PutTraceSegments` and
+   * `xray:PutTelemetryRecords` on `*` (X-Ray has no resource-level permissions).
+   *
+   * @default lambda.Tracing.DISABLED
+   */
+  readonly tracing?: lambda.Tracing;
+
+  /**
+   * Where the event source starts reading a shard it has no checkpoint for. `TRIM_HORIZON`
+   * reads every record the stream still holds, so nothing written before the mapping exists is
+   * skipped (the inbox acknowledges records processed before as duplicates). `AT_TIMESTAMP`
+   * needs `startingPositionTimestamp` and a Kinesis `stream`.
+   *
+   * @default lambda.StartingPosition.TRIM_HORIZON
+   */
+  readonly startingPosition?: lambda.StartingPosition;
+
+  /**
+   * With `startingPosition: AT_TIMESTAMP`: the time to start reading from, Unix seconds.
+   *
+   * @default - none
+   */
+  readonly startingPositionTimestamp?: number;
+
+  /**
+   * Records per invocation (1-10000).
+   *
+   * @default 100
+   */
+  readonly batchSize?: number;
+
+  /**
+   * How long to gather records before invoking (at most 5 minutes).
+   *
+   * @default - no batching window
+   */
+  readonly maxBatchingWindow?: Duration;
+
+  /**
+   * Batches processed from each shard at once (1-10). Records with the same partition key (for
+   * a DynamoDB table, the same item) are still processed in order.
+   *
+   * @default 1
+   */
+  readonly parallelizationFactor?: number;
+
+  /**
+   * Whether the event source splits a batch in two and retries each half when the function
+   * fails (throws or times out), so a record that crashes the function is isolated and the
+   * records around it proceed. A retryable outcome is reported as a batch item failure with its
+   * sequence number instead, and the event source resumes from that checkpoint.
+   *
+   * @default true
+   */
+  readonly bisectBatchOnError?: boolean;
+
+  /**
+   * Retries of a failed batch before the event source sends it to the on-failure destination
+   * and moves on (0-10000). Permanent failures never retry (the runtime dead-letters them with
+   * their reason), so only transient ones (throttling, conflicts, a live lease held elsewhere)
+   * reach this limit; the default lets `maxRecordAge` bound how long a shard can be held up.
+   *
+   * @default 10000
+   */
+  readonly retryAttempts?: number;
+
+  /**
+   * The oldest record the event source delivers (60 seconds to 7 days); an older one goes to
+   * the on-failure destination with its batch. Below the stream's retention, so an operator
+   * can still re-read the range an on-failure record names; at or above it draws a warning.
+   *
+   * @default - half the stream's retention, at most 7 days: 12 hours for DynamoDB Streams and
+   * for a Kinesis stream with the default 24-hour retention (or an unknown one)
+   */
+  readonly maxRecordAge?: Duration;
+
+  /**
+   * An existing queue to receive the event source's on-failure records (the shard and sequence
+   * number range of each batch it gave up on, never the records' data). Not with
+   * `onFailureTopic`.
+   *
+   * @default - an encrypted, SSL-only queue is created, keeping messages 14 days
+   */
+  readonly onFailureQueue?: sqs.IQueue;
+
+  /**
+   * An SNS topic to receive the event source's on-failure records instead of a queue. Not with
+   * `onFailureQueue`.
+   *
+   * @default - none; an on-failure queue is used
+   */
+  readonly onFailureTopic?: sns.ITopic;
+
+  /**
+   * An existing queue for the runtime's permanent failures (malformed record, missing key, same
+   * key with a different payload): the handler sends each there with its reason as message
+   * attributes (`EO_DEAD_LETTER_MODE=direct`, `EO_DEAD_LETTER_QUEUE_URL`) and moves on.
+   *
+   * @default - an encrypted, SSL-only queue is created, keeping messages 14 days
+   */
+  readonly deadLetterQueue?: sqs.IQueue;
+
+  /**
+   * Customer-managed KMS key for the queues the construct creates (on-failure and
+   * dead-letter). The function gets `kms:GenerateDataKey` and `kms:Decrypt` to send to them.
+   *
+   * @default - SQS-managed encryption (SSE-SQS)
+   */
+  readonly queueEncryptionKey?: kms.IKey;
+
+  /**
+   * An existing inbox table, so several consumers can share one (see `InboxTable`).
+   *
+   * @default - an `InboxTable` is created; none in `entity` mode
+   */
+  readonly table?: dynamodb.ITable;
+
+  /**
+   * Customer-managed KMS key for the created inbox table. Only without `table`.
+   *
+   * @default - an AWS-managed key
+   */
+  readonly tableEncryptionKey?: kms.IKey;
+
+  /**
+   * Removal policy of what holds data: the created inbox table and the function's log group.
+   *
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+
+  /**
+   * Business tables the handler writes, with explicit access, as for `IdempotentConsumer`.
+   * `entity` mode needs at least one table with `write` access.
+   *
+   * @default - none
+   */
+  readonly businessTables?: readonly BusinessTable[];
+
+  /**
+   * How long an inbox record lives (`EO_TTL_SECONDS`). The default covers every way a copy of a
+   * record can arrive: min(stream retention, `maxRecordAge`) + the longer of `replayAllowance`
+   * and 3 × `producerRetryHorizon`, plus one day. With the defaults (24-hour retention, 12-hour
+   * `maxRecordAge`) that is 12 hours + max(12 hours, 3 hours) + 1 day = 2 days. An unknown
+   * Kinesis retention (an imported stream, or a token) is taken as 365 days, the Kinesis
+   * maximum. Shorter than that window draws a warning; in `two-phase` mode it must be longer
+   * than the `lease`.
+   *
+   * @default - derived from the stream and event source settings as described above
+   */
+  readonly recordTtl?: Duration;
+
+  /**
+   * How long producers keep writing the same record again (a retried `PutRecords` writes a new
+   * record with the same data). The default record TTL covers three times this.
+   *
+   * @default Duration.hours(1)
+   */
+  readonly producerRetryHorizon?: Duration;
+
+  /**
+   * How long after the event source gives up on a record (past `maxRecordAge`, or out of
+   * retries) it can still be replayed, for example by re-reading the range an on-failure record
+   * names, or from an archive. The default record TTL covers min(stream retention,
+   * `maxRecordAge`) + this.
+   *
+   * @default - until the record leaves the stream: the stream's retention - min(retention, `maxRecordAge`)
+   */
+  readonly replayAllowance?: Duration;
+
+  /**
+   * Two-phase mode: how long an in-progress claim stays valid before another delivery may take
+   * it over (`EO_LEASE_MILLIS`). Shorter than the function timeout warns; at least as long as
+   * `recordTtl` throws. A retry that meets a live lease is reported from its checkpoint again,
+   * and each such retry counts against `retryAttempts`.
+   *
+   * @default - the function timeout
+   */
+  readonly lease?: Duration;
+
+  /**
+   * CloudWatch namespace of the runtime's Embedded Metric Format metrics
+   * (`EO_METRIC_NAMESPACE`) and of the metric helpers.
+   *
+   * @default 'EffectivelyOnce'
+   */
+  readonly metricNamespace?: string;
+
+  /**
+   * Whether to create the alarms (iterator age, function errors, on-failure destination,
+   * dead letters, payload mismatches).
+   *
+   * @default true
+   */
+  readonly createAlarms?: boolean;
+
+  /**
+   * SNS topic notified when an alarm fires.
+   *
+   * @default - alarms have no actions
+   */
+  readonly alarmTopic?: sns.ITopic;
+
+  /**
+   * Lambda's `IteratorAge` (the age of the last record of each batch when the function received
+   * it; maximum over a minute) that raises the iterator-age alarm: the consumer falls behind its
+   * stream.
+   * At or above `maxRecordAge` draws a warning, since records are then given up on before it
+   * fires.
+   *
+   * @default Duration.minutes(15)
+   */
+  readonly iteratorAgeThreshold?: Duration;
+
+  /**
+   * Whether to create a CloudWatch dashboard with every outcome metric, the iterator age, the
+   * on-failure and dead-letter depths and the function's health.
+   *
+   * @default true
+   */
+  readonly dashboard?: boolean;
+}
