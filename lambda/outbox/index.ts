@@ -13,6 +13,12 @@ export {
   OUTBOX_ATTRIBUTES,
   OUTBOX_ENV,
 } from '../core/contract';
+// The types the outbox's signatures use (also exported by the entry points that define them).
+export type { DeadLetterSender } from '../core/dead-letter';
+export type { Logger } from '../core/logger';
+export type { TransactWriteAction } from '../core/store-port';
+export type { Clock } from '../core/time';
+export type { AttributeValue, DynamoDbStreamEvent, StreamBatchResponse } from '../streams/stream-event';
 export {
   DEFAULT_OUTBOX_RETENTION_SECONDS,
   type EmitOptions,
