@@ -21,6 +21,7 @@ import type {
 export interface OutboxMessage {
   /** The event id: the `idempotency-key` attribute (and a FIFO queue's `MessageDeduplicationId`). */
   readonly id: string;
+  /** The event's type: the `eo-event-type` attribute. */
   readonly type: string;
   /** The detail's JSON text, the message body. */
   readonly body: string;
@@ -34,6 +35,7 @@ export interface OutboxMessage {
  * the same message twice must be harmless downstream: carry `message.id` so the receiver dedups.
  */
 export interface OutboxDestination {
+  /** Publishes one event; resolves once the destination has it. */
   publish(message: OutboxMessage): Promise<void>;
 }
 

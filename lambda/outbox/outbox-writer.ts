@@ -48,8 +48,20 @@ export interface OutboxWriterOptions {
  * `ids` are the events' ids, in order, whatever the outcome.
  */
 export type OutboxWriteResult =
-  | { readonly kind: 'written' | 'duplicate' | 'mismatch'; readonly ids: readonly string[] }
-  | { readonly kind: 'condition-failed'; readonly index: number; readonly ids: readonly string[] };
+  | {
+      /** What the write did. */
+      readonly kind: 'written' | 'duplicate' | 'mismatch';
+      /** The events' ids, in order. */
+      readonly ids: readonly string[];
+    }
+  | {
+      /** A business write's condition failed; nothing was written. */
+      readonly kind: 'condition-failed';
+      /** The position of that write in `businessWrites`. */
+      readonly index: number;
+      /** The events' ids, in order. */
+      readonly ids: readonly string[];
+    };
 
 /** Writes events, with business writes, in one transaction. */
 export interface OutboxWriter {
