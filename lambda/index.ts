@@ -147,7 +147,13 @@ export {
   type SqsMiddleware,
   type SqsMiddlewareRequest,
 } from './middleware/sqs-middleware';
-export { type AtomicHandler, type AtomicOptions, atomic, type ItemMarkerHandler } from './modes/atomic';
+export {
+  type AtomicHandler,
+  type AtomicOptions,
+  type AtomicOutboxOptions,
+  atomic,
+  type ItemMarkerHandler,
+} from './modes/atomic';
 export { type EntityHandler, entity } from './modes/entity';
 export { type MarkerHandler, marker } from './modes/marker';
 export {
@@ -168,6 +174,7 @@ export type {
   UnitOfWork,
   UpdateWrite,
 } from './modes/unit-of-work';
+export type { EmitOptions, OutboxEvent } from './outbox/outbox-item';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
 export {
   createSqsHandler,

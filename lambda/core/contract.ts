@@ -168,6 +168,43 @@ export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   partitionKey: 'eo-partition-key',
 });
 
+/**
+ * Attribute names of an outbox item (one DynamoDB item per event, written in the commit that
+ * emits it; its table's stream feeds the relay). The table is keyed by `pk` (String) and expires
+ * items by TTL on `expiresAt`.
+ */
+export const OUTBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
+  /** Partition key (String): the event id, deterministic (see `outboxEventId`). */
+  pk: 'pk',
+  /** The event's type (`OrderConfirmed`): a FIFO message group when the event names no entity. */
+  type: 'eventType',
+  /** The event's detail as JSON text, published unchanged as the message body. */
+  body: 'body',
+  /** The entity the event is about (optional): the FIFO `MessageGroupId`. */
+  entity: 'entity',
+  /** Who wrote it: the consumer name (unscoped), or the writer's `producer`. */
+  source: 'source',
+  /** Epoch milliseconds of the commit that wrote it. */
+  createdAt: 'createdAt',
+  /** DynamoDB TTL attribute, epoch seconds (Number): the end of the outbox retention. */
+  expiresAt: 'expiresAt',
+});
+
+/**
+ * The message attribute carrying the event id of an outbox event the relay published; the
+ * receiving consumer keys on it with `fromAttribute(IDEMPOTENCY_KEY_ATTRIBUTE)`.
+ */
+export const IDEMPOTENCY_KEY_ATTRIBUTE = 'idempotency-key';
+
+/** The message attribute carrying a published outbox event's type. */
+export const EVENT_TYPE_ATTRIBUTE = 'eo-event-type';
+
+/**
+ * The largest message a relay destination takes, bytes: an SQS message, an EventBridge entry
+ * and an SNS message are each limited to 256 KB (body and attributes together).
+ */
+export const MAX_DESTINATION_MESSAGE_BYTES = 256 * 1024;
+
 // Runtime rules the construct checks at synth time: `lib/` may import nothing else from
 // `lambda/`, so the values it mirrors live here.
 
@@ -232,14 +269,6 @@ export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;
 
 // The transactional outbox (issue 17): what the `Outbox` construct creates and sets, and what
 // the outbox writer (`unitOfWork.emit`, the standalone writer) and the relay read back.
-
-/** Attribute names of an outbox item (one DynamoDB item per event). */
-export const OUTBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
-  /** Partition key (String): the event id, deterministic from the scoped dedup key and the event's name or position. */
-  pk: 'pk',
-  /** DynamoDB TTL attribute, epoch seconds (Number): the write time plus `EO_OUTBOX_RETENTION_SECONDS`. */
-  expiresAt: 'expiresAt',
-});
 
 /**
  * Where a relay publishes outbox events (`EO_OUTBOX_DESTINATION_KIND`): an SQS queue (standard

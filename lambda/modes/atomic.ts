@@ -11,6 +11,7 @@ import type { Message } from '../core/message';
 import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
 import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
 import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
+import { DEFAULT_OUTBOX_RETENTION_SECONDS } from '../outbox/outbox-item';
 import {
   createUnitOfWork,
   type GuardedUnitOfWork,
@@ -41,6 +42,23 @@ export interface AtomicOptions {
    * @default 'inbox'
    */
   readonly marker?: MarkerPlacement;
+  /**
+   * The transactional outbox `unitOfWork.emit` writes to: its table (the `Outbox` construct's,
+   * `EO_OUTBOX_TABLE_NAME`) and how long its items are kept (`EO_OUTBOX_RETENTION_SECONDS`).
+   * @default none: `emit` throws `INVALID_OPTIONS`
+   */
+  readonly outbox?: AtomicOutboxOptions;
+}
+
+/** Where atomic mode's `unitOfWork.emit` writes outbox items. */
+export interface AtomicOutboxOptions {
+  /** Name of the outbox table (partition key `pk`, String; TTL `expiresAt`; a stream for the relay). */
+  readonly tableName: string;
+  /**
+   * How long an outbox item is kept (its TTL), seconds: longer than the relay can fall behind.
+   * @default 604800 (7 days)
+   */
+  readonly retentionSeconds?: number;
 }
 
 /**
@@ -106,6 +124,7 @@ export function atomic<TBody = unknown>(
         options,
       );
       const marker = options?.marker ?? 'inbox';
+      const outbox = resolveOutbox(options?.outbox);
       expectOption(marker === 'inbox' || marker === 'item', 'atomic.marker', "`'inbox'` or `'item'`", marker);
       // `putIfNewer` is needed only by a handler that calls it; the unit of work calls it then.
       expectMethods('store', store, marker === 'item' ? ['commitWithItemMarker'] : ['insert', 'commit']);
@@ -117,7 +136,11 @@ export function atomic<TBody = unknown>(
             marker === 'inbox'
               ? createInboxRecord(message.scopedKey, fingerprint, consumer, nowMillis, ttlSeconds)
               : undefined;
-          const unitOfWork = createUnitOfWork(store, marker);
+          const unitOfWork = createUnitOfWork(
+            store,
+            marker,
+            outbox && { ...outbox, scope: message.scopedKey, source: consumer, nowMillis },
+          );
           try {
             await handle(message, unitOfWork);
             if (record) assertCommitWithinLimits(record, unitOfWork.writes);
@@ -174,6 +197,28 @@ export function atomic<TBody = unknown>(
       }
     },
   };
+}
+
+/** The outbox settings, checked at cold start (`INVALID_OPTIONS`). */
+function resolveOutbox(
+  outbox: AtomicOutboxOptions | undefined,
+): { readonly tableName: string; readonly retentionSeconds: number } | undefined {
+  if (outbox === undefined) return undefined;
+  expectOption(typeof outbox === 'object' && outbox !== null, 'atomic.outbox', 'an object', outbox);
+  const { tableName, retentionSeconds = DEFAULT_OUTBOX_RETENTION_SECONDS } = outbox;
+  expectOption(
+    typeof tableName === 'string' && tableName !== '',
+    'atomic.outbox.tableName',
+    'a non-empty string',
+    tableName,
+  );
+  expectOption(
+    Number.isSafeInteger(retentionSeconds) && retentionSeconds > 0,
+    'atomic.outbox.retentionSeconds',
+    'a positive integer',
+    retentionSeconds,
+  );
+  return { tableName, retentionSeconds };
 }
 
 /**

@@ -3,6 +3,7 @@
  * commits in one `TransactWriteItems` with the marker at index 0, or (`marker: 'item'`) with the
  * marker on the one put the handler marks.
  */
+import { OUTBOX_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError } from '../core/errors';
 import {
   MAX_BUSINESS_WRITES,
@@ -11,6 +12,12 @@ import {
   tooManyWrites,
 } from '../core/item-size';
 import type { AtomicStore, ItemMarker, TransactWriteAction, VersionedPutWrite } from '../core/store-port';
+import {
+  createEventNamer,
+  type EmitOptions,
+  type OutboxContext,
+  type OutboxEvent,
+} from '../outbox/outbox-item';
 
 /** A put in `@aws-sdk/lib-dynamodb` document shape (`TableName`, `Item`, optional condition). */
 export type PutWrite = NonNullable<TransactWriteAction['Put']>;
@@ -70,6 +77,19 @@ export interface UnitOfWork {
    * });
    */
   putIfNewer(write: VersionedPutWrite): number;
+  /**
+   * Emits `event` through the transactional outbox (`atomic(handle, { outbox: { tableName } })`):
+   * its outbox item is a put in the same transaction as the marker and the other writes, so the
+   * event exists if and only if the commit does, and the relay publishes it. Returns the event's
+   * id, derived from the message's scoped dedup key and the event's name within the effect
+   * (`options.name`, by default `<type>#<n>`), so a redelivery can never mint a second id.
+   * An event too large for its destination (256 KB) throws `ITEM_TOO_LARGE` before the commit
+   * (the message is dead-lettered); without an outbox, `emit` throws `INVALID_OPTIONS` (retried).
+   *
+   * @example
+   * unitOfWork.emit({ type: 'OrderConfirmed', detail: { orderId: order.id } }, { entity: order.id });
+   */
+  emit(event: OutboxEvent, options?: EmitOptions): string;
   /** The writes described so far, in order. */
   readonly writes: readonly TransactWriteAction[];
 }
@@ -119,13 +139,16 @@ export type MarkerPlacement = 'inbox' | 'item';
  * Creates an empty unit of work; adding a write beyond the transaction limit throws
  * `TOO_MANY_WRITES`. `store` builds the expressions of `putIfNewer`. With `marker: 'item'` the
  * handler marks one put with `putAsMarker` and the transaction has room for one more write;
- * otherwise `putAsMarker` throws `VALIDATION`.
+ * otherwise `putAsMarker` throws `VALIDATION`. With `outbox`, `emit` adds outbox items scoped by
+ * its `scope`; without, `emit` throws `INVALID_OPTIONS`.
  */
 export function createUnitOfWork(
   store?: Pick<AtomicStore, 'putIfNewer'>,
   marker: MarkerPlacement = 'inbox',
+  outbox?: OutboxContext,
 ): GuardedUnitOfWork {
   const writes: TransactWriteAction[] = [];
+  const outboxPut = outbox === undefined ? undefined : createEventNamer(outbox);
   const guards = new Set<number>();
   let marked: GuardedUnitOfWork['marked'];
   const add = (write: TransactWriteAction): number => {
@@ -158,6 +181,17 @@ export function createUnitOfWork(
     update: (write) => add({ Update: write }),
     delete: (write) => add({ Delete: write }),
     conditionCheck: (write) => add({ ConditionCheck: write }),
+    emit(event, options) {
+      if (outboxPut === undefined) {
+        throw new EffectivelyOnceError(
+          'INVALID_OPTIONS',
+          'emit: this consumer has no outbox; give `atomic(handle, { outbox: { tableName } })`',
+        );
+      }
+      const put = outboxPut(event, options);
+      add({ Put: put });
+      return put.Item[OUTBOX_ATTRIBUTES.pk] as string;
+    },
     putIfNewer(write) {
       const version = write?.Item?.[write.versionAttribute];
       if (typeof version !== 'number' && typeof version !== 'string') {

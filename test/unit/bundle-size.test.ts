@@ -75,10 +75,13 @@ describe('bundle size', () => {
   // `commitWithItemMarker`, which every handler carries with the store, and the mode's option and
   // `putAsMarker`) added about 1.7 KB to each and 3.7 KB to atomic: marker 40,532, atomic
   // 44,728, entity 41,594, two-phase 45,871 bytes. The Lambda context on each message
-  // (`message.context`) added 14 bytes to entity mode: 41,608 bytes.
+  // (`message.context`) added 14 bytes to entity mode: 41,608 bytes. The transactional outbox's
+  // `unitOfWork.emit` (event ids, the outbox item, the destination's size check, the mode's
+  // `outbox` option) added about 2.6 KB to atomic: 47,315 bytes (none of the outbox's code is in
+  // the other modes' bundles).
   const ceilings: Readonly<Record<ModeFactory, number>> = {
     marker: 40_576,
-    atomic: 44_800,
+    atomic: 47_360,
     entity: 41_728,
     twoPhase: 45_952,
   };
@@ -100,10 +103,12 @@ describe('bundle size', () => {
   // bytes; the transport fixes about 1.1 KB more: 24,079 bytes; the construct's `EO_*` contract by
   // default about 4.5 KB more: 28,642 bytes. Modes as modules took every mode out of it: the
   // engine alone, as every handler carries it: 21,024 bytes; 21,258 with the plain error-code map
-  // and log-line objects (above); 22,595 with the completed-record cache (above).
-  it('keeps the core and createSqsHandler, without a mode, within 22,656 bytes minified, AWS SDK and store excluded', async () => {
+  // and log-line objects (above); 22,595 with the completed-record cache (above); 22,660 with the
+  // outbox's names in the contract module (4 bytes: no outbox code is in it, the minifier's names
+  // moved).
+  it('keeps the core and createSqsHandler, without a mode, within 22,784 bytes minified, AWS SDK and store excluded', async () => {
     const { bytes, inputs } = await bundle({ path: 'lambda/sqs-handler.ts' }, ['./store/dynamodb-store']);
     expect(inputs.filter((input) => input.startsWith('lambda/modes/'))).toEqual([]);
-    expect(bytes).toBeLessThanOrEqual(22_656);
+    expect(bytes).toBeLessThanOrEqual(22_784);
   });
 });

@@ -88,6 +88,7 @@ describe('README and docs code samples', () => {
         'examples/http-function-url.ts',
         'examples/job-nightly-report.ts',
         'examples/job-replay-batch.ts',
+        'examples/outbox-order-confirmed.ts',
       ]),
     );
   });

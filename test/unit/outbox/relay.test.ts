@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import { createOutboxRelay, type OutboxMessage, sqsDestination } from '../../../lambda/outbox';
+import type { AttributeValue, DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
+import { captureLogger } from '../../support/fixtures';
+import { captureDeadLetters, dynamoDbStreamRecord } from '../../support/stream-fixtures';
+
+const outboxImage = (id: string, entity?: string): Record<string, AttributeValue> => ({
+  [OUTBOX_ATTRIBUTES.pk]: { S: id },
+  [OUTBOX_ATTRIBUTES.type]: { S: 'OrderConfirmed' },
+  [OUTBOX_ATTRIBUTES.body]: { S: `{"orderId":"${id}"}` },
+  ...(entity === undefined ? {} : { [OUTBOX_ATTRIBUTES.entity]: { S: entity } }),
+  [OUTBOX_ATTRIBUTES.expiresAt]: { N: '1767229200' },
+});
+
+const inserted = (sequenceNumber: string, id: string, entity?: string): DynamoDbStreamRecord =>
+  dynamoDbStreamRecord(sequenceNumber, {
+    eventName: 'INSERT',
+    keys: { pk: { S: id } },
+    newImage: outboxImage(id, entity),
+  });
+
+function recordingDestination(failOn?: string) {
+  const published: OutboxMessage[] = [];
+  return {
+    published,
+    async publish(message: OutboxMessage) {
+      if (message.id === failOn) throw new Error('SQS is unavailable');
+      published.push(message);
+    },
+  };
+}
+
+describe('the outbox relay', () => {
+  it('publishes each INSERT in order with its id, type, body and entity, and skips MODIFY and REMOVE records', async () => {
+    const destination = recordingDestination();
+    const relay = createOutboxRelay({ destination });
+    const modified = dynamoDbStreamRecord('3', {
+      eventName: 'MODIFY',
+      keys: { pk: { S: 'e-1' } },
+      newImage: outboxImage('e-1'),
+    });
+    const removed = dynamoDbStreamRecord('4', {
+      eventName: 'REMOVE',
+      keys: { pk: { S: 'e-2' } },
+      oldImage: outboxImage('e-2'),
+    });
+
+    expect(
+      await relay({ Records: [inserted('1', 'e-1', 'o-1'), inserted('2', 'e-2'), modified, removed] }),
+    ).toEqual({
+      batchItemFailures: [],
+    });
+
+    expect(destination.published).toEqual([
+      { id: 'e-1', type: 'OrderConfirmed', body: '{"orderId":"e-1"}', entity: 'o-1' },
+      { id: 'e-2', type: 'OrderConfirmed', body: '{"orderId":"e-2"}' },
+    ]);
+  });
+
+  it('checkpoints at the first record it cannot publish, runs none of the later ones, and logs its keys without the body', async () => {
+    const destination = recordingDestination('e-2');
+    const logger = captureLogger();
+    const relay = createOutboxRelay({ destination, logger });
+
+    expect(
+      await relay({ Records: [inserted('1', 'e-1'), inserted('2', 'e-2'), inserted('3', 'e-3')] }),
+    ).toEqual({
+      batchItemFailures: [{ itemIdentifier: '2' }],
+    });
+
+    expect(destination.published.map((message) => message.id)).toEqual(['e-1']);
+    expect(logger.entries).toEqual([
+      {
+        level: 'warn',
+        message: 'Outbox relay: publish failed',
+        relay: 'outbox-relay',
+        sequenceNumber: '2',
+        eventId: 'e-2',
+        eventType: 'OrderConfirmed',
+        errorName: 'Error',
+      },
+    ]);
+  });
+
+  it('dead-letters a new item that is not an outbox event, with the reason, and moves on', async () => {
+    const destination = recordingDestination();
+    const deadLetter = captureDeadLetters();
+    const relay = createOutboxRelay({ destination, deadLetter });
+    const foreign = dynamoDbStreamRecord('1', {
+      eventName: 'INSERT',
+      keys: { pk: { S: 'x' } },
+      newImage: { pk: { S: 'x' } },
+      eventId: 'ev-1',
+    });
+
+    expect(await relay({ Records: [foreign, inserted('2', 'e-2')] })).toEqual({ batchItemFailures: [] });
+
+    expect(deadLetter.sent).toEqual([
+      {
+        body: '{"pk":{"S":"x"}}',
+        reason:
+          'The new item is not an outbox event: it needs String `pk`, `eventType` and `body` (the stream must carry new images)',
+        code: 'VALIDATION',
+        consumer: 'outbox-relay',
+        sourceMessageId: 'ev-1',
+        attributes: {},
+      },
+    ]);
+    expect(destination.published.map((message) => message.id)).toEqual(['e-2']);
+  });
+
+  it('checkpoints at an item that is not an outbox event when it has no dead-letter queue, or the send fails', async () => {
+    const foreign = dynamoDbStreamRecord('1', {
+      eventName: 'INSERT',
+      keys: { pk: { S: 'x' } },
+      newImage: { pk: { S: 'x' } },
+    });
+    const deadLetter = captureDeadLetters();
+    deadLetter.fail = true;
+
+    for (const relay of [
+      createOutboxRelay({ destination: recordingDestination(), logger: captureLogger() }),
+      createOutboxRelay({ destination: recordingDestination(), deadLetter, logger: captureLogger() }),
+    ]) {
+      expect(await relay({ Records: [foreign, inserted('2', 'e-2')] })).toEqual({
+        batchItemFailures: [{ itemIdentifier: '1' }],
+      });
+    }
+  });
+
+  it('throws INVALID_EVENT for an event that is not a DynamoDB Streams event', async () => {
+    const relay = createOutboxRelay({ destination: recordingDestination() });
+
+    await expect(relay({} as never)).rejects.toMatchObject({ code: 'INVALID_EVENT' });
+    await expect(relay({ Records: [{ eventName: 'INSERT', dynamodb: {} } as never] })).rejects.toMatchObject({
+      code: 'INVALID_EVENT',
+    });
+  });
+
+  it('fails fast on a destination without publish', () => {
+    expect(() => createOutboxRelay({ destination: {} as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
+  });
+});
+
+describe('the SQS destination', () => {
+  function capturingClient() {
+    const inputs: unknown[] = [];
+    return {
+      inputs,
+      client: { send: async (command: { input: unknown }) => void inputs.push(command.input) },
+    };
+  }
+  const message: OutboxMessage = {
+    id: 'e-1',
+    type: 'OrderConfirmed',
+    body: '{"orderId":"o-1"}',
+    entity: 'o-1',
+  };
+
+  it('sends the body with the event id as `idempotency-key` and the type as `eo-event-type`', async () => {
+    const { inputs, client } = capturingClient();
+    await sqsDestination({ client: client as never, queueUrl: 'http://sqs/q/shipping' }).publish(message);
+
+    expect(inputs).toEqual([
+      {
+        QueueUrl: 'http://sqs/q/shipping',
+        MessageBody: '{"orderId":"o-1"}',
+        MessageAttributes: {
+          'idempotency-key': { DataType: 'String', StringValue: 'e-1' },
+          'eo-event-type': { DataType: 'String', StringValue: 'OrderConfirmed' },
+        },
+      },
+    ]);
+  });
+
+  it('on a FIFO queue, deduplicates by the event id and groups by the entity, else by the type', async () => {
+    const { inputs, client } = capturingClient();
+    const fifo = sqsDestination({ client: client as never, queueUrl: 'http://sqs/q/shipping.fifo' });
+    await fifo.publish(message);
+    await fifo.publish({ id: 'e-2', type: 'StockLow', body: '{}' });
+
+    expect(inputs).toMatchObject([
+      { MessageDeduplicationId: 'e-1', MessageGroupId: 'o-1' },
+      { MessageDeduplicationId: 'e-2', MessageGroupId: 'StockLow' },
+    ]);
+  });
+});

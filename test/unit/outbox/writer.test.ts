@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import { createOutboxWriter, outboxEventId } from '../../../lambda/outbox';
+import { manualClock } from '../../support/fixtures';
+import { createMemoryStore } from '../../support/memory-store';
+
+function setup() {
+  const store = createMemoryStore({ keys: { Outbox: ['pk'] } });
+  const writer = createOutboxWriter({
+    client: undefined as never,
+    tableName: 'Outbox',
+    producer: 'orders-api',
+    store,
+    clock: manualClock(),
+  });
+  return { store, writer };
+}
+
+const placed = (orderId: string) => [{ type: 'OrderPlaced', detail: { orderId }, entity: orderId }];
+const orderRow = (orderId: string) => [
+  { Put: { TableName: 'Orders', Item: { pk: orderId, status: 'PLACED' } } },
+];
+
+describe('the outbox writer', () => {
+  it('commits the events and the business writes in one transaction, ids derived from the idempotency key', async () => {
+    const { store, writer } = setup();
+
+    const result = await writer.write(placed('o-1'), orderRow('o-1'), 'req-1');
+
+    const id = outboxEventId('orders-api#req-1', 'OrderPlaced#0');
+    expect(result).toEqual({ kind: 'written', ids: [id] });
+    expect(store.calls.map((call) => call.method)).toEqual(['commitWithItemMarker']);
+    expect(store.calls[0]!.args[1]).toEqual({
+      index: 0,
+      keyAttribute: 'pk',
+      fingerprint: expect.any(String),
+    });
+    expect(
+      store.items('Outbox').map((item) => [item[OUTBOX_ATTRIBUTES.pk], item[OUTBOX_ATTRIBUTES.entity]]),
+    ).toEqual([[id, 'o-1']]);
+    expect(store.items('Orders')).toEqual([{ pk: 'o-1', status: 'PLACED' }]);
+  });
+
+  it('writes nothing twice for a retried request with the same key and events: a duplicate', async () => {
+    const { store, writer } = setup();
+    const first = await writer.write(placed('o-1'), orderRow('o-1'), 'req-1');
+    const outbox = store.items('Outbox');
+
+    expect(await writer.write(placed('o-1'), orderRow('o-1'), 'req-1')).toEqual({
+      kind: 'duplicate',
+      ids: first.ids,
+    });
+    expect(store.items('Outbox')).toEqual(outbox);
+  });
+
+  it('reports a key reused with other events as a mismatch, writing nothing', async () => {
+    const { store, writer } = setup();
+    await writer.write(placed('o-1'), orderRow('o-1'), 'req-1');
+    const outbox = store.items('Outbox');
+
+    expect((await writer.write(placed('o-2'), orderRow('o-2'), 'req-1')).kind).toBe('mismatch');
+    expect(store.items('Outbox')).toEqual(outbox);
+    expect(store.items('Orders')).toEqual([{ pk: 'o-1', status: 'PLACED' }]);
+  });
+
+  it('writes no outbox item when a business condition fails, naming the business write', async () => {
+    const { store, writer } = setup();
+    const guarded = [
+      { Put: { TableName: 'Orders', Item: { pk: 'o-1' } } },
+      {
+        ConditionCheck: {
+          TableName: 'Stock',
+          Key: { pk: 'sku-1' },
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
+    ];
+
+    expect(await writer.write(placed('o-1'), guarded, 'req-1')).toMatchObject({
+      kind: 'condition-failed',
+      index: 1,
+    });
+    expect(store.items('Outbox')).toEqual([]);
+    expect(store.items('Orders')).toEqual([]);
+  });
+
+  it('rejects a write without an idempotency key or events, or beyond 100 actions, before any request', async () => {
+    const { store, writer } = setup();
+
+    await expect(writer.write(placed('o-1'), [], '')).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(writer.write([], [], 'req-1')).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(
+      writer.write(placed('o-1'), Array(100).fill(orderRow('o-1')[0]), 'req-1'),
+    ).rejects.toMatchObject({
+      code: 'TOO_MANY_WRITES',
+    });
+    expect(store.calls).toEqual([]);
+  });
+
+  it('fails fast on a producer name that could share a prefix with another', () => {
+    expect(() =>
+      createOutboxWriter({ client: undefined as never, tableName: 'Outbox', producer: 'a#b' }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+  });
+});
