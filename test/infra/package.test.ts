@@ -40,20 +40,23 @@ const KEY_EXPORTS: Record<string, readonly string[]> = {
   './http': ['createIdempotentHttpHandler', 'IDEMPOTENCY_KEY_HEADER'],
   './jobs': ['createJobGuard', 'createCheckpoint'],
   './streams': ['createKinesisHandler', 'createDynamoDbStreamHandler'],
-  './construct': ['IdempotentConsumer', 'InboxTable'],
+  './outbox': ['createOutboxRelay', 'sqsDestination', 'createOutboxWriter'],
+  './construct': ['IdempotentConsumer', 'InboxTable', 'IdempotentStreamConsumer', 'Outbox'],
   './replay': ['doubleTap', 'formatDifferences'],
 };
 
 /** A consumer's code: every subpath's key exports, plus a path the `exports` map does not expose. */
 const CONSUMER = `import { createSqsHandler, fromBody, PermanentError, type SqsHandler } from 'effectively-once';
-import { IdempotentConsumer, InboxTable } from 'effectively-once/construct';
+import { IdempotentConsumer, IdempotentStreamConsumer, InboxTable, Outbox } from 'effectively-once/construct';
 import { createIdempotentHttpHandler } from 'effectively-once/http';
 import { createJobGuard } from 'effectively-once/jobs';
+import { createOutboxRelay, createOutboxWriter } from 'effectively-once/outbox';
 import { doubleTap } from 'effectively-once/replay';
+import { createDynamoDbStreamHandler, createKinesisHandler } from 'effectively-once/streams';
 import { createSqsWorker } from 'effectively-once/worker';
 
 export const handler: (options: Parameters<typeof createSqsHandler>[0]) => SqsHandler = createSqsHandler;
-export const used = [fromBody, PermanentError, IdempotentConsumer, InboxTable, createIdempotentHttpHandler, createJobGuard, doubleTap, createSqsWorker];
+export const used = [fromBody, PermanentError, IdempotentConsumer, IdempotentStreamConsumer, InboxTable, Outbox, createIdempotentHttpHandler, createJobGuard, createOutboxRelay, createOutboxWriter, doubleTap, createKinesisHandler, createDynamoDbStreamHandler, createSqsWorker];
 `;
 const HIDDEN = `// @ts-expect-error only the subpaths of the exports map resolve
 import { createSqsHandler as hiddenHandler } from 'effectively-once/dist/lambda/sqs-handler';
