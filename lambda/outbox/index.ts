@@ -11,7 +11,9 @@ export {
   IDEMPOTENCY_KEY_ATTRIBUTE,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
+  OUTBOX_DESTINATION_KINDS,
   OUTBOX_ENV,
+  type OutboxDestinationKind,
 } from '../core/contract';
 // The types the outbox's signatures use (also exported by the entry points that define them).
 export type { DeadLetterSender } from '../core/dead-letter';
