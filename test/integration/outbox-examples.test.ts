@@ -274,4 +274,57 @@ describe('the README outbox chain on the emulator', () => {
     ]);
     expect(await local.queueDepth(shippingQueue.url)).toBe(2);
   });
+
+  it('outbox-orders-api.ts places an order with its OrderPlaced event once per Idempotency-Key', async () => {
+    const { handler } = await loadAsDeployed(
+      {
+        ORDERS_TABLE: ordersTable,
+        [OUTBOX_ENV.tableName]: outboxTable,
+        [OUTBOX_ENV.retentionSeconds]: String(retentionSeconds),
+      },
+      () => import('../../examples/outbox-orders-api'),
+    );
+    const orderId = `o-${run}-api`;
+    const key = `key-${run}`;
+    const request = (idempotencyKey: string | undefined, body: unknown) => ({
+      headers: idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+      body: JSON.stringify(body),
+    });
+    const placedEventId = outboxEventId(`orders-api#${key}`, 'OrderPlaced#0');
+    const answer = (statusCode: number, ids: readonly string[]) => ({
+      statusCode,
+      body: JSON.stringify({ orderId, eventIds: ids }),
+    });
+
+    expect(await handler(request(key, { orderId, amount: 990 }))).toEqual(answer(201, [placedEventId]));
+    // The client retries (its answer was lost): nothing is written twice.
+    expect(await handler(request(key, { orderId, amount: 990 }))).toEqual(answer(200, [placedEventId]));
+    // The key reused for another amount: refused, nothing written.
+    expect(await handler(request(key, { orderId, amount: 5 }))).toEqual(answer(422, [placedEventId]));
+    // Another key for the same order: the order's condition fails, nothing written.
+    const otherEventId = outboxEventId(`orders-api#${key}-2`, 'OrderPlaced#0');
+    expect(await handler(request(`${key}-2`, { orderId, amount: 990 }))).toEqual(answer(409, [otherEventId]));
+    expect(await handler(request(undefined, { orderId, amount: 990 }))).toEqual({
+      statusCode: 400,
+      body: 'Expected an Idempotency-Key and a body { orderId, amount }',
+    });
+    expect(await handler({ headers: { 'idempotency-key': key }, body: 'not json' })).toMatchObject({
+      statusCode: 400,
+    });
+
+    expect(await local.readItem(ordersTable, { pk: orderId })).toEqual({
+      pk: orderId,
+      status: 'PLACED',
+      amount: 990,
+    });
+    expect(
+      (await local.scanItems(outboxTable))
+        .filter((item) => item[OUTBOX_ATTRIBUTES.source] === 'orders-api')
+        .map((item) => ({
+          pk: item[OUTBOX_ATTRIBUTES.pk],
+          type: item[OUTBOX_ATTRIBUTES.type],
+          body: item[OUTBOX_ATTRIBUTES.body],
+        })),
+    ).toEqual([{ pk: placedEventId, type: 'OrderPlaced', body: JSON.stringify({ orderId, amount: 990 }) }]);
+  });
 });
