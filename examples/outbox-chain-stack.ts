@@ -12,7 +12,7 @@ import { IdempotentConsumer, Outbox } from 'effectively-once/construct';
 export class OrderChainStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
-    const [orders, shipments] = ['Orders', 'Shipments'].map(
+    const [orders, shipments] = ['OrdersTable', 'ShipmentsTable'].map(
       (name) =>
         new dynamodb.Table(this, name, {
           partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
@@ -32,6 +32,7 @@ export class OrderChainStack extends Stack {
     const outbox = new Outbox(this, 'OrderEvents', {
       queue: shipping.queue,
       relayEntry: path.join(__dirname, 'outbox-relay.ts'),
+      relayName: 'order-events-relay',
     });
     new IdempotentConsumer(this, 'Orders', {
       mode: 'atomic',
@@ -46,4 +47,5 @@ export class OrderChainStack extends Stack {
   }
 }
 
-new OrderChainStack(new App(), 'OrderChainStack');
+export const app = new App();
+new OrderChainStack(app, 'OrderChainStack');

@@ -11,6 +11,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { Stack } from 'aws-cdk-lib';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   DEAD_LETTER_ATTRIBUTES,
@@ -28,6 +30,7 @@ import {
   type OutboxRelay,
   outboxEventId,
 } from '../../lambda/outbox';
+import type { IdempotentConsumer, Outbox } from '../../lib';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import {
@@ -52,6 +55,7 @@ const inboxTable = uniqueName('eo-outbox-examples-inbox');
 const ordersTable = uniqueName('eo-outbox-examples-orders');
 const shipmentsTable = uniqueName('eo-outbox-examples-shipments');
 const outboxTable = uniqueName('eo-outbox-examples-outbox');
+/** The retention the `Outbox` derives with its defaults: 60 hours. */
 const retentionSeconds = 216_000;
 const savedEnv = { ...process.env };
 const placed = `o-${run}-placed`;
@@ -80,6 +84,39 @@ async function loadAsDeployed<T>(environment: Record<string, string>, load: () =
 const outcomesIn = (lines: readonly Record<string, unknown>[]) =>
   lines.filter((line) => line.outcome !== undefined).map(({ outcome, code }) => ({ outcome, code }));
 
+/**
+ * What `examples/outbox-chain-stack.ts` gives each function, with this test's tables and queues
+ * (the last test checks the names, and the values that are not resources, against the stack).
+ */
+function deployedEnvironments(): Record<'orders' | 'relay' | 'shipping', Record<string, string>> {
+  return {
+    orders: {
+      [ENV.consumer]: 'orders',
+      [ENV.inboxTable]: inboxTable,
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: ordersDeadLetterQueue.url,
+      ORDERS_TABLE: ordersTable,
+      [OUTBOX_ENV.tableName]: outboxTable,
+      [OUTBOX_ENV.retentionSeconds]: String(retentionSeconds),
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+    },
+    relay: {
+      [ENV.consumer]: 'order-events-relay',
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: relayDeadLetterQueue.url,
+      [OUTBOX_ENV.tableName]: outboxTable,
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationQueueUrl]: shippingQueue.url,
+    },
+    shipping: {
+      [ENV.consumer]: 'shipping',
+      [ENV.inboxTable]: inboxTable,
+      SHIPMENTS_TABLE: shipmentsTable,
+    },
+  };
+}
+
 beforeAll(async () => {
   await Promise.all([inboxTable, ordersTable, shipmentsTable].map((name) => local.createTable(name)));
   outboxStreamArn = await createStreamTable(admin, outboxTable);
@@ -95,40 +132,20 @@ beforeAll(async () => {
   ]) {
     await writer.send(new PutCommand({ TableName: ordersTable, Item: { pk, status } }));
   }
-  // What every function of the stack is given; the examples' unconfigured SDK clients then
-  // reach the local endpoint. The log level is the construct's `logLevel: 'debug'`, so that
-  // every outcome (`processed` too) is logged.
-  Object.assign(process.env, localAwsEnv(local.aws), {
-    [ENV.inboxTable]: inboxTable,
-    [ENV.logLevel]: 'debug',
-  });
-
+  // The examples' unconfigured SDK clients reach the local endpoint. The log level is the
+  // construct's `logLevel: 'debug'`, so that every outcome (`processed` too) is logged.
+  Object.assign(process.env, localAwsEnv(local.aws), { [ENV.logLevel]: 'debug' });
+  const environments = deployedEnvironments();
   ({ handler: orderHandler } = await loadAsDeployed(
-    {
-      [ENV.consumer]: 'orders',
-      [ENV.deadLetterMode]: 'direct',
-      [ENV.deadLetterQueueUrl]: ordersDeadLetterQueue.url,
-      ORDERS_TABLE: ordersTable,
-      [OUTBOX_ENV.tableName]: outboxTable,
-      [OUTBOX_ENV.retentionSeconds]: String(retentionSeconds),
-      [OUTBOX_ENV.destinationKind]: 'sqs',
-      [OUTBOX_ENV.destinationFifo]: 'false',
-    },
+    environments.orders,
     () => import('../../examples/outbox-order-confirmed'),
   ));
   ({ handler: relayHandler } = await loadAsDeployed(
-    {
-      [ENV.consumer]: 'order-events-relay',
-      [ENV.deadLetterMode]: 'direct',
-      [ENV.deadLetterQueueUrl]: relayDeadLetterQueue.url,
-      [OUTBOX_ENV.tableName]: outboxTable,
-      [OUTBOX_ENV.destinationKind]: 'sqs',
-      [OUTBOX_ENV.destinationQueueUrl]: shippingQueue.url,
-    },
+    environments.relay,
     () => import('../../examples/outbox-relay'),
   ));
   ({ handler: shippingHandler } = await loadAsDeployed(
-    { [ENV.consumer]: 'shipping', SHIPMENTS_TABLE: shipmentsTable },
+    environments.shipping,
     () => import('../../examples/outbox-shipping'),
   ));
 });
@@ -326,5 +343,42 @@ describe('the README outbox chain on the emulator', () => {
           body: item[OUTBOX_ATTRIBUTES.body],
         })),
     ).toEqual([{ pk: placedEventId, type: 'OrderPlaced', body: JSON.stringify({ orderId, amount: 990 }) }]);
+  });
+
+  it('outbox-chain-stack.ts gives each function the variables the samples read', async () => {
+    // Constructed without bundling: only the functions' settings are read.
+    vi.stubEnv('CDK_CONTEXT_JSON', JSON.stringify({ 'aws:cdk:bundling-stacks': [] }));
+    const { app } = await import('../../examples/outbox-chain-stack').finally(() => vi.unstubAllEnvs());
+    const stack = app.node.findChild('OrderChainStack') as Stack;
+    // The function's settings as the template will hold them, without synthesizing the app.
+    const variablesOf = (fn: lambda.IFunction) =>
+      (stack.resolve((fn.node.defaultChild as lambda.CfnFunction).environment) as { variables: object })
+        .variables;
+    // Resources are references in the template: their names must be there, with any value.
+    const literal = new Set<string>([
+      ENV.consumer,
+      ENV.deadLetterMode,
+      OUTBOX_ENV.retentionSeconds,
+      OUTBOX_ENV.destinationKind,
+      OUTBOX_ENV.destinationFifo,
+    ]);
+    const expected = (environment: Record<string, string>) =>
+      Object.fromEntries(
+        Object.entries(environment).map(([name, value]) => [
+          name,
+          literal.has(name) ? value : expect.anything(),
+        ]),
+      );
+    const environments = deployedEnvironments();
+
+    expect(variablesOf((stack.node.findChild('Orders') as IdempotentConsumer).handler)).toMatchObject(
+      expected(environments.orders),
+    );
+    expect(variablesOf((stack.node.findChild('OrderEvents') as Outbox).relay)).toMatchObject(
+      expected(environments.relay),
+    );
+    expect(variablesOf((stack.node.findChild('Shipping') as IdempotentConsumer).handler)).toMatchObject(
+      expected(environments.shipping),
+    );
   });
 });
