@@ -99,7 +99,7 @@ const DEFAULT_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(30);
 const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
 
 /**
- * The example app: one inbox table shared by three consumers, an Orders table projected from a
+ * The example app: one inbox table shared by its consumers, an Orders table projected from a
  * FIFO queue in `atomic` mode (inbox record and order items in one transaction), an Audit
  * table written from a standard queue in `entity` mode (the audit item is its own marker; the
  * inbox table is only named in its environment), and a payment notifier on a standard queue in
@@ -116,7 +116,9 @@ const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
  * shipment scheduler, the second service, which keys on the `idempotency-key` attribute the
  * relay sets and writes one Shipments item per confirmed order in `entity` mode. A standard
  * queue, so that a re-published event reaches the consumer (a FIFO queue would drop it as a
- * resend of the same deduplication id) and is acknowledged there as a duplicate.
+ * resend of the same deduplication id) and is acknowledged there as a duplicate. The shipment
+ * scheduler, too, dead-letters directly. In the local stage the relay crashes once after a
+ * publish (`relayCrashOnce`), to show that re-publish.
  *
  * The table keys are the ones the deployable handlers write: Orders `pk` + `sk` (the order
  * item `ORDER#<orderId>`/`ORDER` and one `STATUS#<status>` item per transition), Audit `pk`
