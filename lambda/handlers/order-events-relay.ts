@@ -108,7 +108,7 @@ export function createCrashOnce(options: CrashOnceOptions): CrashOnce {
 }
 
 /** What a relay with the fault reports to its handler. */
-interface CrashSignal {
+export interface CrashSignal {
   /** The crash, once the destination accepted an event and the crash was claimed. */
   crash: InjectedCrash | undefined;
 }
