@@ -274,10 +274,9 @@ export function formatChain(expected: ChainExpectation, run: ChainRun): string {
     `  Shipment scheduler: ${shipping.processed} processed, ${shipping.duplicate} duplicate (suppressed by the Shipments item, its own marker), ` +
       `${shipping.permanent} dead-lettered, ${shipping.retry} retried`,
     `  Shipments table: ${observation.shipments.length} item(s): ${observation.shipments.map((item) => item.pk).join(', ')}`,
-    `  The chain settled in ${seconds(run.waitMillis)}.` +
-      (run.missing.length > 0
-        ? ` It had not completed after ${seconds(run.timeoutMillis)}; missing: ${run.missing.join('; ')}`
-        : ''),
+    run.missing.length === 0
+      ? `  The chain settled in ${seconds(run.waitMillis)}.`
+      : `  The chain had not completed after ${seconds(run.waitMillis)} (the wait is ${seconds(run.timeoutMillis)}); missing: ${run.missing.join('; ')}`,
   ];
   return lines.join('\n');
 }
