@@ -78,7 +78,12 @@ import {
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
-import { createSimulatedQueue, type ReceivedMessage, type SimulatedQueue } from './simulated-queue';
+import {
+  createSimulatedQueue,
+  type ReceivedMessage,
+  type SimulatedQueue,
+  sqsRecordOf,
+} from './simulated-queue';
 import { createLocalClient, type LocalClient } from './tables';
 
 /** Which toolkit mode a seed runs. */
@@ -675,7 +680,7 @@ const HEARTBEAT_WAIT_MILLIS = LEASE_MILLIS;
 const HELD_PAST_EFFECT_MILLIS = 200;
 
 /** True when `promise` settles within `millis` (real time), false when it does not. */
-async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
+export async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), millis);
@@ -1369,26 +1374,17 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   }
 
   const recordsOf = (batch: readonly ReceivedMessage<PlannedCopyMeta>[]): SqsRecord[] =>
-    batch.map((received) => ({
-      messageId: received.messageId,
-      receiptHandle: received.receiptHandle,
-      body: received.body,
-      attributes: {
-        ApproximateReceiveCount: String(received.receiveCount),
-        SentTimestamp: String(received.sentAt),
-        SenderId: 'AIDAEXAMPLE',
-        ApproximateFirstReceiveTimestamp: String(received.sentAt),
+    batch.map((received) =>
+      sqsRecordOf(received, {
+        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
+        messageAttributes: { ...received.meta.attributes },
         // The queue stays a standard one (no group order): the records carry the FIFO
         // deduplication id only, for the seeds keyed by it.
         ...(options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
-          ? { MessageDeduplicationId: received.meta.deduplicationId }
+          ? { attributes: { MessageDeduplicationId: received.meta.deduplicationId } }
           : {}),
-      },
-      messageAttributes: { ...received.meta.attributes },
-      eventSource: 'aws:sqs',
-      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
-      awsRegion: 'us-east-1',
-    }));
+      }),
+    );
 
   const lambdaContextOf = (invocation: Invocation) => ({
     awsRequestId: `s${seed}-i${invocation.id}`,
