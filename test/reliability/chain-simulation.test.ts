@@ -8,13 +8,13 @@
  * the outbox and once downstream, poison input nowhere past orders, and the double tap changes
  * nothing.
  *
- * Size: `RELIABILITY_MESSAGES` orders per seed (default 150; `npm run test:soak` runs 10,000),
+ * Size: `RELIABILITY_MESSAGES` orders per seed (default 120; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n), or one seed alone with
  * `RELIABILITY_SEED=<n>`. A failing seed prints the command that replays it.
  *
  * The run ends with one line on standard output (printed again by
  * `test/support/summary-reporter.ts` after vitest's totals), for example
- * `chain: 600 orders (720 events), … 0 duplicate effects, 0 lost`.
+ * `chain: 480 orders (609 events), … 0 duplicate effects, 0 lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../support/aws';
@@ -29,7 +29,7 @@ import {
   type LocalClient,
 } from './support/tables';
 
-const MESSAGES = positiveInteger('RELIABILITY_MESSAGES', 150);
+const MESSAGES = positiveInteger('RELIABILITY_MESSAGES', 120);
 const SEED_COUNT = positiveInteger('RELIABILITY_SEEDS', 4);
 const INSTANCES = positiveInteger('RELIABILITY_INSTANCES', 4);
 const SINGLE_SEED = process.env.RELIABILITY_SEED ? positiveInteger('RELIABILITY_SEED', 1) : undefined;
@@ -140,7 +140,7 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
 
 describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately broken receiver', () => {
   it('counts duplicate effects downstream when shipping keys by the message id instead of the idempotency key', async () => {
-    const report = await runSeed(9201, { messages: 60, brokenReceiver: true });
+    const report = await runSeed(9201, { messages: 40, brokenReceiver: true });
 
     expect(report.rePublishes).toBeGreaterThan(0);
     expect(report.duplicateEffects).toBeGreaterThan(0);
