@@ -14,7 +14,7 @@
  *
  * The run ends with one line on standard output (printed again by
  * `test/support/summary-reporter.ts` after vitest's totals), for example
- * `chain: 480 orders (609 events), … 0 duplicate effects, 0 lost`.
+ * `chain: 480 orders (610 events), … 0 duplicate effects, 0 lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../support/aws';
@@ -118,7 +118,7 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
   );
 
   it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
-    'crashed both consumers and the relay, failed and lost publishes, raced two relay instances on the same records and emitted stream records twice across the seeds',
+    'crashed both consumers and the relay, failed and lost publishes, raced two relay instances on the same records, emitted stream records twice and redrove orders from the dead-letter queue across the seeds',
     () => {
       expect(reports).toHaveLength(SEEDS.length);
       const total = (pick: (report: ChainSeedReport) => number) =>
@@ -132,6 +132,7 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
       expect(total((r) => r.racedEvents)).toBeGreaterThan(0);
       expect(total((r) => r.emittedTwice)).toBeGreaterThan(0);
       expect(total((r) => r.redrives)).toBeGreaterThan(0);
+      expect(total((r) => r.outageDeadLettered)).toBeGreaterThan(0);
       expect(total((r) => r.retriesFromCheckpoint)).toBeGreaterThan(0);
       expect(reports.every((report) => report.deadLettered > 0)).toBe(true);
     },

@@ -4,8 +4,10 @@
  *
  * Per order of the orders service:
  * - valid, winning its key: its business effect exactly once (the item's `effects` counter is 1)
- *   with its payload (`amount`); no copy dead-lettered, every copy acknowledged (the redriven
- *   and double-tap copies as duplicates);
+ *   with its payload (`amount`); no copy dead-lettered by orders, every copy acknowledged (the
+ *   redriven and double-tap copies as duplicates), but behind an outage: then every copy the
+ *   producer sent is in the dead-letter queue (moved by the redrive policy), and its redriven
+ *   copies apply it;
  * - valid, losing its key to another payload: every copy dead-lettered with `PAYLOAD_MISMATCH`;
  *   exactly one order of a key wins;
  * - malformed JSON, no key (poison): every copy dead-lettered with `MALFORMED_BODY` /
@@ -21,7 +23,7 @@
  *   the event's type and body, put once on the wire; no entity for anything else.
  *
  * And across the chain: every message of both queues acknowledged (none left, none
- * dead-lettered by the redrive policy, shipping dead-letters nothing), every stream record
+ * moved by a redrive policy but the copies behind an outage, shipping dead-letters nothing), every stream record
  * checkpointed past and none discarded to the on-failure destination, and the double tap (the
  * orders service's whole input log sent again) changes nothing in either service, the outbox, or
  * what the relay published.
@@ -65,6 +67,8 @@ export interface ChainSeedReport {
   readonly emittedTwice: number;
   readonly retriesFromCheckpoint: number;
   readonly redrives: number;
+  /** Copies behind an outage moved to the dead-letter queue by the redrive policy (and redriven). */
+  readonly outageDeadLettered: number;
   readonly doubleTapMessages: number;
   readonly deadLettered: number;
   readonly duplicateEffects: number;
@@ -253,7 +257,16 @@ export async function checkChainSeed(
     if (writes > 1) violate(`${pk}: put ${writes} times on the wire in shipping`);
   }
 
-  // Both queues drained; nothing moved by a redrive policy, nothing dead-lettered by shipping.
+  /** The copies an outage kept failing (not their redriven copies): each in the dead-letter queue. */
+  const outageCopies = new Set(
+    plans.flatMap((plan) =>
+      plan.outage
+        ? plan.copies.filter((copy) => copy.redriveOf === undefined).map((copy) => copy.messageId)
+        : [],
+    ),
+  );
+  // Both queues drained; nothing moved by a redrive policy but the copies behind an outage,
+  // nothing dead-lettered by shipping.
   for (const [name, queue] of [
     ['orders', result.orderQueue],
     ['shipping', result.shippingQueue],
@@ -263,11 +276,17 @@ export async function checkChainSeed(
       violate(`${queue.pendingCount()} message(s) left in the ${name} queue`);
     }
     for (const message of queue.redriven) {
+      if (name === 'orders' && outageCopies.has(message.messageId)) continue;
       lost += 1;
       violate(
         `${name}: ${message.messageId} moved to the dead-letter queue after ${message.receiveCount} receives`,
       );
     }
+  }
+  const redriven = new Set(result.orderQueue.redriven.map((message) => message.messageId));
+  for (const messageId of outageCopies) {
+    if (!redriven.has(messageId))
+      violate(`${messageId}: behind an outage, but not moved to the dead-letter queue`);
   }
   for (const letter of result.shipping.deadLetters) {
     violate(`shipping dead-lettered ${letter.sourceMessageId} as ${letter.code}: ${letter.reason}`);
@@ -311,6 +330,7 @@ export async function checkChainSeed(
     emittedTwice: result.relay.emittedTwice,
     retriesFromCheckpoint: result.stream.stats.retriesFromCheckpoint,
     redrives: result.redrives,
+    outageDeadLettered: [...outageCopies].filter((messageId) => redriven.has(messageId)).length,
     doubleTapMessages: result.doubleTapCopies.size,
     deadLettered,
     duplicateEffects,

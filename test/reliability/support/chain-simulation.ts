@@ -32,8 +32,10 @@
  *   dead-letter send a failure. A message on its 4th receive or later runs without faults, so no
  *   valid message exhausts `maxReceiveCount`;
  * - orders' input: duplicates (in the next batch: concurrent; in the same batch; resent later),
- *   poison input (malformed JSON, no key), a key reused with another payload, and completed
- *   messages redriven once the queue drained (a new message id, as AWS gives redriven messages);
+ *   poison input (malformed JSON, no key), a key reused with another payload, orders behind an
+ *   outage of a dependency (every delivery fails until the queue drained, so every copy ends in
+ *   the dead-letter queue by the redrive policy), and, once the queue drained, the dead-letter
+ *   queue and some completed messages redriven (a new message id, as AWS gives them);
  * - the relay: a publish that fails before it lands (the relay checkpoints there, the batch is
  *   retried from it), a publish whose answer is lost after the message landed, a crash after
  *   publishing and before the checkpoint is returned (the whole batch comes again), a stream
@@ -85,6 +87,14 @@ import {
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
+import {
+  type ClaimFault,
+  claimRequestFault,
+  createCapturingDeadLetterSender,
+  createCrashingMetrics,
+  drawFault,
+  losesResponse,
+} from './simulated-lambda';
 import {
   createSimulatedQueue,
   type ReceivedMessage,
@@ -154,6 +164,12 @@ export interface ChainPlan {
   readonly scopedKey?: string;
   readonly amount: number;
   readonly shape: EmitShape;
+  /**
+   * A dependency of orders is down for this order until the queue drained: every delivery fails
+   * (a retry), so every copy ends in the dead-letter queue by the redrive policy, and is redriven
+   * once the queue drained.
+   */
+  readonly outage: boolean;
   /** What the order emits when it wins its key. */
   readonly events: readonly PlannedEvent[];
   /** The code every dead letter of a copy must carry: always for poison, for a keyed order only if it lost its key. */
@@ -204,8 +220,9 @@ export function eventsOf(body: OrderBody): {
 /**
  * The plan of a seed: about 92% valid orders, 2% malformed JSON, 2% without a key, 4% reusing an
  * earlier key with another payload. About 35% of orders get a copy in the next batch (delivered
- * concurrently), 3% one in the same batch, 5% one resent a while later; 4% of valid orders are
- * redriven once more after they completed. Of the keyed orders 60% emit one event, 25% two of
+ * concurrently), 3% one in the same batch, 5% one resent a while later; 2% of valid orders meet
+ * an outage (every copy ends in the dead-letter queue and is redriven), 4% are redriven once more
+ * after they completed. Of the keyed orders 60% emit one event, 25% two of
  * two types, 15% two of one type, named.
  */
 export function planChain(seed: number, count: number): ChainPlan[] {
@@ -251,12 +268,16 @@ export function planChain(seed: number, count: number): ChainPlan[] {
     if (extra < 0.35) copy(index + random.between(BATCH_SIZE, 2 * BATCH_SIZE - 1) + 0.5, 0);
     else if (extra < 0.38) copy(index + random.between(1, 5) + 0.25, 0);
     else if (extra < 0.43) copy(index + 0.5, random.between(1, 4) * 15_000);
-    if (kind === 'valid' && random.chance(0.04)) {
+    const redriveRoll = random.next();
+    const outage = kind === 'valid' && redriveRoll < 0.02;
+    const redriveCompleted = kind === 'valid' && !outage && redriveRoll < 0.06;
+    // Redriven copies keep the body and get a new message id, as AWS gives redriven messages.
+    for (const source of outage ? [...copies] : redriveCompleted ? [copies[0]!] : []) {
       copies.push({
-        ...copies[0]!,
-        messageId: `${copies[0]!.messageId}-redriven`,
+        ...source,
+        messageId: `${source.messageId}-redriven`,
         position: count + index,
-        redriveOf: copies[0]!.messageId,
+        redriveOf: source.messageId,
       });
     }
     const keyed = kind === 'valid' || kind === 'conflict';
@@ -281,6 +302,7 @@ export function planChain(seed: number, count: number): ChainPlan[] {
       amount,
       shape,
       events,
+      outage,
       ...(kind === 'malformed'
         ? { expectedCode: 'MALFORMED_BODY' as const }
         : kind === 'missing-key'
@@ -288,8 +310,7 @@ export function planChain(seed: number, count: number): ChainPlan[] {
           : { expectedCode: 'PAYLOAD_MISMATCH' as const }),
       copies,
     });
-    if (kind === 'valid' && copies.every((candidate) => candidate.redriveOf === undefined))
-      partnerable.push(index);
+    if (kind === 'valid' && !outage && !redriveCompleted) partnerable.push(index);
   }
   return plans;
 }
@@ -329,34 +350,17 @@ export const CONSUMER_CRASH_POINTS = [
 export type ConsumerCrashPoint = (typeof CONSUMER_CRASH_POINTS)[number];
 
 /** Faults of one delivered message (either consumer). */
-type RecordFault =
-  | 'throttle'
-  | 'conflict'
-  | 'lost-response'
-  | 'lost-response-retried'
-  | 'crash-before-commit'
-  | 'crash-after-commit'
-  | 'crash-after-outcome';
+type RecordFault = ClaimFault | 'crash-after-outcome';
 
 const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['throttle', 0.04],
   ['conflict', 0.03],
   ['lost-response', 0.02],
   ['lost-response-retried', 0.03],
-  ['crash-before-commit', 0.01],
-  ['crash-after-commit', 0.01],
+  ['crash-before-claim', 0.01],
+  ['crash-after-claim', 0.01],
   ['crash-after-outcome', 0.01],
 ];
-
-/** The fault of `roll` in `table` (chances in order, the rest without a fault). */
-function faultOfRoll<T>(table: readonly (readonly [T, number])[], roll: number): T | undefined {
-  let rest = roll;
-  for (const [fault, chance] of table) {
-    if (rest < chance) return fault;
-    rest -= chance;
-  }
-  return undefined;
-}
 
 /** What one consumer (orders or shipping) saw. */
 export interface ConsumerLog {
@@ -537,24 +541,9 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
       if (invocation === undefined || !invocation.faults || role.role !== 'claim') return undefined;
       const claim = invocation.claims.get(role.pk) ?? 0;
       invocation.claims.set(role.pk, claim + 1);
-      switch (invocation.faultsByKey.get(role.pk)?.[claim]) {
-        case 'throttle':
-          return { kind: 'throttle' };
-        case 'conflict':
-          return { kind: 'conflict' };
-        case 'lost-response':
-          log.lostResponses += 1;
-          return { kind: 'lost-response' };
-        case 'lost-response-retried':
-          log.lostResponses += 1;
-          return { kind: 'lost-response-retried' };
-        case 'crash-before-commit':
-          return { kind: 'crash-before', label: 'before the commit' };
-        case 'crash-after-commit':
-          return { kind: 'crash-after', label: 'after the commit' };
-        default:
-          return undefined;
-      }
+      const fault = invocation.faultsByKey.get(role.pk)?.[claim];
+      if (losesResponse(fault)) log.lostResponses += 1;
+      return claimRequestFault(fault, { before: 'before the commit', after: 'after the commit' });
     },
     crash(label) {
       const invocation = current(instance());
@@ -604,31 +593,18 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
         },
       },
       logLevel: 'debug',
-      metrics: {
-        publish() {
-          const invocation = current(self);
-          if (invocation?.responseCrash && !invocation.crashed) {
-            crash(invocation, 'while building the batch response');
-            throw new SimulatedCrash('crashed while building the batch response');
-          }
-        },
-      },
+      metrics: createCrashingMetrics({
+        current: () => current(self),
+        crash: (invocation) => crash(invocation, 'while building the batch response'),
+      }),
       deadLetter: 'direct',
-      deadLetterSender: {
-        async send(message) {
-          const invocation = current(self);
-          if (invocation?.crashed)
-            throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
-          const receiveCount = invocation?.receiveCounts.get(message.sourceMessageId) ?? 0;
-          if (
-            invocation?.faults &&
-            chanceOf(seed, consumer, 'dead-letter', message.sourceMessageId, receiveCount) < 0.1
-          ) {
-            throw new Error('SendMessage to the dead-letter queue failed (injected)');
-          }
-          log.deadLetters.push(message);
-        },
-      },
+      deadLetterSender: createCapturingDeadLetterSender({
+        seed,
+        labels: [consumer, 'dead-letter'],
+        current: () => current(self),
+        deliveryOf: (invocation, messageId) => invocation.receiveCounts.get(messageId) ?? 0,
+        sent: log.deadLetters,
+      }),
     });
     self = { index, skewMillis, client, handler };
     return self;
@@ -655,7 +631,7 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
     for (const received of batch) {
       log.deliveries.set(received.messageId, (log.deliveries.get(received.messageId) ?? 0) + 1);
       const fault = faults
-        ? faultOfRoll(
+        ? drawFault(
             RECORD_FAULTS,
             chanceOf(seed, consumer, 'record', received.messageId, received.receiveCount),
           )
@@ -802,6 +778,11 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
   const { seed } = options;
   const consumers = chainConsumersOf(seed);
   const plans = planChain(seed, options.messages);
+  const planByMessageId = new Map(
+    plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
+  );
+  /** 1 until the queues first drained; 2 for the redrive and the double tap (the outage is over). */
+  let phase: 1 | 2 = 1;
   const violations: string[] = [];
   const random = createRandom(seed ^ 0xc4a2);
 
@@ -844,6 +825,9 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         dedupKey: fromBody<OrderBody>((body) => body.id),
         mode: atomic(
           (message, unitOfWork) => {
+            if (phase === 1 && planByMessageId.get(message.messageId)?.outage === true) {
+              throw new Error('A dependency of orders is down (injected outage)');
+            }
             unitOfWork.update({
               TableName: options.ordersTable,
               Key: { pk: message.scopedKey },
@@ -925,7 +909,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       const entry = invocation.batch.entries.find((candidate) => candidate.meta.eventId === eventId);
       const delivery = entry === undefined ? 0 : (relayDeliveries.get(entry.sequenceNumber) ?? 0);
       const fault = invocation.faults
-        ? faultOfRoll(PUBLISH_FAULTS, chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery))
+        ? drawFault(PUBLISH_FAULTS, chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery))
         : undefined;
       if (fault === 'publish-fails') {
         relayLog.failedPublishes += 1;
@@ -1017,10 +1001,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     for (const entry of batch.entries)
       relayDeliveries.set(entry.sequenceNumber, (relayDeliveries.get(entry.sequenceNumber) ?? 0) + 1);
     const fault = faults
-      ? faultOfRoll(
-          RELAY_FAULTS,
-          chanceOf(seed, 'relay', first.meta.eventId, first.meta.emission, batch.retry),
-        )
+      ? drawFault(RELAY_FAULTS, chanceOf(seed, 'relay', first.meta.eventId, first.meta.emission, batch.retry))
       : undefined;
     const invocation: RelayInvocation = {
       id: ++relayLog.invocations,
@@ -1193,13 +1174,17 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       orderQueue.send({ messageId: copy.messageId, body: copy.body, meta: { plan } }, copy.delayMillis);
     }
     await drain();
-    // Completed orders redriven once the queue drained, with a new message id.
+    // The outage is over: the dead-letter queue is redriven, and some completed orders come back
+    // the same way, each with a new message id.
+    phase = 2;
     for (const plan of plans) {
       for (const copy of plan.copies) {
         if (copy.redriveOf === undefined) continue;
-        if (orderQueue.stateOf(copy.redriveOf) !== 'deleted') {
+        const state = orderQueue.stateOf(copy.redriveOf);
+        const expected = plan.outage ? 'dead-lettered' : 'deleted';
+        if (state !== expected) {
           violations.push(
-            `o${plan.index}: ${copy.redriveOf} is ${orderQueue.stateOf(copy.redriveOf)} before its redrive, expected deleted`,
+            `o${plan.index}: ${copy.redriveOf} is ${state} before its redrive, expected ${expected}`,
           );
         }
         redrives += 1;
