@@ -44,6 +44,7 @@ import {
   chainConsumersOf,
   type PlannedEvent,
 } from './chain-simulation';
+import { ungrantedActions } from './grants';
 import { readItems, scanItems } from './tables';
 
 /** What one seed amounted to. */
@@ -291,6 +292,25 @@ export async function checkChainSeed(
   for (const letter of result.shipping.deadLetters) {
     violate(`shipping dead-lettered ${letter.sourceMessageId} as ${letter.code}: ${letter.reason}`);
   }
+
+  // Every request either consumer sent is allowed by what the constructs grant its function:
+  // orders by IdempotentConsumer in atomic mode with `outbox`, shipping in entity mode.
+  const ungranted = [
+    ...ungrantedActions(
+      {
+        mode: 'atomic',
+        inboxTable: options.inboxTable,
+        businessTable: options.ordersTable,
+        outboxTable: options.outboxTable,
+      },
+      result.orders.actions,
+    ).map((action) => `orders: ${action}`),
+    ...ungrantedActions(
+      { mode: 'entity', inboxTable: options.inboxTable, businessTable: options.shipmentsTable },
+      result.shipping.actions,
+    ).map((action) => `shipping: ${action}`),
+  ];
+  for (const action of ungranted) violate(`${action} is not granted`);
 
   // The double tap changes nothing in either service.
   const before = result.beforeDoubleTap;

@@ -106,6 +106,7 @@ import {
   FAULT_FREE_FROM_RECEIVE,
   MAX_RECEIVE_COUNT,
   MAX_SKEW_MILLIS,
+  recordActions,
   settlesWithin,
   TTL_SECONDS,
 } from './simulation';
@@ -373,6 +374,8 @@ export interface ConsumerLog {
   /** Successful commits (orders) or entity puts (shipping) seen on the wire, by record key. */
   readonly effectWrites: Map<string, number>;
   readonly crashes: Record<ConsumerCrashPoint, number>;
+  /** The IAM actions its requests needed, by table, to compare with the constructs' grants. */
+  readonly actions: Map<string, Set<string>>;
   lostResponses: number;
   invocations: number;
 }
@@ -520,6 +523,7 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
       ConsumerCrashPoint,
       number
     >,
+    actions: new Map(),
     lostResponses: 0,
     invocations: 0,
   };
@@ -536,6 +540,7 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
   const controllerOf = (instance: () => ConsumerInstance): FaultController => ({
     isCrashed: () => current(instance())?.crashed ?? false,
     decide(request): RequestFault | undefined {
+      recordActions(log.actions, request);
       const invocation = current(instance());
       const role = roleOf(request);
       if (invocation === undefined || !invocation.faults || role.role !== 'claim') return undefined;
