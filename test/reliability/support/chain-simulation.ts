@@ -24,7 +24,10 @@
  *   read, under the simulated stream's sequence number (a record emitted twice needs a position
  *   of its own).
  *
- * Faults (each a pure function of the seed and of what is decided):
+ * Faults (each drawn from the seed and what is decided: a message id and its receive count, an
+ * event id, its emission and how often its record was delivered; how the stream's records fall
+ * into relay batches depends on when they were read, so a replayed seed meets the same faults per
+ * message, not always the same batches):
  * - both consumers, per delivered message: throttling, a transaction conflict, a lost response
  *   (applied, the caller sees a connection reset), a lost response sent again at once by the SDK,
  *   a crash before or after the commit (or the entity put), a crash after the outcome is decided
@@ -45,9 +48,9 @@
  *   runs without faults, so no event uses up `MAX_RETRY_ATTEMPTS`.
  *
  * The three functions run concurrently, as a deployed chain does: shipping receives an event
- * while orders still commits others. Once everything drained, the completed messages planned for
- * a redrive come again; then the double tap sends orders' whole input log again, and nothing may
- * change in either service.
+ * while orders still commits others. Once everything drained, the dead-letter queue and the
+ * completed messages planned for a redrive come again; then the double tap sends orders' whole
+ * input log again, and nothing may change in either service.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
