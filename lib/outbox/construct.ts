@@ -12,9 +12,9 @@ import { Construct } from 'constructs';
 import {
   DEFAULT_METRIC_NAMESPACE,
   ENV,
-  METRICS,
   OUTBOX_ATTRIBUTES,
   OUTBOX_ENV,
+  OUTBOX_RELAY_METRICS,
   type OutboxDestinationKind,
 } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
@@ -309,8 +309,8 @@ export class Outbox extends Construct {
     return new cloudwatch.MathExpression({
       expression: 'FILL(retry, 0) + FILL(permanent, 0) + FILL(errors, 0)',
       usingMetrics: {
-        retry: this.metric(METRICS.retry),
-        permanent: this.metric(METRICS.permanent),
+        retry: this.metric(OUTBOX_RELAY_METRICS.retry),
+        permanent: this.metric(OUTBOX_RELAY_METRICS.permanent),
         errors: this.relay.metricErrors({ statistic: cloudwatch.Stats.SUM, period: Duration.minutes(5) }),
       },
       label: 'Failed publishes',

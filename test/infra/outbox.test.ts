@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Duration, type Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
@@ -17,6 +18,7 @@ import {
   type OutboxProps,
 } from '../../lib';
 import { QUEUE_KEY_SEND_ACTIONS, TABLE_KEY_WRITE_ACTIONS } from '../../lib/consumer-permissions';
+import { defaultRelayEntry } from '../../lib/outbox/defaults';
 import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
 
 /** The stand-in for the package's relay handler. */
@@ -326,12 +328,12 @@ describe('Outbox validation', () => {
     ]);
   });
 
-  it("fails while the package's relay handler is missing and no relayEntry is given", () => {
-    const error = errorOf((stack) => ({ queue: new sqs.Queue(stack, 'A') }));
-    expect(error.failures).toHaveLength(1);
-    expect(error.failures?.[0]).toMatch(
-      /^Expected `relayEntry` to be an existing handler file, got `".*relay-handler\.js"` \(the package's relay handler\)$/,
+  it("uses the package's relay handler, which exists, when no relayEntry is given", () => {
+    const entry = defaultRelayEntry();
+    expect(path.relative(path.join(__dirname, '..', '..'), entry)).toBe(
+      path.join('lambda', 'outbox', 'relay-handler.ts'),
     );
+    expect(fs.existsSync(entry)).toBe(true);
   });
 });
 
