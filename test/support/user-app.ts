@@ -22,14 +22,18 @@ import {
 } from 'node:fs';
 import { join, relative } from 'node:path';
 import { CloudWatchLogsClient, FilterLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { type CommandRun, isAlive, runCommand } from './child-process';
+import { waitFor } from './fixtures';
 
 const root = projectRoot();
 
 /** The tsconfig of the current `cdk init app --language typescript` template, less jest's types (no tests here). */
-export const CDK_INIT_TSCONFIG = {
+const CDK_INIT_TSCONFIG = {
   compilerOptions: {
     target: 'ES2022',
     module: 'NodeNext',
@@ -59,7 +63,7 @@ export const CDK_INIT_TSCONFIG = {
 };
 
 /** The credentials and region of every client the tests point at the emulator. */
-export const EMULATOR_CLIENT_CONFIG = {
+const EMULATOR_CLIENT_CONFIG = {
   region: 'us-east-1',
   credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
 } as const;
@@ -91,7 +95,7 @@ export function packTarball(work: string): string {
 }
 
 /** What a user app is made of. */
-export interface UserAppFiles {
+interface UserAppFiles {
   /** The directory the app goes in (outside the repository). */
   readonly dir: string;
   /** The app's own files (`bin/`, `lib/`, `lambda/`, ...), copied into `dir`. */
@@ -109,7 +113,7 @@ export interface UserAppFiles {
  * node_modules/effectively-once with its bin linked as npm links it, and every other package
  * linked from the repository's node_modules.
  */
-export function makeUserApp({ dir, source, name, cdkApp, tarball }: UserAppFiles): void {
+function makeUserApp({ dir, source, name, cdkApp, tarball }: UserAppFiles): void {
   cpSync(source, dir, { recursive: true });
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CDK_INIT_TSCONFIG, null, 2));
   writeFileSync(
@@ -151,19 +155,19 @@ export function makeUserApp({ dir, source, name, cdkApp, tarball }: UserAppFiles
  * Gives the per-user cache (`XDG_CACHE_HOME`) the MiniStack the repository installed, instead of
  * a second pip install by `effectively-once local up`.
  */
-export async function linkInstalledMiniStack(cache: string): Promise<void> {
+async function linkInstalledMiniStack(cache: string): Promise<void> {
   const installation = await ensureMiniStack();
   mkdirSync(join(cache, 'effectively-once'), { recursive: true });
   symlinkSync(join(installation.python, '..', '..'), join(cache, 'effectively-once', 'venv'), 'dir');
 }
 
 /** The emulator `effectively-once local up` started with this cache, if it recorded one. */
-export function emulatorOf(cache: string): EmulatorState | undefined {
+function emulatorOf(cache: string): EmulatorState | undefined {
   return readEmulatorState(join(cache, 'effectively-once'));
 }
 
 /** Runs the installed `node_modules/.bin/effectively-once <args>` in the app, with exactly `env` (plus PATH and HOME). */
-export function runCli(app: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<CommandRun> {
+function runCli(app: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<CommandRun> {
   const bin = join(app, 'node_modules', '.bin', 'effectively-once');
   return runCommand(bin, args, app, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env });
 }
@@ -180,7 +184,7 @@ export function expectSuccess(what: string, run: CommandRun): CommandRun {
  * Whatever failed before, leaves neither the stack nor the emulator behind: `local destroy` when
  * a deploy was attempted, then `local down`, if the emulator this cache recorded is still alive.
  */
-export async function tearDownUserApp(
+async function tearDownUserApp(
   app: string,
   env: NodeJS.ProcessEnv & { readonly XDG_CACHE_HOME: string },
   deployed: boolean,
@@ -192,7 +196,7 @@ export async function tearDownUserApp(
 }
 
 /** `Stack.Output = value` lines of `cdk deploy` for `stack`, as a map. */
-export function outputsOf(stdout: string, stack: string): Record<string, string> {
+function outputsOf(stdout: string, stack: string): Record<string, string> {
   const outputs: Record<string, string> = {};
   for (const match of stdout.matchAll(new RegExp(`^${stack}\\.(\\w+) = (\\S+)$`, 'gm'))) {
     outputs[match[1]!] = match[2]!;
@@ -201,7 +205,7 @@ export function outputsOf(stdout: string, stack: string): Record<string, string>
 }
 
 /** The messages of a log group (the first page of `FilterLogEvents`), through the CloudWatch Logs client. */
-export async function logMessages(endpoint: string, logGroupName: string): Promise<string[]> {
+async function logMessages(endpoint: string, logGroupName: string): Promise<string[]> {
   const logs = new CloudWatchLogsClient({ endpoint, ...EMULATOR_CLIENT_CONFIG });
   try {
     const { events = [] } = await logs.send(new FilterLogEventsCommand({ logGroupName }));
@@ -212,7 +216,7 @@ export async function logMessages(endpoint: string, logGroupName: string): Promi
 }
 
 /** The JSON objects among log lines (the runtime's logs and EMF metrics); platform lines are skipped. */
-export function jsonLines(messages: readonly string[]): Record<string, unknown>[] {
+function jsonLines(messages: readonly string[]): Record<string, unknown>[] {
   return messages.flatMap((message) =>
     message
       .split('\n')
@@ -226,4 +230,172 @@ export function jsonLines(messages: readonly string[]): Record<string, unknown>[
         }
       }),
   );
+}
+
+/** A user app as a test defines it: its files, and the stack its CDK app deploys. */
+export interface UserAppDefinition {
+  /** The app's own files (`bin/`, `lib/`, `lambda/`, ...). */
+  readonly source: string;
+  /** The app's `package.json` name, and its directory's. */
+  readonly name: string;
+  /** The CDK app's entry, relative to the app (`bin/my-app.ts`). */
+  readonly cdkApp: string;
+  /** The stack `local deploy` deploys, whose outputs the tests read. */
+  readonly stack: string;
+}
+
+/** The clients a test talks to the emulator with. */
+export interface EmulatorClients {
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBDocumentClient;
+}
+
+/**
+ * One user app through its life in a test: installed in `work` with its own per-user cache (so
+ * its own emulator), started and deployed with the installed CLI, read through the stack's
+ * outputs, and torn down. The assertions stay in the tests; this holds the steps both apps take.
+ */
+export class LocalUserApp {
+  /** The app's directory, outside the repository. */
+  readonly dir: string;
+  /** Exactly the environment the CLI runs with (plus PATH and HOME): the per-user cache. */
+  readonly env: { readonly XDG_CACHE_HOME: string };
+  /** The emulator `local up` started, once it did. */
+  emulator: EmulatorState | undefined;
+  /** The stack's outputs, once `local deploy` succeeded. */
+  outputs: Readonly<Record<string, string>> = {};
+  private deployed = false;
+  private emulatorClients: EmulatorClients | undefined;
+
+  constructor(
+    work: string,
+    private readonly definition: UserAppDefinition,
+  ) {
+    this.dir = join(work, definition.name);
+    this.env = { XDG_CACHE_HOME: join(work, `${definition.name}-cache`) };
+  }
+
+  /** Lays the app out with the tarball installed, and gives its cache the repository's MiniStack. */
+  async install(tarball: string): Promise<void> {
+    const { source, name, cdkApp } = this.definition;
+    makeUserApp({ dir: this.dir, source, name, cdkApp, tarball });
+    await linkInstalledMiniStack(this.env.XDG_CACHE_HOME);
+  }
+
+  /** Runs the installed CLI in the app, with the app's environment and `extra`. */
+  run(args: readonly string[], extra: NodeJS.ProcessEnv = {}): Promise<CommandRun> {
+    return runCli(this.dir, args, { ...this.env, ...extra });
+  }
+
+  /** `effectively-once local up`, which must succeed; records the emulator it started. */
+  async up(): Promise<CommandRun> {
+    const run = expectSuccess('effectively-once local up', await this.run(['local', 'up']));
+    this.emulator = emulatorOf(this.env.XDG_CACHE_HOME);
+    return run;
+  }
+
+  /** `effectively-once local deploy -c local=true`, which must succeed; reads the stack's outputs. */
+  async deploy(): Promise<CommandRun> {
+    const run = await this.run(['local', 'deploy', '-c', 'local=true']);
+    this.deployed = true;
+    expectSuccess('effectively-once local deploy', run);
+    this.outputs = outputsOf(run.stdout, this.definition.stack);
+    return run;
+  }
+
+  /** The variables that point the AWS SDK (and the CLI's `replay`) at the emulator. */
+  awsEnv(): NodeJS.ProcessEnv {
+    return {
+      AWS_ENDPOINT_URL: this.started().endpoint,
+      AWS_REGION: EMULATOR_CLIENT_CONFIG.region,
+      AWS_ACCESS_KEY_ID: EMULATOR_CLIENT_CONFIG.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: EMULATOR_CLIENT_CONFIG.credentials.secretAccessKey,
+    };
+  }
+
+  /** SQS and DynamoDB (document) clients on the emulator, created once. */
+  get clients(): EmulatorClients {
+    if (!this.emulatorClients) {
+      const config = { endpoint: this.started().endpoint, ...EMULATOR_CLIENT_CONFIG };
+      this.emulatorClients = {
+        sqs: new SQSClient(config),
+        dynamodb: DynamoDBDocumentClient.from(new DynamoDBClient(config)),
+      };
+    }
+    return this.emulatorClients;
+  }
+
+  /** The value of one of the stack's outputs; throws when the stack has no such output. */
+  output(name: string): string {
+    const value = this.outputs[name];
+    if (value === undefined) throw new Error(`The stack ${this.definition.stack} has no output ${name}`);
+    return value;
+  }
+
+  /** Every item of the table an output names, sorted by `pk`. */
+  async scan(tableOutput: string): Promise<Record<string, unknown>[]> {
+    const { Items = [] } = await this.clients.dynamodb.send(
+      new ScanCommand({ TableName: this.output(tableOutput) }),
+    );
+    return Items.sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
+  }
+
+  /** The JSON lines (logs and EMF metrics) of the log group an output names. */
+  async logLines(logGroupOutput: string): Promise<Record<string, unknown>[]> {
+    return jsonLines(await logMessages(this.started().endpoint, this.output(logGroupOutput)));
+  }
+
+  /**
+   * Rethrows a failed wait with what the functions logged (their log groups named by outputs),
+   * the first thing to read when a function did not act.
+   */
+  withLogsOf(logGroupOutputs: readonly string[]): (error: Error) => Promise<never> {
+    return async (error) => {
+      const logs = await Promise.all(
+        logGroupOutputs.map(async (output) => {
+          const messages = await logMessages(this.started().endpoint, this.output(output)).catch(String);
+          return `--- ${output}\n${[messages].flat().join('\n')}`;
+        }),
+      );
+      throw new Error(`${error.message}; the functions logged:\n${logs.join('\n')}`);
+    };
+  }
+
+  /** Waits until the queue an output names has messages, and receives them (with their attributes). */
+  receiveMessages(queueOutput: string, what: string, logGroupOutputs: readonly string[]): Promise<Message[]> {
+    return waitFor(
+      what,
+      async () => {
+        const received = await this.clients.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.output(queueOutput),
+            MessageAttributeNames: ['All'],
+            WaitTimeSeconds: 1,
+          }),
+        );
+        return received.Messages?.length ? received.Messages : undefined;
+      },
+      { timeoutMillis: 60_000, intervalMillis: 500 },
+    ).catch(this.withLogsOf(logGroupOutputs));
+  }
+
+  /** `effectively-once local destroy`, then `local down`, both of which must succeed. */
+  async destroyAndStop(): Promise<{ readonly destroy: CommandRun; readonly down: CommandRun }> {
+    const destroy = expectSuccess('effectively-once local destroy', await this.run(['local', 'destroy']));
+    this.deployed = false;
+    const down = expectSuccess('effectively-once local down', await this.run(['local', 'down']));
+    return { destroy, down };
+  }
+
+  /** Whatever failed before, leaves neither clients, the stack nor the emulator behind. */
+  async tearDown(): Promise<void> {
+    this.emulatorClients?.sqs.destroy();
+    this.emulatorClients?.dynamodb.destroy();
+    await tearDownUserApp(this.dir, this.env, this.deployed);
+  }
+
+  private started(): EmulatorState {
+    if (!this.emulator) throw new Error(`The emulator of ${this.definition.name} has not started`);
+    return this.emulator;
+  }
 }
