@@ -5,7 +5,9 @@
  * cdk.json) with the app's own files, the tarball installed in its node_modules, and the
  * installed `node_modules/.bin/effectively-once` to run. The app's other dependencies
  * (aws-cdk-lib, aws-cdk, esbuild, tsx, typescript) are links to the repository's installs,
- * standing in for the user's `npm install`.
+ * standing in for the user's `npm install`. `LocalUserApp` holds the steps every such app takes
+ * (install, `local up`, `local deploy`, reading outputs, tables and logs, teardown); the tests
+ * keep the assertions.
  */
 import { spawnSync } from 'node:child_process';
 import {
