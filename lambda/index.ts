@@ -18,6 +18,8 @@ export {
   LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
+  OUTBOX_DESTINATION_KINDS,
+  type OutboxDestinationKind,
 } from './core/contract';
 export type { DeadLetterMessage, DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 export {
@@ -75,6 +77,7 @@ export type {
   ModeSettings,
   ModeStepInput,
   ModeStepResult,
+  OutboxDefaults,
   StoreCapability,
 } from './core/mode';
 export type { BatchProcessorOptions, CommonOptions } from './core/options';

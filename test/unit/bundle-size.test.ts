@@ -80,10 +80,10 @@ describe('bundle size', () => {
   // `outbox` option) added about 2.6 KB to atomic: 47,315 bytes (none of the outbox's code is in
   // the other modes' bundles).
   const ceilings: Readonly<Record<ModeFactory, number>> = {
-    marker: 40_576,
-    atomic: 47_360,
-    entity: 41_728,
-    twoPhase: 45_952,
+    marker: 41_344,
+    atomic: 48_512,
+    entity: 42_368,
+    twoPhase: 46_720,
   };
 
   for (const factory of Object.keys(MODE_MODULES) as ModeFactory[]) {
@@ -109,6 +109,6 @@ describe('bundle size', () => {
   it('keeps the core and createSqsHandler, without a mode, within 22,784 bytes minified, AWS SDK and store excluded', async () => {
     const { bytes, inputs } = await bundle({ path: 'lambda/sqs-handler.ts' }, ['./store/dynamodb-store']);
     expect(inputs.filter((input) => input.startsWith('lambda/modes/'))).toEqual([]);
-    expect(bytes).toBeLessThanOrEqual(22_784);
+    expect(bytes).toBeLessThanOrEqual(23_424);
   });
 });
