@@ -38,8 +38,8 @@ function spyOnSend(clientClass: { prototype: { send: unknown } }) {
     clientClass.prototype as { send: (command: unknown) => Promise<unknown> },
     'send',
   ).mockImplementation(async (command) => {
-    const { constructor, input } = command as { constructor: { name: string }; input: unknown };
-    inputs.push({ command: constructor.name, input });
+    const sent = command as { constructor: { name: string }; input: unknown };
+    inputs.push({ command: sent.constructor.name, input: sent.input });
     return {};
   });
   return inputs;
