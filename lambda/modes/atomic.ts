@@ -11,7 +11,12 @@ import type { Message } from '../core/message';
 import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
 import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
 import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
-import { DEFAULT_OUTBOX_RETENTION_SECONDS } from '../outbox/outbox-item';
+import {
+  DEFAULT_OUTBOX_RETENTION_SECONDS,
+  type DestinationSizingOptions,
+  type OutboxDestinationSizing,
+  resolveDestinationSizing,
+} from '../outbox/outbox-item';
 import {
   createUnitOfWork,
   type GuardedUnitOfWork,
@@ -44,14 +49,16 @@ export interface AtomicOptions {
   readonly marker?: MarkerPlacement;
   /**
    * The transactional outbox `unitOfWork.emit` writes to: its table (the `Outbox` construct's,
-   * `EO_OUTBOX_TABLE_NAME`) and how long its items are kept (`EO_OUTBOX_RETENTION_SECONDS`).
+   * `EO_OUTBOX_TABLE_NAME`), how long its items are kept (`EO_OUTBOX_RETENTION_SECONDS`) and the
+   * relay's destination, which an event's size is checked against (`EO_OUTBOX_DESTINATION_KIND`,
+   * and `EO_OUTBOX_EVENT_SOURCE` for an EventBridge bus).
    * @default none: `emit` throws `INVALID_OPTIONS`
    */
   readonly outbox?: AtomicOutboxOptions;
 }
 
-/** Where atomic mode's `unitOfWork.emit` writes outbox items. */
-export interface AtomicOutboxOptions {
+/** Where atomic mode's `unitOfWork.emit` writes outbox items, and how they are sized for the relay's destination. */
+export interface AtomicOutboxOptions extends DestinationSizingOptions {
   /** Name of the outbox table (partition key `pk`, String; TTL `expiresAt`; a stream for the relay). */
   readonly tableName: string;
   /**
@@ -200,9 +207,13 @@ export function atomic<TBody = unknown>(
 }
 
 /** The outbox settings, checked at cold start (`INVALID_OPTIONS`). */
-function resolveOutbox(
-  outbox: AtomicOutboxOptions | undefined,
-): { readonly tableName: string; readonly retentionSeconds: number } | undefined {
+function resolveOutbox(outbox: AtomicOutboxOptions | undefined):
+  | {
+      readonly tableName: string;
+      readonly retentionSeconds: number;
+      readonly destination: OutboxDestinationSizing;
+    }
+  | undefined {
   if (outbox === undefined) return undefined;
   expectOption(typeof outbox === 'object' && outbox !== null, 'atomic.outbox', 'an object', outbox);
   const { tableName, retentionSeconds = DEFAULT_OUTBOX_RETENTION_SECONDS } = outbox;
@@ -218,7 +229,7 @@ function resolveOutbox(
     'a positive integer',
     retentionSeconds,
   );
-  return { tableName, retentionSeconds };
+  return { tableName, retentionSeconds, destination: resolveDestinationSizing('atomic.outbox.', outbox) };
 }
 
 /**
