@@ -18,6 +18,8 @@ export {
   LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
+  OUTBOX_DESTINATION_KINDS,
+  type OutboxDestinationKind,
 } from './core/contract';
 export type { DeadLetterMessage, DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 export {
@@ -174,7 +176,7 @@ export type {
   UnitOfWork,
   UpdateWrite,
 } from './modes/unit-of-work';
-export type { EmitOptions, OutboxEvent } from './outbox/outbox-item';
+export type { DestinationSizingOptions, EmitOptions, OutboxEvent } from './outbox/outbox-item';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
 export {
   createSqsHandler,
