@@ -31,7 +31,8 @@ new ExampleStack(app, 'EffectivelyOnceExample', {
   // Locally, assets are published with the caller's credentials: an emulator that enforces IAM
   // denies the bootstrap roles' publishing (see README, Local AWS).
   ...(local ? { synthesizer: new CliCredentialsStackSynthesizer() } : {}),
-  description: 'effectively-once example: idempotent SQS → Lambda → DynamoDB consumers',
+  description:
+    'effectively-once example: idempotent SQS → Lambda → DynamoDB consumers, chained through a transactional outbox',
 });
 
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));

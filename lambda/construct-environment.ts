@@ -97,9 +97,24 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
 
 /**
  * The defaults the construct's settings in `environment` supply to a mode: the lease of a
- * two-phase claim (`EO_LEASE_MILLIS`, the function timeout). A mode's own option wins.
+ * two-phase claim (`EO_LEASE_MILLIS`, the function timeout) and the outbox atomic mode emits to
+ * (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND`,
+ * `EO_OUTBOX_EVENT_SOURCE`). A mode's own option wins.
  */
 export function constructModeDefaults(environment: Environment): ModeDefaults {
-  const { leaseMillis } = readConstructSettings(environment);
-  return leaseMillis === undefined ? {} : { leaseMillis };
+  const { leaseMillis, outboxTableName, outboxRetentionSeconds, outboxDestinationKind, outboxEventSource } =
+    readConstructSettings(environment);
+  return {
+    ...(leaseMillis === undefined ? {} : { leaseMillis }),
+    ...(outboxTableName === undefined
+      ? {}
+      : {
+          outbox: {
+            tableName: outboxTableName,
+            ...(outboxRetentionSeconds === undefined ? {} : { retentionSeconds: outboxRetentionSeconds }),
+            ...(outboxDestinationKind === undefined ? {} : { destinationKind: outboxDestinationKind }),
+            ...(outboxEventSource === undefined ? {} : { eventSource: outboxEventSource }),
+          },
+        }),
+  };
 }

@@ -77,6 +77,7 @@ export type {
   ModeSettings,
   ModeStepInput,
   ModeStepResult,
+  OutboxDefaults,
   StoreCapability,
 } from './core/mode';
 export type { BatchProcessorOptions, CommonOptions } from './core/options';

@@ -145,6 +145,7 @@ export function createSqsHandlerWithDefaults<TBody, TStore>(
     {
       leaseMillis: modeDefaults.leaseMillis ?? constructDefaults.leaseMillis,
       heartbeat: modeDefaults.heartbeat,
+      outbox: modeDefaults.outbox ?? constructDefaults.outbox,
     },
     ordering,
   );

@@ -135,6 +135,8 @@ export interface CommonConsumerProps {
     readonly table: dynamodb.ITable;
     readonly access?: readonly BusinessTableAccess[];
   }[];
+  /** The outbox the handler emits to (only its presence is checked here). */
+  readonly outbox?: object;
 }
 
 /** `consumerName` and `metricNamespace` follow AWS's rules. */
@@ -159,6 +161,14 @@ export function checkLogLevel(logLevel: string | undefined, fail: Fail): void {
     checkOneOf('logLevel', logLevel, LOG_LEVELS, fail);
 }
 
+/** The outbox's variables are set from the `outbox` prop (the relay's only by the `Outbox`). */
+const OUTBOX_ENV_SOURCES: Readonly<Record<string, string>> = {
+  [OUTBOX_ENV.tableName]: '`outbox`',
+  [OUTBOX_ENV.retentionSeconds]: '`outbox`',
+  [OUTBOX_ENV.destinationKind]: '`outbox`',
+  [OUTBOX_ENV.destinationFifo]: '`outbox`',
+};
+
 /**
  * The `EO_` variables (the outbox's too) are the construct's to set: `sources` names the prop
  * that sets each, for the message.
@@ -172,9 +182,18 @@ export function checkContractEnvironment(
   for (const name of Object.keys(environment ?? {})) {
     if (managed.has(name)) {
       fail(
-        `Expected \`environment\` not to set \`${name}\`: the construct sets it from ${sources[name] ?? 'its props'}`,
+        `Expected \`environment\` not to set \`${name}\`: the construct sets it from ${sources[name] ?? OUTBOX_ENV_SOURCES[name] ?? 'its props'}`,
       );
     }
+  }
+}
+
+/** An outbox only in `atomic` mode: events are emitted in the transaction of the business writes. */
+export function checkOutbox(props: CommonConsumerProps, fail: Fail): void {
+  if (props.outbox && props.mode !== 'atomic') {
+    fail(
+      `Expected \`outbox\` only in \`atomic\` mode (events are emitted in the transaction of the business writes), got mode \`${describeValue(props.mode)}\``,
+    );
   }
 }
 

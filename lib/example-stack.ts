@@ -11,9 +11,11 @@ import {
 } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
+import { grantItemActions } from './consumer-permissions';
 import { IdempotentConsumer } from './idempotent-consumer/construct';
 import { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
 import { InboxTable } from './inbox-table';
+import { Outbox } from './outbox/construct';
 
 /** Properties of the {@link ExampleStack}. */
 export interface ExampleStackProps extends StackProps {
@@ -30,7 +32,8 @@ export interface ExampleStackProps extends StackProps {
 
   /**
    * Directory holding the deployable handlers (`order-projector.ts`, `audit-recorder.ts`,
-   * `payment-notifier.ts`, `order-summary-projector.ts`).
+   * `payment-notifier.ts`, `order-summary-projector.ts`, `order-events-relay.ts`,
+   * `shipment-scheduler.ts`).
    *
    * @default - `lambda/handlers` of this repository
    */
@@ -61,6 +64,17 @@ export interface ExampleStackProps extends StackProps {
    * @default Duration.seconds(30); Duration.seconds(5) in the local stage
    */
   readonly paymentNotifierTimeout?: Duration;
+
+  /**
+   * Crash the outbox relay once, after a publish and before its checkpoint, to show that the
+   * event is published again with the same id and the shipment scheduler acknowledges the copy
+   * as a duplicate. Creates the RelayCrashes table, where a conditional put of one marker item
+   * makes it happen once across cold starts, grants the relay `dynamodb:PutItem` on it only, and
+   * passes its name to the relay as `RELAY_CRASH_TABLE`. A demonstration, never for production.
+   *
+   * @default true in the local stage, false otherwise
+   */
+  readonly relayCrashOnce?: boolean;
 }
 
 /**
@@ -75,6 +89,8 @@ export const EXAMPLE_CONSUMER_NAMES = Object.freeze({
   auditRecorder: 'audit-recorder',
   paymentNotifier: 'payment-notifier',
   orderSummaryProjector: 'order-summary-projector',
+  orderEventsRelay: 'order-events-relay',
+  shipmentScheduler: 'shipment-scheduler',
 });
 
 const DEFAULT_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(30);
@@ -83,7 +99,7 @@ const DEFAULT_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(30);
 const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
 
 /**
- * The example app: one inbox table shared by three consumers, an Orders table projected from a
+ * The example app: one inbox table shared by its consumers, an Orders table projected from a
  * FIFO queue in `atomic` mode (inbox record and order items in one transaction), an Audit
  * table written from a standard queue in `entity` mode (the audit item is its own marker; the
  * inbox table is only named in its environment), and a payment notifier on a standard queue in
@@ -94,9 +110,20 @@ const LOCAL_PAYMENT_NOTIFIER_TIMEOUT = Duration.seconds(5);
  * order summary projector in `atomic` mode, which keeps the OrderSummaries read model (one
  * counter item per order status) through an `IdempotentStreamConsumer`.
  *
+ * The order projector is the first service of a chain: when an order becomes `PAID` it emits
+ * `OrderConfirmed` through an `Outbox` in the same transaction as the order writes; the outbox's
+ * relay (`order-events-relay.ts`) publishes each new event to the standard queue of the
+ * shipment scheduler, the second service, which keys on the `idempotency-key` attribute the
+ * relay sets and writes one Shipments item per confirmed order in `entity` mode. A standard
+ * queue, so that a re-published event reaches the consumer (a FIFO queue would drop it as a
+ * resend of the same deduplication id) and is acknowledged there as a duplicate. The shipment
+ * scheduler, too, dead-letters directly. In the local stage the relay crashes once after a
+ * publish (`relayCrashOnce`), to show that re-publish.
+ *
  * The table keys are the ones the deployable handlers write: Orders `pk` + `sk` (the order
  * item `ORDER#<orderId>`/`ORDER` and one `STATUS#<status>` item per transition), Audit `pk`
- * (the scoped dedup key of the CloudEvent), OrderSummaries `pk` (`STATUS#<status>`).
+ * (the scoped dedup key of the CloudEvent), OrderSummaries `pk` (`STATUS#<status>`), Shipments
+ * `pk` (`SHIPMENT#<orderId>`), the outbox table `pk` (the event id).
  *
  * @example
  * new ExampleStack(app, 'EffectivelyOnceExample', {
@@ -123,6 +150,14 @@ export class ExampleStack extends Stack {
   public readonly orderSummaryProjector: IdempotentStreamConsumer;
   /** The downstream base URL the payment notifier posts to (`DOWNSTREAM_URL`). */
   public readonly downstreamUrl: string;
+  /** Shipments table (partition key `pk` = `SHIPMENT#<orderId>`, as `shipment-scheduler.ts` writes it). */
+  public readonly shipmentsTable: dynamodb.Table;
+  /** `OrderConfirmed` events (published by the relay, standard queue) → Shipments, `entity` mode. */
+  public readonly shipmentScheduler: IdempotentConsumer;
+  /** The order projector's outbox: its table, and the relay to the shipment scheduler's queue. */
+  public readonly orderEvents: Outbox;
+  /** Where the relay's one crash is recorded, when `relayCrashOnce`. */
+  public readonly relayCrashTable?: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: ExampleStackProps = {}) {
     super(scope, id, props);
@@ -160,6 +195,33 @@ export class ExampleStack extends Stack {
     this.auditTable = businessTable(this, 'Audit', removalPolicy);
     this.orderSummariesTable = businessTable(this, 'OrderSummaries', removalPolicy);
 
+    this.shipmentsTable = businessTable(this, 'Shipments', removalPolicy);
+    this.shipmentScheduler = new IdempotentConsumer(this, 'ShipmentScheduler', {
+      mode: 'entity',
+      entry: path.join(handlersDir, 'shipment-scheduler.ts'),
+      consumerName: EXAMPLE_CONSUMER_NAMES.shipmentScheduler,
+      table: this.inbox.table,
+      businessTables: [{ table: this.shipmentsTable }],
+      environment: { SHIPMENTS_TABLE: this.shipmentsTable.tableName },
+      removalPolicy,
+      ...consumerDefaults,
+    });
+    this.orderEvents = new Outbox(this, 'OrderEvents', {
+      queue: this.shipmentScheduler.queue,
+      relayEntry: path.join(handlersDir, 'order-events-relay.ts'),
+      relayName: EXAMPLE_CONSUMER_NAMES.orderEventsRelay,
+      removalPolicy,
+      // The failed-publish alarm is built on metric math, which the emulator's CloudFormation
+      // rejects (see `duplicateRateAlarm`); the construct makes its alarms together.
+      createAlarms: !local,
+    });
+    if (props.relayCrashOnce ?? local) {
+      this.relayCrashTable = businessTable(this, 'RelayCrashes', removalPolicy);
+      // The relay only ever creates the one marker item: a put, nothing else.
+      grantItemActions(this.orderEvents.relay, this.relayCrashTable, ['dynamodb:PutItem']);
+      this.orderEvents.relay.addEnvironment('RELAY_CRASH_TABLE', this.relayCrashTable.tableName);
+    }
+
     this.orderProjector = new IdempotentConsumer(this, 'OrderProjector', {
       mode: 'atomic',
       entry: path.join(handlersDir, 'order-projector.ts'),
@@ -171,6 +233,8 @@ export class ExampleStack extends Stack {
       table: this.inbox.table,
       businessTables: [{ table: this.ordersTable }],
       environment: { ORDERS_TABLE: this.ordersTable.tableName },
+      // `OrderConfirmed` goes into the outbox in the transaction of the order writes.
+      outbox: this.orderEvents,
       removalPolicy,
       ...consumerDefaults,
     });
@@ -213,11 +277,18 @@ export class ExampleStack extends Stack {
     });
 
     if (local) {
-      const queues = [this.orderProjector, this.auditRecorder, this.paymentNotifier].flatMap((consumer) => [
-        consumer.queue,
-        consumer.deadLetterQueue!,
-      ]);
-      queues.push(this.orderSummaryProjector.deadLetterQueue, this.orderSummaryProjector.onFailureQueue!);
+      const queues = [
+        this.orderProjector,
+        this.auditRecorder,
+        this.paymentNotifier,
+        this.shipmentScheduler,
+      ].flatMap((consumer) => [consumer.queue, consumer.deadLetterQueue!]);
+      queues.push(
+        this.orderSummaryProjector.deadLetterQueue,
+        this.orderSummaryProjector.onFailureQueue!,
+        this.orderEvents.deadLetterQueue,
+        this.orderEvents.onFailureQueue,
+      );
       for (const queue of queues) {
         // The emulator speaks plain HTTP on loopback, and the main job runs it with IAM
         // enforced: the SSL-only queue policy would deny every call to the queue there.
@@ -251,7 +322,19 @@ export class ExampleStack extends Stack {
       OrderSummaryProjectorFunctionName: this.orderSummaryProjector.handler.functionName,
       OrderSummaryProjectorConsumerName: this.orderSummaryProjector.consumerName,
       OrderSummaryProjectorDeadLetterQueueUrl: this.orderSummaryProjector.deadLetterQueue.queueUrl,
+      OutboxTableName: this.orderEvents.table.tableName,
+      OutboxTableStreamArn: this.orderEvents.table.tableStreamArn!,
+      OrderEventsRelayFunctionName: this.orderEvents.relay.functionName,
+      OrderEventsRelayName: this.orderEvents.relayName,
+      OutboxDeadLetterQueueUrl: this.orderEvents.deadLetterQueue.queueUrl,
+      OutboxOnFailureQueueUrl: this.orderEvents.onFailureQueue.queueUrl,
+      ShipmentEventsQueueUrl: this.shipmentScheduler.queue.queueUrl,
+      ShipmentEventsDeadLetterQueueUrl: this.shipmentScheduler.deadLetterQueue!.queueUrl,
+      ShipmentsTableName: this.shipmentsTable.tableName,
+      ShipmentSchedulerFunctionName: this.shipmentScheduler.handler.functionName,
+      ShipmentSchedulerConsumerName: this.shipmentScheduler.consumerName,
     };
+    if (this.relayCrashTable) outputs.RelayCrashTableName = this.relayCrashTable.tableName;
     for (const [name, value] of Object.entries(outputs)) new CfnOutput(this, name, { value });
   }
 }

@@ -5,7 +5,15 @@
  * it itself. A malformed value is a configuration error at cold start (`INVALID_OPTIONS`,
  * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
  */
-import { DEAD_LETTER_MODES, ENV, LOG_LEVELS, MAX_COMPLETED_CACHE_ENTRIES } from './contract';
+import {
+  DEAD_LETTER_MODES,
+  ENV,
+  LOG_LEVELS,
+  MAX_COMPLETED_CACHE_ENTRIES,
+  OUTBOX_DESTINATION_KINDS,
+  OUTBOX_ENV,
+  type OutboxDestinationKind,
+} from './contract';
 import type { DeadLetterMode } from './dead-letter';
 import { assertName } from './dedup-key';
 import { EffectivelyOnceError, expectOption } from './errors';
@@ -34,6 +42,14 @@ export interface ConstructSettings {
   readonly logLevel?: LogLevel;
   /** `EO_COMPLETED_CACHE_MAX_ENTRIES`: the completed-record cache's `maxEntries`. */
   readonly completedCacheMaxEntries?: number;
+  /** `EO_OUTBOX_TABLE_NAME`: the outbox atomic mode's `emit` writes to. */
+  readonly outboxTableName?: string;
+  /** `EO_OUTBOX_RETENTION_SECONDS`: how long an outbox item is kept. */
+  readonly outboxRetentionSeconds?: number;
+  /** `EO_OUTBOX_DESTINATION_KIND`: where the relay publishes, whose size limit an event must fit. */
+  readonly outboxDestinationKind?: OutboxDestinationKind;
+  /** `EO_OUTBOX_EVENT_SOURCE`: the `Source` of the relay's EventBridge entries, counted in their size. */
+  readonly outboxEventSource?: string;
 }
 
 function positiveInteger(name: string, value: string | undefined, max?: number): number | undefined {
@@ -67,7 +83,9 @@ function oneOf<T extends string>(
  * Reads and checks the `EO_*` variables of `environment`. Unset or empty variables are left
  * out; a set one must be well-formed (`EO_TTL_SECONDS` and `EO_LEASE_MILLIS` positive integers,
  * `EO_COMPLETED_CACHE_MAX_ENTRIES` an integer from 1 to 10000,
- * `EO_DEAD_LETTER_MODE` `redrive` or `direct`, `direct` with `EO_DEAD_LETTER_QUEUE_URL`, ...).
+ * `EO_DEAD_LETTER_MODE` `redrive` or `direct`, `direct` with `EO_DEAD_LETTER_QUEUE_URL`,
+ * `EO_OUTBOX_RETENTION_SECONDS` a positive integer, `EO_OUTBOX_DESTINATION_KIND` one of
+ * `OUTBOX_DESTINATION_KINDS`, ...).
  */
 export function readConstructSettings(environment: Environment): ConstructSettings {
   const read = (name: string): string | undefined => {
@@ -104,6 +122,14 @@ export function readConstructSettings(environment: Environment): ConstructSettin
       read(ENV.completedCacheMaxEntries),
       MAX_COMPLETED_CACHE_ENTRIES,
     ),
+    outboxTableName: read(OUTBOX_ENV.tableName),
+    outboxRetentionSeconds: positiveInteger(OUTBOX_ENV.retentionSeconds, read(OUTBOX_ENV.retentionSeconds)),
+    outboxDestinationKind: oneOf(
+      OUTBOX_ENV.destinationKind,
+      read(OUTBOX_ENV.destinationKind),
+      OUTBOX_DESTINATION_KINDS,
+    ),
+    outboxEventSource: read(OUTBOX_ENV.eventSource),
   };
   for (const field of Object.keys(settings)) {
     if (settings[field] === undefined) delete settings[field];

@@ -5,6 +5,7 @@
  * no mode: it asks the mode for its name, the store capability it needs, a processor built from
  * the common settings, and, per message, the facts of its step.
  */
+import type { OutboxDestinationKind } from './contract';
 import { expectOption } from './errors';
 import type { LogEntry } from './logger';
 import type { Message } from './message';
@@ -32,6 +33,23 @@ export interface ModeDefaults {
   readonly leaseMillis?: number;
   /** Extend leases while an effect runs: `true` in `createSqsWorker` while its visibility heartbeat is on. */
   readonly heartbeat?: boolean;
+  /**
+   * The outbox atomic mode's `unitOfWork.emit` writes to: `EO_OUTBOX_TABLE_NAME` and
+   * `EO_OUTBOX_RETENTION_SECONDS`, which the construct's `outbox` prop sets.
+   */
+  readonly outbox?: OutboxDefaults;
+}
+
+/** The outbox the construct configured (see {@link ModeDefaults.outbox}). */
+export interface OutboxDefaults {
+  /** The outbox table `emit` puts items in. */
+  readonly tableName: string;
+  /** Seconds an outbox item is kept. */
+  readonly retentionSeconds?: number;
+  /** Where the relay publishes, whose size limit an event must fit. */
+  readonly destinationKind?: OutboxDestinationKind;
+  /** The `Source` of the relay's EventBridge entries (`eventbridge` only), counted in their size. */
+  readonly eventSource?: string;
 }
 
 /** What a mode is created with: the store and the settings common to every mode, validated. */

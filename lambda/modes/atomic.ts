@@ -3,12 +3,12 @@
  * committed in one `TransactWriteItems` with the marker at index 0 (the inbox record), or, with
  * `marker: 'item'`, with the marker on the one put the handler marks (no inbox record).
  */
-import { INBOX_ATTRIBUTES } from '../core/contract';
+import { INBOX_ATTRIBUTES, OUTBOX_ENV } from '../core/contract';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
 import { assertCommitWithinLimits, assertItemMarkerCommitWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { completedStep, type Mode, type ModeStepResult, stepResult } from '../core/mode';
+import { completedStep, type Mode, type ModeStepResult, type OutboxDefaults, stepResult } from '../core/mode';
 import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
 import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
 import {
@@ -48,11 +48,12 @@ export interface AtomicOptions {
    */
   readonly marker?: MarkerPlacement;
   /**
-   * The transactional outbox `unitOfWork.emit` writes to: its table (the `Outbox` construct's,
-   * `EO_OUTBOX_TABLE_NAME`), how long its items are kept (`EO_OUTBOX_RETENTION_SECONDS`) and the
-   * relay's destination, which an event's size is checked against (`EO_OUTBOX_DESTINATION_KIND`,
-   * and `EO_OUTBOX_EVENT_SOURCE` for an EventBridge bus).
-   * @default none: `emit` throws `INVALID_OPTIONS`
+   * The transactional outbox `unitOfWork.emit` writes to: its table, how long its items are
+   * kept, and the relay's destination, which an event's size is checked against. A consumer
+   * given an `Outbox` by its construct (`outbox` prop) needs none: the construct's
+   * `EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND` and
+   * `EO_OUTBOX_EVENT_SOURCE` are the defaults (a different `tableName` is `INVALID_OPTIONS`).
+   * @default the construct's outbox; without one, `emit` throws `INVALID_OPTIONS`
    */
   readonly outbox?: AtomicOutboxOptions;
 }
@@ -122,7 +123,7 @@ export function atomic<TBody = unknown>(
   return {
     name: 'atomic',
     capability: 'atomic',
-    create({ store, consumer, ttlSeconds }) {
+    create({ store, consumer, ttlSeconds, defaults }) {
       expectOption(typeof handle === 'function', 'atomic(handle)', 'a function', handle);
       expectOption(
         options === undefined || (typeof options === 'object' && options !== null),
@@ -131,7 +132,7 @@ export function atomic<TBody = unknown>(
         options,
       );
       const marker = options?.marker ?? 'inbox';
-      const outbox = resolveOutbox(options?.outbox);
+      const outbox = resolveOutbox(options?.outbox, defaults.outbox);
       expectOption(marker === 'inbox' || marker === 'item', 'atomic.marker', "`'inbox'` or `'item'`", marker);
       // `putIfNewer` is needed only by a handler that calls it; the unit of work calls it then.
       expectMethods('store', store, marker === 'item' ? ['commitWithItemMarker'] : ['insert', 'commit']);
@@ -206,30 +207,65 @@ export function atomic<TBody = unknown>(
   };
 }
 
-/** The outbox settings, checked at cold start (`INVALID_OPTIONS`). */
-function resolveOutbox(outbox: AtomicOutboxOptions | undefined):
-  | {
-      readonly tableName: string;
-      readonly retentionSeconds: number;
-      readonly destination: OutboxDestinationSizing;
-    }
-  | undefined {
-  if (outbox === undefined) return undefined;
-  expectOption(typeof outbox === 'object' && outbox !== null, 'atomic.outbox', 'an object', outbox);
-  const { tableName, retentionSeconds = DEFAULT_OUTBOX_RETENTION_SECONDS } = outbox;
+/**
+ * The outbox settings: the mode's own option, else the construct's (`EO_OUTBOX_*`), checked at
+ * cold start (`INVALID_OPTIONS`). An own table other than the construct's is refused: the
+ * function is granted puts on the construct's outbox table only, and its relay reads only that
+ * table's stream.
+ */
+function resolveOutbox(
+  own: AtomicOutboxOptions | undefined,
+  configured: OutboxDefaults | undefined,
+): ResolvedOutbox | undefined {
+  if (own === undefined && configured === undefined) return undefined;
+  expectOption(
+    own === undefined || (typeof own === 'object' && own !== null),
+    'atomic.outbox',
+    'an object',
+    own,
+  );
+  const tableName = own?.tableName ?? configured?.tableName;
+  const retentionSeconds =
+    own?.retentionSeconds ?? configured?.retentionSeconds ?? DEFAULT_OUTBOX_RETENTION_SECONDS;
   expectOption(
     typeof tableName === 'string' && tableName !== '',
     'atomic.outbox.tableName',
     'a non-empty string',
     tableName,
   );
+  if (configured !== undefined && tableName !== configured.tableName) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `atomic.outbox.tableName is \`${tableName}\`, but the construct configured the outbox \`${configured.tableName}\` (\`${OUTBOX_ENV.tableName}\`): the function may write only to that one, and its relay reads only that table's stream`,
+    );
+  }
   expectOption(
     Number.isSafeInteger(retentionSeconds) && retentionSeconds > 0,
     'atomic.outbox.retentionSeconds',
     'a positive integer',
     retentionSeconds,
   );
-  return { tableName, retentionSeconds, destination: resolveDestinationSizing('atomic.outbox.', outbox) };
+  // An own destination kind comes with its own event source; else the construct's fill in.
+  const sizing: DestinationSizingOptions =
+    own?.destinationKind !== undefined
+      ? own
+      : {
+          destinationKind: configured?.destinationKind,
+          eventSource: own?.eventSource ?? configured?.eventSource,
+        };
+  return {
+    tableName: tableName as string,
+    retentionSeconds,
+    destination: resolveDestinationSizing('atomic.outbox.', sizing),
+  };
+}
+
+/** The outbox `emit` writes to, resolved. */
+interface ResolvedOutbox {
+  readonly tableName: string;
+  readonly retentionSeconds: number;
+  /** Where the relay publishes (the construct's `EO_OUTBOX_DESTINATION_KIND`, else SQS), sized for. */
+  readonly destination: OutboxDestinationSizing;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Annotations, type Duration, Names, RemovalPolicy, Tokenization, Validations } from 'aws-cdk-lib';
+import { Annotations, type Duration, Names, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as iam from 'aws-cdk-lib/aws-iam';
@@ -11,19 +11,12 @@ import {
   type ConsumerMode,
   DEFAULT_METRIC_NAMESPACE,
   type DeadLetterMode,
-  ENV,
   METRICS,
 } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
-import {
-  actionsForAccess,
-  defaultBusinessTableAccess,
-  grantItemActions,
-  INBOX_TABLE_ACTIONS,
-  ownInboxRecordsCondition,
-  QUEUE_KEY_SEND_ACTIONS,
-} from '../consumer-permissions';
+import { QUEUE_KEY_SEND_ACTIONS } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
+import { consumerEnvironment, grantConsumerTables } from '../consumer-wiring';
 import { InboxTable } from '../inbox-table';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
 import {
@@ -161,25 +154,20 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     this.inboxTable = props.table ?? this.createInboxTable(props);
 
     // Environment of the contract.
-    const environment: Record<string, string> = {
-      [ENV.consumer]: this.consumerName,
-      [ENV.ttlSeconds]: String(this.recordTtl.toSeconds()),
-      [ENV.deadLetterMode]: this.deadLetterMode,
-      [ENV.leaseMillis]: String(this.lease.toMilliseconds()),
-      [ENV.metricNamespace]: this.metricNamespace,
-    };
-    if (this.inboxTable) environment[ENV.inboxTable] = this.inboxTable.tableName;
-    if (this.deadLetterMode === 'direct' && deadLetterQueue) {
-      environment[ENV.deadLetterQueueUrl] = deadLetterQueue.queueUrl;
-    }
-    if (props.logLevel) environment[ENV.logLevel] = props.logLevel;
-    if (props.completedCacheMaxEntries !== undefined) {
-      environment[ENV.completedCacheMaxEntries] = Tokenization.stringifyNumber(
-        props.completedCacheMaxEntries,
-      );
-    }
-    // The outbox the handler emits to: its table name, retention and destination.
-    if (props.outbox) Object.assign(environment, props.outbox.writerEnvironment);
+    const environment = consumerEnvironment({
+      consumerName: this.consumerName,
+      recordTtl: this.recordTtl,
+      deadLetterMode: this.deadLetterMode,
+      // The runtime sends dead letters itself only in `direct` mode.
+      deadLetterQueueUrl:
+        this.deadLetterMode === 'direct' && deadLetterQueue ? deadLetterQueue.queueUrl : undefined,
+      lease: this.lease,
+      metricNamespace: this.metricNamespace,
+      inboxTable: this.inboxTable,
+      logLevel: props.logLevel,
+      completedCacheMaxEntries: props.completedCacheMaxEntries,
+      outbox: props.outbox,
+    });
     this.environment = Object.freeze(environment);
 
     // Function.
@@ -375,21 +363,13 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
   }
 
   private grantAccess(props: IdempotentConsumerProps): void {
-    // Emitting puts new outbox items in the transaction: PutItem on the outbox table only.
-    props.outbox?.grantWrite(this.handler);
-    if (this.inboxTable) {
-      // Scoped to this consumer's own records: a shared inbox table holds other consumers' too.
-      grantItemActions(
-        this.handler,
-        this.inboxTable,
-        INBOX_TABLE_ACTIONS[this.mode],
-        ownInboxRecordsCondition(this.consumerName),
-      );
-    }
-    for (const business of props.businessTables ?? []) {
-      const access = business.access ?? defaultBusinessTableAccess(this.mode);
-      grantItemActions(this.handler, business.table, actionsForAccess(access));
-    }
+    grantConsumerTables(this.handler, {
+      mode: this.mode,
+      consumerName: this.consumerName,
+      inboxTable: this.inboxTable,
+      businessTables: props.businessTables,
+      outbox: props.outbox,
+    });
     if (this.deadLetterMode === 'direct' && this.deadLetterQueue) {
       this.deadLetterQueue.grant(this.handler, 'sqs:SendMessage');
       this.deadLetterQueue.encryptionMasterKey?.grant(this.handler, ...QUEUE_KEY_SEND_ACTIONS);

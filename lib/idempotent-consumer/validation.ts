@@ -16,7 +16,6 @@ import {
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   ENV,
   MAX_COMPLETED_CACHE_ENTRIES,
-  OUTBOX_ENV,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import {
@@ -27,6 +26,7 @@ import {
   checkInteger,
   checkLogLevel,
   checkOneOf,
+  checkOutbox,
   checkTables,
   type Fail,
   isKnownNumber,
@@ -80,10 +80,6 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',
   [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
-  [OUTBOX_ENV.tableName]: '`outbox`',
-  [OUTBOX_ENV.retentionSeconds]: '`outbox`',
-  [OUTBOX_ENV.destinationKind]: '`outbox`',
-  [OUTBOX_ENV.destinationFifo]: '`outbox`',
 };
 
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
@@ -187,11 +183,7 @@ function checkChoices(props: IdempotentConsumerProps, fail: Fail): void {
     checkOneOf('deadLetterMode', props.deadLetterMode, DEAD_LETTER_MODES, fail);
   }
   checkLogLevel(props.logLevel, fail);
-  if (props.outbox && props.mode !== 'atomic') {
-    fail(
-      `Expected \`outbox\` only in \`atomic\` mode (events are emitted in the transaction of the business writes), got mode \`${describeValue(props.mode)}\``,
-    );
-  }
+  checkOutbox(props, fail);
 }
 
 /** Props that only mean something without a given resource, or with another prop. */

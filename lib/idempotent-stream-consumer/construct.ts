@@ -1,4 +1,4 @@
-import { Annotations, type Duration, Names, RemovalPolicy, Tokenization, Validations } from 'aws-cdk-lib';
+import { Annotations, type Duration, Names, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -8,21 +8,17 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { type ConsumerMode, DEFAULT_METRIC_NAMESPACE, ENV, METRICS } from '../../lambda/core/contract';
+import { type ConsumerMode, DEFAULT_METRIC_NAMESPACE, METRICS } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
 import {
-  actionsForAccess,
   DYNAMODB_STREAM_READ_ACTIONS,
-  defaultBusinessTableAccess,
-  grantItemActions,
-  INBOX_TABLE_ACTIONS,
   KINESIS_STREAM_READ_ACTIONS,
-  ownInboxRecordsCondition,
   QUEUE_KEY_SEND_ACTIONS,
   STREAM_KEY_READ_ACTIONS,
   TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
+import { consumerEnvironment, grantConsumerTables } from '../consumer-wiring';
 import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT } from '../idempotent-consumer/defaults';
 import { consumerMetric, duplicateRate } from '../idempotent-consumer/monitoring';
 import { InboxTable } from '../inbox-table';
@@ -179,21 +175,18 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
 
     // Environment of the contract. A stream has no redrive: the runtime sends permanent
     // failures to the dead-letter queue itself (`direct`), with their reason.
-    const environment: Record<string, string> = {
-      [ENV.consumer]: this.consumerName,
-      [ENV.ttlSeconds]: String(this.recordTtl.toSeconds()),
-      [ENV.deadLetterMode]: 'direct',
-      [ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
-      [ENV.leaseMillis]: String(this.lease.toMilliseconds()),
-      [ENV.metricNamespace]: this.metricNamespace,
-    };
-    if (this.inboxTable) environment[ENV.inboxTable] = this.inboxTable.tableName;
-    if (props.logLevel) environment[ENV.logLevel] = props.logLevel;
-    if (props.completedCacheMaxEntries !== undefined) {
-      environment[ENV.completedCacheMaxEntries] = Tokenization.stringifyNumber(
-        props.completedCacheMaxEntries,
-      );
-    }
+    const environment = consumerEnvironment({
+      consumerName: this.consumerName,
+      recordTtl: this.recordTtl,
+      deadLetterMode: 'direct',
+      deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
+      lease: this.lease,
+      metricNamespace: this.metricNamespace,
+      inboxTable: this.inboxTable,
+      logLevel: props.logLevel,
+      completedCacheMaxEntries: props.completedCacheMaxEntries,
+      outbox: props.outbox,
+    });
     this.environment = Object.freeze(environment);
 
     // Function.
@@ -365,19 +358,13 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
       });
       props.sourceTable.encryptionKey?.grant(this.handler, ...STREAM_KEY_READ_ACTIONS);
     }
-    if (this.inboxTable) {
-      // Scoped to this consumer's own records: a shared inbox table holds other consumers' too.
-      grantItemActions(
-        this.handler,
-        this.inboxTable,
-        INBOX_TABLE_ACTIONS[this.mode],
-        ownInboxRecordsCondition(this.consumerName),
-      );
-    }
-    for (const business of props.businessTables ?? []) {
-      const access = business.access ?? defaultBusinessTableAccess(this.mode);
-      grantItemActions(this.handler, business.table, actionsForAccess(access));
-    }
+    grantConsumerTables(this.handler, {
+      mode: this.mode,
+      consumerName: this.consumerName,
+      inboxTable: this.inboxTable,
+      businessTables: props.businessTables,
+      outbox: props.outbox,
+    });
     // The runtime sends permanent failures; the event source sends on-failure records with
     // the function's role.
     for (const queue of [this.deadLetterQueue, this.onFailureQueue]) {

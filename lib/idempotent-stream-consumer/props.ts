@@ -13,6 +13,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { ConsumerMode } from '../../lambda/core/contract';
 import type { BusinessTable, ConsumerLogLevel } from '../idempotent-consumer/props';
+import type { Outbox } from '../outbox/construct';
 
 /** Properties of an `IdempotentStreamConsumer`. */
 export interface IdempotentStreamConsumerProps {
@@ -254,6 +255,16 @@ export interface IdempotentStreamConsumerProps {
    * @default - none
    */
   readonly businessTables?: readonly BusinessTable[];
+
+  /**
+   * The outbox the handler emits events to (`unitOfWork.emit`, `atomic` mode only), as for
+   * `IdempotentConsumer`: `dynamodb:PutItem` on the outbox table only and the outbox's writer
+   * environment. An event's id derives from the record's scoped dedup key, so a record read
+   * again from its checkpoint, or replayed, never mints a second identity.
+   *
+   * @default - no outbox
+   */
+  readonly outbox?: Outbox;
 
   /**
    * How long an inbox record lives (`EO_TTL_SECONDS`). The default covers every way a copy of a

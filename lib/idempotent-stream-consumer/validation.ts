@@ -23,6 +23,7 @@ import {
   checkInteger,
   checkLogLevel,
   checkOneOf,
+  checkOutbox,
   checkTables,
   type Fail,
   type PropsValidation,
@@ -68,6 +69,7 @@ export function validateStreamConsumerProps(
 
   checkOneOf('mode', props.mode, CONSUMER_MODES, fail);
   checkLogLevel(props.logLevel, fail);
+  checkOutbox(props, fail);
   checkSource(props, fail, warn);
   checkDestinations(props, fail);
   checkStartingPosition(props, fail);

@@ -31,7 +31,22 @@ export interface ExampleOutputs {
   readonly orderSummaryProjectorFunctionName: string;
   readonly orderSummaryProjectorConsumerName: string;
   readonly orderSummaryProjectorDeadLetterQueueUrl: string;
+  readonly outboxTableName: string;
+  readonly outboxTableStreamArn: string;
+  readonly orderEventsRelayFunctionName: string;
+  readonly orderEventsRelayName: string;
+  readonly outboxDeadLetterQueueUrl: string;
+  readonly outboxOnFailureQueueUrl: string;
+  readonly shipmentEventsQueueUrl: string;
+  readonly shipmentEventsDeadLetterQueueUrl: string;
+  readonly shipmentsTableName: string;
+  readonly shipmentSchedulerFunctionName: string;
+  readonly shipmentSchedulerConsumerName: string;
+  /** The table of the relay's one crash: the local stage's, absent when the stack has no crash. */
+  readonly relayCrashTableName?: string;
 }
+
+type RequiredOutput = Exclude<keyof ExampleOutputs, 'relayCrashTableName'>;
 
 /** A deployed example stack. */
 export interface ExampleDeployment {
@@ -67,7 +82,7 @@ export interface DeployExampleOptions {
   readonly log?: (message: string) => void;
 }
 
-const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
+const OUTPUT_KEYS: Readonly<Record<RequiredOutput, string>> = {
   orderEventsQueueUrl: 'OrderEventsQueueUrl',
   orderEventsDeadLetterQueueUrl: 'OrderEventsDeadLetterQueueUrl',
   auditEventsQueueUrl: 'AuditEventsQueueUrl',
@@ -88,6 +103,17 @@ const OUTPUT_KEYS: Readonly<Record<keyof ExampleOutputs, string>> = {
   orderSummaryProjectorFunctionName: 'OrderSummaryProjectorFunctionName',
   orderSummaryProjectorConsumerName: 'OrderSummaryProjectorConsumerName',
   orderSummaryProjectorDeadLetterQueueUrl: 'OrderSummaryProjectorDeadLetterQueueUrl',
+  outboxTableName: 'OutboxTableName',
+  outboxTableStreamArn: 'OutboxTableStreamArn',
+  orderEventsRelayFunctionName: 'OrderEventsRelayFunctionName',
+  orderEventsRelayName: 'OrderEventsRelayName',
+  outboxDeadLetterQueueUrl: 'OutboxDeadLetterQueueUrl',
+  outboxOnFailureQueueUrl: 'OutboxOnFailureQueueUrl',
+  shipmentEventsQueueUrl: 'ShipmentEventsQueueUrl',
+  shipmentEventsDeadLetterQueueUrl: 'ShipmentEventsDeadLetterQueueUrl',
+  shipmentsTableName: 'ShipmentsTableName',
+  shipmentSchedulerFunctionName: 'ShipmentSchedulerFunctionName',
+  shipmentSchedulerConsumerName: 'ShipmentSchedulerConsumerName',
 };
 
 /**
@@ -125,13 +151,18 @@ export async function deployExample(options: DeployExampleOptions): Promise<Exam
     ...(options.log ? { log: options.log } : {}),
   });
   const written = result.outputs[stackName] ?? {};
-  const outputs = {} as Record<keyof ExampleOutputs, string>;
-  for (const [field, key] of Object.entries(OUTPUT_KEYS) as [keyof ExampleOutputs, string][]) {
+  const outputs = {} as Record<RequiredOutput, string>;
+  for (const [field, key] of Object.entries(OUTPUT_KEYS) as [RequiredOutput, string][]) {
     const value = written[key];
     if (!value) throw new Error(`The deployed stack ${stackName} has no output ${key}`);
     outputs[field] = value;
   }
-  return { stackName, outputs, result };
+  const relayCrashTableName = written.RelayCrashTableName;
+  return {
+    stackName,
+    outputs: { ...outputs, ...(relayCrashTableName ? { relayCrashTableName } : {}) },
+    result,
+  };
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import type { Difference } from '../../cli/replay/diff';
 import { formatDifferences } from '../../cli/replay/format';
+import { type ChainExpectation, type ChainRun, expectedPublishes } from './chain';
 import type { Check } from './checks';
 import { externalEffectTotals } from './external-effects';
 import { bodySha256, type DeadLetter, deliveriesOf } from './observations';
@@ -224,6 +225,9 @@ export function formatChecks(checks: readonly Check[], options: { readonly verbo
   return [...(passed > 0 ? [folded] : []), ...checks.filter((check) => !check.ok).map(line)].join('\n');
 }
 
+/** The tables the replay compares (see `replayExample`). */
+const REPLAYED_TABLES = 'Orders, Audit, inbox, outbox and Shipments tables';
+
 /** The outcome of a replay: per log and pass, and the differences if any. */
 export function formatReplay(replay: ReplayLogsResult): string {
   const lines: string[] = [];
@@ -244,9 +248,36 @@ export function formatReplay(replay: ReplayLogsResult): string {
     ?.doubleTap.secondSnapshot.reduce((sum, table) => sum + table.items.length, 0);
   lines.push(
     replay.overall.length === 0
-      ? `  Orders, Audit and inbox tables before vs after the whole replay: identical (${items ?? 0} items compared field by field)`
-      : `  Orders, Audit and inbox tables before vs after the whole replay: ${replay.overall.length} change(s)\n${indent(formatDifferences(replay.overall), '      ')}`,
+      ? `  ${REPLAYED_TABLES} before vs after the whole replay: identical (${items ?? 0} items compared field by field)`
+      : `  ${REPLAYED_TABLES} before vs after the whole replay: ${replay.overall.length} change(s)\n${indent(formatDifferences(replay.overall), '      ')}`,
   );
+  return lines.join('\n');
+}
+
+/** The chain after the sample logs, one line per link: outbox, relay, shipment scheduler, Shipments. */
+export function formatChain(expected: ChainExpectation, run: ChainRun): string {
+  const { observation } = run;
+  const short = (id: string) => `${id.slice(0, 12)}…`;
+  const { published, crashes } = observation.relay;
+  const shipping = observation.shipping;
+  const lines = [
+    `  Orders confirmed by the log: ${expected.confirmed.map((order) => `${order.orderId} (line ${order.line})`).join(', ')}.`,
+    `  Outbox table: ${observation.outbox.length} OrderConfirmed item(s), committed with the order writes: ` +
+      observation.outbox.map((item) => `${String(item.entity)} → ${short(item.id)}`).join(', '),
+    `  Relay: ${published.length} publish(es) to the shipment queue (expected ${expectedPublishes(expected)}): ` +
+      `${published.map(short).join(', ')}` +
+      (crashes.length > 0
+        ? `; crashed ${crashes.length}× after publishing ${crashes.map(short).join(', ')}, before its checkpoint, and the stream delivered the batch again`
+        : expected.crash
+          ? '; it did not crash'
+          : ''),
+    `  Shipment scheduler: ${shipping.processed} processed, ${shipping.duplicate} duplicate (suppressed by the Shipments item, its own marker), ` +
+      `${shipping.permanent} dead-lettered, ${shipping.retry} retried`,
+    `  Shipments table: ${observation.shipments.length} item(s): ${observation.shipments.map((item) => item.pk).join(', ')}`,
+    run.missing.length === 0
+      ? `  The chain settled in ${seconds(run.waitMillis)}.`
+      : `  The chain had not completed after ${seconds(run.waitMillis)} (the wait is ${seconds(run.timeoutMillis)}); missing: ${run.missing.join('; ')}`,
+  ];
   return lines.join('\n');
 }
 

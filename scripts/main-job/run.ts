@@ -3,19 +3,23 @@
  * (or uses `AWS_ENDPOINT_URL`) and a deduplicating downstream service on `127.0.0.1`, deploys the
  * example app, sends the sample order, audit and payment logs with their resends, redeliveries,
  * transient downstream failures and poison messages, reads what the consumers and the downstream
- * did, waits for the stream consumer's read model (projected from the Orders table's stream) and
- * feeds it the whole stream again, replays everything with the double-tap helper, checks every
- * expectation, and cleans up what it started.
+ * did, follows the chain to the second service (the order projector's `OrderConfirmed` events
+ * through the outbox and its relay, which crashes once after a publish, to the shipment
+ * scheduler), waits for the stream consumer's read model (projected from the Orders table's
+ * stream) and feeds it the whole stream again, replays everything with the double-tap helper,
+ * checks every expectation, and cleans up what it started.
  */
 import { relative } from 'node:path';
 import { destroyLocal } from '../../cli/local/deploy';
 import { type LocalAws, projectRoot, startLocalAws } from '../local-aws/harness';
+import { awaitChain, checkChain, checkChainUnchanged, confirmedOrders, observeChain } from './chain';
 import { type Check, check } from './checks';
 import { type Downstream, startDownstream } from './downstream';
 import { deployExample, EXAMPLE_STACK_NAME } from './example-deployment';
 import { deliveriesOf } from './observations';
 import { REPLAY_DEDUP_SUFFIX } from './replay-logs';
 import {
+  formatChain,
   formatChecks,
   formatDeadLetters,
   formatEffects,
@@ -118,7 +122,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     // A broken sample log fails here, before anything is started.
     const logs = loadSampleLogs(root);
 
-    print('[1/7] Local AWS, the downstream service and the example app');
+    print('[1/8] Local AWS, the downstream service and the example app');
     aws = await time('start local AWS and the downstream service', async () => {
       downstream = await startDownstream({ failures: sampleDownstreamFailures(logs) });
       // IAM enforced: the functions run with their execution roles, so a grant the construct
@@ -150,7 +154,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     harness = createExampleHarness(aws, deployment.outputs, service.ledger);
     const h = harness;
 
-    print('\n[2/7] Sending the sample logs');
+    print('\n[2/8] Sending the sample logs');
     const file = (path: string) => relative(root, path);
     print(
       formatLogStory(logs.orders, `${file(logs.orders.file)} → FIFO queue → order projector (atomic mode)`),
@@ -178,7 +182,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     const sent = SAMPLE_LOG_NAMES.reduce((sum, name) => sum + logs[name].entries.length, 0);
     print(`  Sent ${sent} messages; the queues drained in ${seconds(run.drainMillis)}.`);
 
-    print('\n[3/7] What the consumers did');
+    print('\n[3/8] What the consumers did');
     const first = await time('read metrics, tables and DLQs', () =>
       observeExample(h, firstRunDeliveries(logs)),
     );
@@ -192,7 +196,28 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     checks.push(...checkFirstRun(logs, run, first));
 
     print(
-      '\n[4/7] The stream consumer: Orders table stream → order summary projector (atomic mode) → OrderSummaries',
+      '\n[4/8] The chain: order projector → outbox → relay → shipment scheduler (entity mode) → Shipments',
+    );
+    const chainExpectation = {
+      confirmed: confirmedOrders(logs.orders, h.outputs.orderProjectorConsumerName),
+      crash: h.outputs.relayCrashTableName !== undefined,
+    };
+    print(
+      '  An order event that makes an order PAID also puts an OrderConfirmed outbox item, in the same\n' +
+        "  transaction as the order writes, with an id derived from the event's scoped dedup key. The outbox\n" +
+        "  table's stream feeds the relay, which publishes each new item to the shipment scheduler's standard\n" +
+        '  queue with the id as the `idempotency-key` attribute; the shipment scheduler keys on it. The relay\n' +
+        '  crashes once, after a publish and before its checkpoint: the stream delivers the batch again (about\n' +
+        '  1.2 s later on MiniStack) and the event is published a second time, with the same id.',
+    );
+    const chain = await time('wait for the chain (outbox, relay, shipments)', () =>
+      awaitChain(h, chainExpectation),
+    );
+    print(formatChain(chainExpectation, chain));
+    checks.push(...checkChain(chainExpectation, chain));
+
+    print(
+      '\n[5/8] The stream consumer: Orders table stream → order summary projector (atomic mode) → OrderSummaries',
     );
     print(
       "  Every write to the Orders table lands in its DynamoDB stream; the projector's event source mapping\n" +
@@ -210,16 +235,19 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print(formatStreamReplay(streamReplay));
     checks.push(...checkStreamProjection(projection, streamReplay));
 
-    print('\n[5/7] Replaying the whole log (double tap)');
+    print('\n[6/8] Replaying the whole log (double tap)');
     print(
-      `  The replay tool's doubleTap helper sends each log twice and snapshots the Orders, Audit and inbox\n` +
-        `  tables after each pass. SQS would drop a FIFO resend with a deduplication id it saw in the last\n` +
+      `  The replay tool's doubleTap helper sends each log twice and snapshots the Orders, Audit, inbox,\n` +
+        `  outbox and Shipments tables after each pass: the order log is the first service's input, and its\n` +
+        `  replay must reach neither service's tables. SQS would drop a FIFO resend with a deduplication id it saw in the last\n` +
         `  five minutes, which would make the replay pass without reaching the consumer; so the replay uses\n` +
         `  fresh ids (suffix \`${REPLAY_DEDUP_SUFFIX}\`), as a producer replaying after the window would, and no\n` +
         `  wait (dedupWindowSeconds: 0). Pass 2 of the FIFO log repeats pass 1's ids, so the broker drops\n` +
         '  it; the comparison that proves the consumer is the one with the tables before the replay.',
     );
     const replay = await time('replay the logs (double tap)', () => replayExample(h, logs));
+    // Nothing new in the outbox means nothing for the relay to publish: the chain is read again
+    // once the other consumers' metrics have settled below.
     const deliveries = replayDeliveries(logs);
     const second = await time('read metrics, tables and DLQs again', () =>
       observeExample(h, {
@@ -228,7 +256,16 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
         payments: deliveriesOf(first.outcomes.payments) + deliveries.payments,
       }),
     );
+    const chainAfterReplay = await observeChain(h);
     print(formatReplay(replay));
+    const quiet = checkChainUnchanged('chain after the replay', chain.observation, chainAfterReplay);
+    print(
+      `  The chain after the replay: ${chainAfterReplay.outbox.length} outbox items, ${chainAfterReplay.relay.published.length} relay publishes, ` +
+        `${chainAfterReplay.shipments.length} Shipments items` +
+        (quiet.every((item) => item.ok)
+          ? ", as before: replaying the first service's log reached no one downstream."
+          : ': changed (see the checks).'),
+    );
     const reached = SAMPLE_LOG_NAMES.reduce(
       (sum, name) => sum + deliveriesOf(second.outcomes[name]) - deliveriesOf(first.outcomes[name]),
       0,
@@ -241,8 +278,9 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     );
     print(formatDeadLetters(logs, run, second).replace(/^ {2}/gm, '    '));
     checks.push(...checkReplay(logs, first, second, replay));
+    checks.push(...quiet);
 
-    print('\n[6/7] The order projector as a long-running worker');
+    print('\n[7/8] The order projector as a long-running worker');
     print(
       "  The same handler module runs outside Lambda: the function's event source mapping is turned off,\n" +
         `  and \`${ORDER_PROJECTOR_WORKER_ENTRY}\` starts as a process of its own (as in a container) with\n` +
@@ -254,6 +292,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     );
     print(formatWorkerSwitch(switched));
     checks.push(...checkWorkerSwitch(logs, switched));
+    checks.push(...checkChainUnchanged('chain after the worker', chain.observation, await observeChain(h)));
     const [summaries, implied] = await Promise.all([readOrderSummaries(h), impliedOrderSummaries(h)]);
     checks.push(
       check(
@@ -276,7 +315,7 @@ export async function runMainJob(options: MainJobOptions = {}): Promise<MainJobR
     print('\nStopped the downstream service.');
   }
 
-  print('\n[7/7] Checks');
+  print('\n[8/8] Checks');
   print(formatChecks(checks, { verbose: options.verbose ?? false }));
 
   if (aws) {

@@ -378,7 +378,11 @@ function checkDeadLetters(
   return checks;
 }
 
-/** Replays the three logs with the double-tap helper over every table (Orders, Audit and the inbox). */
+/**
+ * Replays the three logs with the double-tap helper over every table: Orders, Audit and the
+ * inbox, and the second service's side of the chain, the outbox table and Shipments (the order
+ * log is the first service's input: a replay must emit nothing, so nothing reaches Shipments).
+ */
 export async function replayExample(
   harness: ExampleHarness,
   logs: SampleLogs,
@@ -392,7 +396,13 @@ export async function replayExample(
       log: logs[name],
       queueUrl: consumerOf(outputs, name).queueUrl,
     })),
-    tables: [outputs.ordersTableName, outputs.auditTableName, outputs.inboxTableName],
+    tables: [
+      outputs.ordersTableName,
+      outputs.auditTableName,
+      outputs.inboxTableName,
+      outputs.outboxTableName,
+      outputs.shipmentsTableName,
+    ],
     ...(onProgress ? { onProgress } : {}),
   });
 }
@@ -464,7 +474,7 @@ export function checkReplay(
   }
   checks.push(
     check(
-      'Orders, Audit and inbox tables identical before and after the whole replay',
+      'Orders, Audit, inbox, outbox and Shipments tables identical before and after the whole replay',
       0,
       replay.overall.length,
     ),

@@ -97,7 +97,14 @@ export function lambdaStreamRecord(streamArn: string, record: StreamsRecord): Dy
 
 /** Every record of the Orders table's stream, every shard read from `TRIM_HORIZON` to its tip. */
 export async function readOrdersStream(harness: ExampleHarness): Promise<DynamoDbStreamRecord[]> {
-  const streamArn = harness.outputs.ordersTableStreamArn;
+  return readTableStream(harness, harness.outputs.ordersTableStreamArn);
+}
+
+/** Every record of a table's stream, every shard read from `TRIM_HORIZON` to its tip. */
+export async function readTableStream(
+  harness: Pick<ExampleHarness, 'aws'>,
+  streamArn: string,
+): Promise<DynamoDbStreamRecord[]> {
   const streams = new DynamoDBStreamsClient({
     endpoint: harness.aws.endpoint,
     region: harness.aws.region,

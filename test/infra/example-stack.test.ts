@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { Duration, Token } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { ENV, INBOX_ATTRIBUTES } from '../../lambda/core/contract';
+import { ENV, INBOX_ATTRIBUTES, OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
 import {
   EXAMPLE_CONSUMER_NAMES,
   ExampleStack,
@@ -18,6 +18,8 @@ const realHandlersExist = [
   'audit-recorder.ts',
   'payment-notifier.ts',
   'order-summary-projector.ts',
+  'order-events-relay.ts',
+  'shipment-scheduler.ts',
 ].every((file) => fs.existsSync(path.join(REAL_HANDLERS, file)));
 
 function synthExample(
@@ -39,8 +41,8 @@ function environmentOf(template: Template, consumer: { handler: Parameters<typeo
 describe('ExampleStack', () => {
   const { app, stack, template } = synthExample(false);
 
-  it('shares one inbox table and keys the Orders, Audit and OrderSummaries tables as the handlers write them', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 4);
+  it('shares one inbox table and keys the Orders, Audit, OrderSummaries, Shipments and outbox tables as the handlers write them', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 6);
     const tables = template.findResources('AWS::DynamoDB::Table');
     expect(tables[logicalId(stack.inbox.table)]?.Properties.KeySchema).toEqual([
       { AttributeName: INBOX_ATTRIBUTES.pk, KeyType: 'HASH' },
@@ -55,6 +57,13 @@ describe('ExampleStack', () => {
     expect(tables[logicalId(stack.orderSummariesTable)]?.Properties.KeySchema).toEqual([
       { AttributeName: 'pk', KeyType: 'HASH' },
     ]);
+    expect(tables[logicalId(stack.shipmentsTable)]?.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+    ]);
+    expect(tables[logicalId(stack.orderEvents.table)]?.Properties.KeySchema).toEqual([
+      { AttributeName: OUTBOX_ATTRIBUTES.pk, KeyType: 'HASH' },
+    ]);
+    expect(stack.relayCrashTable).toBeUndefined();
     for (const table of Object.values(tables)) {
       expect(table.DeletionPolicy).toBe('Retain');
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
@@ -80,6 +89,62 @@ describe('ExampleStack', () => {
       ]),
     );
     expect(permissions.some((line) => line.includes(logicalId(stack.auditTable)))).toBe(false);
+  });
+
+  it('emits OrderConfirmed from the order projector into the outbox: its writer environment, and PutItem on the outbox table only', () => {
+    const { orderProjector, orderEvents } = stack;
+    expect(environmentOf(template, orderProjector)).toMatchObject({
+      [OUTBOX_ENV.tableName]: { Ref: logicalId(orderEvents.table) },
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+    });
+    expect(
+      permissionsOf(template, orderProjector.role!).filter((line) =>
+        line.includes(logicalId(orderEvents.table)),
+      ),
+    ).toEqual(allow(['dynamodb:PutItem'], orderEvents.table));
+  });
+
+  it('relays the outbox with the example relay to the shipment scheduler’s standard queue, and never crashes it outside the local stage', () => {
+    const { orderEvents, shipmentScheduler } = stack;
+    expect(orderEvents.destinationKind).toBe('sqs');
+    expect(orderEvents.fifo).toBe(false);
+    expect(orderEvents.relayName).toBe(EXAMPLE_CONSUMER_NAMES.orderEventsRelay);
+    const relay = template.findResources('AWS::Lambda::Function')[logicalId(orderEvents.relay)];
+    const variables = relay?.Properties.Environment.Variables as Record<string, unknown>;
+    expect(variables).toMatchObject({
+      [OUTBOX_ENV.destinationQueueUrl]: { Ref: logicalId(shipmentScheduler.queue) },
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.orderEventsRelay,
+      [ENV.deadLetterQueueUrl]: { Ref: logicalId(orderEvents.deadLetterQueue) },
+    });
+    expect(variables.RELAY_CRASH_TABLE).toBeUndefined();
+    expect(
+      permissionsOf(template, orderEvents.role).filter(
+        (line) => line.includes('dynamodb:') && !line.includes('Stream'),
+      ),
+    ).toEqual([]);
+    expect(permissionsOf(template, orderEvents.role)).toEqual(
+      expect.arrayContaining(allow(['sqs:SendMessage'], shipmentScheduler.queue)),
+    );
+  });
+
+  it('schedules shipments from the relayed events in entity mode into the Shipments table only', () => {
+    const { shipmentScheduler } = stack;
+    expect(shipmentScheduler.mode).toBe('entity');
+    expect(shipmentScheduler.queue.fifo).toBe(false);
+    expect(environmentOf(template, shipmentScheduler)).toMatchObject({
+      SHIPMENTS_TABLE: { Ref: logicalId(stack.shipmentsTable) },
+      [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.shipmentScheduler,
+    });
+    const dynamo = permissionsOf(template, shipmentScheduler.role!).filter((line) =>
+      line.includes('dynamodb:'),
+    );
+    expect(dynamo).toEqual(
+      allow(
+        ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        stack.shipmentsTable,
+      ),
+    );
   });
 
   it('records audit events from a standard queue in entity mode into the Audit table only', () => {
@@ -188,6 +253,8 @@ describe('ExampleStack', () => {
       'InboxTableName',
       'OrderEventsDeadLetterQueueUrl',
       'OrderEventsQueueUrl',
+      'OrderEventsRelayFunctionName',
+      'OrderEventsRelayName',
       'OrderProjectorConsumerName',
       'OrderProjectorFunctionName',
       'OrderSummariesTableName',
@@ -196,16 +263,30 @@ describe('ExampleStack', () => {
       'OrderSummaryProjectorFunctionName',
       'OrdersTableName',
       'OrdersTableStreamArn',
+      'OutboxDeadLetterQueueUrl',
+      'OutboxOnFailureQueueUrl',
+      'OutboxTableName',
+      'OutboxTableStreamArn',
       'PaymentEventsDeadLetterQueueUrl',
       'PaymentEventsQueueUrl',
       'PaymentNotifierConsumerName',
       'PaymentNotifierFunctionName',
+      'ShipmentEventsDeadLetterQueueUrl',
+      'ShipmentEventsQueueUrl',
+      'ShipmentSchedulerConsumerName',
+      'ShipmentSchedulerFunctionName',
+      'ShipmentsTableName',
     ]);
     template.hasOutput('OrderEventsQueueUrl', { Value: { Ref: logicalId(stack.orderProjector.queue) } });
   });
 
   it('dead-letters directly from every consumer, so the reason travels with the message', () => {
-    for (const consumer of [stack.orderProjector, stack.auditRecorder, stack.paymentNotifier]) {
+    for (const consumer of [
+      stack.orderProjector,
+      stack.auditRecorder,
+      stack.paymentNotifier,
+      stack.shipmentScheduler,
+    ]) {
       expect(consumer.deadLetterMode).toBe('direct');
       const fn = template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)];
       expect(fn?.Properties.Environment.Variables).toMatchObject({
@@ -222,12 +303,16 @@ describe('ExampleStack', () => {
     expect(stack.orderProjector.duplicateRateAlarm).toBeDefined();
     expect(stack.auditRecorder.duplicateRateAlarm).toBeDefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeDefined();
+    expect(stack.shipmentScheduler.duplicateRateAlarm).toBeDefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
     // Four per SQS consumer, five for the stream consumer (iterator age, errors, on-failure
-    // queue, dead-letter queue, mismatches).
+    // queue, dead-letter queue, mismatches), four for the outbox (iterator age, failed
+    // publishes, on-failure queue, dead-letter queue).
     expect(stack.orderSummaryProjector.alarms).toHaveLength(5);
-    expect(alarms).toHaveLength(17);
-    expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(3);
+    expect(stack.orderEvents.alarms).toHaveLength(4);
+    expect(alarms).toHaveLength(25);
+    // The duplicate rates and the outbox's failed publishes.
+    expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(5);
   });
 
   it('leaves FIFO queue names to CloudFormation outside the local stage', () => {
@@ -241,8 +326,9 @@ describe('ExampleStack', () => {
 
   it('keeps an SSL-only policy on every queue outside the local stage', () => {
     const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy'));
-    // Two queues per SQS consumer; the stream consumer's on-failure and dead-letter queues.
-    expect(policies).toHaveLength(8);
+    // Two queues per SQS consumer; the on-failure and dead-letter queues of the stream consumer
+    // and of the outbox.
+    expect(policies).toHaveLength(12);
     for (const policy of policies) {
       expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
     }
@@ -273,9 +359,39 @@ describe('ExampleStack in the local stage', () => {
     expect(stack.orderProjector.duplicateRateAlarm).toBeUndefined();
     expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeUndefined();
+    expect(stack.shipmentScheduler.duplicateRateAlarm).toBeUndefined();
+    // The outbox makes its alarms together, the failed-publish one with metric math.
+    expect(stack.orderEvents.alarms).toEqual([]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(14);
+    expect(alarms).toHaveLength(17);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
+  it('crashes the relay once: RELAY_CRASH_TABLE names the RelayCrashes table, where the relay may only put', () => {
+    const { orderEvents, relayCrashTable } = stack;
+    expect(relayCrashTable).toBeDefined();
+    const tables = template.findResources('AWS::DynamoDB::Table');
+    expect(tables[logicalId(relayCrashTable!)]?.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+    ]);
+    const relay = template.findResources('AWS::Lambda::Function')[logicalId(orderEvents.relay)];
+    expect(relay?.Properties.Environment.Variables.RELAY_CRASH_TABLE).toEqual({
+      Ref: logicalId(relayCrashTable!),
+    });
+    expect(
+      permissionsOf(template, orderEvents.role).filter((line) => line.includes(logicalId(relayCrashTable!))),
+    ).toEqual(allow(['dynamodb:PutItem'], relayCrashTable!));
+    template.hasOutput('RelayCrashTableName', { Value: { Ref: logicalId(relayCrashTable!) } });
+  });
+
+  it('leaves the crash out when relayCrashOnce is false', () => {
+    const { stack: calm, template: calmTemplate } = synthExample(true, FIXTURE_EXAMPLE_HANDLERS, {
+      relayCrashOnce: false,
+    });
+    expect(calm.relayCrashTable).toBeUndefined();
+    calmTemplate.resourceCountIs('AWS::DynamoDB::Table', 6);
+    const relay = calmTemplate.findResources('AWS::Lambda::Function')[logicalId(calm.orderEvents.relay)];
+    expect(relay?.Properties.Environment.Variables.RELAY_CRASH_TABLE).toBeUndefined();
   });
 
   it('gives the payment notifier a 5 s timeout and lease, so a retried notification is back within 30 s', () => {
@@ -337,7 +453,7 @@ describe('ExampleStack downstream and payment notifier props', () => {
 describe.runIf(realHandlersExist)('ExampleStack with the deployable handlers', () => {
   it('bundles lambda/handlers and passes cdk-nag', () => {
     const { app, template } = synthExample(false, REAL_HANDLERS);
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+    template.resourceCountIs('AWS::Lambda::Function', 6);
     expect(nagFindings(app)).toEqual([]);
   });
 });

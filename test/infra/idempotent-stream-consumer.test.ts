@@ -13,6 +13,7 @@ import {
   ENV,
   METRIC_DIMENSION_CONSUMER,
   METRICS,
+  OUTBOX_ENV,
 } from '../../lambda/core/contract';
 import { readConstructSettings } from '../../lambda/core/environment';
 import {
@@ -21,6 +22,7 @@ import {
   type IdempotentStreamConsumerProps,
   InboxTable,
   KINESIS_STREAM_READ_ACTIONS,
+  Outbox,
 } from '../../lib';
 import { INBOX_TABLE_ACTIONS, inboxKeyPatterns } from '../../lib/consumer-permissions';
 import { allow, logicalId, newStack, permissionsOf } from './support';
@@ -831,5 +833,45 @@ describe('IdempotentStreamConsumer prop validation', () => {
     expect(mappingOf(template)).toEqual(
       expect.objectContaining({ BatchSize: { Ref: 'BatchSize' }, ParallelizationFactor: { Ref: 'Factor' } }),
     );
+  });
+});
+
+describe('IdempotentStreamConsumer with an outbox', () => {
+  const RELAY_FIXTURE_ENTRY = path.join(__dirname, 'fixtures', 'outbox-relay.ts');
+
+  /** An outbox publishing to a queue in `stack`. */
+  function outboxIn(stack: Stack): Outbox {
+    return new Outbox(stack, 'Outbox', {
+      relayEntry: RELAY_FIXTURE_ENTRY,
+      queue: new sqs.Queue(stack, 'Shipping'),
+    });
+  }
+
+  it("grants dynamodb:PutItem on the outbox table only and hands the function the writer's environment", () => {
+    let outbox: Outbox | undefined;
+    const { template, consumer } = synth((stack) => {
+      outbox = outboxIn(stack);
+      return { mode: 'atomic', consumerName: 'order-projection', outbox };
+    }, 'dynamodb');
+    const outboxId = logicalId(outbox!.table);
+    expect(permissionsOf(template, consumer.role).filter((line) => line.includes(outboxId))).toEqual([
+      `Allow dynamodb:PutItem ${outboxId}.Arn`,
+    ]);
+    expect(consumer.environment).toMatchObject(outbox!.writerEnvironment);
+    expect(Object.keys(consumer.environment)).not.toContain(OUTBOX_ENV.destinationArn);
+    expect(Object.keys(consumer.environment)).not.toContain(OUTBOX_ENV.destinationQueueUrl);
+  });
+
+  it('rejects an outbox outside atomic mode, and EO_OUTBOX_* names in environment, together', () => {
+    const error = errorOf((stack) => ({
+      ...kinesisStream(stack),
+      mode: 'marker',
+      outbox: outboxIn(stack),
+      environment: { [OUTBOX_ENV.retentionSeconds]: '60' },
+    }));
+    expect(error.failures).toEqual([
+      'Expected `outbox` only in `atomic` mode (events are emitted in the transaction of the business writes), got mode `"marker"`',
+      'Expected `environment` not to set `EO_OUTBOX_RETENTION_SECONDS`: the construct sets it from `outbox`',
+    ]);
   });
 });

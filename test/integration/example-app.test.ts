@@ -6,6 +6,14 @@ import { describeKeyAttributes, scanTable } from '../../cli/replay/aws';
 import { diffSnapshots } from '../../cli/replay/diff';
 import { createTableSnapshot, type TableSnapshot } from '../../cli/replay/snapshot';
 import { projectRoot } from '../../scripts/local-aws/harness';
+import {
+  awaitChain,
+  type ChainObservation,
+  checkChain,
+  checkChainUnchanged,
+  confirmedOrders,
+  observeChain,
+} from '../../scripts/main-job/chain';
 import { type Downstream, startDownstream } from '../../scripts/main-job/downstream';
 import {
   deployExample,
@@ -49,6 +57,7 @@ describe('the example app deployed to local AWS', () => {
   let harness: ExampleHarness | undefined;
   let run: SampleRun | undefined;
   let first: ExampleObservation | undefined;
+  let chain: ChainObservation | undefined;
 
   const deployed = () => {
     if (!harness || !deployment || !downstream) throw new Error(`The stack ${stackName} was not deployed`);
@@ -147,6 +156,32 @@ describe('the example app deployed to local AWS', () => {
     });
     expect(replay.after).toEqual(replay.before);
     expect(await readOrderSummaries(harness)).toEqual(projection.summaries);
+  }, 120_000);
+
+  it('relays each OrderConfirmed to the shipment scheduler, re-publishes the event the relay crashed after with the same id, and ships each confirmed order once', async () => {
+    const { harness, outputs } = deployed();
+    afterFirstRun();
+    const expected = {
+      confirmed: confirmedOrders(logs.orders, outputs.orderProjectorConsumerName),
+      crash: outputs.relayCrashTableName !== undefined,
+    };
+    expect(expected.confirmed.map((order) => order.orderId)).toEqual(['o-1001', 'o-1002']);
+    expect(expected.crash).toBe(true);
+
+    const run = await awaitChain(harness, expected);
+    chain = run.observation;
+
+    expect(run.missing).toEqual([]);
+    expect(chain.outbox.map((item) => item.id).sort()).toEqual(
+      expected.confirmed.map((order) => order.eventId).sort(),
+    );
+    expect(chain.relay.crashes).toHaveLength(1);
+    expect(chain.crashMarkers).toEqual(chain.relay.crashes);
+    expect(chain.relay.published.filter((id) => id === chain?.relay.crashes[0])).toHaveLength(2);
+    expect(chain.relay.published).toHaveLength(3);
+    expect(chain.shipping).toMatchObject({ processed: 2, duplicate: 1, permanent: 0, retry: 0, mismatch: 0 });
+    expect(chain.shipments.map((item) => item.pk)).toEqual(['SHIPMENT#o-1001', 'SHIPMENT#o-1002']);
+    expect(checkChain(expected, run).filter((check) => !check.ok)).toEqual([]);
   }, 120_000);
 
   it('calls the downstream once per payment status, retrying a 503 and a lost answer with the same Idempotency-Key', () => {
@@ -277,7 +312,7 @@ describe('the example app deployed to local AWS', () => {
     ]);
   });
 
-  it('changes nothing in the Orders, Audit and inbox tables, and calls the downstream no more, when the whole log is replayed', async () => {
+  it('changes nothing in the Orders, Audit, inbox, outbox and Shipments tables, publishes nothing, and calls the downstream no more, when the whole log is replayed', async () => {
     const { harness } = deployed();
     const before = await observeExample(harness, { orders: 0, audit: 0, payments: 0 });
     const replay = await replayExample(harness, logs);
@@ -298,6 +333,12 @@ describe('the example app deployed to local AWS', () => {
     expect(after.outcomes.payments.processed - before.outcomes.payments.processed).toBe(0);
     expect(after.downstream).toEqual(before.downstream);
     expect(checkReplay(logs, before, after, replay).filter((check) => !check.ok)).toEqual([]);
+    if (!chain) throw new Error('The chain was not observed: its test did not run');
+    expect(
+      checkChainUnchanged('after the replay', chain, await observeChain(harness)).filter(
+        (check) => !check.ok,
+      ),
+    ).toEqual([]);
   }, 120_000);
 
   it('moves the order projector to a worker process of the same handler module, which reprocesses nothing', async () => {

@@ -420,6 +420,37 @@ export function sqsEvent(...records: SqsRecord[]): SqsEvent {
   return { Records: records };
 }
 
+/**
+ * The record Lambda would deliver for `message`, as `LocalResources.receive` returned it (every
+ * attribute requested): its id, its body exactly as sent and its String message attributes, from
+ * the queue named `queue`.
+ */
+export function sqsRecordFromMessage(message: QueueMessage, queue: string): SqsRecord {
+  return sqsRecord(message.MessageId!, undefined, {
+    rawBody: message.Body!,
+    queue,
+    attributes: Object.fromEntries(
+      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue!]),
+    ),
+  });
+}
+
+/**
+ * Receives from `queueUrl` until `count` messages came (or ten receives), deleting none: each
+ * message is received once, in the order the queue gave them.
+ */
+export async function receiveMessages(
+  local: LocalResources,
+  queueUrl: string,
+  count: number,
+): Promise<QueueMessage[]> {
+  const received: QueueMessage[] = [];
+  for (let attempt = 0; attempt < 10 && received.length < count; attempt++) {
+    received.push(...(await local.receive(queueUrl)));
+  }
+  return received;
+}
+
 /** The Lambda context of one invocation, with a minute left. */
 export const lambdaContext = (functionName = 'order-projector'): LambdaContext => ({
   awsRequestId: randomUUID(),

@@ -22,6 +22,7 @@ describe('package root', () => {
       'METRIC_DIMENSION_CONSUMER',
       'MIDDLEWARE_CLEANUP_PREFIX',
       'OMITTED_HEADER',
+      'OUTBOX_DESTINATION_KINDS',
       'PermanentError',
       'REPLAYED_HEADER',
       'SCOPED_KEY_HASH_THRESHOLD_BYTES',

@@ -20,6 +20,8 @@ const environment = {
   EO_TTL_SECONDS: '86400',
   ORDERS_TABLE: 'Orders',
   AUDIT_TABLE: 'Audit',
+  EO_OUTBOX_TABLE_NAME: 'Outbox',
+  EO_OUTBOX_RETENTION_SECONDS: '216000',
   AWS_REGION: 'us-east-1',
 };
 
@@ -67,7 +69,7 @@ describe('order projector', () => {
       clock,
       logger,
       metrics,
-      ...orderProjectorOptions('Orders'),
+      ...orderProjectorOptions('Orders', { tableName: 'Outbox', retentionSeconds: 216_000 }),
     });
     return { handler, store, clock, logger, metrics, processBatch };
   }

@@ -220,6 +220,8 @@ describe('outboxDestinationFromEnvironment', () => {
         [ENV.logLevel]: 'warn',
       }),
     ).toEqual({
+      outboxTableName: 'outbox',
+      outboxDestinationKind: 'sns',
       destinationKind: 'sns',
       destinationArn: `${TOPIC_ARN}.fifo`,
       destinationFifo: true,

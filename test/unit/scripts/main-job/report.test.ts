@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  formatChain,
   formatChecks,
   formatDownstream,
   formatRunSummary,
@@ -7,6 +8,7 @@ import {
   formatTimings,
   seconds,
 } from '../../../../scripts/main-job/report';
+import { outcomeTotals } from '../../../support/fixtures';
 import { sampleLogs, storyRun } from './story';
 
 const logs = sampleLogs();
@@ -173,5 +175,44 @@ describe('formatChecks, formatTimings and seconds', () => {
       ].join('\n'),
     );
     expect(seconds(0)).toBe('0.0 s');
+  });
+});
+
+describe('formatChain', () => {
+  const expected = {
+    confirmed: [
+      { orderId: 'o-1001', line: 3, eventId: 'a'.repeat(64) },
+      { orderId: 'o-1002', line: 8, eventId: 'b'.repeat(64) },
+    ],
+    crash: true,
+  };
+  const observation = {
+    outbox: [
+      { id: 'a'.repeat(64), type: 'OrderConfirmed', entity: 'o-1001' },
+      { id: 'b'.repeat(64), type: 'OrderConfirmed', entity: 'o-1002' },
+    ],
+    streamRecords: 2,
+    relay: { published: ['a'.repeat(64), 'a'.repeat(64)], crashes: ['a'.repeat(64)], failures: 0 },
+    crashMarkers: ['a'.repeat(64)],
+    shipping: outcomeTotals({ processed: 1, duplicate: 1 }),
+    shipments: [{ pk: 'SHIPMENT#o-1001', orderId: 'o-1001', eventId: 'a'.repeat(64) }],
+    deadLetters: { shipping: 0, outbox: 0 },
+  };
+
+  it('shows each link of the chain by order and short event id, and what had not arrived when the wait ran out', () => {
+    const text = formatChain(expected, {
+      observation,
+      missing: ['relay publishes: 2 of 3', 'Shipments items: 1 of 2'],
+      waitMillis: 90_500,
+      timeoutMillis: 90_000,
+    });
+    expect(text.split('\n')).toEqual([
+      '  Orders confirmed by the log: o-1001 (line 3), o-1002 (line 8).',
+      '  Outbox table: 2 OrderConfirmed item(s), committed with the order writes: o-1001 → aaaaaaaaaaaa…, o-1002 → bbbbbbbbbbbb…',
+      '  Relay: 2 publish(es) to the shipment queue (expected 3): aaaaaaaaaaaa…, aaaaaaaaaaaa…; crashed 1× after publishing aaaaaaaaaaaa…, before its checkpoint, and the stream delivered the batch again',
+      '  Shipment scheduler: 1 processed, 1 duplicate (suppressed by the Shipments item, its own marker), 0 dead-lettered, 0 retried',
+      '  Shipments table: 1 item(s): SHIPMENT#o-1001',
+      '  The chain had not completed after 90.5 s (the wait is 90.0 s); missing: relay publishes: 2 of 3; Shipments items: 1 of 2',
+    ]);
   });
 });
