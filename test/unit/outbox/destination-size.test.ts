@@ -5,7 +5,9 @@
  * one byte over rejected, through `emit` and the standalone writer.
  */
 import { describe, expect, it } from 'vitest';
-import { scopeKey } from '../../../lambda/core/dedup-key';
+import { ENV, OUTBOX_ENV } from '../../../lambda/core/contract';
+import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
+import { atomic } from '../../../lambda/modes/atomic';
 import { createUnitOfWork } from '../../../lambda/modes/unit-of-work';
 import {
   createOutboxWriter,
@@ -15,6 +17,8 @@ import {
   outboxEventId,
   publishedMessageBytes,
 } from '../../../lambda/outbox';
+import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 
 const SCOPE = scopeKey('orders', 'o-1');
@@ -122,6 +126,47 @@ describe('the destination size check', () => {
       kind: 'written',
       ids: [id],
     });
+  });
+
+  it("sizes atomic mode's events for the construct's EO_OUTBOX_DESTINATION_KIND and EO_OUTBOX_EVENT_SOURCE", async () => {
+    const environment = {
+      [ENV.consumer]: 'orders',
+      [ENV.inboxTable]: 'Inbox',
+      [OUTBOX_ENV.tableName]: 'OrderEvents',
+      [OUTBOX_ENV.destinationKind]: 'eventbridge',
+      [OUTBOX_ENV.eventSource]: 'é'.repeat(100),
+    };
+    const logger = captureLogger();
+    const handler = createSqsHandler<{ orderId: string; note: string }>({
+      dedupKey: fromBody('orderId'),
+      mode: atomic((message, unitOfWork) => {
+        unitOfWork.emit({ type: 'T', detail: message.body.note });
+      }),
+      store: createMemoryStore(),
+      clock: manualClock(),
+      logger,
+      logLevel: 'debug',
+      metrics: false,
+      environment,
+    });
+    const destination = { kind: 'eventbridge', eventSource: 'é'.repeat(100) } as const;
+    const id = (orderId: string) => outboxEventId(scopeKey('orders', orderId), 'T#0');
+    const overhead = publishedMessageBytes({ id: id('o-1'), type: 'T', body: '""' }, destination);
+    const fits = 'x'.repeat(MAX_DESTINATION_MESSAGE_BYTES - overhead);
+
+    expect(
+      await handler(
+        sqsEvent(
+          sqsRecord('m-1', { orderId: 'o-1', note: fits }),
+          sqsRecord('m-2', { orderId: 'o-2', note: `${fits}x` }),
+        ),
+        {} as never,
+      ),
+    ).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+    expect(logger.entries.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
+      { outcome: 'processed', code: undefined },
+      { outcome: 'permanent', code: 'ITEM_TOO_LARGE' },
+    ]);
   });
 
   it('fails fast on a destination kind it does not know, or an event source that does not fit the kind', () => {
