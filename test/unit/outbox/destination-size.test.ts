@@ -163,9 +163,14 @@ describe('the destination size check', () => {
         {} as never,
       ),
     ).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
-    expect(logger.entries.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
-      { outcome: 'processed', code: undefined },
-      { outcome: 'permanent', code: 'ITEM_TOO_LARGE' },
+    // The two messages run concurrently: their lines come in either order.
+    expect(
+      logger.entries
+        .map(({ messageId, outcome, code }) => ({ messageId, outcome, code }))
+        .sort((a, b) => String(a.messageId).localeCompare(String(b.messageId))),
+    ).toEqual([
+      { messageId: 'm-1', outcome: 'processed', code: undefined },
+      { messageId: 'm-2', outcome: 'permanent', code: 'ITEM_TOO_LARGE' },
     ]);
   });
 
