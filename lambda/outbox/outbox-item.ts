@@ -47,7 +47,8 @@ export type OutboxDestinationSizing =
 export interface DestinationSizingOptions {
   /**
    * Where the relay publishes (`EO_OUTBOX_DESTINATION_KIND`): decides how an event's size is
-   * counted against {@link MAX_DESTINATION_MESSAGE_BYTES} (see {@link publishedMessageBytes}).
+   * counted against the destination's 256 KB (`MAX_DESTINATION_MESSAGE_BYTES`; see
+   * `publishedMessageBytes` in `effectively-once/outbox`).
    * @default 'sqs'
    */
   readonly destinationKind?: OutboxDestinationKind;
