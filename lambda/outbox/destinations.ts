@@ -112,7 +112,10 @@ export function assertEventSource(name: string, source: unknown): void {
  * option, `DetailType` the event's type and `Detail` the metadata/data envelope
  * `{"metadata":{"idempotency-key":<id>,"type":<type>},"data":<detail>}`. An SQS queue that a rule
  * targets receives the whole event as its body, so its consumer keys on
- * `fromBody(['detail', 'metadata', 'idempotency-key'])`.
+ * `fromBody(['detail', 'metadata', 'idempotency-key'])`, and fingerprints the detail
+ * (`fingerprint: (message) => message.body.detail`): EventBridge gives each put its own `id` and
+ * `time`, so a re-published event's body differs, and fingerprinting the whole body would make
+ * it a payload mismatch instead of a duplicate.
  *
  * `PutEvents` answers success with `FailedEntryCount` above 0 when the entry was not accepted:
  * that is a failed publish (it throws `SERVICE_UNAVAILABLE` with the entry's error code, and the

@@ -9,6 +9,7 @@
 export {
   EVENT_TYPE_ATTRIBUTE,
   IDEMPOTENCY_KEY_ATTRIBUTE,
+  LOG_LEVELS,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
   OUTBOX_DESTINATION_KINDS,
@@ -35,6 +36,7 @@ export {
 } from './destinations';
 export {
   DEFAULT_OUTBOX_RETENTION_SECONDS,
+  type DestinationSizingOptions,
   type EmitOptions,
   eventBridgeDetail,
   type OutboxDestinationSizing,

@@ -8,9 +8,10 @@ import {
   IDEMPOTENCY_KEY_ATTRIBUTE,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
+  OUTBOX_DESTINATION_KINDS,
   type OutboxDestinationKind,
 } from '../core/contract';
-import { describeValue, EffectivelyOnceError } from '../core/errors';
+import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
 import { sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
 
@@ -41,6 +42,56 @@ export interface OutboxMessage {
 export type OutboxDestinationSizing =
   | { readonly kind: Exclude<OutboxDestinationKind, 'eventbridge'> }
   | { readonly kind: 'eventbridge'; readonly eventSource: string };
+
+/** The settings a writer takes to size events for its destination (`EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_EVENT_SOURCE`). */
+export interface DestinationSizingOptions {
+  /**
+   * Where the relay publishes (`EO_OUTBOX_DESTINATION_KIND`): decides how an event's size is
+   * counted against the destination's 256 KB (`MAX_DESTINATION_MESSAGE_BYTES`; see
+   * `publishedMessageBytes` in `effectively-once/outbox`).
+   * @default 'sqs'
+   */
+  readonly destinationKind?: OutboxDestinationKind;
+  /**
+   * The `Source` the relay gives EventBridge entries (`EO_OUTBOX_EVENT_SOURCE`), counted in an
+   * entry's size: required when `destinationKind` is `'eventbridge'`, not allowed otherwise.
+   * @default none
+   */
+  readonly eventSource?: string;
+}
+
+/**
+ * Checks `options` (at cold start, `INVALID_OPTIONS` naming `<prefix>destinationKind` or
+ * `<prefix>eventSource`) and returns how events are sized for that destination.
+ */
+export function resolveDestinationSizing(
+  prefix: string,
+  options: DestinationSizingOptions,
+): OutboxDestinationSizing {
+  const { destinationKind = 'sqs', eventSource } = options;
+  expectOption(
+    (OUTBOX_DESTINATION_KINDS as readonly unknown[]).includes(destinationKind),
+    `${prefix}destinationKind`,
+    `one of ${OUTBOX_DESTINATION_KINDS.map((kind) => `'${kind}'`).join(', ')}`,
+    destinationKind,
+  );
+  if (destinationKind !== 'eventbridge') {
+    expectOption(
+      eventSource === undefined,
+      `${prefix}eventSource`,
+      "left out unless `destinationKind` is 'eventbridge'",
+      eventSource,
+    );
+    return { kind: destinationKind };
+  }
+  expectOption(
+    typeof eventSource === 'string' && eventSource.length > 0 && eventSource.length <= 256,
+    `${prefix}eventSource`,
+    "the relay's EventBridge `Source` (1 to 256 characters) when `destinationKind` is 'eventbridge'",
+    eventSource,
+  );
+  return { kind: 'eventbridge', eventSource: eventSource as string };
+}
 
 /** Options of one emitted event. */
 export interface EmitOptions {

@@ -145,6 +145,30 @@ describe('Outbox grants', () => {
     expect(outbox.destinationKind).toBe('eventbridge');
   });
 
+  it("gives the relay and writers of an EventBridge outbox the entries' Source: eventSource, else the relay's name", () => {
+    const named = synth((stack) => ({ eventBus: new events.EventBus(stack, 'Bus'), eventSource: 'orders' }));
+    const unnamed = synth((stack) => ({
+      eventBus: new events.EventBus(stack, 'Bus'),
+      relayName: 'order-relay',
+    }));
+
+    expect(named.outbox.eventSource).toBe('orders');
+    expect(named.outbox.writerEnvironment[OUTBOX_ENV.eventSource]).toBe('orders');
+    expect(named.outbox.relayEnvironment[OUTBOX_ENV.eventSource]).toBe('orders');
+    expect(unnamed.outbox.writerEnvironment[OUTBOX_ENV.eventSource]).toBe('order-relay');
+    expect(unnamed.outbox.relayEnvironment[OUTBOX_ENV.eventSource]).toBe('order-relay');
+    named.template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [OUTBOX_ENV.eventSource]: 'orders' }) },
+    });
+  });
+
+  it('sets no event source for a queue or topic destination', () => {
+    const { outbox } = synth();
+    expect(outbox.eventSource).toBeUndefined();
+    expect(Object.keys(outbox.relayEnvironment)).not.toContain(OUTBOX_ENV.eventSource);
+    expect(Object.keys(outbox.writerEnvironment)).not.toContain(OUTBOX_ENV.eventSource);
+  });
+
   it('grants sns:Publish on the topic only, with the KMS actions of its customer-managed key', () => {
     const { template, outbox, stack } = synth((stack) => ({
       topic: new sns.Topic(stack, 'Events', { masterKey: new kms.Key(stack, 'TopicKey') }),
@@ -320,6 +344,25 @@ describe('Outbox validation', () => {
       "`relayTimeout` (1 second) must be longer than the runtime's deadline margin (2 seconds): the relay would publish nothing",
     ]);
     expect(error.message).toMatch(/^\[TestStack\/Outbox\] 12 problems with the props of Outbox:\n- /);
+  });
+
+  it('rejects an eventSource without eventBus, or one EventBridge does not take', () => {
+    expect(
+      errorOf((stack) => ({
+        relayEntry: RELAY_FIXTURE_ENTRY,
+        queue: new sqs.Queue(stack, 'A'),
+        eventSource: 'orders',
+      })).failures,
+    ).toEqual(['`eventSource` is the `Source` of EventBridge entries: give it only with `eventBus`']);
+    expect(
+      errorOf((stack) => ({
+        relayEntry: RELAY_FIXTURE_ENTRY,
+        eventBus: new events.EventBus(stack, 'Bus'),
+        eventSource: 'aws.orders',
+      })).failures,
+    ).toEqual([
+      'Expected `eventSource` to be 1-256 characters not starting with \'aws.\', got `"aws.orders"`',
+    ]);
   });
 
   it('requires a destination', () => {
