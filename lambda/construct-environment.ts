@@ -98,11 +98,11 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
 /**
  * The defaults the construct's settings in `environment` supply to a mode: the lease of a
  * two-phase claim (`EO_LEASE_MILLIS`, the function timeout) and the outbox atomic mode emits to
- * (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND`). A
- * mode's own option wins.
+ * (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND`,
+ * `EO_OUTBOX_EVENT_SOURCE`). A mode's own option wins.
  */
 export function constructModeDefaults(environment: Environment): ModeDefaults {
-  const { leaseMillis, outboxTableName, outboxRetentionSeconds, outboxDestinationKind } =
+  const { leaseMillis, outboxTableName, outboxRetentionSeconds, outboxDestinationKind, outboxEventSource } =
     readConstructSettings(environment);
   return {
     ...(leaseMillis === undefined ? {} : { leaseMillis }),
@@ -113,6 +113,7 @@ export function constructModeDefaults(environment: Environment): ModeDefaults {
             tableName: outboxTableName,
             ...(outboxRetentionSeconds === undefined ? {} : { retentionSeconds: outboxRetentionSeconds }),
             ...(outboxDestinationKind === undefined ? {} : { destinationKind: outboxDestinationKind }),
+            ...(outboxEventSource === undefined ? {} : { eventSource: outboxEventSource }),
           },
         }),
   };

@@ -177,7 +177,7 @@ export type {
   UnitOfWork,
   UpdateWrite,
 } from './modes/unit-of-work';
-export type { EmitOptions, OutboxEvent } from './outbox/outbox-item';
+export type { DestinationSizingOptions, EmitOptions, OutboxEvent } from './outbox/outbox-item';
 export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
 export {
   createSqsHandler,

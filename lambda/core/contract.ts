@@ -297,4 +297,24 @@ export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
   destinationArn: 'EO_OUTBOX_DESTINATION_ARN',
   /** URL of the destination queue (`sqs` only). Relay only. */
   destinationQueueUrl: 'EO_OUTBOX_DESTINATION_QUEUE_URL',
+  /**
+   * The `Source` of the events the relay puts on an EventBridge bus (`eventbridge` only; the
+   * construct's `eventSource`, by default the relay's name). The writer counts it in an
+   * entry's size.
+   */
+  eventSource: 'EO_OUTBOX_EVENT_SOURCE',
+});
+
+/**
+ * Metric names of the outbox relay, one per record it publishes or gives up on, emitted in
+ * Embedded Metric Format with the relay's name as the `Consumer` dimension and read by the
+ * `Outbox` construct's failed-publish alarm.
+ */
+export const OUTBOX_RELAY_METRICS = /* @__PURE__ */ Object.freeze({
+  /** Events published to the destination. */
+  published: 'Published',
+  /** Records the relay checkpointed at, to be delivered again (a failed publish or dead letter). */
+  retry: 'Retry',
+  /** New items that are not outbox events, dead-lettered with the reason. */
+  permanent: 'Permanent',
 });

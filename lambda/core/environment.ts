@@ -48,6 +48,8 @@ export interface ConstructSettings {
   readonly outboxRetentionSeconds?: number;
   /** `EO_OUTBOX_DESTINATION_KIND`: where the relay publishes, whose size limit an event must fit. */
   readonly outboxDestinationKind?: OutboxDestinationKind;
+  /** `EO_OUTBOX_EVENT_SOURCE`: the `Source` of the relay's EventBridge entries, counted in their size. */
+  readonly outboxEventSource?: string;
 }
 
 function positiveInteger(name: string, value: string | undefined, max?: number): number | undefined {
@@ -127,6 +129,7 @@ export function readConstructSettings(environment: Environment): ConstructSettin
       read(OUTBOX_ENV.destinationKind),
       OUTBOX_DESTINATION_KINDS,
     ),
+    outboxEventSource: read(OUTBOX_ENV.eventSource),
   };
   for (const field of Object.keys(settings)) {
     if (settings[field] === undefined) delete settings[field];

@@ -90,20 +90,36 @@ export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): Metri
   const namespace = options.namespace ?? DEFAULT_METRIC_NAMESPACE;
   const write = options.write ?? writeStdoutLine;
   const names = Object.keys(createOutcomeCounts()) as (keyof OutcomeCounts)[];
-  const definitions = names.map((name) => ({ Name: METRICS[name], Unit: 'Count' }));
   return {
     publish(counts, { consumer, timestampMillis }) {
-      const line: Record<string, unknown> = {
-        _aws: {
-          Timestamp: timestampMillis,
-          CloudWatchMetrics: [
-            { Namespace: namespace, Dimensions: [[METRIC_DIMENSION_CONSUMER]], Metrics: definitions },
-          ],
-        },
-        [METRIC_DIMENSION_CONSUMER]: consumer,
-      };
-      for (const name of names) line[METRICS[name]] = counts[name];
-      write(JSON.stringify(line));
+      const values = Object.fromEntries(names.map((name) => [METRICS[name], counts[name]]));
+      write(embeddedMetricLine(namespace, { consumer, timestampMillis }, values));
     },
   };
+}
+
+/**
+ * One Embedded Metric Format line: each of `values` (metric name to count, zeros included, so
+ * alarms see data) in `namespace`, dimension `Consumer`, unit `Count`.
+ */
+export function embeddedMetricLine(
+  namespace: string,
+  context: { readonly consumer: string; readonly timestampMillis: number },
+  values: Readonly<Record<string, number>>,
+): string {
+  const line: Record<string, unknown> = {
+    _aws: {
+      Timestamp: context.timestampMillis,
+      CloudWatchMetrics: [
+        {
+          Namespace: namespace,
+          Dimensions: [[METRIC_DIMENSION_CONSUMER]],
+          Metrics: Object.keys(values).map((name) => ({ Name: name, Unit: 'Count' })),
+        },
+      ],
+    },
+    [METRIC_DIMENSION_CONSUMER]: context.consumer,
+  };
+  for (const [name, value] of Object.entries(values)) line[name] = value;
+  return JSON.stringify(line);
 }

@@ -48,6 +48,8 @@ export interface OutboxDefaults {
   readonly retentionSeconds?: number;
   /** Where the relay publishes, whose size limit an event must fit. */
   readonly destinationKind?: OutboxDestinationKind;
+  /** The `Source` of the relay's EventBridge entries (`eventbridge` only), counted in their size. */
+  readonly eventSource?: string;
 }
 
 /** What a mode is created with: the store and the settings common to every mode, validated. */

@@ -3,7 +3,7 @@
  * committed in one `TransactWriteItems` with the marker at index 0 (the inbox record), or, with
  * `marker: 'item'`, with the marker on the one put the handler marks (no inbox record).
  */
-import { INBOX_ATTRIBUTES, OUTBOX_ENV, type OutboxDestinationKind } from '../core/contract';
+import { INBOX_ATTRIBUTES, OUTBOX_ENV } from '../core/contract';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
 import { assertCommitWithinLimits, assertItemMarkerCommitWithinLimits } from '../core/item-size';
@@ -11,7 +11,12 @@ import type { Message } from '../core/message';
 import { completedStep, type Mode, type ModeStepResult, type OutboxDefaults, stepResult } from '../core/mode';
 import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
 import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
-import { DEFAULT_OUTBOX_RETENTION_SECONDS } from '../outbox/outbox-item';
+import {
+  DEFAULT_OUTBOX_RETENTION_SECONDS,
+  type DestinationSizingOptions,
+  type OutboxDestinationSizing,
+  resolveDestinationSizing,
+} from '../outbox/outbox-item';
 import {
   createUnitOfWork,
   type GuardedUnitOfWork,
@@ -43,17 +48,18 @@ export interface AtomicOptions {
    */
   readonly marker?: MarkerPlacement;
   /**
-   * The transactional outbox `unitOfWork.emit` writes to: its table and how long its items are
-   * kept. A consumer given an `Outbox` by its construct (`outbox` prop) needs none: the
-   * construct's `EO_OUTBOX_TABLE_NAME` and `EO_OUTBOX_RETENTION_SECONDS` are the defaults (a
-   * different `tableName` is `INVALID_OPTIONS`).
+   * The transactional outbox `unitOfWork.emit` writes to: its table, how long its items are
+   * kept, and the relay's destination, which an event's size is checked against. A consumer
+   * given an `Outbox` by its construct (`outbox` prop) needs none: the construct's
+   * `EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND` and
+   * `EO_OUTBOX_EVENT_SOURCE` are the defaults (a different `tableName` is `INVALID_OPTIONS`).
    * @default the construct's outbox; without one, `emit` throws `INVALID_OPTIONS`
    */
   readonly outbox?: AtomicOutboxOptions;
 }
 
-/** Where atomic mode's `unitOfWork.emit` writes outbox items. */
-export interface AtomicOutboxOptions {
+/** Where atomic mode's `unitOfWork.emit` writes outbox items, and how they are sized for the relay's destination. */
+export interface AtomicOutboxOptions extends DestinationSizingOptions {
   /** Name of the outbox table (partition key `pk`, String; TTL `expiresAt`; a stream for the relay). */
   readonly tableName: string;
   /**
@@ -239,10 +245,18 @@ function resolveOutbox(
     'a positive integer',
     retentionSeconds,
   );
+  // An own destination kind comes with its own event source; else the construct's fill in.
+  const sizing: DestinationSizingOptions =
+    own?.destinationKind !== undefined
+      ? own
+      : {
+          destinationKind: configured?.destinationKind,
+          eventSource: own?.eventSource ?? configured?.eventSource,
+        };
   return {
     tableName: tableName as string,
     retentionSeconds,
-    ...(configured?.destinationKind === undefined ? {} : { destinationKind: configured.destinationKind }),
+    destination: resolveDestinationSizing('atomic.outbox.', sizing),
   };
 }
 
@@ -250,8 +264,8 @@ function resolveOutbox(
 interface ResolvedOutbox {
   readonly tableName: string;
   readonly retentionSeconds: number;
-  /** Where the relay publishes (the construct's `EO_OUTBOX_DESTINATION_KIND`), when known. */
-  readonly destinationKind?: OutboxDestinationKind;
+  /** Where the relay publishes (the construct's `EO_OUTBOX_DESTINATION_KIND`, else SQS), sized for. */
+  readonly destination: OutboxDestinationSizing;
 }
 
 /**

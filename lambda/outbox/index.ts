@@ -9,33 +9,50 @@
 export {
   EVENT_TYPE_ATTRIBUTE,
   IDEMPOTENCY_KEY_ATTRIBUTE,
+  LOG_LEVELS,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
   OUTBOX_DESTINATION_KINDS,
   OUTBOX_ENV,
+  OUTBOX_RELAY_METRICS,
   type OutboxDestinationKind,
 } from '../core/contract';
 // The types the outbox's signatures use (also exported by the entry points that define them).
 export type { DeadLetterSender } from '../core/dead-letter';
-export type { Logger } from '../core/logger';
+export type { Environment } from '../core/environment';
+export type { LineWriter, Logger, LogLevel } from '../core/logger';
 export type { TransactWriteAction } from '../core/store-port';
 export type { Clock } from '../core/time';
 export type { AttributeValue, DynamoDbStreamEvent, StreamBatchResponse } from '../streams/stream-event';
 export {
+  assertEventSource,
+  type EventBridgeDestinationOptions,
+  eventBridgeDestination,
+  type OutboxDestination,
+  type SnsDestinationOptions,
+  type SqsDestinationOptions,
+  snsDestination,
+  sqsDestination,
+} from './destinations';
+export {
   DEFAULT_OUTBOX_RETENTION_SECONDS,
+  type DestinationSizingOptions,
   type EmitOptions,
+  eventBridgeDetail,
+  type OutboxDestinationSizing,
   type OutboxEvent,
+  type OutboxMessage,
   outboxEventId,
+  publishedMessageBytes,
 } from './outbox-item';
 export {
   createOutboxRelay,
-  type OutboxDestination,
-  type OutboxMessage,
+  createRelayEmfMetricsSink,
   type OutboxRelay,
   type OutboxRelayOptions,
   outboxMessageOf,
-  type SqsDestinationOptions,
-  sqsDestination,
+  type RelayCounts,
+  type RelayMetricsSink,
 } from './outbox-relay';
 export {
   createOutboxWriter,
@@ -44,3 +61,9 @@ export {
   type OutboxWriterOptions,
   type WriterEvent,
 } from './outbox-writer';
+export {
+  DEFAULT_RELAY_NAME,
+  type OutboxRelaySettings,
+  outboxDestinationFromEnvironment,
+  readOutboxRelaySettings,
+} from './relay-environment';

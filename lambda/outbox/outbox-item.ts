@@ -8,8 +8,10 @@ import {
   IDEMPOTENCY_KEY_ATTRIBUTE,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
+  OUTBOX_DESTINATION_KINDS,
+  type OutboxDestinationKind,
 } from '../core/contract';
-import { describeValue, EffectivelyOnceError } from '../core/errors';
+import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
 import { sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
 
@@ -19,6 +21,76 @@ export interface OutboxEvent<TDetail = unknown> {
   readonly type: string;
   /** The event's content, published as JSON text (the message body). */
   readonly detail: TDetail;
+}
+
+/** One outbox event as the relay publishes it. */
+export interface OutboxMessage {
+  /** The event id: the `idempotency-key` attribute (and a FIFO `MessageDeduplicationId`). */
+  readonly id: string;
+  /** The event's type: the `eo-event-type` attribute (an EventBridge entry's `DetailType`). */
+  readonly type: string;
+  /** The detail's JSON text, the message body. */
+  readonly body: string;
+  /** The entity, when the event names one: a FIFO `MessageGroupId`. */
+  readonly entity?: string;
+}
+
+/**
+ * What the size of a published event depends on: the destination's kind and, on an EventBridge
+ * bus, the `Source` of its entries (counted in an entry's size).
+ */
+export type OutboxDestinationSizing =
+  | { readonly kind: Exclude<OutboxDestinationKind, 'eventbridge'> }
+  | { readonly kind: 'eventbridge'; readonly eventSource: string };
+
+/** The settings a writer takes to size events for its destination (`EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_EVENT_SOURCE`). */
+export interface DestinationSizingOptions {
+  /**
+   * Where the relay publishes (`EO_OUTBOX_DESTINATION_KIND`): decides how an event's size is
+   * counted against the destination's 256 KB (`MAX_DESTINATION_MESSAGE_BYTES`; see
+   * `publishedMessageBytes` in `effectively-once/outbox`).
+   * @default 'sqs'
+   */
+  readonly destinationKind?: OutboxDestinationKind;
+  /**
+   * The `Source` the relay gives EventBridge entries (`EO_OUTBOX_EVENT_SOURCE`), counted in an
+   * entry's size: required when `destinationKind` is `'eventbridge'`, not allowed otherwise.
+   * @default none
+   */
+  readonly eventSource?: string;
+}
+
+/**
+ * Checks `options` (at cold start, `INVALID_OPTIONS` naming `<prefix>destinationKind` or
+ * `<prefix>eventSource`) and returns how events are sized for that destination.
+ */
+export function resolveDestinationSizing(
+  prefix: string,
+  options: DestinationSizingOptions,
+): OutboxDestinationSizing {
+  const { destinationKind = 'sqs', eventSource } = options;
+  expectOption(
+    (OUTBOX_DESTINATION_KINDS as readonly unknown[]).includes(destinationKind),
+    `${prefix}destinationKind`,
+    `one of ${OUTBOX_DESTINATION_KINDS.map((kind) => `'${kind}'`).join(', ')}`,
+    destinationKind,
+  );
+  if (destinationKind !== 'eventbridge') {
+    expectOption(
+      eventSource === undefined,
+      `${prefix}eventSource`,
+      "left out unless `destinationKind` is 'eventbridge'",
+      eventSource,
+    );
+    return { kind: destinationKind };
+  }
+  expectOption(
+    typeof eventSource === 'string' && eventSource.length > 0 && eventSource.length <= 256,
+    `${prefix}eventSource`,
+    "the relay's EventBridge `Source` (1 to 256 characters) when `destinationKind` is 'eventbridge'",
+    eventSource,
+  );
+  return { kind: 'eventbridge', eventSource: eventSource as string };
 }
 
 /** Options of one emitted event. */
@@ -59,6 +131,8 @@ export interface OutboxItemSettings {
   readonly nowMillis: number;
   readonly retentionSeconds: number;
   readonly entity?: string;
+  /** Where the relay publishes, which decides how the event's size is counted. @default an SQS queue */
+  readonly destination?: OutboxDestinationSizing;
 }
 
 /** A put of one outbox item in document shape (`TableName`, `Item`), unconditional. */
@@ -89,11 +163,12 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
     );
   }
   const body = detailJson(event.detail, type);
-  const size = publishedMessageBytes(body, settings.id, type);
+  const destination = settings.destination ?? { kind: 'sqs' };
+  const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {
     throw new EffectivelyOnceError(
       'ITEM_TOO_LARGE',
-      `Event \`${type}\` would be a message of ${size} bytes; its destination takes at most ${MAX_DESTINATION_MESSAGE_BYTES} bytes`,
+      `Event \`${type}\` would be a ${destination.kind === 'eventbridge' ? 'PutEvents entry' : 'message'} of ${size} bytes; its ${destination.kind} destination takes at most ${MAX_DESTINATION_MESSAGE_BYTES} bytes`,
     );
   }
   return {
@@ -111,17 +186,42 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
 }
 
 /**
- * Bytes of the message the relay publishes for an event: the body and the message attributes
- * (name, data type `String` and value of each), as SQS and SNS count a message's size.
+ * Bytes of what the relay publishes for an event, as its destination counts them against
+ * {@link MAX_DESTINATION_MESSAGE_BYTES}:
+ *
+ * - SQS and SNS: the body and the message attributes (name, data type `String` and value of
+ *   `idempotency-key` and `eo-event-type`), as both count a message's size. A FIFO
+ *   destination's group and deduplication ids are not counted.
+ * - EventBridge: the `PutEvents` entry as "Calculating PutEvents event entry size" counts it:
+ *   `Source`, `DetailType` (the type) and `Detail` (the envelope of {@link eventBridgeDetail}),
+ *   each in UTF-8; the relay sets no `Time` and no `Resources`.
  */
-export function publishedMessageBytes(body: string, id: string, type: string): number {
-  const attribute = (name: string, value: string) =>
-    Buffer.byteLength(name, 'utf8') + 'String'.length + Buffer.byteLength(value, 'utf8');
+export function publishedMessageBytes(
+  message: Pick<OutboxMessage, 'id' | 'type' | 'body'>,
+  destination: OutboxDestinationSizing,
+): number {
+  const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+  if (destination.kind === 'eventbridge') {
+    return bytes(destination.eventSource) + bytes(message.type) + bytes(eventBridgeDetail(message));
+  }
+  const attribute = (name: string, value: string) => bytes(name) + bytes('String') + bytes(value);
   return (
-    Buffer.byteLength(body, 'utf8') +
-    attribute(IDEMPOTENCY_KEY_ATTRIBUTE, id) +
-    attribute(EVENT_TYPE_ATTRIBUTE, type)
+    bytes(message.body) +
+    attribute(IDEMPOTENCY_KEY_ATTRIBUTE, message.id) +
+    attribute(EVENT_TYPE_ATTRIBUTE, message.type)
   );
+}
+
+/**
+ * The `Detail` of the EventBridge entry the relay puts for an event, which carries no message
+ * attributes: the common metadata/data envelope,
+ * `{"metadata":{"idempotency-key":<id>,"type":<type>},"data":<detail>}`, so a consumer behind a
+ * rule keys on `fromBody(['detail', 'metadata', 'idempotency-key'])`.
+ */
+export function eventBridgeDetail(message: Pick<OutboxMessage, 'id' | 'type' | 'body'>): string {
+  const metadata = JSON.stringify({ [IDEMPOTENCY_KEY_ATTRIBUTE]: message.id, type: message.type });
+  // The body is the detail's JSON text already: embedded as it is, not encoded again.
+  return `{"metadata":${metadata},"data":${message.body}}`;
 }
 
 function detailJson(detail: unknown, type: string): string {
@@ -150,6 +250,8 @@ export interface OutboxContext {
   readonly scope: string;
   readonly source: string;
   readonly nowMillis: number;
+  /** Where the relay publishes (sizes are counted for it). @default an SQS queue */
+  readonly destination?: OutboxDestinationSizing;
 }
 
 /**
@@ -188,6 +290,7 @@ export function createEventNamer(
       nowMillis: context.nowMillis,
       retentionSeconds: context.retentionSeconds,
       ...(options.entity === undefined ? {} : { entity: options.entity }),
+      ...(context.destination === undefined ? {} : { destination: context.destination }),
     });
   };
 }

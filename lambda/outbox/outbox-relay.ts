@@ -1,100 +1,112 @@
 /**
  * `createOutboxRelay`: the Lambda handler of the outbox table's DynamoDB Streams event source
- * mapping. It publishes each new outbox item to its destination with the event id as the
- * `idempotency-key` message attribute, in stream order, and checkpoints at the first record it
- * could not publish. It keeps no inbox: the stream is at-least-once, and the receiving consumer
- * dedups on the event id.
+ * mapping. It publishes each new outbox item to its destination with the event id where the
+ * receiving consumer keys on it, in stream order, and checkpoints at the first record it could
+ * not publish. It keeps no inbox: the stream is at-least-once, and the receiving consumer dedups
+ * on the event id. What the caller leaves out comes from the `Outbox` construct's environment.
  */
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE, OUTBOX_ATTRIBUTES } from '../core/contract';
+import {
+  DEFAULT_METRIC_NAMESPACE,
+  LOG_LEVELS,
+  OUTBOX_ATTRIBUTES,
+  OUTBOX_RELAY_METRICS,
+} from '../core/contract';
 import type { DeadLetterSender } from '../core/dead-letter';
+import type { Environment } from '../core/environment';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
-import { createJsonLogger, type Logger } from '../core/logger';
+import {
+  createJsonLogger,
+  createLevelLog,
+  type LineWriter,
+  type Logger,
+  type LogLevel,
+  writeStdoutLine,
+} from '../core/logger';
+import { embeddedMetricLine } from '../core/metrics';
+import type { Clock } from '../core/time';
 import type {
   AttributeValue,
   DynamoDbStreamEvent,
   DynamoDbStreamRecord,
   StreamBatchResponse,
 } from '../streams/stream-event';
+import type { OutboxDestination } from './destinations';
+import type { OutboxMessage } from './outbox-item';
+import {
+  DEFAULT_RELAY_NAME,
+  outboxDestinationFromEnvironment,
+  processEnvironment,
+  relayEnvironmentDefaults,
+} from './relay-environment';
 
-/** One outbox event as the relay publishes it. */
-export interface OutboxMessage {
-  /** The event id: the `idempotency-key` attribute (and a FIFO queue's `MessageDeduplicationId`). */
-  readonly id: string;
-  /** The event's type: the `eo-event-type` attribute. */
-  readonly type: string;
-  /** The detail's JSON text, the message body. */
-  readonly body: string;
-  /** The entity, when the event names one: a FIFO queue's `MessageGroupId`. */
-  readonly entity?: string;
+/** Records of one relay invocation per outcome (metrics `Published`, `Retry`, `Permanent`). */
+export interface RelayCounts {
+  /** Events published (`Published`). */
+  readonly published: number;
+  /** Records the relay checkpointed at, or failed the invocation at, to come again (`Retry`). */
+  readonly retry: number;
+  /** New items that are not outbox events, dead-lettered with the reason (`Permanent`). */
+  readonly permanent: number;
+}
+
+/** Where the counts of one relay invocation go. */
+export interface RelayMetricsSink {
+  /**
+   * Publishes the counts of one invocation of the relay `context.consumer`; an error it throws
+   * is logged, never rethrown.
+   */
+  publish(
+    counts: RelayCounts,
+    context: { readonly consumer: string; readonly timestampMillis: number },
+  ): void;
 }
 
 /**
- * Where the relay publishes. `publish` resolves once the destination has the message, and
- * throws otherwise (the relay checkpoints and the stream delivers the record again). Publishing
- * the same message twice must be harmless downstream: carry `message.id` so the receiver dedups.
+ * The relay's default sink: one Embedded Metric Format line per invocation on standard output
+ * with `Published`, `Retry` and `Permanent` (zeros included) in `namespace`, dimension
+ * `Consumer` the relay's name: what the `Outbox` construct's failed-publish alarm reads.
  */
-export interface OutboxDestination {
-  /** Publishes one event; resolves once the destination has it. */
-  publish(message: OutboxMessage): Promise<void>;
-}
-
-/** Options of {@link sqsDestination}. */
-export interface SqsDestinationOptions {
-  /** The SQS client, created once at module scope. */
-  readonly client: Pick<SQSClient, 'send'>;
-  /** The queue's URL (`EO_OUTBOX_DESTINATION_QUEUE_URL`); a `.fifo` URL is a FIFO queue. */
-  readonly queueUrl: string;
-}
-
-/**
- * An SQS queue as the relay's destination: the detail as the body, the event id and type as the
- * `idempotency-key` and `eo-event-type` attributes. On a FIFO queue the event id is the
- * `MessageDeduplicationId` (a re-publish within 5 minutes is dropped by SQS itself) and the
- * entity (else the type) the `MessageGroupId`.
- */
-export function sqsDestination(options: SqsDestinationOptions): OutboxDestination {
-  expectOption(
-    typeof options === 'object' && options !== null,
-    'sqsDestination(options)',
-    'an object',
-    options,
-  );
-  const { client, queueUrl } = options;
-  expectMethods('client', client, ['send']);
-  expectOption(typeof queueUrl === 'string' && queueUrl !== '', 'queueUrl', 'a non-empty string', queueUrl);
-  const fifo = queueUrl.endsWith('.fifo');
+export function createRelayEmfMetricsSink(
+  namespace: string = DEFAULT_METRIC_NAMESPACE,
+  write: LineWriter = writeStdoutLine,
+): RelayMetricsSink {
   return {
-    async publish(message) {
-      await client.send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl,
-          MessageBody: message.body,
-          MessageAttributes: {
-            [IDEMPOTENCY_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.id },
-            [EVENT_TYPE_ATTRIBUTE]: { DataType: 'String', StringValue: message.type },
-          },
-          ...(fifo
-            ? { MessageDeduplicationId: message.id, MessageGroupId: message.entity ?? message.type }
-            : {}),
+    publish(counts, context) {
+      write(
+        embeddedMetricLine(namespace, context, {
+          [OUTBOX_RELAY_METRICS.published]: counts.published,
+          [OUTBOX_RELAY_METRICS.retry]: counts.retry,
+          [OUTBOX_RELAY_METRICS.permanent]: counts.permanent,
         }),
       );
     },
   };
 }
 
-/** Options of {@link createOutboxRelay}, checked once (cold start). */
+/**
+ * Options of {@link createOutboxRelay}, checked once (cold start). Each one left out comes from
+ * the `Outbox` construct's variables in `environment`.
+ */
 export interface OutboxRelayOptions {
-  /** Where events go: {@link sqsDestination}, or an {@link OutboxDestination} of your own. */
-  readonly destination: OutboxDestination;
+  /**
+   * Where events go: {@link sqsDestination}, {@link eventBridgeDestination},
+   * {@link snsDestination}, or an {@link OutboxDestination} of your own.
+   * @default the destination `environment` describes ({@link outboxDestinationFromEnvironment})
+   */
+  readonly destination?: OutboxDestination;
   /**
    * Where a new item that is not an outbox event goes (no event id, type or body: written by
    * something else), with the reason, so the stream moves on.
-   * @default none: such a record is retried, and the stream stops there until the mapping's
-   * retries or record age run out
+   * @default a sender to `EO_DEAD_LETTER_QUEUE_URL`; without it none: such a record is
+   * retried, and the stream stops there until the mapping's retries or record age run out
    */
   readonly deadLetter?: DeadLetterSender;
-  /** Names the relay in its dead letters (`eo-consumer`) and log lines. @default 'outbox-relay' */
+  /**
+   * Names the relay: the `Consumer` dimension of its metrics, `eo-consumer` on its dead
+   * letters, `relay` in its log lines (and an EventBridge destination's default `Source`). A
+   * name other than `EO_CONSUMER` throws `INVALID_OPTIONS`: the construct's alarms watch its own.
+   * @default `EO_CONSUMER`, else 'outbox-relay'
+   */
   readonly name?: string;
   /**
    * Where the relay logs a record it could not publish or that is not an outbox event: one
@@ -102,6 +114,22 @@ export interface OutboxRelayOptions {
    * body. @default JSON lines on stdout
    */
   readonly logger?: Logger;
+  /** The lowest level logged. @default `EO_LOG_LEVEL`, else 'info' */
+  readonly logLevel?: LogLevel;
+  /**
+   * Where each invocation's counts go, or `false` for none.
+   * @default one Embedded Metric Format line ({@link createRelayEmfMetricsSink})
+   */
+  readonly metrics?: RelayMetricsSink | false;
+  /** Namespace of the default metrics sink. @default `EO_METRIC_NAMESPACE`, else 'EffectivelyOnce' */
+  readonly metricNamespace?: string;
+  /** The metrics' timestamp. @default Date.now */
+  readonly clock?: Clock;
+  /**
+   * The environment the `EO_*` variables are read from; pass `{}` to read none.
+   * @default process.env
+   */
+  readonly environment?: Environment;
 }
 
 /** The relay's Lambda handler: a table stream event in, the checkpoint out. */
@@ -110,53 +138,138 @@ export type OutboxRelay = (event: DynamoDbStreamEvent) => Promise<StreamBatchRes
 /**
  * Creates the relay: the handler of the outbox table's stream mapping (enable
  * `ReportBatchItemFailures`; `StartingPosition: 'TRIM_HORIZON'`). Call it once, at module scope.
+ * Under the `Outbox` construct it needs no options: `createOutboxRelay()` is the package's
+ * relay handler.
  *
  * Records run in order. An `INSERT` is published; a `MODIFY` or `REMOVE` (a rewrite of the same
  * event, its TTL expiry) is not. On the first record that cannot be published, the later ones
  * do not run and the response names its sequence number, where the mapping resumes: records
  * published before it may be published again, with the same id. The relay never loses an
- * event, and the receiving consumer, keyed by `fromAttribute('idempotency-key')`, applies each
- * once.
+ * event, and the receiving consumer, keyed on the event id, applies each once.
+ *
+ * Bad input: an event without a `Records` array cannot be checkpointed, so the relay throws
+ * `INVALID_EVENT` (the invocation fails and the mapping retries the batch). A record without
+ * `dynamodb.SequenceNumber` cannot be named as a checkpoint either: the records before it are
+ * published, then the relay throws `INVALID_EVENT` (the mapping retries, bisecting the batch,
+ * and gives the record's batch to the on-failure queue once its retries or record age run
+ * out). A stream event source never delivers either; both count as `Retry`.
  *
  * @example
- * export const handler = createOutboxRelay({
- *   destination: sqsDestination({ client: sqs, queueUrl: process.env.EO_OUTBOX_DESTINATION_QUEUE_URL! }),
- * });
+ * // The package's relay handler, configured by the `Outbox` construct's environment:
+ * export const handler = createOutboxRelay();
+ * // Or a destination of your own making:
+ * export const custom = createOutboxRelay({ destination: sqsDestination({ client: sqs, queueUrl }) });
  */
-export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay {
   expectOption(
     typeof options === 'object' && options !== null,
     'createOutboxRelay(options)',
     'an object',
     options,
   );
-  const { destination, deadLetter, name = 'outbox-relay', logger = createJsonLogger() } = options;
+  const environment = options.environment ?? processEnvironment();
+  expectOption(
+    typeof environment === 'object' && environment !== null,
+    'environment',
+    'an object of variables',
+    environment,
+  );
+  const defaults = relayEnvironmentDefaults(environment);
+  if (options.name !== undefined && defaults.name !== undefined && options.name !== defaults.name) {
+    throw new EffectivelyOnceError(
+      'INVALID_OPTIONS',
+      `Expected \`name\` to be \`${defaults.name}\` as the construct set it (\`EO_CONSUMER\`), got \`${options.name}\`: leave \`name\` out to use the construct's, or change the construct`,
+    );
+  }
+  const {
+    destination = outboxDestinationFromEnvironment(environment),
+    deadLetter = defaults.deadLetter,
+    name = defaults.name ?? DEFAULT_RELAY_NAME,
+    logger = createJsonLogger(),
+    logLevel = defaults.logLevel ?? 'info',
+    metricNamespace = defaults.metricNamespace ?? DEFAULT_METRIC_NAMESPACE,
+    clock = Date.now,
+  } = options;
   expectMethods('destination', destination, ['publish']);
   expectMethods('logger', logger, ['log']);
   if (deadLetter !== undefined) expectMethods('deadLetter', deadLetter, ['send']);
   expectOption(typeof name === 'string' && name !== '', 'name', 'a non-empty string', name);
+  expectOption(
+    (LOG_LEVELS as readonly unknown[]).includes(logLevel),
+    'logLevel',
+    `one of ${LOG_LEVELS.map((level) => `'${level}'`).join(', ')}`,
+    logLevel,
+  );
+  expectOption(
+    typeof metricNamespace === 'string' && metricNamespace !== '' && metricNamespace.length <= 255,
+    'metricNamespace',
+    'a string of 1 to 255 characters',
+    metricNamespace,
+  );
+  expectOption(typeof clock === 'function', 'clock', 'a function', clock);
+  const metrics =
+    options.metrics === false ? undefined : (options.metrics ?? createRelayEmfMetricsSink(metricNamespace));
+  if (metrics !== undefined) expectMethods('metrics', metrics, ['publish']);
+  const log = createLevelLog(logger, logLevel);
 
   return async (event) => {
+    const counts = { published: 0, retry: 0, permanent: 0 };
+    try {
+      return await relay(event, counts);
+    } finally {
+      if (metrics !== undefined) {
+        try {
+          metrics.publish({ ...counts }, { consumer: name, timestampMillis: clock() });
+        } catch (error) {
+          log({
+            level: 'error',
+            message: 'Publishing metrics failed',
+            relay: name,
+            errorName: (error as Error)?.name,
+          });
+        }
+      }
+    }
+  };
+
+  async function relay(
+    event: DynamoDbStreamEvent,
+    counts: { published: number; retry: number; permanent: number },
+  ): Promise<StreamBatchResponse> {
     const records = event?.Records;
     if (!Array.isArray(records)) {
+      counts.retry += 1;
+      log({ level: 'error', message: 'Outbox relay: not a DynamoDB Streams event', relay: name });
       throw new EffectivelyOnceError('INVALID_EVENT', 'The outbox relay expects a DynamoDB Streams event');
     }
-    for (const record of records as readonly DynamoDbStreamRecord[]) {
+    for (const [index, record] of (records as readonly DynamoDbStreamRecord[]).entries()) {
       const sequenceNumber = record?.dynamodb?.SequenceNumber;
       if (typeof sequenceNumber !== 'string' || sequenceNumber === '') {
+        counts.retry += 1;
+        log({
+          level: 'error',
+          message: 'Outbox relay: a record without a sequence number',
+          relay: name,
+          recordIndex: index,
+        });
         throw new EffectivelyOnceError(
           'INVALID_EVENT',
-          'The outbox relay expects DynamoDB Streams records with `dynamodb.SequenceNumber`',
+          `The outbox relay expects DynamoDB Streams records with \`dynamodb.SequenceNumber\` (record ${index} has none): it cannot be checkpointed`,
         );
       }
       if (record.eventName !== 'INSERT') continue;
       const message = outboxMessageOf(record.dynamodb.NewImage);
       try {
-        if (message === undefined) await sendInvalid(record, sequenceNumber);
-        else await destination.publish(message);
+        if (message === undefined) {
+          await sendInvalid(record, sequenceNumber);
+          counts.permanent += 1;
+        } else {
+          await destination.publish(message);
+          counts.published += 1;
+        }
       } catch (error) {
         const { name: errorName, code } = (error ?? {}) as { name?: unknown; code?: unknown };
-        logger.log({
+        log({
           level: 'warn',
           message:
             message === undefined ? 'Outbox relay: not an outbox event' : 'Outbox relay: publish failed',
@@ -166,12 +279,13 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           ...(typeof errorName === 'string' ? { errorName } : {}),
           ...(typeof code === 'string' ? { code } : {}),
         });
+        counts.retry += 1;
         // Checkpoint here: this record and every later one come again.
         return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
       }
     }
     return { batchItemFailures: [] };
-  };
+  }
 
   async function sendInvalid(record: DynamoDbStreamRecord, sequenceNumber: string): Promise<void> {
     if (deadLetter === undefined) {

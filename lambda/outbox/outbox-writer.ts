@@ -14,15 +14,17 @@ import { createDynamoDbStore } from '../store/dynamodb-store';
 import {
   createEventNamer,
   DEFAULT_OUTBOX_RETENTION_SECONDS,
+  type DestinationSizingOptions,
   type EmitOptions,
   type OutboxEvent,
+  resolveDestinationSizing,
 } from './outbox-item';
 
 /** An event for {@link OutboxWriter.write}, with the options `emit` takes. */
 export interface WriterEvent<TDetail = unknown> extends OutboxEvent<TDetail>, EmitOptions {}
 
 /** Options of {@link createOutboxWriter}, checked once (cold start). */
-export interface OutboxWriterOptions {
+export interface OutboxWriterOptions extends DestinationSizingOptions {
   /** The document client, created once at module scope. */
   readonly client: DynamoDBDocumentClient;
   /** Name of the outbox table (`EO_OUTBOX_TABLE_NAME`). */
@@ -124,6 +126,7 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
     retentionSeconds,
   );
   expectOption(typeof clock === 'function', 'clock', 'a function', clock);
+  const destination = resolveDestinationSizing('', options);
   const store = options.store ?? createDynamoDbStore({ client: options.client, tableName });
 
   return {
@@ -150,6 +153,7 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
         scope: `${producer}#${idempotencyKey}`,
         source: producer,
         nowMillis,
+        destination,
       });
       const puts = events.map(({ type, detail, entity, name: eventName }) =>
         name(

@@ -12,9 +12,9 @@ import { Construct } from 'constructs';
 import {
   DEFAULT_METRIC_NAMESPACE,
   ENV,
-  METRICS,
   OUTBOX_ATTRIBUTES,
   OUTBOX_ENV,
+  OUTBOX_RELAY_METRICS,
   type OutboxDestinationKind,
 } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
@@ -106,13 +106,15 @@ export class Outbox extends Construct {
   public readonly fifo: boolean;
   /** The relay's name, the `Consumer` dimension of its metrics. */
   public readonly relayName: string;
+  /** The `Source` of the events the relay puts on an EventBridge bus; absent for a queue or topic. */
+  public readonly eventSource?: string;
   /** How long an outbox item lives. */
   public readonly retention: Duration;
   /** The oldest record the relay's event source delivers. */
   public readonly maxRecordAge: Duration;
   /** The metric namespace of the relay. */
   public readonly metricNamespace: string;
-  /** The `EO_` variables a writer needs (`EO_OUTBOX_TABLE_NAME`, retention, destination kind, FIFO). */
+  /** The `EO_` variables a writer needs (`EO_OUTBOX_TABLE_NAME`, retention, destination kind, FIFO, EventBridge source). */
   public readonly writerEnvironment: Readonly<Record<string, string>>;
   /** The `EO_` variables the relay is given. */
   public readonly relayEnvironment: Readonly<Record<string, string>>;
@@ -166,11 +168,14 @@ export class Outbox extends Construct {
     this.onFailureQueue = this.createTerminalQueue('OnFailureQueue', props);
     this.deadLetterQueue = this.createTerminalQueue('DeadLetterQueue', props);
 
+    this.eventSource = props.eventBus ? (props.eventSource ?? this.relayName) : undefined;
     this.writerEnvironment = Object.freeze({
       [OUTBOX_ENV.tableName]: this.table.tableName,
       [OUTBOX_ENV.retentionSeconds]: Tokenization.stringifyNumber(this.retention.toSeconds()),
       [OUTBOX_ENV.destinationKind]: this.destinationKind,
       [OUTBOX_ENV.destinationFifo]: String(this.fifo),
+      // The writer counts the entry's Source in its size, so it reads the relay's.
+      ...(this.eventSource === undefined ? {} : { [OUTBOX_ENV.eventSource]: this.eventSource }),
     });
     const relayEnvironment: Record<string, string> = {
       ...this.writerEnvironment,
@@ -309,8 +314,8 @@ export class Outbox extends Construct {
     return new cloudwatch.MathExpression({
       expression: 'FILL(retry, 0) + FILL(permanent, 0) + FILL(errors, 0)',
       usingMetrics: {
-        retry: this.metric(METRICS.retry),
-        permanent: this.metric(METRICS.permanent),
+        retry: this.metric(OUTBOX_RELAY_METRICS.retry),
+        permanent: this.metric(OUTBOX_RELAY_METRICS.permanent),
         errors: this.relay.metricErrors({ statistic: cloudwatch.Stats.SUM, period: Duration.minutes(5) }),
       },
       label: 'Failed publishes',

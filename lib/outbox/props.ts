@@ -35,6 +35,15 @@ export interface OutboxProps {
   readonly topic?: sns.ITopic;
 
   /**
+   * The `Source` of the events the relay puts on `eventBus` (`EO_OUTBOX_EVENT_SOURCE`, given to
+   * the relay and to writers, which count it in an entry's size): what the bus's rules match on.
+   * 1-256 characters, not starting with `aws.`. Only with `eventBus`.
+   *
+   * @default - the relay's name (`relayName`)
+   */
+  readonly eventSource?: string;
+
+  /**
    * The relay's handler file. The default is the relay the package ships
    * (`createOutboxRelay`); pass your own to wrap it.
    *

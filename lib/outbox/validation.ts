@@ -59,6 +59,16 @@ export function validateOutboxProps(
       `Expected \`relayName\` to be 1-100 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', got \`${describeValue(name)}\``,
     );
   }
+  const source = props.eventSource;
+  if (source !== undefined && !Token.isUnresolved(source)) {
+    if (!props.eventBus) {
+      fail('`eventSource` is the `Source` of EventBridge entries: give it only with `eventBus`');
+    } else if (source.length === 0 || source.length > 256 || source.startsWith('aws.')) {
+      fail(
+        `Expected \`eventSource\` to be 1-256 characters not starting with 'aws.', got \`${describeValue(source)}\``,
+      );
+    }
+  }
   // The shared check reads only `metricNamespace` here (no consumer name is passed).
   checkConsumerNameAndNamespace({ mode: 'marker', metricNamespace: props.metricNamespace }, fail);
   checkLogLevel(props.logLevel, fail);

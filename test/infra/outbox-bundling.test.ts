@@ -3,8 +3,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App, AssetStaging, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { OUTBOX_ENV } from '../../lambda/core/contract';
 import { Outbox } from '../../lib';
 import { logicalId, SHARED_OUTDIR } from './support';
 
@@ -47,5 +49,32 @@ describe('Outbox relay bundling', () => {
     const assetDir = path.join(assembly.directory, `asset.${String(code.S3Key).replace(/\.zip$/, '')}`);
     expect(fs.readdirSync(assetDir).sort()).toEqual(['index.js', 'index.js.map']);
     expect(fs.readFileSync(path.join(assetDir, 'index.js'), 'utf8')).toContain('batchItemFailures');
+  });
+
+  it("bundles the package's relay handler when no relayEntry is given: createOutboxRelay with its environment defaults", () => {
+    AssetStaging.clearAssetHashCache();
+    const app = new App({ outdir: SHARED_OUTDIR, builtinCloudFormationValidation: false });
+    const stack = new Stack(app, 'OutboxDefaultRelayStack');
+    const outbox = new Outbox(stack, 'Outbox', { eventBus: new events.EventBus(stack, 'Bus') });
+
+    const assembly = app.synth();
+    const code =
+      Template.fromStack(stack).findResources('AWS::Lambda::Function')[logicalId(outbox.relay)]?.Properties
+        .Code;
+    const assetDir = path.join(assembly.directory, `asset.${String(code.S3Key).replace(/\.zip$/, '')}`);
+    const bundle = fs.readFileSync(path.join(assetDir, 'index.js'), 'utf8');
+    // The relay's own log line, the variables it reads and each destination's SDK command.
+    expect(bundle).toContain('Outbox relay: publish failed');
+    for (const name of [
+      OUTBOX_ENV.destinationKind,
+      OUTBOX_ENV.destinationArn,
+      OUTBOX_ENV.destinationQueueUrl,
+      OUTBOX_ENV.eventSource,
+    ]) {
+      expect(bundle).toContain(name);
+    }
+    for (const operation of ['PutEvents', 'Publish', 'SendMessage']) {
+      expect(bundle).toContain(`"${operation}"`);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Duration, type Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
@@ -17,6 +18,7 @@ import {
   type OutboxProps,
 } from '../../lib';
 import { QUEUE_KEY_SEND_ACTIONS, TABLE_KEY_WRITE_ACTIONS } from '../../lib/consumer-permissions';
+import { defaultRelayEntry } from '../../lib/outbox/defaults';
 import { allow, FIXTURE_ENTRY, logicalId, newStack, permissionsOf } from './support';
 
 /** The stand-in for the package's relay handler. */
@@ -141,6 +143,30 @@ describe('Outbox grants', () => {
       ].sort(),
     );
     expect(outbox.destinationKind).toBe('eventbridge');
+  });
+
+  it("gives the relay and writers of an EventBridge outbox the entries' Source: eventSource, else the relay's name", () => {
+    const named = synth((stack) => ({ eventBus: new events.EventBus(stack, 'Bus'), eventSource: 'orders' }));
+    const unnamed = synth((stack) => ({
+      eventBus: new events.EventBus(stack, 'Bus'),
+      relayName: 'order-relay',
+    }));
+
+    expect(named.outbox.eventSource).toBe('orders');
+    expect(named.outbox.writerEnvironment[OUTBOX_ENV.eventSource]).toBe('orders');
+    expect(named.outbox.relayEnvironment[OUTBOX_ENV.eventSource]).toBe('orders');
+    expect(unnamed.outbox.writerEnvironment[OUTBOX_ENV.eventSource]).toBe('order-relay');
+    expect(unnamed.outbox.relayEnvironment[OUTBOX_ENV.eventSource]).toBe('order-relay');
+    named.template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [OUTBOX_ENV.eventSource]: 'orders' }) },
+    });
+  });
+
+  it('sets no event source for a queue or topic destination', () => {
+    const { outbox } = synth();
+    expect(outbox.eventSource).toBeUndefined();
+    expect(Object.keys(outbox.relayEnvironment)).not.toContain(OUTBOX_ENV.eventSource);
+    expect(Object.keys(outbox.writerEnvironment)).not.toContain(OUTBOX_ENV.eventSource);
   });
 
   it('grants sns:Publish on the topic only, with the KMS actions of its customer-managed key', () => {
@@ -320,18 +346,37 @@ describe('Outbox validation', () => {
     expect(error.message).toMatch(/^\[TestStack\/Outbox\] 12 problems with the props of Outbox:\n- /);
   });
 
+  it('rejects an eventSource without eventBus, or one EventBridge does not take', () => {
+    expect(
+      errorOf((stack) => ({
+        relayEntry: RELAY_FIXTURE_ENTRY,
+        queue: new sqs.Queue(stack, 'A'),
+        eventSource: 'orders',
+      })).failures,
+    ).toEqual(['`eventSource` is the `Source` of EventBridge entries: give it only with `eventBus`']);
+    expect(
+      errorOf((stack) => ({
+        relayEntry: RELAY_FIXTURE_ENTRY,
+        eventBus: new events.EventBus(stack, 'Bus'),
+        eventSource: 'aws.orders',
+      })).failures,
+    ).toEqual([
+      'Expected `eventSource` to be 1-256 characters not starting with \'aws.\', got `"aws.orders"`',
+    ]);
+  });
+
   it('requires a destination', () => {
     expect(errorOf(() => ({ relayEntry: RELAY_FIXTURE_ENTRY })).failures).toEqual([
       'Expected exactly one destination of `queue` (SQS), `eventBus` (EventBridge) and `topic` (SNS), got none',
     ]);
   });
 
-  it("fails while the package's relay handler is missing and no relayEntry is given", () => {
-    const error = errorOf((stack) => ({ queue: new sqs.Queue(stack, 'A') }));
-    expect(error.failures).toHaveLength(1);
-    expect(error.failures?.[0]).toMatch(
-      /^Expected `relayEntry` to be an existing handler file, got `".*relay-handler\.js"` \(the package's relay handler\)$/,
+  it("uses the package's relay handler, which exists, when no relayEntry is given", () => {
+    const entry = defaultRelayEntry();
+    expect(path.relative(path.join(__dirname, '..', '..'), entry)).toBe(
+      path.join('lambda', 'outbox', 'relay-handler.ts'),
     );
+    expect(fs.existsSync(entry)).toBe(true);
   });
 });
 

@@ -40,7 +40,14 @@ const KEY_EXPORTS: Record<string, readonly string[]> = {
   './http': ['createIdempotentHttpHandler', 'IDEMPOTENCY_KEY_HEADER'],
   './jobs': ['createJobGuard', 'createCheckpoint'],
   './streams': ['createKinesisHandler', 'createDynamoDbStreamHandler'],
-  './outbox': ['createOutboxRelay', 'sqsDestination', 'createOutboxWriter'],
+  './outbox': [
+    'createOutboxRelay',
+    'sqsDestination',
+    'eventBridgeDestination',
+    'snsDestination',
+    'outboxDestinationFromEnvironment',
+    'createOutboxWriter',
+  ],
   './construct': ['IdempotentConsumer', 'InboxTable', 'IdempotentStreamConsumer', 'Outbox'],
   './replay': ['doubleTap', 'formatDifferences'],
 };
@@ -246,6 +253,30 @@ describe('the package as installed from its tarball', () => {
     expect(loadedPeers('effectively-once/worker')).toEqual(['sqs-consumer']);
     expect(loadedPeers('effectively-once/construct')).toEqual(['aws-cdk-lib', 'constructs']);
   });
+
+  it('synthesizes an Outbox without relayEntry from the installed package, bundling the compiled relay handler it ships', () => {
+    expect(tarball).toContain('package/dist/lambda/outbox/relay-handler.js');
+    const outdir = join(work, 'cdk.out.outbox');
+    const bundles = JSON.parse(
+      node(`
+        const fs = require('node:fs');
+        const path = require('node:path');
+        const { App, Stack } = require('aws-cdk-lib');
+        const sqs = require('aws-cdk-lib/aws-sqs');
+        const { Outbox } = require('effectively-once/construct');
+        const app = new App({ outdir: ${JSON.stringify(outdir)} });
+        const stack = new Stack(app, 'UserOutbox');
+        new Outbox(stack, 'OrderEvents', { queue: new sqs.Queue(stack, 'Shipping') });
+        const assembly = app.synth();
+        const bundles = fs
+          .readdirSync(assembly.directory)
+          .filter((name) => name.startsWith('asset.') && fs.existsSync(path.join(assembly.directory, name, 'index.js')))
+          .map((name) => fs.readFileSync(path.join(assembly.directory, name, 'index.js'), 'utf8'));
+        console.log(JSON.stringify(bundles.map((code) => code.includes('Outbox relay: publish failed'))));
+      `),
+    ) as boolean[];
+    expect(bundles).toEqual([true]);
+  }, 120_000);
 
   it('runs the bin', () => {
     const [bin] = Object.values(manifest.bin);

@@ -74,8 +74,12 @@ describe('architecture', () => {
       .filter((file) => /process\.env/.test(code(read(file))))
       .map((file) => relative('lambda', file));
     // `createSqsHandler` reads the construct's EO_* variables; the middleware and the worker
-    // build on it, and everything else takes the environment as a parameter.
-    expect(readers.filter((file) => !file.startsWith('handlers/'))).toEqual(['sqs-handler.ts']);
+    // build on it, and everything else takes the environment as a parameter. The outbox relay's
+    // entry point reads the `Outbox` construct's, in the one module of its environment defaults.
+    expect(readers.filter((file) => !file.startsWith('handlers/'))).toEqual([
+      'outbox/relay-environment.ts',
+      'sqs-handler.ts',
+    ]);
   });
 
   it('keeps the middy adapter free of a runtime dependency on middy', () => {

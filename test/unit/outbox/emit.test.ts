@@ -4,7 +4,7 @@ import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
 import { type AtomicHandler, type AtomicOptions, atomic } from '../../../lambda/modes/atomic';
 import { createUnitOfWork } from '../../../lambda/modes/unit-of-work';
-import { MAX_DESTINATION_MESSAGE_BYTES, outboxEventId } from '../../../lambda/outbox';
+import { MAX_DESTINATION_MESSAGE_BYTES, outboxEventId, publishedMessageBytes } from '../../../lambda/outbox';
 import {
   captureLogger,
   captureMetrics,
@@ -208,6 +208,25 @@ describe('unitOfWork.emit in atomic mode', () => {
     expect(() => setup(confirm, { outbox: { tableName: 'Outbox', retentionSeconds: 0 } })).toThrow(
       'Expected `atomic.outbox.retentionSeconds` to be a positive integer',
     );
+    expect(() => setup(confirm, { outbox: { tableName: 'Outbox', destinationKind: 'eventbridge' } })).toThrow(
+      "Expected `atomic.outbox.eventSource` to be the relay's EventBridge `Source` (1 to 256 characters) when `destinationKind` is 'eventbridge', got `undefined`",
+    );
+  });
+
+  it('sizes emitted events for the destination of `atomic.outbox`: an EventBridge entry counts its Source', async () => {
+    const overhead = publishedMessageBytes(
+      { id: 'x'.repeat(64), type: 'OrderConfirmed', body: '{"orderId":"o-1","note":""}' },
+      { kind: 'eventbridge', eventSource: 'orders' },
+    );
+    const note = 'x'.repeat(MAX_DESTINATION_MESSAGE_BYTES - overhead);
+    const outbox = { tableName: 'Outbox', destinationKind: 'eventbridge', eventSource: 'orders' } as const;
+    const { processBatch, logger } = setup(confirm, { outbox });
+
+    expect(await processBatch(message('m-1', { orderId: 'o-1', note }))).toEqual({ batchItemFailures: [] });
+    expect(await processBatch(message('m-2', { orderId: 'o-2', note: `${note}x` }))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-2' }],
+    });
+    expect(logger.entries.at(-1)).toMatchObject({ outcome: 'permanent', code: 'ITEM_TOO_LARGE' });
   });
 
   it('counts outbox items against the transaction limit like any write (TOO_MANY_WRITES)', () => {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
-import { createOutboxRelay, type OutboxMessage, sqsDestination } from '../../../lambda/outbox';
+import {
+  createOutboxRelay,
+  createRelayEmfMetricsSink,
+  type OutboxMessage,
+  type RelayCounts,
+  type RelayMetricsSink,
+  sqsDestination,
+} from '../../../lambda/outbox';
 import type { AttributeValue, DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
 import { captureLogger } from '../../support/fixtures';
 import { captureDeadLetters, dynamoDbStreamRecord } from '../../support/stream-fixtures';
@@ -19,6 +26,13 @@ const inserted = (sequenceNumber: string, id: string, entity?: string): DynamoDb
     keys: { pk: { S: id } },
     newImage: outboxImage(id, entity),
   });
+
+function captureRelayMetrics(): RelayMetricsSink & {
+  readonly published: { counts: RelayCounts; consumer: string; timestampMillis: number }[];
+} {
+  const published: { counts: RelayCounts; consumer: string; timestampMillis: number }[] = [];
+  return { published, publish: (counts, context) => published.push({ counts, ...context }) };
+}
 
 function recordingDestination(failOn?: string) {
   const published: OutboxMessage[] = [];
@@ -127,6 +141,141 @@ describe('the outbox relay', () => {
         batchItemFailures: [{ itemIdentifier: '1' }],
       });
     }
+  });
+
+  it('emits Retry 1 with the relay name as Consumer when a publish fails, after the events it published', async () => {
+    const metrics = captureRelayMetrics();
+    const relay = createOutboxRelay({
+      destination: recordingDestination('e-2'),
+      name: 'order-events-relay',
+      metrics,
+      logger: captureLogger(),
+      clock: () => 42,
+    });
+
+    await relay({ Records: [inserted('1', 'e-1'), inserted('2', 'e-2'), inserted('3', 'e-3')] });
+
+    expect(metrics.published).toEqual([
+      {
+        counts: { published: 1, retry: 1, permanent: 0 },
+        consumer: 'order-events-relay',
+        timestampMillis: 42,
+      },
+    ]);
+  });
+
+  it('counts a dead-lettered item as Permanent and skipped MODIFY and REMOVE records as nothing', async () => {
+    const metrics = captureRelayMetrics();
+    const relay = createOutboxRelay({
+      destination: recordingDestination(),
+      deadLetter: captureDeadLetters(),
+      metrics,
+      clock: () => 42,
+    });
+    const foreign = dynamoDbStreamRecord('2', {
+      eventName: 'INSERT',
+      keys: { pk: { S: 'x' } },
+      newImage: { pk: { S: 'x' } },
+    });
+    const removed = dynamoDbStreamRecord('3', {
+      eventName: 'REMOVE',
+      keys: { pk: { S: 'e-1' } },
+      oldImage: outboxImage('e-1'),
+    });
+
+    await relay({ Records: [inserted('1', 'e-1'), foreign, removed] });
+
+    expect(metrics.published.map(({ counts }) => counts)).toEqual([{ published: 1, retry: 0, permanent: 1 }]);
+  });
+
+  it('writes the default metrics as one Embedded Metric Format line in the namespace given', () => {
+    const lines: string[] = [];
+    createRelayEmfMetricsSink('Orders', (line) => lines.push(line)).publish(
+      { published: 3, retry: 1, permanent: 0 },
+      { consumer: 'order-events-relay', timestampMillis: 7 },
+    );
+
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      {
+        _aws: {
+          Timestamp: 7,
+          CloudWatchMetrics: [
+            {
+              Namespace: 'Orders',
+              Dimensions: [['Consumer']],
+              Metrics: [
+                { Name: 'Published', Unit: 'Count' },
+                { Name: 'Retry', Unit: 'Count' },
+                { Name: 'Permanent', Unit: 'Count' },
+              ],
+            },
+          ],
+        },
+        Consumer: 'order-events-relay',
+        Published: 3,
+        Retry: 1,
+        Permanent: 0,
+      },
+    ]);
+  });
+
+  it('logs a failing metrics sink and still returns the checkpoint', async () => {
+    const logger = captureLogger();
+    const relay = createOutboxRelay({
+      destination: recordingDestination(),
+      metrics: {
+        publish() {
+          throw new TypeError('sink down');
+        },
+      },
+      logger,
+    });
+
+    expect(await relay({ Records: [inserted('1', 'e-1')] })).toEqual({ batchItemFailures: [] });
+    expect(logger.entries).toEqual([
+      { level: 'error', message: 'Publishing metrics failed', relay: 'outbox-relay', errorName: 'TypeError' },
+    ]);
+  });
+
+  it('throws INVALID_EVENT for an invocation without Records, which cannot be checkpointed, and counts it as Retry', async () => {
+    const metrics = captureRelayMetrics();
+    const logger = captureLogger();
+    const relay = createOutboxRelay({ destination: recordingDestination(), metrics, logger });
+
+    await expect(relay({} as never)).rejects.toMatchObject({
+      code: 'INVALID_EVENT',
+      message: 'The outbox relay expects a DynamoDB Streams event',
+    });
+    expect(metrics.published.map(({ counts }) => counts)).toEqual([{ published: 0, retry: 1, permanent: 0 }]);
+    expect(logger.entries).toEqual([
+      { level: 'error', message: 'Outbox relay: not a DynamoDB Streams event', relay: 'outbox-relay' },
+    ]);
+  });
+
+  it('publishes the records before one without a sequence number, then throws INVALID_EVENT at it: it cannot be named as the checkpoint', async () => {
+    const destination = recordingDestination();
+    const metrics = captureRelayMetrics();
+    const logger = captureLogger();
+    const relay = createOutboxRelay({ destination, metrics, logger });
+    const unnumbered = { eventName: 'INSERT', dynamodb: { NewImage: outboxImage('e-2') } } as never;
+
+    await expect(
+      relay({ Records: [inserted('1', 'e-1'), unnumbered, inserted('3', 'e-3')] }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_EVENT',
+      message:
+        'The outbox relay expects DynamoDB Streams records with `dynamodb.SequenceNumber` (record 1 has none): it cannot be checkpointed',
+    });
+    expect(destination.published.map(({ id }) => id)).toEqual(['e-1']);
+    expect(metrics.published.map(({ counts }) => counts)).toEqual([{ published: 1, retry: 1, permanent: 0 }]);
+    expect(logger.entries).toEqual([
+      {
+        level: 'error',
+        message: 'Outbox relay: a record without a sequence number',
+        relay: 'outbox-relay',
+        recordIndex: 1,
+      },
+    ]);
   });
 
   it('throws INVALID_EVENT for an event that is not a DynamoDB Streams event', async () => {

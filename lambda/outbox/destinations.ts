@@ -1,0 +1,221 @@
+/**
+ * The relay's destinations: an SQS queue, an EventBridge bus or an SNS topic (standard or
+ * FIFO), each publishing one outbox event per request with its event id where the receiving
+ * consumer keys on it.
+ */
+import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
+import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
+import { eventBridgeDetail, type OutboxMessage } from './outbox-item';
+
+/**
+ * Where the relay publishes. `publish` resolves once the destination has the message, and
+ * throws otherwise (the relay checkpoints and the stream delivers the record again). Publishing
+ * the same message twice must be harmless downstream: carry `message.id` so the receiver dedups.
+ */
+export interface OutboxDestination {
+  /** Publishes one event; resolves once the destination has it. */
+  publish(message: OutboxMessage): Promise<void>;
+}
+
+/** The message attributes of a published event: its id and its type, as `String` values. */
+function eventAttributes(message: OutboxMessage) {
+  return {
+    [IDEMPOTENCY_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.id },
+    [EVENT_TYPE_ATTRIBUTE]: { DataType: 'String', StringValue: message.type },
+  };
+}
+
+/** Options of {@link sqsDestination}. */
+export interface SqsDestinationOptions {
+  /** The SQS client, created once at module scope. */
+  readonly client: Pick<SQSClient, 'send'>;
+  /** The queue's URL (`EO_OUTBOX_DESTINATION_QUEUE_URL`); a `.fifo` URL is a FIFO queue. */
+  readonly queueUrl: string;
+}
+
+/**
+ * An SQS queue as the relay's destination: the detail as the body, the event id and type as the
+ * `idempotency-key` and `eo-event-type` attributes. On a FIFO queue the event id is the
+ * `MessageDeduplicationId` (a re-publish within 5 minutes is dropped by SQS itself) and the
+ * entity (else the type) the `MessageGroupId`. The receiving consumer keys on
+ * `fromAttribute('idempotency-key')`.
+ *
+ * @example
+ * const destination = sqsDestination({ client: new SQSClient({}), queueUrl });
+ */
+export function sqsDestination(options: SqsDestinationOptions): OutboxDestination {
+  expectOption(
+    typeof options === 'object' && options !== null,
+    'sqsDestination(options)',
+    'an object',
+    options,
+  );
+  const { client, queueUrl } = options;
+  expectMethods('client', client, ['send']);
+  expectOption(typeof queueUrl === 'string' && queueUrl !== '', 'queueUrl', 'a non-empty string', queueUrl);
+  const fifo = queueUrl.endsWith('.fifo');
+  return {
+    async publish(message) {
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: message.body,
+          MessageAttributes: eventAttributes(message),
+          ...(fifo
+            ? { MessageDeduplicationId: message.id, MessageGroupId: message.entity ?? message.type }
+            : {}),
+        }),
+      );
+    },
+  };
+}
+
+/** Options of {@link eventBridgeDestination}. */
+export interface EventBridgeDestinationOptions {
+  /** The EventBridge client, created once at module scope. */
+  readonly client: Pick<EventBridgeClient, 'send'>;
+  /** The bus's name or ARN (`EO_OUTBOX_DESTINATION_ARN`): `PutEvents` takes either. */
+  readonly eventBusName: string;
+  /**
+   * The entries' `Source`, which the bus's rules match on (1-256 characters, not starting with
+   * `aws.`, which AWS services use). The writer counts it in an entry's size, so it must be the
+   * one the writer was given (`EO_OUTBOX_EVENT_SOURCE`).
+   */
+  readonly source: string;
+}
+
+/** The longest EventBridge `Source` and `DetailType`, characters. */
+const MAX_EVENT_SOURCE_LENGTH = 256;
+
+/**
+ * Throws `INVALID_OPTIONS` unless `source` is an EventBridge `Source` an application may use:
+ * 1-256 characters, not starting with `aws.`.
+ */
+export function assertEventSource(name: string, source: unknown): void {
+  expectOption(
+    typeof source === 'string' &&
+      source.length > 0 &&
+      source.length <= MAX_EVENT_SOURCE_LENGTH &&
+      !source.startsWith('aws.'),
+    name,
+    "a string of 1 to 256 characters not starting with 'aws.'",
+    source,
+  );
+}
+
+/**
+ * An EventBridge bus as the relay's destination. EventBridge carries no message attributes, so
+ * the event id travels in the event: one `PutEvents` entry per event with `Source` the `source`
+ * option, `DetailType` the event's type and `Detail` the metadata/data envelope
+ * `{"metadata":{"idempotency-key":<id>,"type":<type>},"data":<detail>}`. An SQS queue that a rule
+ * targets receives the whole event as its body, so its consumer keys on
+ * `fromBody(['detail', 'metadata', 'idempotency-key'])`, and fingerprints the detail
+ * (`fingerprint: (message) => message.body.detail`): EventBridge gives each put its own `id` and
+ * `time`, so a re-published event's body differs, and fingerprinting the whole body would make
+ * it a payload mismatch instead of a duplicate.
+ *
+ * `PutEvents` answers success with `FailedEntryCount` above 0 when the entry was not accepted:
+ * that is a failed publish (it throws `SERVICE_UNAVAILABLE` with the entry's error code, and the
+ * relay checkpoints), never a success.
+ *
+ * @example
+ * const destination = eventBridgeDestination({ client: new EventBridgeClient({}), eventBusName: 'orders', source: 'orders' });
+ */
+export function eventBridgeDestination(options: EventBridgeDestinationOptions): OutboxDestination {
+  expectOption(
+    typeof options === 'object' && options !== null,
+    'eventBridgeDestination(options)',
+    'an object',
+    options,
+  );
+  const { client, eventBusName, source } = options;
+  expectMethods('client', client, ['send']);
+  expectOption(
+    typeof eventBusName === 'string' && eventBusName !== '',
+    'eventBusName',
+    'a bus name or ARN',
+    eventBusName,
+  );
+  assertEventSource('source', source);
+  return {
+    async publish(message) {
+      const result = await client.send(
+        new PutEventsCommand({
+          Entries: [
+            {
+              EventBusName: eventBusName,
+              Source: source,
+              DetailType: message.type,
+              Detail: eventBridgeDetail(message),
+            },
+          ],
+        }),
+      );
+      if ((result.FailedEntryCount ?? 0) > 0) {
+        const entry = result.Entries?.[0];
+        throw new EffectivelyOnceError(
+          'SERVICE_UNAVAILABLE',
+          `EventBridge did not accept the event (${entry?.ErrorCode ?? 'no error code'}: ${entry?.ErrorMessage ?? 'no error message'})`,
+        );
+      }
+    },
+  };
+}
+
+/** Options of {@link snsDestination}. */
+export interface SnsDestinationOptions {
+  /** The SNS client, created once at module scope. */
+  readonly client: Pick<SNSClient, 'send'>;
+  /** The topic's ARN (`EO_OUTBOX_DESTINATION_ARN`); a `.fifo` ARN is a FIFO topic. */
+  readonly topicArn: string;
+}
+
+/**
+ * An SNS topic as the relay's destination: the detail as the `Message`, the event id and type as
+ * the `idempotency-key` and `eo-event-type` message attributes. On a FIFO topic the event id is
+ * the `MessageDeduplicationId` and the entity (else the type) the `MessageGroupId`.
+ *
+ * Subscribe the receiving queue with raw message delivery (`RawMessageDelivery`): the message
+ * attributes then arrive as SQS message attributes, and its consumer keys on
+ * `fromAttribute('idempotency-key')`. Without raw delivery the SQS body is SNS's JSON
+ * notification, with the attributes under `MessageAttributes`: key on
+ * `fromBody(['MessageAttributes', 'idempotency-key', 'Value'])` then (and parse `Message`, the
+ * detail's JSON text).
+ *
+ * @example
+ * const destination = snsDestination({ client: new SNSClient({}), topicArn });
+ */
+export function snsDestination(options: SnsDestinationOptions): OutboxDestination {
+  expectOption(
+    typeof options === 'object' && options !== null,
+    'snsDestination(options)',
+    'an object',
+    options,
+  );
+  const { client, topicArn } = options;
+  expectMethods('client', client, ['send']);
+  expectOption(
+    typeof topicArn === 'string' && topicArn.startsWith('arn:'),
+    'topicArn',
+    'a topic ARN',
+    topicArn,
+  );
+  const fifo = topicArn.endsWith('.fifo');
+  return {
+    async publish(message) {
+      await client.send(
+        new PublishCommand({
+          TopicArn: topicArn,
+          Message: message.body,
+          MessageAttributes: eventAttributes(message),
+          ...(fifo
+            ? { MessageDeduplicationId: message.id, MessageGroupId: message.entity ?? message.type }
+            : {}),
+        }),
+      );
+    },
+  };
+}
