@@ -197,6 +197,8 @@ export function createOrderEventsRelay(
     deadLetter: createSqsDeadLetterSender({ client: clients.sqs, queueUrl: deadLetterQueueUrl }),
     name: relayName,
     logger,
+    // The variables read above, not `process.env`: the relay's own defaults come from them too.
+    environment: env,
   });
   return crashingRelay(relay, signal);
 }

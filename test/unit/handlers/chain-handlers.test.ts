@@ -259,6 +259,8 @@ describe('order events relay: the crash once after a publish', () => {
         }),
         name: 'order-events-relay',
         logger,
+        // This file sets `process.env` for the order projector; the relay reads none of it.
+        environment: {},
       }),
       signal,
     );
