@@ -197,6 +197,8 @@ export function createOrderEventsRelay(
     deadLetter: createSqsDeadLetterSender({ client: clients.sqs, queueUrl: deadLetterQueueUrl }),
     name: relayName,
     logger,
+    // The construct's variables of this relay, not whatever else the process holds.
+    environment: env,
   });
   return crashingRelay(relay, signal);
 }

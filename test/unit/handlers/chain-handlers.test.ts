@@ -258,6 +258,8 @@ describe('order events relay: the crash once after a publish', () => {
           crashOnce: createCrashOnce({ client, tableName: 'RelayCrashes' }),
         }),
         name: 'order-events-relay',
+        // The stubbed environment is the order projector's (`EO_CONSUMER` order-projector).
+        environment: {},
         logger,
       }),
       signal,
