@@ -8,15 +8,22 @@ import {
   defaultBusinessTableAccess,
   INBOX_TABLE_ACTIONS,
 } from '../../../lib/consumer-permissions';
+import { OUTBOX_WRITER_ACTIONS } from '../../../lib/outbox/construct';
 import type { Mode } from './simulation';
 
 /**
  * The actions `used` (IAM actions by table) holds that the construct does not grant its function
- * in `mode` (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access), each as
+ * in `mode` (inbox table: `INBOX_TABLE_ACTIONS`; business table: the default access; the outbox
+ * table, for a consumer given `outbox`: what `Outbox` grants a writer), each as
  * `<action> on <table>`.
  */
 export function ungrantedActions(
-  options: { readonly mode: Mode; readonly inboxTable: string; readonly businessTable: string },
+  options: {
+    readonly mode: Mode;
+    readonly inboxTable: string;
+    readonly businessTable: string;
+    readonly outboxTable?: string;
+  },
   used: ReadonlyMap<string, ReadonlySet<string>>,
 ): string[] {
   const granted = new Map<string, readonly string[]>([
@@ -25,6 +32,7 @@ export function ungrantedActions(
       options.businessTable,
       defaultBusinessTableAccess(options.mode).flatMap((access) => BUSINESS_TABLE_ACTIONS[access]),
     ],
+    ...(options.outboxTable === undefined ? [] : [[options.outboxTable, OUTBOX_WRITER_ACTIONS] as const]),
   ]);
   return [...used].flatMap(([table, actions]) =>
     [...actions]

@@ -9,6 +9,7 @@
  * Time only moves when `advance()` is called, to the moment the next message becomes visible,
  * so a test waits for nothing.
  */
+import type { SqsMessageAttribute, SqsRecord } from '../../../lambda/core/sqs-event';
 import type { Random } from './prng';
 
 /** Where a message is. */
@@ -191,5 +192,35 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
     },
     redriven,
     pendingCount: () => pending,
+  };
+}
+
+/** How {@link sqsRecordOf} builds a record. */
+export interface SqsRecordSettings {
+  /** The queue's ARN. */
+  readonly eventSourceARN: string;
+  /** The message's attributes, as the producer set them. @default none */
+  readonly messageAttributes?: Readonly<Record<string, SqsMessageAttribute>>;
+  /** System attributes beyond the receive count and timestamps (a FIFO deduplication id). @default none */
+  readonly attributes?: Readonly<Record<string, string>>;
+}
+
+/** The Lambda record of one receive, as the SQS event source mapping delivers it. */
+export function sqsRecordOf<TMeta>(received: ReceivedMessage<TMeta>, settings: SqsRecordSettings): SqsRecord {
+  return {
+    messageId: received.messageId,
+    receiptHandle: received.receiptHandle,
+    body: received.body,
+    attributes: {
+      ApproximateReceiveCount: String(received.receiveCount),
+      SentTimestamp: String(received.sentAt),
+      SenderId: 'AIDAEXAMPLE',
+      ApproximateFirstReceiveTimestamp: String(received.sentAt),
+      ...settings.attributes,
+    },
+    messageAttributes: { ...settings.messageAttributes },
+    eventSource: 'aws:sqs',
+    eventSourceARN: settings.eventSourceARN,
+    awsRegion: 'us-east-1',
   };
 }

@@ -78,7 +78,19 @@ import {
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
-import { createSimulatedQueue, type ReceivedMessage, type SimulatedQueue } from './simulated-queue';
+import {
+  claimRequestFault,
+  createCapturingDeadLetterSender,
+  createCrashingMetrics,
+  drawFault,
+  losesResponse,
+} from './simulated-lambda';
+import {
+  createSimulatedQueue,
+  type ReceivedMessage,
+  type SimulatedQueue,
+  sqsRecordOf,
+} from './simulated-queue';
 import { createLocalClient, type LocalClient } from './tables';
 
 /** Which toolkit mode a seed runs. */
@@ -406,8 +418,8 @@ type RecordFault =
   | 'crash-after-outcome'
   | 'crash-during-effect'
   | 'lost-downstream-response'
-  | 'lost-claim-response-retried'
-  | 'late-claim'
+  | 'lost-response-retried'
+  | 'late-duplicate'
   | 'effect-fails'
   | 'delayed-heartbeat';
 
@@ -416,9 +428,9 @@ const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['conflict', 0.03],
   ['lost-response', 0.02],
   // The claim (or commit) is applied, its response lost, and the SDK sends it again at once.
-  ['lost-claim-response-retried', 0.02],
+  ['lost-response-retried', 0.02],
   // The claim is answered, and a first attempt of it lands again after the next step on its record.
-  ['late-claim', 0.01],
+  ['late-duplicate', 0.01],
   ['crash-before-claim', 0.005],
   ['crash-after-claim', 0.005],
   ['crash-after-outcome', 0.005],
@@ -469,19 +481,13 @@ function recordFaultOf(
   mode: Mode,
   received: ReceivedMessage<PlannedCopyMeta>,
 ): RecordFault | undefined {
-  let roll = chanceOf(seed, 'record', received.messageId, received.receiveCount);
-  for (const [fault, chance] of RECORD_FAULTS) {
-    if (roll < chance) {
-      if (fault === 'crash-during-effect')
-        return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
-      if (fault === 'lost-downstream-response' || fault === 'delayed-heartbeat')
-        return mode === 'two-phase' ? fault : undefined;
-      if (fault === 'effect-fails') return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
-      return fault;
-    }
-    roll -= chance;
-  }
-  return undefined;
+  const fault = drawFault(RECORD_FAULTS, chanceOf(seed, 'record', received.messageId, received.receiveCount));
+  // Each mode meets only the faults of the steps it has.
+  if (fault === 'crash-during-effect' || fault === 'effect-fails')
+    return mode === 'marker' || mode === 'two-phase' ? fault : undefined;
+  if (fault === 'lost-downstream-response' || fault === 'delayed-heartbeat')
+    return mode === 'two-phase' ? fault : undefined;
+  return fault;
 }
 
 /** What the queue carries next to each copy. */
@@ -675,7 +681,7 @@ const HEARTBEAT_WAIT_MILLIS = LEASE_MILLIS;
 const HELD_PAST_EFFECT_MILLIS = 200;
 
 /** True when `promise` settles within `millis` (real time), false when it does not. */
-async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
+export async function settlesWithin(promise: Promise<unknown>, millis: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), millis);
@@ -861,27 +867,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       if (role.role === 'claim') {
         const claim = invocation.claims.get(role.pk) ?? 0;
         invocation.claims.set(role.pk, claim + 1);
-        switch (faults?.[claim]) {
-          case 'throttle':
-            return { kind: 'throttle' };
-          case 'conflict':
-            return { kind: 'conflict' };
-          case 'lost-response':
-            injected['lost responses'] += 1;
-            return { kind: 'lost-response' };
-          case 'lost-claim-response-retried':
-            injected['lost responses'] += 1;
-            return { kind: 'lost-response-retried' };
-          case 'late-claim':
-            injected['lost responses'] += 1;
-            return { kind: 'late-duplicate' };
-          case 'crash-before-claim':
-            return { kind: 'crash-before', label: 'before the claim' };
-          case 'crash-after-claim':
-            return { kind: 'crash-after', label: 'after the claim' };
-          default:
-            return undefined;
-        }
+        const fault = faults?.[claim];
+        if (losesResponse(fault)) injected['lost responses'] += 1;
+        return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
       }
       if (role.role === 'effect' && role.tableName === businessTable) {
         const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
@@ -991,28 +979,23 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     },
   });
 
-  const metricsOf = (instance: Instance): MetricsSink => ({
-    publish(counts) {
-      const invocation = current(instance);
-      cacheHits += counts.cacheHit;
-      if (invocation?.responseCrash && !invocation.crashed) {
-        crash(invocation, 'while building the batch response');
-        throw new SimulatedCrash('crashed while building the batch response');
-      }
-    },
-  });
+  const metricsOf = (instance: Instance): MetricsSink =>
+    createCrashingMetrics({
+      current: () => current(instance),
+      crash: (invocation) => crash(invocation, 'while building the batch response'),
+      onPublish: (counts) => {
+        cacheHits += counts.cacheHit;
+      },
+    });
 
-  const senderOf = (instance: Instance): DeadLetterSender => ({
-    async send(message) {
-      const invocation = current(instance);
-      if (invocation?.crashed) throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
-      const receiveCount = invocation?.receiveCounts.get(message.sourceMessageId) ?? 0;
-      if (invocation?.faults && chanceOf(seed, 'dead-letter', message.sourceMessageId, receiveCount) < 0.1) {
-        throw new Error('SendMessage to the dead-letter queue failed (injected)');
-      }
-      directDeadLetters.push(message);
-    },
-  });
+  const senderOf = (instance: Instance): DeadLetterSender =>
+    createCapturingDeadLetterSender({
+      seed,
+      labels: ['dead-letter'],
+      current: () => current(instance),
+      deliveryOf: (invocation, messageId) => invocation.receiveCounts.get(messageId) ?? 0,
+      sent: directDeadLetters,
+    });
 
   const clockOf = (instance: Instance) => (): number => {
     const invocation = current(instance);
@@ -1369,26 +1352,17 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   }
 
   const recordsOf = (batch: readonly ReceivedMessage<PlannedCopyMeta>[]): SqsRecord[] =>
-    batch.map((received) => ({
-      messageId: received.messageId,
-      receiptHandle: received.receiptHandle,
-      body: received.body,
-      attributes: {
-        ApproximateReceiveCount: String(received.receiveCount),
-        SentTimestamp: String(received.sentAt),
-        SenderId: 'AIDAEXAMPLE',
-        ApproximateFirstReceiveTimestamp: String(received.sentAt),
+    batch.map((received) =>
+      sqsRecordOf(received, {
+        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
+        messageAttributes: { ...received.meta.attributes },
         // The queue stays a standard one (no group order): the records carry the FIFO
         // deduplication id only, for the seeds keyed by it.
         ...(options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
-          ? { MessageDeduplicationId: received.meta.deduplicationId }
+          ? { attributes: { MessageDeduplicationId: received.meta.deduplicationId } }
           : {}),
-      },
-      messageAttributes: { ...received.meta.attributes },
-      eventSource: 'aws:sqs',
-      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
-      awsRegion: 'us-east-1',
-    }));
+      }),
+    );
 
   const lambdaContextOf = (invocation: Invocation) => ({
     awsRequestId: `s${seed}-i${invocation.id}`,

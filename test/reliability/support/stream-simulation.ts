@@ -64,6 +64,13 @@ import {
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
 import {
+  claimRequestFault,
+  createCapturingDeadLetterSender,
+  createCrashingMetrics,
+  drawFault,
+  losesResponse,
+} from './simulated-lambda';
+import {
   createSimulatedStream,
   type EntryFate,
   type SimulatedStream,
@@ -248,7 +255,7 @@ type RecordFault =
   | 'throttle'
   | 'conflict'
   | 'lost-response'
-  | 'lost-claim-response-retried'
+  | 'lost-response-retried'
   | 'crash-before-claim'
   | 'crash-after-claim'
   | 'crash-after-outcome'
@@ -259,7 +266,7 @@ const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   ['throttle', 0.04],
   ['conflict', 0.03],
   ['lost-response', 0.02],
-  ['lost-claim-response-retried', 0.03],
+  ['lost-response-retried', 0.03],
   ['crash-before-claim', 0.008],
   ['crash-after-claim', 0.008],
   ['crash-after-outcome', 0.008],
@@ -482,24 +489,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       if (role.role === 'claim') invocation.claims.set(role.pk, claim + 1);
       const fault = invocation.faultsByKey.get(role.pk)?.[role.role === 'claim' ? claim : claim - 1];
       if (role.role === 'claim') {
-        switch (fault) {
-          case 'throttle':
-            return { kind: 'throttle' };
-          case 'conflict':
-            return { kind: 'conflict' };
-          case 'lost-response':
-            lostResponses += 1;
-            return { kind: 'lost-response' };
-          case 'lost-claim-response-retried':
-            lostResponses += 1;
-            return { kind: 'lost-response-retried' };
-          case 'crash-before-claim':
-            return { kind: 'crash-before', label: 'before the claim' };
-          case 'crash-after-claim':
-            return { kind: 'crash-after', label: 'after the claim' };
-          default:
-            return undefined;
-        }
+        if (losesResponse(fault)) lostResponses += 1;
+        return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
       }
       if (role.tableName === businessTable && fault === 'crash-during-effect') {
         return { kind: 'crash-after', label: 'during the effect' };
@@ -563,27 +554,20 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     },
   });
 
-  const metricsOf = (instance: Instance): MetricsSink => ({
-    publish() {
-      const invocation = current(instance);
-      if (invocation?.responseCrash && !invocation.crashed) {
-        crash(invocation, 'while building the batch response');
-        throw new SimulatedCrash('crashed while building the batch response');
-      }
-    },
-  });
+  const metricsOf = (instance: Instance): MetricsSink =>
+    createCrashingMetrics({
+      current: () => current(instance),
+      crash: (invocation) => crash(invocation, 'while building the batch response'),
+    });
 
-  const senderOf = (instance: Instance): DeadLetterSender => ({
-    async send(message) {
-      const invocation = current(instance);
-      if (invocation?.crashed) throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
-      const delivery = invocation?.deliveryOf.get(message.sourceMessageId) ?? 0;
-      if (invocation?.faults && chanceOf(seed, 'dead-letter', message.sourceMessageId, delivery) < 0.1) {
-        throw new Error('SendMessage to the dead-letter queue failed (injected)');
-      }
-      deadLetters.push(message);
-    },
-  });
+  const senderOf = (instance: Instance): DeadLetterSender =>
+    createCapturingDeadLetterSender({
+      seed,
+      labels: ['dead-letter'],
+      current: () => current(instance),
+      deliveryOf: (invocation, messageId) => invocation.deliveryOf.get(messageId) ?? 0,
+      sent: deadLetters,
+    });
 
   const clockOf = (instance: Instance) => (): number => {
     const invocation = current(instance);
@@ -693,12 +677,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   }
 
   const recordFaultOf = (eventId: string, delivery: number): RecordFault | undefined => {
-    let roll = chanceOf(seed, 'record', eventId, delivery);
-    for (const [fault, chance] of RECORD_FAULTS) {
-      if (roll < chance) return fault === 'crash-during-effect' && mode !== 'marker' ? undefined : fault;
-      roll -= chance;
-    }
-    return undefined;
+    const fault = drawFault(RECORD_FAULTS, chanceOf(seed, 'record', eventId, delivery));
+    return fault === 'crash-during-effect' && mode !== 'marker' ? undefined : fault;
   };
 
   /** Runs one batch on `instance` and tells the stream how it ended. */

@@ -3,9 +3,15 @@
  * keyed by `pk`, build document clients configured the way the store documents, and read many
  * items back with consistent reads. Built on the integration tests' setup.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
+import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { awsConfig, uniqueName } from '../../support/aws';
 import { createDocumentClient, createTable, deleteTables as deleteAll } from '../../support/fixtures';
 
@@ -27,6 +33,31 @@ export function createLocalClient(options: { readonly maxAttempts?: number } = {
 /** Creates on-demand tables with a String partition key `pk`, and waits until they exist. */
 export async function createTables(client: DynamoDBClient, ...names: readonly string[]): Promise<void> {
   for (const name of names) await createTable(client, name);
+}
+
+/**
+ * Creates an outbox table as the `Outbox` construct does: keyed by the String
+ * `OUTBOX_ATTRIBUTES.pk`, on demand, TTL on `OUTBOX_ATTRIBUTES.expiresAt`, a `NEW_IMAGE` stream.
+ * Waits until it exists and returns its stream's ARN.
+ */
+export async function createOutboxTable(client: DynamoDBClient, name: string): Promise<string> {
+  const { TableDescription } = await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      KeySchema: [{ AttributeName: OUTBOX_ATTRIBUTES.pk, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: OUTBOX_ATTRIBUTES.pk, AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' },
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: name,
+      TimeToLiveSpecification: { Enabled: true, AttributeName: OUTBOX_ATTRIBUTES.expiresAt },
+    }),
+  );
+  return TableDescription!.LatestStreamArn!;
 }
 
 /** Deletes tables, ignoring ones already gone. */
@@ -92,6 +123,38 @@ export async function readItems(
     }
   }
   return found;
+}
+
+/**
+ * Every item of `tableName` (consistent scan, every page), or only those whose `pk` starts with
+ * `prefix` (one seed's scoped keys, when seeds share a table).
+ */
+export async function scanItems(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  prefix?: string,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await client.send(
+      new ScanCommand({
+        TableName: tableName,
+        ConsistentRead: true,
+        ...(prefix === undefined
+          ? {}
+          : {
+              FilterExpression: 'begins_with(#pk, :prefix)',
+              ExpressionAttributeNames: { '#pk': 'pk' },
+              ExpressionAttributeValues: { ':prefix': prefix },
+            }),
+        ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+      }),
+    );
+    items.push(...((page.Items ?? []) as Record<string, unknown>[]));
+    start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
+  } while (start !== undefined);
+  return items;
 }
 
 /**
