@@ -197,7 +197,7 @@ export function createOrderEventsRelay(
     deadLetter: createSqsDeadLetterSender({ client: clients.sqs, queueUrl: deadLetterQueueUrl }),
     name: relayName,
     logger,
-    // The variables read above, not `process.env`: the relay's own defaults come from them too.
+    // The construct's variables of this relay, not whatever else the process holds.
     environment: env,
   });
   return crashingRelay(relay, signal);

@@ -429,6 +429,25 @@ describe('IdempotentConsumer with an outbox', () => {
     expect(Object.keys(consumer.environment)).not.toContain(OUTBOX_ENV.destinationArn);
   });
 
+  it("hands a consumer of an EventBridge outbox the entries' Source, which it counts in an event's size", () => {
+    const { stack } = newStack();
+    const outbox = new Outbox(stack, 'Outbox', {
+      relayEntry: RELAY_FIXTURE_ENTRY,
+      eventBus: new events.EventBus(stack, 'Bus'),
+      eventSource: 'orders',
+    });
+    const consumer = new IdempotentConsumer(stack, 'Orders', {
+      mode: 'atomic',
+      entry: FIXTURE_ENTRY,
+      outbox,
+    });
+
+    expect(consumer.environment).toMatchObject({
+      [OUTBOX_ENV.destinationKind]: 'eventbridge',
+      [OUTBOX_ENV.eventSource]: 'orders',
+    });
+  });
+
   it('rejects an outbox outside atomic mode, and EO_OUTBOX_* names in environment, together', () => {
     const { stack } = newStack();
     const outbox = new Outbox(stack, 'Outbox', {

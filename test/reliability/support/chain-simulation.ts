@@ -972,6 +972,9 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       }),
       name: `chain-s${seed}-relay-${index}`,
       logger: quietLogger,
+      // No EMF line per invocation, and no EO_* of the test process.
+      metrics: false,
+      environment: {},
     }),
   );
   const idleRelays = relays.map((_, index) => index);

@@ -258,9 +258,9 @@ describe('order events relay: the crash once after a publish', () => {
           crashOnce: createCrashOnce({ client, tableName: 'RelayCrashes' }),
         }),
         name: 'order-events-relay',
-        logger,
-        // This file sets `process.env` for the order projector; the relay reads none of it.
+        // The stubbed environment is the order projector's (`EO_CONSUMER` order-projector).
         environment: {},
+        logger,
       }),
       signal,
     );
