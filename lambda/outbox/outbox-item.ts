@@ -96,8 +96,12 @@ export function resolveDestinationSizing(
 /** Options of one emitted event. */
 export interface EmitOptions {
   /**
-   * The entity the event is about (an order id): the `MessageGroupId` on a FIFO queue, so the
-   * events of one entity keep their order.
+   * The entity the event is about (an order id): the `MessageGroupId` on a FIFO queue or topic,
+   * so the destination delivers one entity's events in the order the relay published them. The
+   * relay publishes in stream order, but DynamoDB Streams orders the changes of one item only
+   * and each event is an item of its own, so two events of one entity written by separate
+   * commits can reach the relay in either order: carry a version in the detail when the
+   * receiver needs the order (`putIfNewer`, `fromKeysAndVersion`).
    * @default none: a FIFO destination groups by the event's type
    */
   readonly entity?: string;
