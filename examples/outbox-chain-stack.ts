@@ -28,10 +28,10 @@ export class OrderChainStack extends Stack {
       businessTables: [{ table: shipments }],
       environment: { SHIPMENTS_TABLE: shipments.tableName },
     });
-    // The outbox table and its stream, the relay publishing to the shipping queue, its alarms.
+    // The outbox table and its stream, the package's relay publishing to the shipping queue (with
+    // the event id as `idempotency-key`), its dead-letter and on-failure queues, its alarms.
     const outbox = new Outbox(this, 'OrderEvents', {
       queue: shipping.queue,
-      relayEntry: path.join(__dirname, 'outbox-relay.ts'),
       relayName: 'order-events-relay',
     });
     new IdempotentConsumer(this, 'Orders', {
@@ -41,7 +41,7 @@ export class OrderChainStack extends Stack {
       deadLetterMode: 'direct',
       businessTables: [{ table: orders }],
       environment: { ORDERS_TABLE: orders.tableName },
-      // `dynamodb:PutItem` on the outbox table, and the `EO_OUTBOX_*` variables the handler reads.
+      // `dynamodb:PutItem` on the outbox table, and the `EO_OUTBOX_*` variables `atomic` emits to.
       outbox,
     });
   }

@@ -142,7 +142,8 @@ beforeAll(async () => {
   ));
   ({ handler: relayHandler } = await loadAsDeployed(
     environments.relay,
-    () => import('../../examples/outbox-relay'),
+    // The `Outbox` construct's default relay entry: the package's relay handler.
+    () => import('../../lambda/outbox/relay-handler'),
   ));
   ({ handler: shippingHandler } = await loadAsDeployed(
     environments.shipping,
@@ -210,7 +211,7 @@ describe('the README outbox chain on the emulator', () => {
     ).toEqual([{ body: refused.body, code: 'BUSINESS_CONDITION_FAILED' }]);
   });
 
-  it('outbox-relay.ts publishes the stream’s new item with its id, twice when replayed, and outbox-shipping.ts applies it once', async () => {
+  it('the shipped relay publishes the stream’s new item with its id, twice when replayed, and outbox-shipping.ts applies it once', async () => {
     const records = await readTableStream(streams, outboxStreamArn);
     expect(records.map((record) => [record.eventName, record.dynamodb.Keys])).toEqual([
       ['INSERT', { [OUTBOX_ATTRIBUTES.pk]: { S: eventId } }],
@@ -261,7 +262,7 @@ describe('the README outbox chain on the emulator', () => {
     });
   });
 
-  it('outbox-relay.ts dead-letters a new item that is not an outbox event, with its reason, and moves on', async () => {
+  it('the shipped relay dead-letters a new item that is not an outbox event, with its reason, and moves on', async () => {
     const writer = local.documentClient();
     const stray = `stray-${run}`;
     await writer.send(new PutCommand({ TableName: outboxTable, Item: { pk: stray, note: 'not an event' } }));
