@@ -212,8 +212,8 @@ export class ExampleStack extends Stack {
       relayName: EXAMPLE_CONSUMER_NAMES.orderEventsRelay,
       removalPolicy,
       // The failed-publish alarm is built on metric math, which the emulator's CloudFormation
-      // rejects (see `duplicateRateAlarm`); the construct makes its alarms together.
-      createAlarms: !local,
+      // rejects (as for `duplicateRateAlarm`); the outbox's other alarms stay.
+      failedPublishAlarm: !local,
     });
     if (props.relayCrashOnce ?? local) {
       this.relayCrashTable = businessTable(this, 'RelayCrashes', removalPolicy);

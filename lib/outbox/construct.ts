@@ -120,7 +120,7 @@ export class Outbox extends Construct {
   public readonly relayEnvironment: Readonly<Record<string, string>>;
   /** Alarm on the relay's `IteratorAge` reaching `iteratorAgeThreshold`. */
   public readonly iteratorAgeAlarm?: cloudwatch.Alarm;
-  /** Alarm on failed publishes (the relay's `Retry` and `Permanent` outcomes and function errors; > 0). */
+  /** Alarm on failed publishes (the relay's `Retry` and `Permanent` outcomes and function errors; > 0), unless `failedPublishAlarm: false`. */
   public readonly failedPublishAlarm?: cloudwatch.Alarm;
   /** Alarm on messages in the on-failure queue (> 0). */
   public readonly onFailureAlarm?: cloudwatch.Alarm;
@@ -235,15 +235,17 @@ export class Outbox extends Construct {
         },
         props.alarmTopic,
       );
-      this.failedPublishAlarm = this.alarm(
-        'FailedPublishAlarm',
-        {
-          description: `Outbox relay ${this.relayName} failed to publish events to its ${this.destinationKind} destination (retried from their checkpoint, dead-lettered, or the invocation failed).`,
-          metric: this.metricFailedPublishes(),
-          threshold: FAILED_PUBLISH_THRESHOLD,
-        },
-        props.alarmTopic,
-      );
+      if (props.failedPublishAlarm ?? true) {
+        this.failedPublishAlarm = this.alarm(
+          'FailedPublishAlarm',
+          {
+            description: `Outbox relay ${this.relayName} failed to publish events to its ${this.destinationKind} destination (retried from their checkpoint, dead-lettered, or the invocation failed).`,
+            metric: this.metricFailedPublishes(),
+            threshold: FAILED_PUBLISH_THRESHOLD,
+          },
+          props.alarmTopic,
+        );
+      }
       this.onFailureAlarm = this.alarm(
         'OnFailureAlarm',
         {
@@ -268,12 +270,14 @@ export class Outbox extends Construct {
         },
         props.alarmTopic,
       );
-      this.alarms = Object.freeze([
-        this.iteratorAgeAlarm,
-        this.failedPublishAlarm,
-        this.onFailureAlarm,
-        this.deadLetterQueueAlarm,
-      ]);
+      this.alarms = Object.freeze(
+        [
+          this.iteratorAgeAlarm,
+          this.failedPublishAlarm,
+          this.onFailureAlarm,
+          this.deadLetterQueueAlarm,
+        ].filter((alarm): alarm is cloudwatch.Alarm => alarm !== undefined),
+      );
     } else {
       this.alarms = Object.freeze([]);
     }

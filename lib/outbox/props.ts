@@ -175,6 +175,17 @@ export interface OutboxProps {
   readonly createAlarms?: boolean;
 
   /**
+   * Whether to create the failed-publish alarm (with `createAlarms`). It is the outbox's only
+   * alarm built on metric math (the relay's `Retry` + `Permanent` + Lambda `Errors`), and some
+   * local emulators' CloudFormation rejects metric-math alarms (MiniStack: "Properties.Metrics
+   * (metric math) is not supported"), rolling the whole stack back. Turn it off for such a stage
+   * only; the iterator-age, on-failure and dead-letter alarms stay.
+   *
+   * @default true
+   */
+  readonly failedPublishAlarm?: boolean;
+
+  /**
    * Topic every alarm notifies.
    *
    * @default - no notification

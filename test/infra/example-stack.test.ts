@@ -360,10 +360,15 @@ describe('ExampleStack in the local stage', () => {
     expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeUndefined();
     expect(stack.shipmentScheduler.duplicateRateAlarm).toBeUndefined();
-    // The outbox makes its alarms together, the failed-publish one with metric math.
-    expect(stack.orderEvents.alarms).toEqual([]);
+    // The outbox keeps three: only its failed-publish alarm is built on metric math.
+    expect(stack.orderEvents.failedPublishAlarm).toBeUndefined();
+    expect(stack.orderEvents.alarms).toEqual([
+      stack.orderEvents.iteratorAgeAlarm,
+      stack.orderEvents.onFailureAlarm,
+      stack.orderEvents.deadLetterQueueAlarm,
+    ]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(17);
+    expect(alarms).toHaveLength(20);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
   });
 

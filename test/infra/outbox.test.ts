@@ -304,6 +304,19 @@ describe('Outbox alarms', () => {
     }
   });
 
+  it('leaves out only the metric-math failed-publish alarm with failedPublishAlarm: false (a local emulator rejects metric math)', () => {
+    const { template, outbox } = synth({ failedPublishAlarm: false });
+    expect(outbox.failedPublishAlarm).toBeUndefined();
+    expect(outbox.alarms).toEqual([
+      outbox.iteratorAgeAlarm,
+      outbox.onFailureAlarm,
+      outbox.deadLetterQueueAlarm,
+    ]);
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms).toHaveLength(3);
+    for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
   it('creates no alarm with createAlarms: false', () => {
     const { template, outbox } = synth({ createAlarms: false });
     template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
