@@ -40,8 +40,16 @@ export interface OutboxMessage {
  * bus, the `Source` of its entries (counted in an entry's size).
  */
 export type OutboxDestinationSizing =
-  | { readonly kind: Exclude<OutboxDestinationKind, 'eventbridge'> }
-  | { readonly kind: 'eventbridge'; readonly eventSource: string };
+  | {
+      /** An SQS queue or SNS topic: the body and the two message attributes count. */
+      readonly kind: Exclude<OutboxDestinationKind, 'eventbridge'>;
+    }
+  | {
+      /** An EventBridge bus: the whole entry counts (`Source`, `DetailType`, the `Detail` envelope). */
+      readonly kind: 'eventbridge';
+      /** The entries' `Source`, part of their size. */
+      readonly eventSource: string;
+    };
 
 /** The settings a writer takes to size events for its destination (`EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_EVENT_SOURCE`). */
 export interface DestinationSizingOptions {
