@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DEAD_LETTER_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
+import { DEAD_LETTER_ATTRIBUTES, METRICS, OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
 import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
@@ -35,6 +35,7 @@ const log: LogLine[] = readFileSync(join(root, 'test', 'fixtures', 'order-log.js
 const names = {
   inbox: uniqueName('eo-opw-inbox'),
   orders: uniqueName('eo-opw-orders'),
+  outbox: uniqueName('eo-opw-outbox'),
 };
 let queue: TestQueue;
 let deadLetterQueue: TestQueue;
@@ -47,8 +48,18 @@ const environment = () => ({
   EO_CONSUMER: 'order-projector',
   EO_DEAD_LETTER_MODE: 'direct',
   EO_DEAD_LETTER_QUEUE_URL: deadLetterQueue.url,
+  // The order projector emits `OrderConfirmed` through the outbox (`IdempotentConsumer({ outbox })`).
+  [OUTBOX_ENV.tableName]: names.outbox,
+  [OUTBOX_ENV.retentionSeconds]: '86400',
+  [OUTBOX_ENV.destinationKind]: 'sqs',
+  [OUTBOX_ENV.destinationFifo]: 'false',
   ORDERS_TABLE: names.orders,
 });
+
+/** The event ids in the outbox table, sorted. */
+async function outboxIds(): Promise<string[]> {
+  return (await local.scanItems(names.outbox)).map((item) => String(item[OUTBOX_ATTRIBUTES.pk])).sort();
+}
 
 /** Waits on the worker process, naming its output so far when it takes too long. */
 const waitForWorker = <T>(what: string, probe: () => Promise<T | undefined>) =>
@@ -92,7 +103,11 @@ const expectedOrders = {
 };
 
 beforeAll(async () => {
-  await Promise.all([local.createTable(names.inbox), local.createTable(names.orders, ['pk', 'sk'])]);
+  await Promise.all([
+    local.createTable(names.inbox),
+    local.createTable(names.orders, ['pk', 'sk']),
+    local.createTable(names.outbox, [OUTBOX_ATTRIBUTES.pk]),
+  ]);
   [queue, deadLetterQueue] = await Promise.all([
     local.createQueue('eo-opw-orders', { FifoQueue: 'true' }),
     local.createQueue('eo-opw-orders-dlq', { FifoQueue: 'true' }),
@@ -154,6 +169,8 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     expect(await exited).toBe(0);
 
     expect(await orders()).toEqual(expectedOrders);
+    // One OrderConfirmed per order that became PAID (o-1001, o-1002), committed with its writes.
+    expect(await outboxIds()).toHaveLength(2);
     expect(deadLetters).toHaveLength(1);
     expect(JSON.parse(deadLetters[0]?.Body ?? '{}')).toMatchObject({ orderId: 'o-1004' });
     expect(deadLetters[0]?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).toMatch(
@@ -175,6 +192,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
     Object.assign(process.env, environment());
     const { handler } = await import('../../lambda/handlers/order-projector');
     const before = await orders();
+    const outboxBefore = await outboxIds();
     const records: SqsRecord[] = log
       .filter((line) => typeof line.body.status === 'string')
       .map((line, index) =>
@@ -202,5 +220,6 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
       [METRICS.permanent]: 0,
     });
     expect(await orders()).toEqual(before);
+    expect(await outboxIds()).toEqual(outboxBefore);
   });
 });
