@@ -45,7 +45,7 @@ import {
   createLocalResources,
   lambdaContext,
   sqsEvent,
-  sqsRecord,
+  sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
 import { createStreamTable, readTableStream } from '../support/stream-fixtures';
@@ -161,22 +161,7 @@ function shippingService<TBody>(
     metrics: false,
   });
   const deliver = (messages: readonly QueueMessage[]) =>
-    handler(
-      sqsEvent(
-        ...messages.map((message) =>
-          sqsRecord(message.MessageId!, undefined, {
-            rawBody: message.Body!,
-            attributes: Object.fromEntries(
-              Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
-                name,
-                value.StringValue!,
-              ]),
-            ),
-          }),
-        ),
-      ),
-      lambdaContext(consumer),
-    );
+    handler(sqsEvent(...messages.map((message) => sqsRecordFromMessage(message))), lambdaContext(consumer));
   const outcomes = () => logger.entries.map(({ outcome }) => outcome);
   return { deliver, outcomes };
 }

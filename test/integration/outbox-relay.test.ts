@@ -30,6 +30,7 @@ import {
   lambdaContext,
   sqsEvent,
   sqsRecord,
+  sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
 import { createStreamTable, readTableStream } from '../support/stream-fixtures';
@@ -135,22 +136,7 @@ function shippingService() {
     metrics: false,
   });
   const deliver = (messages: readonly QueueMessage[]) =>
-    handler(
-      sqsEvent(
-        ...messages.map((message) =>
-          sqsRecord(message.MessageId!, undefined, {
-            rawBody: message.Body!,
-            attributes: Object.fromEntries(
-              Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
-                name,
-                value.StringValue!,
-              ]),
-            ),
-          }),
-        ),
-      ),
-      lambdaContext('shipping'),
-    );
+    handler(sqsEvent(...messages.map((message) => sqsRecordFromMessage(message))), lambdaContext('shipping'));
   const outcomes = () => logger.entries.map(({ outcome }) => outcome);
   return { deliver, outcomes };
 }

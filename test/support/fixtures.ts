@@ -423,12 +423,12 @@ export function sqsEvent(...records: SqsRecord[]): SqsEvent {
 /**
  * The record Lambda would deliver for `message`, as `LocalResources.receive` returned it (every
  * attribute requested): its id, its body exactly as sent and its String message attributes, from
- * the queue named `queue`.
+ * the queue named `queue` (by default the one `sqsRecord` names).
  */
-export function sqsRecordFromMessage(message: QueueMessage, queue: string): SqsRecord {
+export function sqsRecordFromMessage(message: QueueMessage, queue?: string): SqsRecord {
   return sqsRecord(message.MessageId!, undefined, {
     rawBody: message.Body!,
-    queue,
+    ...(queue === undefined ? {} : { queue }),
     attributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue!]),
     ),
