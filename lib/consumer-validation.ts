@@ -23,6 +23,7 @@ import {
   type BusinessTableAccess,
   defaultBusinessTableAccess,
 } from './consumer-permissions';
+import { WARNING_PREFIX } from './idempotent-consumer/defaults';
 import { inspectInboxTable } from './inbox-table';
 
 /** A synth-time note the construct adds to itself through `Annotations`. */
@@ -69,6 +70,33 @@ export type Fail = (message: string) => void;
 
 /** Records one warning under its id (without the `effectively-once:` prefix). */
 export type Warn = (id: string, message: string) => void;
+
+/** Where one validation pass collects: its failures and notes, and the `fail`/`warn`/`info` that add to them. */
+export interface ValidationCollector extends PropsValidation {
+  readonly fail: Fail;
+  readonly warn: Warn;
+  /** Adds an informational note (no id). */
+  readonly info: (message: string) => void;
+}
+
+/** A fresh collector; `warn` ids get the `effectively-once:` prefix. */
+export function collectValidation(): ValidationCollector {
+  const failures: string[] = [];
+  const notes: ConsumerNote[] = [];
+  return {
+    failures,
+    notes,
+    fail: (message) => {
+      failures.push(message);
+    },
+    warn: (id, message) => {
+      notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
+    },
+    info: (message) => {
+      notes.push({ kind: 'info', message });
+    },
+  };
+}
 
 /** `'a', 'b', 'c'`, the way every message lists allowed values. */
 export function listOf(values: readonly string[]): string {

@@ -19,7 +19,6 @@ import {
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import {
-  type ConsumerNote,
   checkConsumerNameAndNamespace,
   checkContractEnvironment,
   checkDuration,
@@ -28,6 +27,7 @@ import {
   checkOneOf,
   checkOutbox,
   checkTables,
+  collectValidation,
   type Fail,
   isKnownNumber,
   type PropsValidation,
@@ -39,7 +39,6 @@ import {
   LAMBDA_MAX_TIMEOUT,
   MIN_RECOMMENDED_MAX_RECEIVE_COUNT,
   VISIBILITY_FACTOR,
-  WARNING_PREFIX,
 } from './defaults';
 import type { IdempotentConsumerProps } from './props';
 import { type ConsumerTiming, knownDeadLetterQueue, ownDeadLetterQueue, requiredVisibility } from './timing';
@@ -90,14 +89,7 @@ export function validateConsumerProps(
   props: IdempotentConsumerProps,
   timing: ConsumerTiming,
 ): PropsValidation {
-  const failures: string[] = [];
-  const notes: ConsumerNote[] = [];
-  const fail = (message: string) => {
-    failures.push(message);
-  };
-  const warn = (id: string, message: string) => {
-    notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
-  };
+  const { failures, notes, fail, warn, info } = collectValidation();
 
   checkChoices(props, fail);
   checkExclusiveProps(props, fail);
@@ -106,7 +98,7 @@ export function validateConsumerProps(
   checkEnvironment(props, fail);
   checkTables(props, fail, warn);
   checkQueues(props, fail, warn);
-  checkTimeouts(props, timing, fail, (message) => notes.push({ kind: 'info', message }));
+  checkTimeouts(props, timing, fail, info);
   checkRecordTtl(props, timing, warn);
   checkMultiRegionTables(props, fail, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);

@@ -16,7 +16,6 @@ import {
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import {
-  type ConsumerNote,
   checkConsumerNameAndNamespace,
   checkContractEnvironment,
   checkDuration,
@@ -25,11 +24,12 @@ import {
   checkOneOf,
   checkOutbox,
   checkTables,
+  collectValidation,
   type Fail,
   type PropsValidation,
   type Warn,
 } from '../consumer-validation';
-import { LAMBDA_MAX_TIMEOUT, WARNING_PREFIX } from '../idempotent-consumer/defaults';
+import { LAMBDA_MAX_TIMEOUT } from '../idempotent-consumer/defaults';
 import { STREAM_MAX_RECORD_AGE_LIMIT } from '../record-ttl';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
@@ -58,14 +58,7 @@ export function validateStreamConsumerProps(
   props: IdempotentStreamConsumerProps,
   timing: StreamConsumerTiming,
 ): PropsValidation {
-  const failures: string[] = [];
-  const notes: ConsumerNote[] = [];
-  const fail: Fail = (message) => {
-    failures.push(message);
-  };
-  const warn: Warn = (id, message) => {
-    notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
-  };
+  const { failures, notes, fail, warn } = collectValidation();
 
   checkOneOf('mode', props.mode, CONSUMER_MODES, fail);
   checkLogLevel(props.logLevel, fail);

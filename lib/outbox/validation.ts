@@ -8,16 +8,14 @@ import { Duration, Token } from 'aws-cdk-lib';
 import { CONSUMER_NAME_PATTERN, DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import {
-  type ConsumerNote,
   checkConsumerNameAndNamespace,
   checkDuration,
   checkInteger,
   checkLogLevel,
-  type Fail,
+  collectValidation,
   type PropsValidation,
-  type Warn,
 } from '../consumer-validation';
-import { LAMBDA_MAX_TIMEOUT, WARNING_PREFIX } from '../idempotent-consumer/defaults';
+import { LAMBDA_MAX_TIMEOUT } from '../idempotent-consumer/defaults';
 import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
 import {
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
@@ -33,14 +31,7 @@ export function validateOutboxProps(
   relayEntry: string,
   timing: OutboxTiming,
 ): PropsValidation {
-  const failures: string[] = [];
-  const notes: ConsumerNote[] = [];
-  const fail: Fail = (message) => {
-    failures.push(message);
-  };
-  const warn: Warn = (id, message) => {
-    notes.push({ kind: 'warning', id: `${WARNING_PREFIX}:${id}`, message });
-  };
+  const { failures, notes, fail, warn } = collectValidation();
 
   const destinations = [props.queue, props.eventBus, props.topic].filter((given) => given !== undefined);
   if (destinations.length !== 1) {
