@@ -17,7 +17,7 @@
  */
 import { App, CliCredentialsStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
-import { ExampleStack } from '../lib/example-stack';
+import { ExampleStack } from '../lib/example/example-stack';
 
 const app = new App();
 const local = ['true', true].includes(app.node.tryGetContext('local'));

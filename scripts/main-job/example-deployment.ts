@@ -9,7 +9,7 @@ import type { LocalAws } from '../local-aws/harness';
 /** The default stack name, the one `bin/app.ts` deploys. */
 export const EXAMPLE_STACK_NAME = 'EffectivelyOnceExample';
 
-/** The example stack's outputs (see `lib/example-stack.ts`). */
+/** The example stack's outputs (see `lib/example/example-stack.ts`). */
 export interface ExampleOutputs {
   readonly orderEventsQueueUrl: string;
   readonly orderEventsDeadLetterQueueUrl: string;

@@ -1,7 +1,7 @@
 /**
  * The main job's runtime switch: the order projector moves from Lambda to a long-running worker.
  * The function's event source mapping is turned off, and the worker entry point of the same
- * handler module (`lambda/handlers/order-projector-worker.ts`) starts as a process of its own,
+ * handler module (`lambda/example/order-projector-worker.ts`) starts as a process of its own,
  * with the function's environment plus `ORDERS_QUEUE_URL`, as a container would. The order log
  * is sent once more with fresh deduplication ids (so the broker passes it). The worker finds
  * every order event already processed, because both runtimes share the inbox: moving a consumer
@@ -34,7 +34,7 @@ const WORKER_STOP_MILLIS = 30_000;
 export const WORKER_DEDUP_SUFFIX = '#worker';
 
 /** The worker entry point, relative to the project root. */
-export const ORDER_PROJECTOR_WORKER_ENTRY = 'lambda/handlers/order-projector-worker.ts';
+export const ORDER_PROJECTOR_WORKER_ENTRY = 'lambda/example/order-projector-worker.ts';
 
 /** What happened while the order projector ran as a worker. */
 export interface WorkerSwitchResult {

@@ -10,7 +10,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentConsumer, InboxTable } from '../../lib';
-import { ExampleStack } from '../../lib/example-stack';
+import { ExampleStack } from '../../lib/example/example-stack';
 import {
   acknowledgments,
   FIXTURE_ENTRY,

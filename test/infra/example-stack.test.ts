@@ -9,10 +9,10 @@ import {
   ExampleStack,
   type ExampleStackProps,
   PLACEHOLDER_DOWNSTREAM_URL,
-} from '../../lib/example-stack';
+} from '../../lib/example/example-stack';
 import { allow, FIXTURE_EXAMPLE_HANDLERS, logicalId, nagFindings, newApp, permissionsOf } from './support';
 
-const REAL_HANDLERS = path.join(__dirname, '..', '..', 'lambda', 'handlers');
+const REAL_HANDLERS = path.join(__dirname, '..', '..', 'lambda', 'example');
 const realHandlersExist = [
   'order-projector.ts',
   'audit-recorder.ts',
@@ -456,7 +456,7 @@ describe('ExampleStack downstream and payment notifier props', () => {
 });
 
 describe.runIf(realHandlersExist)('ExampleStack with the deployable handlers', () => {
-  it('bundles lambda/handlers and passes cdk-nag', () => {
+  it('bundles lambda/example and passes cdk-nag', () => {
     const { app, template } = synthExample(false, REAL_HANDLERS);
     template.resourceCountIs('AWS::Lambda::Function', 6);
     expect(nagFindings(app)).toEqual([]);

@@ -149,7 +149,7 @@ describe('the package as installed from its tarball', () => {
     );
     expect(unexpected).toEqual([]);
     expect(
-      tarball.filter((entry) => /(^|\/)(test|\.local)\/|\.test\.|handlers|example-stack/.test(entry)),
+      tarball.filter((entry) => /(^|\/)(test|\.local|example)\/|\.test\.|example-stack/.test(entry)),
     ).toEqual([]);
   });
 

@@ -1,6 +1,6 @@
 /**
  * One consumer of the example app, two runtimes: the order projector's handler module runs as a
- * long-running worker process (`lambda/handlers/order-projector-worker.ts`, started with tsx,
+ * long-running worker process (`lambda/example/order-projector-worker.ts`, started with tsx,
  * stopped with SIGTERM) against a real FIFO queue, inbox table and Orders table on the local
  * endpoint. The sample order log (producer resends, a resend of an old status, a malformed
  * event) ends as the Lambda run of the main job ends: every status projected once and in
@@ -134,7 +134,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
 
     worker = spawn(
       process.execPath,
-      [require.resolve('tsx/cli'), 'lambda/handlers/order-projector-worker.ts'],
+      [require.resolve('tsx/cli'), 'lambda/example/order-projector-worker.ts'],
       {
         cwd: root,
         env: {
@@ -190,7 +190,7 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
 
   it('leaves nothing for the Lambda entry point of the same module: the whole log again is all duplicates', async () => {
     Object.assign(process.env, environment());
-    const { handler } = await import('../../lambda/handlers/order-projector');
+    const { handler } = await import('../../lambda/example/order-projector');
     const before = await orders();
     const outboxBefore = await outboxIds();
     const records: SqsRecord[] = log

@@ -376,7 +376,7 @@ describe('two-phase mode on the local endpoint', () => {
     vi.stubEnv('EO_INBOX_TABLE', inboxTable);
     vi.stubEnv('EO_CONSUMER', 'payment-notifier');
     vi.stubEnv('DOWNSTREAM_URL', downstream.url);
-    const { paymentNotifierOptions } = await import('../../lambda/handlers/payment-notifier');
+    const { paymentNotifierOptions } = await import('../../lambda/example/payment-notifier');
     vi.unstubAllEnvs();
     const clock = manualClock(Date.now());
     const paymentId = freshKey('crash');

@@ -76,7 +76,7 @@ describe('architecture', () => {
     // `createSqsHandler` reads the construct's EO_* variables; the middleware and the worker
     // build on it, and everything else takes the environment as a parameter. The outbox relay's
     // entry point reads the `Outbox` construct's, in the one module of its environment defaults.
-    expect(readers.filter((file) => !file.startsWith('handlers/'))).toEqual([
+    expect(readers.filter((file) => !file.startsWith('example/'))).toEqual([
       'outbox/relay-environment.ts',
       'sqs-handler.ts',
     ]);
@@ -94,7 +94,7 @@ describe('architecture', () => {
   it('uses named exports only', () => {
     const violations = [
       ...sources('lambda/core'),
-      ...sources('lambda/handlers'),
+      ...sources('lambda/example'),
       'lambda/index.ts',
       'lambda/sqs-handler.ts',
     ]

@@ -16,9 +16,9 @@ const repoPath = (file: string) => relative(root, file).split('\\').join('/');
 
 /** What the package must never reach: the example app, the tools and the tests. */
 const NOT_PRODUCT: readonly { readonly rule: string; readonly matches: (file: string) => boolean }[] = [
-  { rule: 'the example stack', matches: (file) => file === 'lib/example-stack.ts' },
+  { rule: 'the example stack', matches: (file) => file.startsWith('lib/example/') },
   { rule: 'the CDK app entry', matches: (file) => file.startsWith('bin/') },
-  { rule: 'the example handlers', matches: (file) => file.startsWith('lambda/handlers/') },
+  { rule: 'the example handlers', matches: (file) => file.startsWith('lambda/example/') },
   { rule: 'the samples', matches: (file) => file.startsWith('examples/') },
   { rule: 'the scripts', matches: (file) => file.startsWith('scripts/') },
   { rule: 'the benchmarks', matches: (file) => file.startsWith('bench/') },
@@ -147,7 +147,7 @@ describe('package entry points', () => {
     expect(offenders(walk('bin/app.ts'))).toEqual(
       expect.arrayContaining([
         'the CDK app entry: bin/app.ts',
-        'the example stack: bin/app.ts → lib/example-stack.ts',
+        'the example stack: bin/app.ts → lib/example/example-stack.ts',
       ]),
     );
   });

@@ -37,7 +37,7 @@ afterEach(() => {
 
 describe('order projector: OrderConfirmed through the outbox', () => {
   async function setup() {
-    const { orderProjectorOptions } = await import('../../../lambda/handlers/order-projector');
+    const { orderProjectorOptions } = await import('../../../lambda/example/order-projector');
     const store = createMemoryStore({ keys: { Orders: ['pk', 'sk'] } });
     const metrics = captureMetrics();
     const processBatch = createBatchProcessor({
@@ -95,7 +95,7 @@ describe('order projector: OrderConfirmed through the outbox', () => {
   });
 
   it('fails the cold start without the outbox’s writer environment, naming the variable', async () => {
-    const { orderOutboxOf } = await import('../../../lambda/handlers/order-projector');
+    const { orderOutboxOf } = await import('../../../lambda/example/order-projector');
     expect(orderOutboxOf(environment)).toEqual({ tableName: 'Outbox', retentionSeconds: 216_000 });
     expect(() => orderOutboxOf({ ...environment, EO_OUTBOX_TABLE_NAME: undefined })).toThrow(
       'Expected environment variable `EO_OUTBOX_TABLE_NAME` to be set, got `undefined`',
@@ -108,7 +108,7 @@ describe('order projector: OrderConfirmed through the outbox', () => {
 
 describe('shipment scheduler', () => {
   async function setup() {
-    const { shipmentSchedulerOptions } = await import('../../../lambda/handlers/shipment-scheduler');
+    const { shipmentSchedulerOptions } = await import('../../../lambda/example/shipment-scheduler');
     const store = createMemoryStore();
     const metrics = captureMetrics();
     const processBatch = createBatchProcessor({
@@ -192,7 +192,7 @@ describe('order events relay: the crash once after a publish', () => {
   }
 
   it('claims the crash exactly once across instances, with one conditional put of the marker item', async () => {
-    const { createCrashOnce, CRASH_MARKER_KEY } = await import('../../../lambda/handlers/order-events-relay');
+    const { createCrashOnce, CRASH_MARKER_KEY } = await import('../../../lambda/example/order-events-relay');
     const { client, marker } = markerClient();
     let token = 0;
     const first = createCrashOnce({
@@ -227,7 +227,7 @@ describe('order events relay: the crash once after a publish', () => {
   });
 
   it('still crashes once when the put was applied but its response lost, and the retry finds its own claim', async () => {
-    const { createCrashOnce } = await import('../../../lambda/handlers/order-events-relay');
+    const { createCrashOnce } = await import('../../../lambda/example/order-events-relay');
     const { client } = markerClient({ loseFirstResponse: true });
     const once = createCrashOnce({ client, tableName: 'RelayCrashes', token: () => 'same-claim' });
 
@@ -242,7 +242,7 @@ describe('order events relay: the crash once after a publish', () => {
   it('throws from the handler after the first accepted publish, so the batch comes again and that event is published twice with the same id', async () => {
     const { createOutboxRelay } = await import('../../../lambda/outbox');
     const { createCrashOnce, crashOnceAfterPublish, crashingRelay } = await import(
-      '../../../lambda/handlers/order-events-relay'
+      '../../../lambda/example/order-events-relay'
     );
     const accepted: string[] = [];
     const destination: OutboxDestination = { publish: async (published) => void accepted.push(published.id) };
@@ -286,7 +286,7 @@ describe('order events relay: the crash once after a publish', () => {
 
   it('never crashes when the crash cannot be claimed, and publishes on', async () => {
     const { crashOnceAfterPublish, crashingRelay } = await import(
-      '../../../lambda/handlers/order-events-relay'
+      '../../../lambda/example/order-events-relay'
     );
     const { createOutboxRelay } = await import('../../../lambda/outbox');
     const accepted: string[] = [];
@@ -325,7 +325,7 @@ describe('order events relay: the crash once after a publish', () => {
   });
 
   it('builds the relay from the environment, without the crash unless RELAY_CRASH_TABLE is set', async () => {
-    const { createOrderEventsRelay } = await import('../../../lambda/handlers/order-events-relay');
+    const { createOrderEventsRelay } = await import('../../../lambda/example/order-events-relay');
     const sent: unknown[] = [];
     const sqs = { send: async (command: unknown) => void sent.push(command) } as never;
     const dynamodb = { send: vi.fn() };

@@ -57,7 +57,7 @@ async function expectBuiltFromEnvironment(handler: SqsHandler): Promise<void> {
 
 describe('order projector', () => {
   async function setup() {
-    const { orderProjectorOptions, handler } = await import('../../../lambda/handlers/order-projector');
+    const { orderProjectorOptions, handler } = await import('../../../lambda/example/order-projector');
     const store = createMemoryStore({ keys: { Orders: ['pk', 'sk'] } });
     const clock = manualClock();
     const logger = captureLogger();
@@ -199,7 +199,7 @@ describe('order projector', () => {
 
 describe('audit recorder', () => {
   async function setup() {
-    const { auditRecorderOptions, handler } = await import('../../../lambda/handlers/audit-recorder');
+    const { auditRecorderOptions, handler } = await import('../../../lambda/example/audit-recorder');
     const store = createMemoryStore();
     const metrics = captureMetrics();
     const processBatch = createBatchProcessor({
@@ -277,8 +277,8 @@ describe('audit recorder', () => {
 
 describe('handler environment', () => {
   it('fails at cold start on a missing app variable, naming it', async () => {
-    const { ordersTableOf } = await import('../../../lambda/handlers/order-projector');
-    const { auditTableOf } = await import('../../../lambda/handlers/audit-recorder');
+    const { ordersTableOf } = await import('../../../lambda/example/order-projector');
+    const { auditTableOf } = await import('../../../lambda/example/audit-recorder');
     expect(() => ordersTableOf({})).toThrow(
       'Expected environment variable `ORDERS_TABLE` to be set, got `undefined`',
     );
@@ -290,16 +290,16 @@ describe('handler environment', () => {
 
 describe('order projector worker', () => {
   it('runs the handler module’s definition, while the Lambda bundle never contains the worker adapter', async () => {
-    const lambda = await bundledInputs('lambda/handlers/order-projector.ts');
-    const worker = await bundledInputs('lambda/handlers/order-projector-worker.ts');
+    const lambda = await bundledInputs('lambda/example/order-projector.ts');
+    const worker = await bundledInputs('lambda/example/order-projector-worker.ts');
 
     expect(lambda.filter((input) => /sqs-consumer|lambda\/worker\//.test(input))).toEqual([]);
     expect(worker.some((input) => input.includes('sqs-consumer'))).toBe(true);
-    expect(worker.some((input) => input.endsWith('lambda/handlers/order-projector.ts'))).toBe(true);
+    expect(worker.some((input) => input.endsWith('lambda/example/order-projector.ts'))).toBe(true);
   });
 
   it('builds a stopped worker from the Lambda’s environment plus ORDERS_QUEUE_URL, and fails fast without it', async () => {
-    const { createOrderProjectorWorker } = await import('../../../lambda/handlers/order-projector-worker');
+    const { createOrderProjectorWorker } = await import('../../../lambda/example/order-projector-worker');
     const queueUrl = 'https://sqs.us-east-1.amazonaws.com/000000000000/orders.fifo';
 
     const worker = createOrderProjectorWorker({ ...environment, ORDERS_QUEUE_URL: queueUrl });

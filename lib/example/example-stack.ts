@@ -11,11 +11,11 @@ import {
 } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import { grantItemActions } from './consumer-permissions';
-import { IdempotentConsumer } from './idempotent-consumer/construct';
-import { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
-import { InboxTable } from './inbox-table';
-import { Outbox } from './outbox/construct';
+import { grantItemActions } from '../consumer-permissions';
+import { IdempotentConsumer } from '../idempotent-consumer/construct';
+import { IdempotentStreamConsumer } from '../idempotent-stream-consumer/construct';
+import { InboxTable } from '../inbox-table';
+import { Outbox } from '../outbox/construct';
 
 /** Properties of the {@link ExampleStack}. */
 export interface ExampleStackProps extends StackProps {
@@ -35,7 +35,7 @@ export interface ExampleStackProps extends StackProps {
    * `payment-notifier.ts`, `order-summary-projector.ts`, `order-events-relay.ts`,
    * `shipment-scheduler.ts`).
    *
-   * @default - `lambda/handlers` of this repository
+   * @default - `lambda/example` of this repository
    */
   readonly handlersDir?: string;
 
@@ -163,7 +163,7 @@ export class ExampleStack extends Stack {
     super(scope, id, props);
     const local = props.local ?? false;
     const removalPolicy = local ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
-    const handlersDir = props.handlersDir ?? path.join(__dirname, '..', 'lambda', 'handlers');
+    const handlersDir = props.handlersDir ?? path.join(__dirname, '..', '..', 'lambda', 'example');
     this.downstreamUrl = props.downstreamUrl ?? PLACEHOLDER_DOWNSTREAM_URL;
     checkDownstreamUrl(this.downstreamUrl);
     if (this.downstreamUrl === PLACEHOLDER_DOWNSTREAM_URL) {

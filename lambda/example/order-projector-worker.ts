@@ -10,7 +10,7 @@
  *
  * Environment: the Lambda's (`ORDERS_TABLE` and the toolkit's `EO_*` variables) plus
  * `ORDERS_QUEUE_URL`, the queue to consume, and optionally `WORKER_VISIBILITY_TIMEOUT_SECONDS`
- * (default 60). Run it with `npx tsx lambda/handlers/order-projector-worker.ts`; SIGTERM or
+ * (default 60). Run it with `npx tsx lambda/example/order-projector-worker.ts`; SIGTERM or
  * SIGINT stops it after the batch in progress.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';

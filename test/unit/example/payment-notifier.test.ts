@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { scopeKey } from '../../../lambda/core/dedup-key';
 import { deriveEffectKeys } from '../../../lambda/core/effect-keys';
-import type { PaymentEvent } from '../../../lambda/handlers/payment-notifier';
+import type { PaymentEvent } from '../../../lambda/example/payment-notifier';
 import {
   captureLogger,
   captureMetrics,
@@ -37,7 +37,7 @@ const environment = {
   DOWNSTREAM_URL: URL_,
   AWS_REGION: 'us-east-1',
 };
-const load = () => import('../../../lambda/handlers/payment-notifier');
+const load = () => import('../../../lambda/example/payment-notifier');
 
 beforeEach(() => {
   for (const [name, value] of Object.entries(environment)) vi.stubEnv(name, value);

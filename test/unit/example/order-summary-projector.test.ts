@@ -29,9 +29,7 @@ afterEach(() => {
 });
 
 async function setup() {
-  const { orderSummaryProjectorDefinition } = await import(
-    '../../../lambda/handlers/order-summary-projector'
-  );
+  const { orderSummaryProjectorDefinition } = await import('../../../lambda/example/order-summary-projector');
   const store = createMemoryStore({ keys: { OrderSummaries: ['pk'] } });
   const deadLetters = captureDeadLetters();
   const handler = createDynamoDbStreamHandler({
@@ -153,7 +151,7 @@ describe('order summary projector', () => {
 
   it('fails the cold start without ORDER_SUMMARIES_TABLE, naming it', async () => {
     const { orderSummaryProjectorDefinition } = await import(
-      '../../../lambda/handlers/order-summary-projector'
+      '../../../lambda/example/order-summary-projector'
     );
 
     expect(() => orderSummaryProjectorDefinition({})).toThrow(
