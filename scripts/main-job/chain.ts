@@ -12,12 +12,12 @@ import { scanTable } from '../../cli/replay/aws';
 import { OUTBOX_ATTRIBUTES } from '../../lambda/core/contract';
 import { scopeKey, toDedupKey } from '../../lambda/core/dedup-key';
 import { outboxEventId } from '../../lambda/outbox/outbox-item';
+import { readTableStream } from '../support/stream-reader';
 import { type Check, check } from './checks';
 import { functionLogGroup, readLogMessages } from './functions';
 import { deliveriesOf, type OutcomeTotals, readDeadLetters, readOutcomeTotals } from './observations';
 import type { SampleLog } from './sample-logs';
 import type { ExampleHarness } from './scenario';
-import { readTableStream } from './stream-projection';
 
 /** The status whose first event confirms an order (`CONFIRMED_STATUS` of `order-projector.ts`). */
 export const CONFIRMED_STATUS = 'PAID';
@@ -128,7 +128,7 @@ export async function observeChain(harness: ExampleHarness): Promise<ChainObserv
     scanTable(harness.dynamodb, outputs.outboxTableName),
     scanTable(harness.dynamodb, outputs.shipmentsTableName),
     outputs.relayCrashTableName ? scanTable(harness.dynamodb, outputs.relayCrashTableName) : [],
-    readTableStream(harness, outputs.outboxTableStreamArn),
+    readTableStream(harness.streams, outputs.outboxTableStreamArn),
     functionLogGroup(harness.lambda, outputs.orderEventsRelayFunctionName).then((group) =>
       readLogMessages(harness.logs, group),
     ),

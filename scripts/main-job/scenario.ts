@@ -7,6 +7,7 @@
  */
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { LocalAws } from '../local-aws/harness';
@@ -50,6 +51,8 @@ export interface SampleLogs {
 export interface ExampleHarness {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
+  /** Reads the tables' streams (the Orders stream the projector consumes, the outbox's). */
+  readonly streams: DynamoDBStreamsClient;
   readonly lambda: LambdaClient;
   readonly logs: CloudWatchLogsClient;
   /** The endpoint, region and credentials the clients use (for a process started against it). */
@@ -71,10 +74,12 @@ export function createExampleHarness(
   // Queue URLs may name another host than the endpoint (`localhost`); always call the endpoint.
   const sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
   const dynamodb = new DynamoDBClient(config);
+  const streams = new DynamoDBStreamsClient(config);
   const functions = createFunctionClients(config);
   return {
     sqs,
     dynamodb,
+    streams,
     ...functions,
     aws: config,
     outputs,
@@ -82,6 +87,7 @@ export function createExampleHarness(
     destroy() {
       sqs.destroy();
       dynamodb.destroy();
+      streams.destroy();
       destroyFunctionClients(functions);
     },
   };

@@ -6,16 +6,10 @@
  * again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  DescribeStreamCommand,
-  DynamoDBStreamsClient,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type _Record as StreamsRecord,
-} from '@aws-sdk/client-dynamodb-streams';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { scanTable } from '../../cli/replay/aws';
-import type { AttributeValue, DynamoDbStreamEvent, DynamoDbStreamRecord } from '../../lambda/streams';
+import type { DynamoDbStreamEvent, DynamoDbStreamRecord } from '../../lambda/streams';
+import { readTableStream } from '../support/stream-reader';
 import { type Check, check } from './checks';
 import { invokeFunction } from './functions';
 import {
@@ -73,67 +67,9 @@ export async function impliedOrderSummaries(harness: ExampleHarness): Promise<Or
   return sortedByKey([...summaries]);
 }
 
-/** A DynamoDB Streams record as Lambda delivers what `GetRecords` returned. */
-export function lambdaStreamRecord(streamArn: string, record: StreamsRecord): DynamoDbStreamRecord {
-  const change = record.dynamodb!;
-  return {
-    eventID: record.eventID,
-    eventName: record.eventName,
-    eventVersion: record.eventVersion,
-    eventSource: 'aws:dynamodb',
-    awsRegion: record.awsRegion,
-    dynamodb: {
-      ApproximateCreationDateTime: (change.ApproximateCreationDateTime?.getTime() ?? 0) / 1000,
-      Keys: change.Keys as Record<string, AttributeValue>,
-      ...(change.NewImage ? { NewImage: change.NewImage as Record<string, AttributeValue> } : {}),
-      ...(change.OldImage ? { OldImage: change.OldImage as Record<string, AttributeValue> } : {}),
-      SequenceNumber: change.SequenceNumber!,
-      SizeBytes: change.SizeBytes,
-      StreamViewType: change.StreamViewType,
-    },
-    eventSourceARN: streamArn,
-  };
-}
-
 /** Every record of the Orders table's stream, every shard read from `TRIM_HORIZON` to its tip. */
 export async function readOrdersStream(harness: ExampleHarness): Promise<DynamoDbStreamRecord[]> {
-  return readTableStream(harness, harness.outputs.ordersTableStreamArn);
-}
-
-/** Every record of a table's stream, every shard read from `TRIM_HORIZON` to its tip. */
-export async function readTableStream(
-  harness: Pick<ExampleHarness, 'aws'>,
-  streamArn: string,
-): Promise<DynamoDbStreamRecord[]> {
-  const streams = new DynamoDBStreamsClient({
-    endpoint: harness.aws.endpoint,
-    region: harness.aws.region,
-    credentials: { ...harness.aws.credentials },
-  });
-  try {
-    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    const records: DynamoDbStreamRecord[] = [];
-    for (const shard of StreamDescription?.Shards ?? []) {
-      const { ShardIterator } = await streams.send(
-        new GetShardIteratorCommand({
-          StreamArn: streamArn,
-          ShardId: shard.ShardId,
-          ShardIteratorType: 'TRIM_HORIZON',
-        }),
-      );
-      let iterator = ShardIterator;
-      while (iterator !== undefined) {
-        const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-        const batch = page.Records ?? [];
-        records.push(...batch.map((record) => lambdaStreamRecord(streamArn, record)));
-        // An empty page: the shard's tip, everything written so far has been read.
-        iterator = batch.length === 0 ? undefined : page.NextShardIterator;
-      }
-    }
-    return records;
-  } finally {
-    streams.destroy();
-  }
+  return readTableStream(harness.streams, harness.outputs.ordersTableStreamArn);
 }
 
 /** The read model once the event source mapping caught up with the Orders stream. */

@@ -39,6 +39,7 @@ import {
   type OutboxDestinationKind,
   outboxEventId,
 } from '../../lambda/outbox';
+import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import {
   captureLogger,
@@ -48,7 +49,7 @@ import {
   sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
-import { createStreamTable, readTableStream } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 const local = createLocalResources();
 const admin = local.dynamoDbClient();

@@ -32,6 +32,7 @@ import {
 } from '../../lambda/outbox';
 import type { IdempotentConsumer, Outbox } from '../../lib';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
+import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import {
   captureStdout,
@@ -43,7 +44,7 @@ import {
   sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
-import { createStreamTable, readTableStream } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 type SqsLambda = (event: SqsEvent, context: LambdaContext) => Promise<SqsBatchResponse>;
 

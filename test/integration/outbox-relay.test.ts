@@ -23,6 +23,7 @@ import {
   sqsDestination,
 } from '../../lambda/outbox';
 import type { DynamoDbStreamRecord } from '../../lambda/streams';
+import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import {
   captureLogger,
@@ -33,7 +34,7 @@ import {
   sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
-import { createStreamTable, readTableStream } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 interface OrderPlaced {
   readonly orderId: string;

@@ -23,9 +23,10 @@ import {
   type DynamoDbStreamRecord,
   fromKeysAndVersion,
 } from '../../lambda/streams';
+import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import { captureLogger, createLocalResources, lambdaContext, type TestQueue } from '../support/fixtures';
-import { createStreamTable, readTableStream } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 interface Order {
   readonly pk: string;

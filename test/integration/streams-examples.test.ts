@@ -19,9 +19,10 @@ import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENV } from '../../lambda';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
+import { readKinesisShard, readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import { captureStdout, createLocalResources, lambdaContext } from '../support/fixtures';
-import { createStreamTable, readKinesisShard, readTableStream } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 const local = createLocalResources();
 const admin = local.dynamoDbClient();

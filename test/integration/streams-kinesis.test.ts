@@ -28,6 +28,7 @@ import {
   type KinesisStreamRecord,
   STREAM_RECORD_ATTRIBUTES,
 } from '../../lambda/streams';
+import { readKinesisShard } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import {
   captureLogger,
@@ -36,7 +37,6 @@ import {
   type TestQueue,
   waitFor,
 } from '../support/fixtures';
-import { readKinesisShard } from '../support/stream-fixtures';
 
 interface OrderEvent {
   readonly eventId: string;

@@ -1,24 +1,10 @@
 /**
  * Shared fixtures of the stream entry points' tests: Kinesis and DynamoDB Streams records as
- * Lambda's event source mappings deliver them, built by hand (unit tests) or from what the
- * emulator's `GetRecords` returns (integration tests), and a dead-letter sender that keeps what
- * it was given. Binary attributes of a table stream's records are not converted back to base64
- * (the SDK decodes them): the tests use none.
+ * Lambda's event source mappings deliver them, built by hand, a table with a stream, and a
+ * dead-letter sender that keeps what it was given. Reading a real stream (`GetRecords` turned
+ * into Lambda's records) is `scripts/support/stream-reader.ts`, which `npm start` uses too.
  */
 import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
-import {
-  DescribeStreamCommand,
-  type DynamoDBStreamsClient,
-  type _Record as DynamoDbGetRecordsRecord,
-  GetRecordsCommand as GetDynamoDbRecordsCommand,
-  GetShardIteratorCommand as GetDynamoDbShardIteratorCommand,
-} from '@aws-sdk/client-dynamodb-streams';
-import {
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type KinesisClient,
-  type _Record as KinesisGetRecordsRecord,
-} from '@aws-sdk/client-kinesis';
 import type { DeadLetterMessage, DeadLetterSender } from '../../lambda/core/dead-letter';
 import type {
   AttributeValue,
@@ -71,30 +57,6 @@ export function kinesisRecord(
   };
 }
 
-/** A Kinesis record as Lambda would deliver what `GetRecords` returned from `shardId`. */
-export function kinesisRecordFrom(
-  streamArn: string,
-  shardId: string,
-  record: KinesisGetRecordsRecord,
-): KinesisStreamRecord {
-  return {
-    kinesis: {
-      kinesisSchemaVersion: '1.0',
-      partitionKey: record.PartitionKey!,
-      sequenceNumber: record.SequenceNumber!,
-      data: Buffer.from(record.Data!).toString('base64'),
-      approximateArrivalTimestamp: (record.ApproximateArrivalTimestamp?.getTime() ?? 0) / 1000,
-    },
-    eventSource: 'aws:kinesis',
-    eventVersion: '1.0',
-    eventID: `${shardId}:${record.SequenceNumber}`,
-    eventName: 'aws:kinesis:record',
-    invokeIdentityArn: 'arn:aws:iam::000000000000:role/consumer',
-    awsRegion: 'us-east-1',
-    eventSourceARN: streamArn,
-  };
-}
-
 /** How {@link dynamoDbStreamRecord} builds a record. */
 export interface DynamoDbStreamRecordOptions {
   readonly eventName?: 'INSERT' | 'MODIFY' | 'REMOVE';
@@ -131,35 +93,6 @@ export function dynamoDbStreamRecord(
   };
 }
 
-/** A DynamoDB Streams record as Lambda would deliver what `GetRecords` returned. */
-export function dynamoDbStreamRecordFrom(
-  streamArn: string,
-  record: DynamoDbGetRecordsRecord,
-): DynamoDbStreamRecord {
-  const change = record.dynamodb!;
-  return {
-    eventID: record.eventID,
-    eventName: record.eventName,
-    eventVersion: record.eventVersion,
-    eventSource: 'aws:dynamodb',
-    awsRegion: record.awsRegion,
-    dynamodb: {
-      ApproximateCreationDateTime: (change.ApproximateCreationDateTime?.getTime() ?? 0) / 1000,
-      Keys: change.Keys as Record<string, AttributeValue>,
-      ...(change.NewImage === undefined
-        ? {}
-        : { NewImage: change.NewImage as Record<string, AttributeValue> }),
-      ...(change.OldImage === undefined
-        ? {}
-        : { OldImage: change.OldImage as Record<string, AttributeValue> }),
-      SequenceNumber: change.SequenceNumber!,
-      SizeBytes: change.SizeBytes,
-      StreamViewType: change.StreamViewType,
-    },
-    eventSourceARN: streamArn,
-  };
-}
-
 /** A dead-letter sender that keeps every message it sends; `fail` makes the next sends reject. */
 export function captureDeadLetters(): DeadLetterSender & {
   readonly sent: DeadLetterMessage[];
@@ -174,60 +107,6 @@ export function captureDeadLetters(): DeadLetterSender & {
     },
   };
   return sender;
-}
-
-/**
- * Every record of one shard of a Kinesis stream, read from `TRIM_HORIZON` with `GetRecords`
- * (what a replay from the start of the retention sees), as Lambda would deliver them.
- */
-export async function readKinesisShard(
-  kinesis: KinesisClient,
-  streamArn: string,
-  shardId: string,
-): Promise<KinesisStreamRecord[]> {
-  const { ShardIterator } = await kinesis.send(
-    new GetShardIteratorCommand({
-      StreamARN: streamArn,
-      ShardId: shardId,
-      ShardIteratorType: 'TRIM_HORIZON',
-    }),
-  );
-  const records: KinesisStreamRecord[] = [];
-  let iterator = ShardIterator;
-  while (iterator !== undefined) {
-    const page = await kinesis.send(new GetRecordsCommand({ StreamARN: streamArn, ShardIterator: iterator }));
-    const batch = page.Records ?? [];
-    records.push(...batch.map((record) => kinesisRecordFrom(streamArn, shardId, record)));
-    // An empty page at the tip of the shard: everything written so far has been read.
-    iterator = batch.length === 0 || page.MillisBehindLatest === 0 ? undefined : page.NextShardIterator;
-  }
-  return records;
-}
-
-/** Every record of a table's stream (one shard on the emulator), read from `TRIM_HORIZON`. */
-export async function readTableStream(
-  streams: DynamoDBStreamsClient,
-  streamArn: string,
-): Promise<DynamoDbStreamRecord[]> {
-  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-  const records: DynamoDbStreamRecord[] = [];
-  for (const shard of StreamDescription?.Shards ?? []) {
-    const { ShardIterator } = await streams.send(
-      new GetDynamoDbShardIteratorCommand({
-        StreamArn: streamArn,
-        ShardId: shard.ShardId,
-        ShardIteratorType: 'TRIM_HORIZON',
-      }),
-    );
-    let iterator = ShardIterator;
-    while (iterator !== undefined) {
-      const page = await streams.send(new GetDynamoDbRecordsCommand({ ShardIterator: iterator }));
-      const batch = page.Records ?? [];
-      records.push(...batch.map((record) => dynamoDbStreamRecordFrom(streamArn, record)));
-      iterator = batch.length === 0 ? undefined : page.NextShardIterator;
-    }
-  }
-  return records;
 }
 
 /**

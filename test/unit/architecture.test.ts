@@ -207,6 +207,17 @@ describe('import cycles', () => {
   });
 });
 
+describe('dev-only code', () => {
+  it('keeps the scripts from importing the tests (what both need lives in scripts/support/)', () => {
+    const { edges } = importGraph(['scripts']);
+    const violations = edges
+      .filter(({ from, to }) => from.startsWith('scripts/') && to?.startsWith('test/'))
+      .map(({ from, specifier }) => `${from} imports ${specifier}`);
+
+    expect(violations).toEqual([]);
+  });
+});
+
 describe('adapter boundaries', () => {
   /**
    * The adapters built on the core. The DynamoDB store is one too, and the one every other

@@ -78,9 +78,9 @@ import { entity } from '../../../lambda/modes/entity';
 import { createOutboxRelay, type OutboxRelay, outboxEventId, sqsDestination } from '../../../lambda/outbox';
 import { createSqsHandler } from '../../../lambda/sqs-handler';
 import type { DynamoDbStreamRecord } from '../../../lambda/streams';
+import { dynamoDbStreamRecordFrom } from '../../../scripts/support/stream-reader';
 import { awsConfig } from '../../support/aws';
 import { deferred } from '../../support/fixtures';
-import { dynamoDbStreamRecordFrom } from '../../support/stream-fixtures';
 import {
   attachFaultInjection,
   type DynamoRequest,

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { formatStreamProjection, formatStreamReplay } from '../../../../scripts/main-job/report';
 import {
   checkStreamProjection,
-  lambdaStreamRecord,
   type StreamProjection,
   type StreamReplay,
 } from '../../../../scripts/main-job/stream-projection';
@@ -82,41 +81,5 @@ describe('formatStreamProjection and formatStreamReplay', () => {
         '  OrderSummaries before vs after the replay: identical. Every counter was incremented once.',
       ].join('\n'),
     );
-  });
-});
-
-describe('lambdaStreamRecord', () => {
-  it('turns a GetRecords record into the Lambda event record, creation time in epoch seconds', () => {
-    expect(
-      lambdaStreamRecord('arn:stream', {
-        eventID: 'e-1',
-        eventName: 'INSERT',
-        eventVersion: '1.1',
-        awsRegion: 'us-east-1',
-        dynamodb: {
-          ApproximateCreationDateTime: new Date(1_767_225_600_000),
-          Keys: { pk: { S: 'ORDER#o-1' } },
-          NewImage: { pk: { S: 'ORDER#o-1' }, amount: { N: '4200' } },
-          SequenceNumber: '100',
-          SizeBytes: 0,
-          StreamViewType: 'NEW_AND_OLD_IMAGES',
-        },
-      }),
-    ).toEqual({
-      eventID: 'e-1',
-      eventName: 'INSERT',
-      eventVersion: '1.1',
-      eventSource: 'aws:dynamodb',
-      awsRegion: 'us-east-1',
-      dynamodb: {
-        ApproximateCreationDateTime: 1_767_225_600,
-        Keys: { pk: { S: 'ORDER#o-1' } },
-        NewImage: { pk: { S: 'ORDER#o-1' }, amount: { N: '4200' } },
-        SequenceNumber: '100',
-        SizeBytes: 0,
-        StreamViewType: 'NEW_AND_OLD_IMAGES',
-      },
-      eventSourceARN: 'arn:stream',
-    });
   });
 });
