@@ -16,6 +16,12 @@ export interface BenchTables {
   readonly powertools: string;
 }
 
+/**
+ * Who sent a request: the deduplication layer, or the user's own code. Every implementation
+ * gets one DynamoDB client of each role, so their requests can be told apart.
+ */
+export type ClientRole = 'dedup' | 'business';
+
 /** Default table names (the stub's schemas use these; the emulator run makes unique ones). */
 export const DEFAULT_TABLES: BenchTables = {
   inbox: 'bench-inbox',

@@ -6,7 +6,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_CONCURRENCY } from '../../lambda/core/options';
 import type { BatchSchedule } from '../latency-model';
-import type { BatchHandler, BenchTables } from '../workload';
+import type { BatchHandler, BenchTables, ClientRole } from '../workload';
 import { createBareHandler } from './bare';
 import { documentClient } from './document-client';
 import { createHandWrittenHandler, type HandWrittenMode } from './hand-written';
@@ -171,9 +171,6 @@ export function sameCallsBaseline(implementation: Implementation): Implementatio
     (candidate) => candidate.kind === 'hand-written' && candidate.mode === implementation.mode,
   );
 }
-
-/** Who sent a request: the deduplication layer, or the user's own code. */
-export type ClientRole = 'dedup' | 'business';
 
 /** A built implementation: its handler and its two raw clients. */
 export interface Container {

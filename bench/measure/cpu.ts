@@ -11,7 +11,7 @@
  * for another's.
  */
 import type { SqsEvent } from '../../lambda';
-import { type ClientRole, createContainer, type Implementation } from '../implementations';
+import { createContainer, type Implementation } from '../implementations';
 import { alternate, slope } from '../stats';
 import {
   createStubTable,
@@ -20,7 +20,14 @@ import {
   stubCpuMicrosPerPass,
 } from '../stub/dynamodb-stub';
 import { createStubClient, type StubClient } from '../stub/stub-clients';
-import { type BatchHandler, type BenchTables, batchOf, benchContext, tableSchemas } from '../workload';
+import {
+  type BatchHandler,
+  type BenchTables,
+  batchOf,
+  benchContext,
+  type ClientRole,
+  tableSchemas,
+} from '../workload';
 
 /** Sizes of one CPU repetition. */
 export interface CpuPlan {

@@ -13,10 +13,17 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqsBatchResponse } from '../../lambda';
-import { type ClientRole, createContainer, type Implementation } from '../implementations';
+import { createContainer, type Implementation } from '../implementations';
 import { createStubTable, type StubTable, type StubUsage } from '../stub/dynamodb-stub';
 import { createStubClient, type StubClient } from '../stub/stub-clients';
-import { type BatchHandler, type BenchTables, batchOf, benchContext, tableSchemas } from '../workload';
+import {
+  type BatchHandler,
+  type BenchTables,
+  batchOf,
+  benchContext,
+  type ClientRole,
+  tableSchemas,
+} from '../workload';
 import type { RequestTracer, TracedRequest } from './traces';
 
 /** The cases measured. */

@@ -9,10 +9,10 @@
  * its step. Only the traced deliveries pay those turns; nothing else is timed around them.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { ClientRole } from '../implementations';
 import { itemSize } from '../stub/capacity';
 import type { StubHttpRequest, StubRequestHandler } from '../stub/dynamodb-stub';
 import type { Item } from '../stub/expressions';
+import type { ClientRole } from '../workload';
 
 /** One item a request touches. */
 export interface TracedItem {
