@@ -8,11 +8,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { CompletedCacheOptions } from './core/completed-cache';
-import type { DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
 import type { LogLevel } from './core/logger';
 import type { ModeDefaults } from './core/mode';
-import { createSqsDeadLetterSender } from './sqs/dead-letter-sender';
+import type { DeadLetterMode, DeadLetterSender } from './dead-letter/dead-letter-message';
+import { createSqsDeadLetterSender } from './dead-letter/sqs-dead-letter-sender';
 
 let documentClient: DynamoDBDocumentClient | undefined;
 let sqsClient: SQSClient | undefined;

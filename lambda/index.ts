@@ -5,7 +5,13 @@
  * @module effectively-once
  */
 
-export { type BatchOrdering, createBatchProcessor } from './core/batch-processor';
+export type {
+  ConsumerEntryOptions,
+  DeadLetterOptions,
+  SqsHandlerEnvironmentOptions,
+  SqsHandlerStoreOptions,
+} from './consumer-entry';
+export { type BatchProcessor, createBatchProcessor } from './core/batch-processor';
 export type { CompletedCacheOptions } from './core/completed-cache';
 export {
   DEAD_LETTER_ATTRIBUTES,
@@ -21,14 +27,11 @@ export {
   OUTBOX_DESTINATION_KINDS,
   type OutboxDestinationKind,
 } from './core/contract';
-export type { DeadLetterMessage, DeadLetterMode, DeadLetterSender } from './core/dead-letter';
 export {
   fromAttribute,
   fromBody,
   fromCloudEvent,
-  fromDeduplicationId,
   fromMessageId,
-  fromRecord,
   isValidName,
   type KeyPart,
   type KeySource,
@@ -49,6 +52,14 @@ export {
   PermanentError,
 } from './core/errors';
 export { canonicalJson, fingerprintOf, sha256Hex } from './core/fingerprint';
+export type {
+  DeadLetter,
+  DeadLetterWriter,
+  InboundMessage,
+  LambdaContext,
+  MessageAttribute,
+  MessageResult,
+} from './core/inbound-message';
 export {
   estimateItemSize,
   MAX_BUSINESS_WRITES,
@@ -83,16 +94,6 @@ export type {
 export type { BatchProcessorOptions, CommonOptions } from './core/options';
 export type { FailureDetails, Outcome, OutcomeKind } from './core/outcome';
 export type {
-  LambdaContext,
-  SqsBatchItemFailure,
-  SqsBatchResponse,
-  SqsEvent,
-  SqsHandler,
-  SqsMessageAttribute,
-  SqsRecord,
-  SqsRecordAttributes,
-} from './core/sqs-event';
-export type {
   AtomicStore,
   CommitResult,
   EntityStore,
@@ -110,6 +111,11 @@ export type {
   VersionedPutWrite,
 } from './core/store-port';
 export type { Clock } from './core/time';
+export type { DeadLetterMessage, DeadLetterMode, DeadLetterSender } from './dead-letter/dead-letter-message';
+export {
+  createSqsDeadLetterSender,
+  type SqsDeadLetterSenderOptions,
+} from './dead-letter/sqs-dead-letter-sender';
 export {
   type ApiGatewayProxyEventV1,
   type ApiGatewayProxyEventV2,
@@ -178,13 +184,23 @@ export type {
   UpdateWrite,
 } from './modes/unit-of-work';
 export type { DestinationSizingOptions, EmitOptions, OutboxEvent } from './outbox/outbox-item';
-export { createSqsDeadLetterSender, type SqsDeadLetterSenderOptions } from './sqs/dead-letter-sender';
+export { fromDeduplicationId, fromRecord } from './sqs/key-sources';
+export type {
+  SqsBatchItemFailure,
+  SqsBatchResponse,
+  SqsEvent,
+  SqsHandler,
+  SqsMessageAttribute,
+  SqsRecord,
+  SqsRecordAttributes,
+} from './sqs/sqs-event';
 export {
+  createSqsBatchHandler,
   createSqsHandler,
-  type SqsHandlerEnvironmentOptions,
+  type SqsBatchHandlerOptions,
   type SqsHandlerOptions,
-  type SqsHandlerStoreOptions,
-} from './sqs-handler';
+  type SqsMessage,
+} from './sqs/sqs-handler';
 export {
   createDynamoDbEntityStore,
   createDynamoDbStore,

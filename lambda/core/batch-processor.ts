@@ -1,14 +1,14 @@
 /**
- * The engine behind every entry point: SQS batch → prepared messages → scheduled processing →
- * dead letters → one log line per non-trivial outcome → one metrics line → the partial batch
- * response.
+ * The engine behind every entry point: a transport's messages → prepared messages → scheduled
+ * processing → dead letters (through the transport's writer) → one log line per non-trivial
+ * outcome → one metrics line → one result per message, which the transport turns into its own
+ * batch response.
  */
 import { createCompletedCache } from './completed-cache';
 import { DEADLINE_MARGIN_MAX_SHARE } from './contract';
-import type { DeadLetterMessage } from './dead-letter';
-import { fromDeduplicationId } from './dedup-key';
-import { EffectivelyOnceError, ERROR_CODES, isEffectivelyOnceError } from './errors';
+import { ERROR_CODES, isEffectivelyOnceError } from './errors';
 import { sha256Hex } from './fingerprint';
+import type { InboundMessage, LambdaContext, MessageResult } from './inbound-message';
 import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry } from './logger';
 import { type Message, type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
@@ -16,14 +16,6 @@ import type { ModeDefaults, ModeStepResult } from './mode';
 import { type BatchProcessorOptions, resolveOptions } from './options';
 import { type Outcome, type OutcomeKind, outcomeOfError, reasonOf } from './outcome';
 import { runWithDependencies } from './scheduler';
-import {
-  fifoGroupOf,
-  type LambdaContext,
-  type SqsBatchResponse,
-  type SqsEvent,
-  type SqsHandler,
-  type SqsRecord,
-} from './sqs-event';
 
 /** The level and message of each outcome's log line. */
 const LOG: Readonly<Record<OutcomeKind, { readonly level: LogEntry['level']; readonly message: string }>> = {
@@ -52,61 +44,52 @@ export function deadlineMarginFor(marginMillis: number, remainingMillis: number)
   return Math.min(marginMillis, Math.floor(Math.max(0, remainingMillis) * DEADLINE_MARGIN_MAX_SHARE));
 }
 
-/** The original FIFO deduplication id of a record: `fromDeduplicationId`'s key. */
-const originalDeduplicationId = fromDeduplicationId();
-
-/**
- * How an entry point's transport orders its records. Records of one ordering group run one after
- * the other in batch order, and once one is reported as a failure the later ones are reported as
- * failures without running (`GROUP_BLOCKED`).
- */
-export interface BatchOrdering {
-  /**
-   * The ordering group of a record, `undefined` for a record that keeps no order. A stream entry
-   * point returns the record's shard.
-   * @default the message group of a FIFO queue's record (`fifoGroupOf`)
-   */
-  readonly groupOf?: (record: SqsRecord) => string | undefined;
-}
-
 /** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
 type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
 
 /**
- * Creates the batch processor: a complete Lambda SQS handler over an injected store and clock.
- * Options are validated once, here; a bad option throws `INVALID_OPTIONS` at cold start.
+ * The engine of an entry point: processes one batch of a transport's messages and answers one
+ * result per message, in batch order. The transport turns the results into its own batch
+ * response (an SQS partial batch response, a stream's checkpoint).
+ */
+export type BatchProcessor<TRecord = unknown> = (
+  messages: readonly InboundMessage<TRecord>[],
+  context?: LambdaContext,
+) => Promise<MessageResult[]>;
+
+/**
+ * Creates the engine over an injected store and clock. Options are validated once, here; a bad
+ * option throws `INVALID_OPTIONS` at cold start. The engine knows no transport: each entry point
+ * maps its event into `InboundMessage`s and the results into its batch response.
  *
- * Within a batch, records of one FIFO message group run in order and, once one is reported as
- * a failure, the later ones are reported as failures without running (`GROUP_BLOCKED`). A
- * record is FIFO when its `eventSourceARN` ends in `.fifo`: a fair queue (a standard queue whose
- * producers set `MessageGroupId` for tenant fairness) keeps no order, so a failure there reports
- * only the failed message. Records sharing a scoped key run one after the other, in batch order,
- * each through the store, so the effect runs once and the later record is a duplicate (or a
- * mismatch) by the store's answer.
+ * Within a batch, messages of one ordering group (`InboundMessage.orderingGroup`: a FIFO queue's
+ * message group, a stream's shard) run in order and, once one is not acknowledged, the later
+ * ones are retried without running (`GROUP_BLOCKED`). Messages sharing a scoped key run one after
+ * the other, in batch order, each through the store, so the effect runs once and the later
+ * message is a duplicate (or a mismatch) by the store's answer.
  *
- * Records that have not started `deadlineMarginMillis` before the Lambda timeout are retried
+ * Messages that have not started `deadlineMarginMillis` before the Lambda timeout are retried
  * (`DEADLINE`) without running; the margin is capped at half the invocation's remaining time
- * (`deadlineMarginFor`), so every invocation with time left starts records.
+ * (`deadlineMarginFor`), so every invocation with time left starts messages.
  *
  * With `completedCache`, a message found there (same scoped key and fingerprint, not expired) is
  * acknowledged as a duplicate without running its mode: no request, its line says
- * `cache: 'hit'`, metrics `Duplicate` and `CacheHit`. The cache is this handler's own, created
+ * `cache: 'hit'`, metrics `Duplicate` and `CacheHit`. The cache is this engine's own, created
  * here, and it learns only what a mode reports final (`ModeStepResult.completed`).
  *
- * Everything an invocation changes lives in that invocation's call: the handler's own state
+ * Everything an invocation changes lives in that invocation's call: the engine's own state
  * (options, log, metrics sink, mode, cache) is read-only or, for the cache, updated
  * synchronously, so invocations interleaved in one process (Lambda Managed Instances) never
- * mix their responses, log lines or counts.
+ * mix their results, log lines or counts.
  *
- * Failures are logged and dead-lettered with the toolkit's reason, the error's class and its
- * `code`; the message of an error thrown by user code (or a library it calls) only with
- * `logErrorMessages`.
+ * Failures are logged and, with a `deadLetterWriter`, dead-lettered with the toolkit's reason,
+ * the error's class and its `code`; the message of an error thrown by user code (or a library it
+ * calls) only with `logErrorMessages`. Without a writer a permanent failure is not acknowledged:
+ * the transport's own redrive moves it.
  *
  * The engine knows no mode: `options.mode` (`marker(...)`, `atomic(...)`, `entity(...)`,
  * `twoPhase(...)`) checks its own options and the store here, and `modeDefaults` are what the
  * entry point's environment supplies to it (`EO_LEASE_MILLIS`, the worker's visibility timeout).
- * `ordering` replaces the FIFO grouping for a transport with an order of its own (a stream's
- * shards).
  *
  * @example
  * const processBatch = createBatchProcessor({
@@ -116,15 +99,13 @@ type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
  *   store,
  *   clock: Date.now,
  * });
- * const response = await processBatch(event, context);
+ * const results = await processBatch([{ id: 'm-1', text: '{"invoiceId":"i-1"}', attributes: {}, record: undefined }]);
  */
-export function createBatchProcessor<TBody = unknown, TStore = unknown>(
-  options: BatchProcessorOptions<TBody, TStore>,
+export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord = unknown>(
+  options: BatchProcessorOptions<TBody, TStore, TRecord>,
   modeDefaults: ModeDefaults = {},
-  ordering: BatchOrdering = {},
-): SqsHandler {
+): BatchProcessor<TRecord> {
   const config = resolveOptions(options);
-  const groupOf = ordering.groupOf ?? fifoGroupOf;
   const { clock, consumer } = config;
   const logger = config.logger ?? createJsonLogger();
   const metrics =
@@ -144,7 +125,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
 
   /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
   const step = async (
-    message: Message<TBody>,
+    message: Message<TBody, TRecord>,
     fingerprint: string,
     nowMillis: number,
     remainingMillis: number | undefined,
@@ -162,35 +143,23 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
   };
 
   const deadLetter = async (
-    record: SqsRecord,
-    prepared: Prepared<TBody>,
+    inbound: InboundMessage<TRecord>,
+    prepared: Prepared<TBody, TRecord>,
     outcome: Outcome & { kind: 'mismatch' | 'permanent' },
   ): Promise<DeadLetterResult> => {
-    if (config.deadLetter === 'redrive' || config.deadLetterSender === undefined) return 'redrive';
+    if (config.deadLetterWriter === undefined) return 'redrive';
     const dedupKey = prepared.ok ? prepared.message.dedupKey : prepared.dedupKey;
-    const groupId = record.attributes?.MessageGroupId;
-    // The original id, also after an earlier dead letter and redrive: the key it had.
-    const deduplicationId = originalDeduplicationId(record, undefined);
-    const message: DeadLetterMessage = {
-      body: record.body,
+    await config.deadLetterWriter({
+      message: inbound,
       reason: reasonOf(outcome, config.logErrorMessages),
       code: outcome.code,
       consumer,
-      sourceMessageId: record.messageId,
-      attributes: record.messageAttributes ?? {},
       ...(dedupKey === undefined ? {} : { dedupKey }),
-      ...(groupId === undefined ? {} : { groupId }),
-      ...(typeof deduplicationId === 'string' ? { deduplicationId } : {}),
-    };
-    await config.deadLetterSender.send(message);
+    });
     return 'sent';
   };
 
-  return async (event: SqsEvent, context?: LambdaContext): Promise<SqsBatchResponse> => {
-    if (typeof event !== 'object' || event === null || !Array.isArray(event.Records)) {
-      throw new EffectivelyOnceError('INVALID_EVENT', 'Expected an SQS event with a `Records` list');
-    }
-    const records = event.Records;
+  return async (records, context) => {
     const remaining = context?.getRemainingTimeInMillis?.();
     // The time the invocation has left when it starts; modes may derive a lease from it.
     const remainingMillis = typeof remaining === 'number' ? remaining : undefined;
@@ -205,7 +174,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
     const groupPrevious: (number | undefined)[] = [];
     const dependencies = records.map((record, index) => {
       const list: number[] = [];
-      const group = groupOf(record);
+      const group = record.orderingGroup;
       if (group !== undefined) {
         const previous = lastOfGroup.get(group);
         groupPrevious[index] = previous;
@@ -223,6 +192,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
     });
 
     const acknowledged = records.map(() => false);
+    const outcomes: Outcome[] = [];
     const counts = createOutcomeCounts();
     // The fields every line of a message carries, built only when something is logged.
     const fieldsOf = (
@@ -252,7 +222,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       } else if (current.ok) {
         const result = await step(current.message, current.fingerprint, now, remainingMillis);
         counts.takeover += result.takeovers;
-        for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.messageId, current.message) });
+        for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.id, current.message) });
         outcome = result.outcome;
         const done = outcome.kind === 'processed' || outcome.kind === 'duplicate';
         if (cache !== undefined && result.completed !== undefined && done) {
@@ -276,6 +246,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
         ack = deadLetterResult === 'sent';
       }
       acknowledged[index] = ack;
+      outcomes[index] = outcome;
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
 
       const line = LOG[outcome.kind];
@@ -285,7 +256,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
       const entry: Record<string, unknown> = {
         level,
         message: line.message,
-        ...fieldsOf(record.messageId, current.ok ? current.message : current),
+        ...fieldsOf(record.id, current.ok ? current.message : current),
         outcome: outcome.kind,
         ...(cacheHit ? { cache: 'hit' } : {}),
       };
@@ -311,10 +282,9 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown>(
 
     if (metrics !== undefined) publishCounts(metrics, counts, { consumer, timestampMillis: clock() }, log);
 
-    const failed = new Set<string>();
-    records.forEach((record, index) => {
-      if (!acknowledged[index]) failed.add(record.messageId);
-    });
-    return { batchItemFailures: [...failed].map((itemIdentifier) => ({ itemIdentifier })) };
+    return records.map((_record, index) => ({
+      outcome: outcomes[index]!,
+      acknowledged: acknowledged[index]!,
+    }));
   };
 }

@@ -66,6 +66,11 @@ export const ENV = /* @__PURE__ */ Object.freeze({
   deadLetterMode: 'EO_DEAD_LETTER_MODE',
   /** URL of the dead-letter queue (used only in `direct` mode). */
   deadLetterQueueUrl: 'EO_DEAD_LETTER_QUEUE_URL',
+  /**
+   * The dead-letter queue's `MaximumMessageSize` in bytes, when the construct created it: a
+   * stream dead letter larger than this is sent marked truncated.
+   */
+  deadLetterMaxMessageBytes: 'EO_DEAD_LETTER_MAX_MESSAGE_BYTES',
   /** Lease for two-phase claims, milliseconds (the construct sets the function timeout). */
   leaseMillis: 'EO_LEASE_MILLIS',
   /** CloudWatch metric namespace for the Embedded Metric Format lines. */

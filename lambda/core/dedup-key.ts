@@ -6,10 +6,10 @@
  * Keys come from the producer or the business, never from transport ids that change on a
  * resend: `fromMessageId()` exists, but only as an explicit, documented choice.
  */
-import { CONSUMER_NAME_PATTERN, DEDUPLICATION_ID_ATTRIBUTE } from './contract';
+import { CONSUMER_NAME_PATTERN } from './contract';
 import { EffectivelyOnceError, expectOption } from './errors';
 import { isWellFormedText, sha256Hex } from './fingerprint';
-import type { SqsRecord } from './sqs-event';
+import type { InboundMessage, MessageAttribute } from './inbound-message';
 
 /** One part of a dedup key. */
 export type KeyPart = string | number | bigint;
@@ -20,8 +20,15 @@ export type KeyPart = string | number | bigint;
  */
 export type KeyValue = KeyPart | readonly (KeyPart | null | undefined)[] | null | undefined;
 
-/** Picks the dedup key of a message from its record and its parsed body. */
-export type KeySource<TBody = unknown> = (record: SqsRecord, body: TBody) => KeyValue;
+/**
+ * Picks the dedup key of a message from the transport's record, its parsed body and the message
+ * as the engine sees it (its attributes and id, the same for every transport).
+ */
+export type KeySource<TBody = unknown, TRecord = unknown> = (
+  record: TRecord,
+  body: TBody,
+  message: InboundMessage<TRecord>,
+) => KeyValue;
 
 /** Consumer and effect names: no `#` or `/`, so a scoped key has exactly one reading. */
 export const NAME_PATTERN = CONSUMER_NAME_PATTERN;
@@ -151,8 +158,11 @@ function missingKey(label = 'The dedup key'): EffectivelyOnceError {
 }
 
 /** The string (or base64 binary) value of a message attribute, if present. */
-export function attributeValue(record: SqsRecord, name: string): string | undefined {
-  const attribute = record.messageAttributes?.[name];
+export function attributeValue(
+  attributes: Readonly<Record<string, MessageAttribute>> | undefined,
+  name: string,
+): string | undefined {
+  const attribute = attributes?.[name];
   return attribute?.stringValue ?? attribute?.binaryValue;
 }
 
@@ -164,17 +174,17 @@ export function attributeValue(record: SqsRecord, name: string): string | undefi
  * fromAttribute('idempotency-key')
  */
 export function fromAttribute(name: string): KeySource {
-  return (record) => attributeValue(record, name);
+  return (_record, _body, message) => attributeValue(message.attributes, name);
 }
 
 /** The body paths of the key sources `fromBody(path)` made, for the lossless number check. */
-const BODY_PATHS = new WeakMap<KeySource<never>, readonly string[]>();
+const BODY_PATHS = new WeakMap<KeySource<never, never>, readonly string[]>();
 
 /**
  * The body path a key source reads, when it was made by `fromBody(path)`: preparation then checks
  * a number key against its literal in the body text (a double may have dropped digits).
  */
-export function bodyPathOf(source: KeySource<never>): readonly string[] | undefined {
+export function bodyPathOf(source: KeySource<never, never>): readonly string[] | undefined {
   return BODY_PATHS.get(source);
 }
 
@@ -229,10 +239,10 @@ export function fromBody<TBody>(
  * fromCloudEvent() // key 'https%3A//example.com/orders:evt-1'
  */
 export function fromCloudEvent(): KeySource {
-  return (record, body) => {
+  return (_record, body, message) => {
     for (const separator of ['-', '_']) {
-      const id = attributeValue(record, `ce${separator}id`);
-      if (id !== undefined) return [attributeValue(record, `ce${separator}source`), id];
+      const id = attributeValue(message.attributes, `ce${separator}id`);
+      if (id !== undefined) return [attributeValue(message.attributes, `ce${separator}source`), id];
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
     const event = body as Record<string, unknown>;
@@ -242,42 +252,11 @@ export function fromCloudEvent(): KeySource {
 }
 
 /**
- * The key is the FIFO `MessageDeduplicationId` (the producer's id, or the body's SHA-256 with
- * content-based deduplication). Broker deduplication only covers five minutes; this key lets
- * the consumer cover the rest.
- *
- * A dead letter loses that id: SQS replaces it with the message id when it moves a message to a
- * FIFO dead-letter queue (`maxReceiveCount`), and the direct sender gives the dead letter its
- * source message id. So the message attribute `eo-deduplication-id`
- * (`DEDUPLICATION_ID_ATTRIBUTE`), which the direct sender (`deadLetter: 'direct'`)
- * sets to the original id, is preferred when present: a message redriven after a fix keeps its
- * key, and its completed effects are duplicates. After a native redrive (`deadLetter:
- * 'redrive'`) no attribute can be added: the deduplication id is no longer the original one (the
- * move to the dead-letter queue set it to the message id), so the key is new and completed
- * effects run again. Prefer a producer or business key (`fromBody`, `fromAttribute`) where
- * messages may be redriven.
- */
-export function fromDeduplicationId(): KeySource {
-  return (record) =>
-    attributeValue(record, DEDUPLICATION_ID_ATTRIBUTE) ?? record.attributes?.MessageDeduplicationId;
-}
-
-/**
- * The key is the SQS `messageId`. Only catches redeliveries of the same SQS message: a
- * producer that resends gets a new `messageId`, so resends are **not** deduplicated. Prefer a
- * producer or business key; choose this only when redeliveries are all you need to absorb.
+ * The key is the transport's message id (an SQS `messageId`, a stream record's event id). Only
+ * catches redeliveries of the same message: a producer that resends gets a new `messageId`, so
+ * resends are **not** deduplicated. Prefer a producer or business key; choose this only when
+ * redeliveries are all you need to absorb.
  */
 export function fromMessageId(): KeySource {
-  return (record) => record.messageId;
-}
-
-/**
- * The key is any function of the record and the parsed body (typed helper; a plain function
- * works too).
- *
- * @example
- * fromRecord((record, body: { id: string }) => [record.messageAttributes.tenant?.stringValue, body.id])
- */
-export function fromRecord<TBody = unknown>(pick: KeySource<TBody>): KeySource<TBody> {
-  return pick;
+  return (_record, _body, message) => message.id;
 }

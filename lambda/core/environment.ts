@@ -5,6 +5,8 @@
  * it itself. A malformed value is a configuration error at cold start (`INVALID_OPTIONS`,
  * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
  */
+
+import type { DeadLetterMode } from './contract';
 import {
   DEAD_LETTER_MODES,
   ENV,
@@ -14,7 +16,6 @@ import {
   OUTBOX_ENV,
   type OutboxDestinationKind,
 } from './contract';
-import type { DeadLetterMode } from './dead-letter';
 import { assertName } from './dedup-key';
 import { EffectivelyOnceError, expectOption } from './errors';
 import type { LogLevel } from './logger';
@@ -34,6 +35,8 @@ export interface ConstructSettings {
   readonly deadLetter?: DeadLetterMode;
   /** `EO_DEAD_LETTER_QUEUE_URL`. */
   readonly deadLetterQueueUrl?: string;
+  /** `EO_DEAD_LETTER_MAX_MESSAGE_BYTES`: the dead-letter queue's `MaximumMessageSize`. */
+  readonly deadLetterMaxMessageBytes?: number;
   /** `EO_LEASE_MILLIS`. */
   readonly leaseMillis?: number;
   /** `EO_METRIC_NAMESPACE`. */
@@ -51,6 +54,9 @@ export interface ConstructSettings {
   /** `EO_OUTBOX_EVENT_SOURCE`: the `Source` of the relay's EventBridge entries, counted in their size. */
   readonly outboxEventSource?: string;
 }
+
+/** SQS's largest `MaximumMessageSize`, 1 MiB: the most `EO_DEAD_LETTER_MAX_MESSAGE_BYTES` may say. */
+const MAX_DEAD_LETTER_MESSAGE_BYTES = 1_048_576;
 
 function positiveInteger(name: string, value: string | undefined, max?: number): number | undefined {
   if (value === undefined) return undefined;
@@ -84,6 +90,7 @@ function oneOf<T extends string>(
  * out; a set one must be well-formed (`EO_TTL_SECONDS` and `EO_LEASE_MILLIS` positive integers,
  * `EO_COMPLETED_CACHE_MAX_ENTRIES` an integer from 1 to 10000,
  * `EO_DEAD_LETTER_MODE` `redrive` or `direct`, `direct` with `EO_DEAD_LETTER_QUEUE_URL`,
+ * `EO_DEAD_LETTER_MAX_MESSAGE_BYTES` an integer from 1 to 1048576,
  * `EO_OUTBOX_RETENTION_SECONDS` a positive integer, `EO_OUTBOX_DESTINATION_KIND` one of
  * `OUTBOX_DESTINATION_KINDS`, ...).
  */
@@ -114,6 +121,11 @@ export function readConstructSettings(environment: Environment): ConstructSettin
     ttlSeconds: positiveInteger(ENV.ttlSeconds, read(ENV.ttlSeconds)),
     deadLetter,
     deadLetterQueueUrl,
+    deadLetterMaxMessageBytes: positiveInteger(
+      ENV.deadLetterMaxMessageBytes,
+      read(ENV.deadLetterMaxMessageBytes),
+      MAX_DEAD_LETTER_MESSAGE_BYTES,
+    ),
     leaseMillis: positiveInteger(ENV.leaseMillis, read(ENV.leaseMillis)),
     metricNamespace: read(ENV.metricNamespace),
     logLevel: oneOf(ENV.logLevel, read(ENV.logLevel), LOG_LEVELS),

@@ -20,6 +20,14 @@ export function sha256Hex(text: string): string {
 
 const ILL_FORMED_TEXT_MARK = Buffer.from([0xff]);
 
+/**
+ * SHA-256 of `bytes`, lowercase hex: the fingerprint of a body that is not text. A body that is
+ * text is fingerprinted by its text (`sha256Hex` of its canonical form), never by this.
+ */
+export function sha256HexOfBytes(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**

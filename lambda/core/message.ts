@@ -1,7 +1,7 @@
 /**
- * The typed message a user's handler receives, and its preparation from an SQS record:
- * parse the body, pick and scope the dedup key, fingerprint the payload. Preparation depends
- * only on the message, so every failure here is permanent.
+ * The typed message a user's handler receives, and its preparation from a transport's message
+ * (`InboundMessage`): parse the body, pick and scope the dedup key, fingerprint the payload.
+ * Preparation depends only on the message, so every failure here is permanent.
  */
 import {
   bodyPathOf,
@@ -12,7 +12,8 @@ import {
   toDedupKey,
 } from './dedup-key';
 import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
-import { canonicalJsonOfNode, fingerprintOf, sha256Hex } from './fingerprint';
+import { canonicalJsonOfNode, fingerprintOf, sha256Hex, sha256HexOfBytes } from './fingerprint';
+import type { InboundMessage, LambdaContext, MessageAttribute } from './inbound-message';
 import {
   exactIntegerText,
   isExactNumberLiteral,
@@ -21,31 +22,38 @@ import {
   nodeAt,
   readJson,
 } from './json-text';
-import type { LambdaContext, SqsMessageAttribute, SqsRecord } from './sqs-event';
 
-/** One message, typed: what a user's handler receives. */
-export interface Message<TBody = unknown> {
+/** One message, typed: what a user's handler receives. `TRecord` is the transport's own record. */
+export interface Message<TBody = unknown, TRecord = unknown> {
   /** The parsed body (see the `parse` option). */
   readonly body: TBody;
-  /** The body exactly as delivered. */
+  /**
+   * The body as text, exactly as delivered. A stream record whose data is not UTF-8 text has
+   * its data's lenient UTF-8 decoding here and its exact bytes in `rawBytes`.
+   */
   readonly rawBody: string;
+  /** The body's exact bytes, when the transport delivers bytes (a stream record's data). */
+  readonly rawBytes?: Uint8Array;
   /** The dedup key picked by the `dedupKey` option. */
   readonly dedupKey: string;
   /** The inbox record's partition key: `<consumer>#<dedupKey>` (hashed when long). */
   readonly scopedKey: string;
-  /** The SQS message id (changes when a producer resends). */
+  /** The transport's id of this delivery: an SQS message id (changes when a producer resends), a stream event id. */
   readonly messageId: string;
-  /** The message attributes as delivered. */
-  readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
+  /** The message attributes as delivered (a stream entry point's tell where the record came from). */
+  readonly attributes: Readonly<Record<string, MessageAttribute>>;
   /**
-   * The message group: a FIFO queue's ordering group, or the tenant of a fair (standard) queue;
-   * `undefined` when the producer set none.
+   * The message group: a FIFO queue's ordering group, the tenant of a fair (standard) queue, a
+   * stream's shard; `undefined` when there is none.
    */
   readonly groupId: string | undefined;
   /** The correlation id carried into every log line (see the `correlationId` option). */
   readonly correlationId: string;
-  /** The raw SQS record, for system attributes such as `ApproximateReceiveCount`. */
-  readonly record: SqsRecord;
+  /**
+   * The transport's own record, typed per entry point: the SQS record (for system attributes
+   * such as `ApproximateReceiveCount`), the Kinesis or DynamoDB Streams record.
+   */
+  readonly record: TRecord;
   /**
    * The Lambda context of the invocation, as the runtime passed it (typed with the fields the
    * toolkit reads; the runtime's object has them all): for example `getRemainingTimeInMillis()`
@@ -55,33 +63,38 @@ export interface Message<TBody = unknown> {
   readonly context?: LambdaContext;
 }
 
-/** How the body is parsed: JSON, left as text, or a typed function (which may validate). */
-export type BodyParser<TBody> = 'json' | 'text' | ((rawBody: string) => TBody);
+/**
+ * How the body is parsed: JSON, left as text, or a typed function (which may validate). A body
+ * that is not UTF-8 text (a stream record's binary data) fails `json` and `text` as
+ * `MALFORMED_BODY`; a function gets its lenient decoding and, as its second argument, the exact
+ * bytes (for example to gunzip a CloudWatch Logs subscription's data).
+ */
+export type BodyParser<TBody> = 'json' | 'text' | ((rawBody: string, rawBytes?: Uint8Array) => TBody);
 
 /**
  * Picks the part of a message that is fingerprinted, for example to drop volatile fields. It sees
  * the parsed body, so numbers are JavaScript numbers: two large numbers that parse to the same
  * double fingerprint the same (the default fingerprint reads the body text and keeps every digit).
  */
-export type FingerprintPicker<TBody> = (message: Message<TBody>) => unknown;
+export type FingerprintPicker<TBody, TRecord = unknown> = (message: Message<TBody, TRecord>) => unknown;
 
-/** Picks the correlation id of a record. */
-export type CorrelationIdPicker = (record: SqsRecord) => string | undefined;
+/** Picks the correlation id of a message from the transport's record. */
+export type CorrelationIdPicker<TRecord = unknown> = (record: TRecord) => string | undefined;
 
 /** What preparation needs from the resolved options. */
-export interface PrepareConfig<TBody> {
+export interface PrepareConfig<TBody, TRecord = unknown> {
   readonly consumer: string;
-  readonly dedupKey: KeySource<TBody>;
+  readonly dedupKey: KeySource<TBody, TRecord>;
   readonly parse: BodyParser<TBody>;
-  readonly fingerprint: FingerprintPicker<TBody> | undefined;
-  readonly correlationId: CorrelationIdPicker | undefined;
+  readonly fingerprint: FingerprintPicker<TBody, TRecord> | undefined;
+  readonly correlationId: CorrelationIdPicker<TRecord> | undefined;
   /** Show the messages of errors thrown by the user's functions (see `logErrorMessages`). */
   readonly logErrorMessages?: boolean;
 }
 
 /** A prepared message, or the permanent error that stops it, with what is known for logs. */
-export type Prepared<TBody> =
-  | { readonly ok: true; readonly message: Message<TBody>; readonly fingerprint: string }
+export type Prepared<TBody, TRecord = unknown> =
+  | { readonly ok: true; readonly message: Message<TBody, TRecord>; readonly fingerprint: string }
   | {
       readonly ok: false;
       readonly error: EffectivelyOnceError;
@@ -94,12 +107,13 @@ export type Prepared<TBody> =
  * The default correlation id: message attribute `correlation-id`, else `correlationId`, else
  * the message id.
  */
-export function defaultCorrelationId(record: SqsRecord): string {
-  const attributes = record.messageAttributes ?? {};
-  return (
-    attributes['correlation-id']?.stringValue ?? attributes.correlationId?.stringValue ?? record.messageId
-  );
+export function defaultCorrelationId(message: Pick<InboundMessage, 'id' | 'attributes'>): string {
+  const attributes = message.attributes ?? {};
+  return attributes['correlation-id']?.stringValue ?? attributes.correlationId?.stringValue ?? message.id;
 }
+
+/** Decodes bytes as UTF-8, writing U+FFFD for what is not UTF-8: for a parse function and the logs' sake only. */
+const lenientUtf8 = new TextDecoder('utf-8');
 
 const NOT_JSON = Symbol('not-json');
 
@@ -147,7 +161,11 @@ function attempt<T>(
  * different ids would become one key. An integer keeps every digit (as a bigint key would); any
  * other number must be exactly what its double holds, else `INVALID_KEY`.
  */
-function exactBodyNumberKey(value: KeyValue, source: KeySource<never>, readBody: () => JsonNode): KeyValue {
+function exactBodyNumberKey(
+  value: KeyValue,
+  source: KeySource<never, never>,
+  readBody: () => JsonNode,
+): KeyValue {
   if (typeof value !== 'number') return value;
   const path = bodyPathOf(source);
   if (path === undefined) return value;
@@ -160,22 +178,23 @@ function exactBodyNumberKey(value: KeyValue, source: KeySource<never>, readBody:
 }
 
 /**
- * Parses, keys and fingerprints one record. The default fingerprint is the canonical JSON of
+ * Parses, keys and fingerprints one message. The default fingerprint is the canonical JSON of
  * the body text when it is JSON (read losslessly, so every digit of a number counts), else of the
- * raw body string. `context` is the invocation's Lambda context, handed to the user's handler.
- * Never throws.
+ * raw body string, and for a body that is not text the SHA-256 of its bytes. `context` is the
+ * invocation's Lambda context, handed to the user's handler. Never throws.
  */
-export function prepareMessage<TBody>(
-  record: SqsRecord,
-  config: PrepareConfig<TBody>,
+export function prepareMessage<TBody, TRecord>(
+  inbound: InboundMessage<TRecord>,
+  config: PrepareConfig<TBody, TRecord>,
   context?: LambdaContext,
-): Prepared<TBody> {
-  let correlationId = record.messageId;
+): Prepared<TBody, TRecord> {
+  let correlationId = inbound.id;
   let dedupKey: string | undefined;
   let scopedKey: string | undefined;
   try {
-    correlationId = config.correlationId?.(record) || defaultCorrelationId(record);
-    const rawBody = record.body;
+    correlationId = config.correlationId?.(inbound.record) || defaultCorrelationId(inbound);
+    const { text, bytes } = inbound;
+    const rawBody = text ?? lenientUtf8.decode(bytes ?? new Uint8Array());
     let tree: JsonNode | undefined;
     // The lossless reading of a JSON body, made once for the key check and the fingerprint.
     const readBody = (): JsonNode => {
@@ -184,6 +203,11 @@ export function prepareMessage<TBody>(
     };
     let json: unknown = NOT_JSON;
     let body: TBody;
+    if (config.parse === 'json' || config.parse === 'text') {
+      if (text === undefined) {
+        throw new EffectivelyOnceError('MALFORMED_BODY', 'The body is not UTF-8 text');
+      }
+    }
     if (config.parse === 'json') {
       json = tryParseJson(rawBody);
       // The SyntaxError quotes the body, so it is not kept as the cause.
@@ -194,7 +218,7 @@ export function prepareMessage<TBody>(
     } else {
       const parse = config.parse;
       body = attempt(
-        () => parse(rawBody),
+        () => parse(rawBody, bytes),
         'MALFORMED_BODY',
         'The body was rejected by the `parse` option',
         config.logErrorMessages,
@@ -202,26 +226,29 @@ export function prepareMessage<TBody>(
     }
     // Only the user's function runs inside `attempt`: the toolkit's own key errors stay as they are.
     const keyValue = attempt(
-      () => config.dedupKey(record, body),
+      () => config.dedupKey(inbound.record, body, inbound),
       'MISSING_KEY',
       'The `dedupKey` option failed to pick a key',
       config.logErrorMessages,
     );
     // Only the default parse makes the body the JSON of the text the literal is read from.
     const exact =
-      config.parse === 'json' ? exactBodyNumberKey(keyValue, config.dedupKey, readBody) : keyValue;
+      config.parse === 'json'
+        ? exactBodyNumberKey(keyValue, config.dedupKey as KeySource<never, never>, readBody)
+        : keyValue;
     dedupKey = toDedupKey(exact);
     scopedKey = scopeKey(config.consumer, dedupKey);
-    const message: Message<TBody> = {
+    const message: Message<TBody, TRecord> = {
       body,
       rawBody,
+      ...(bytes === undefined ? {} : { rawBytes: bytes }),
       dedupKey,
       scopedKey,
-      messageId: record.messageId,
-      attributes: record.messageAttributes ?? {},
-      groupId: record.attributes?.MessageGroupId,
+      messageId: inbound.id,
+      attributes: inbound.attributes ?? {},
+      groupId: inbound.groupId,
       correlationId,
-      record,
+      record: inbound.record,
       context,
     };
     let fingerprint: string;
@@ -235,6 +262,8 @@ export function prepareMessage<TBody>(
           config.logErrorMessages,
         ),
       );
+    } else if (text === undefined) {
+      fingerprint = sha256HexOfBytes(bytes ?? new Uint8Array());
     } else {
       if (json === NOT_JSON) json = tryParseJson(rawBody);
       fingerprint = json === NOT_JSON ? fingerprintOf(rawBody) : sha256Hex(canonicalJsonOfNode(readBody()));

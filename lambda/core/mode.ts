@@ -103,19 +103,19 @@ export interface ModeStepResult {
 }
 
 /** A mode ready to process messages. */
-export interface ModeProcessor<TBody> {
+export interface ModeProcessor<TBody, TRecord = unknown> {
   /**
    * Processes one prepared message and returns its facts. Never throws: a failure of the store
    * or of the user's handler is a `retry` or `permanent` outcome.
    */
-  process(message: Message<TBody>, input: ModeStepInput): Promise<ModeStepResult>;
+  process(message: Message<TBody, TRecord>, input: ModeStepInput): Promise<ModeStepResult>;
 }
 
 /**
  * A mode, as the factories `marker`, `atomic`, `entity` and `twoPhase` return it. `TStore` is the
  * store port the mode needs.
  */
-export interface Mode<TBody = unknown, TStore = unknown> {
+export interface Mode<TBody = unknown, TStore = unknown, TRecord = unknown> {
   /** The mode's name, as logs, metrics and the construct spell it. */
   readonly name: ModeName;
   /** The store port the mode needs. */
@@ -124,7 +124,7 @@ export interface Mode<TBody = unknown, TStore = unknown> {
    * Validates the mode's own options against `settings` and returns the processor. Throws
    * `INVALID_OPTIONS` naming the option: a bad option fails the cold start.
    */
-  create(settings: ModeSettings<TStore>): ModeProcessor<TBody>;
+  create(settings: ModeSettings<TStore>): ModeProcessor<TBody, TRecord>;
 }
 
 /** The facts of a step that only has an outcome. */
@@ -146,7 +146,7 @@ export function completedStep(outcome: Outcome, expiresAt: number): ModeStepResu
 }
 
 /** Throws `INVALID_OPTIONS` unless `value` is a mode made by one of the four factories. */
-export function expectMode(value: unknown): asserts value is Mode<unknown, unknown> {
+export function expectMode(value: unknown): asserts value is Mode<unknown, unknown, unknown> {
   const candidate = value as Partial<Mode> | null | undefined;
   expectOption(
     typeof candidate === 'object' && candidate !== null && typeof candidate.create === 'function',

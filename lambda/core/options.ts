@@ -3,27 +3,27 @@
  * is a configuration error: the function fails to initialise instead of mishandling messages.
  */
 import { type CompletedCacheOptions, expectCompletedCacheOptions } from './completed-cache';
-import { DEAD_LETTER_MODES, DEFAULT_METRIC_NAMESPACE, LOG_LEVELS } from './contract';
-import type { DeadLetterMode, DeadLetterSender } from './dead-letter';
+import { DEFAULT_METRIC_NAMESPACE, LOG_LEVELS } from './contract';
 import { assertName, type KeySource } from './dedup-key';
 import { expectMethods, expectOption } from './errors';
+import type { DeadLetterWriter } from './inbound-message';
 import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker } from './message';
 import type { MetricsSink } from './metrics';
 import { expectMode, type Mode } from './mode';
 import type { Clock } from './time';
 
-/** Options shared by every entry point. */
-export interface CommonOptions<TBody, TStore = unknown> {
+/** Options shared by every entry point; `TRecord` is the transport's own record. */
+export interface CommonOptions<TBody, TStore = unknown, TRecord = unknown> {
   /** Consumer name scoping every dedup key; matches `/^[A-Za-z0-9._:-]{1,100}$/`. */
   readonly consumer: string;
   /** Where the dedup key comes from: `fromBody`, `fromAttribute`, `fromCloudEvent`, ... */
-  readonly dedupKey: KeySource<TBody>;
+  readonly dedupKey: KeySource<TBody, TRecord>;
   /**
    * What a message does, with the mode's own options: `marker(handle)`, `atomic(handle)`,
    * `entity(handle)` or `twoPhase({ handle, ... })`.
    */
-  readonly mode: Mode<TBody, TStore>;
+  readonly mode: Mode<TBody, TStore, TRecord>;
   /**
    * How the body is parsed. A body that fails to parse (or that the function rejects by
    * throwing) is a permanent `MALFORMED_BODY` error.
@@ -35,12 +35,12 @@ export interface CommonOptions<TBody, TStore = unknown> {
    * result is hashed in canonical JSON form.
    * @default the body as canonical JSON when it is JSON, else the raw body
    */
-  readonly fingerprint?: FingerprintPicker<TBody>;
+  readonly fingerprint?: FingerprintPicker<TBody, TRecord>;
   /**
    * Picks the correlation id of a record.
    * @default message attribute `correlation-id`, else `correlationId`, else the message id
    */
-  readonly correlationId?: CorrelationIdPicker;
+  readonly correlationId?: CorrelationIdPicker<TRecord>;
   /**
    * Inbox record lifetime (`expiresAt = now + ttlSeconds`). Cover the longest redelivery path:
    * at least 3x the producer's retry horizon and the dead-letter queue retention.
@@ -60,16 +60,6 @@ export interface CommonOptions<TBody, TStore = unknown> {
    * @default 2000
    */
   readonly deadlineMarginMillis?: number;
-  /**
-   * `redrive`: a permanent failure is reported as a batch item failure until the queue's
-   * `maxReceiveCount` moves it to the dead-letter queue; the reason is then only in the logs.
-   * `direct`: it is sent to the dead-letter queue at once with its reason (`deadLetterSender`)
-   * and acknowledged; if the send fails it is reported as a batch item failure.
-   * @default 'redrive'
-   */
-  readonly deadLetter?: DeadLetterMode;
-  /** Required when `deadLetter` is `direct`. */
-  readonly deadLetterSender?: DeadLetterSender;
   /**
    * Lowest level logged; `silent` logs nothing.
    * @default 'info'
@@ -117,31 +107,38 @@ export interface CommonOptions<TBody, TStore = unknown> {
   readonly completedCache?: CompletedCacheOptions;
 }
 
-/** Everything the processor needs from its caller: options plus the store and the clock. */
-export type BatchProcessorOptions<TBody, TStore = unknown> = CommonOptions<TBody, TStore> & {
+/**
+ * Everything the engine needs from its entry point: options plus the store, the clock and the
+ * transport's dead-letter writer.
+ */
+export type BatchProcessorOptions<TBody, TStore = unknown, TRecord = unknown> = CommonOptions<
+  TBody,
+  TStore,
+  TRecord
+> & {
   /** The store of the mode's capability (`MarkerStore`, `AtomicStore`, `EntityStore`, `LeaseStore`). */
   readonly store: TStore;
   /** The clock, epoch milliseconds (inject one in tests). */
   readonly clock: Clock;
+  /**
+   * Writes a permanent failure to the dead-letter queue in the transport's format, and the
+   * message is acknowledged once it resolves (reported for retry when it rejects).
+   * @default none: a permanent failure is reported for retry, left to the queue's redrive policy
+   */
+  readonly deadLetterWriter?: DeadLetterWriter<TRecord>;
 };
 
 /** The options after validation, defaults applied, frozen. */
-export type ResolvedOptions<TBody, TStore = unknown> = Readonly<
+export type ResolvedOptions<TBody, TStore = unknown, TRecord = unknown> = Readonly<
   Required<
     Omit<
-      CommonOptions<TBody, TStore>,
-      | 'fingerprint'
-      | 'correlationId'
-      | 'deadLetterSender'
-      | 'logger'
-      | 'metrics'
-      | 'metricNamespace'
-      | 'completedCache'
+      CommonOptions<TBody, TStore, TRecord>,
+      'fingerprint' | 'correlationId' | 'logger' | 'metrics' | 'metricNamespace' | 'completedCache'
     >
   > & {
-    readonly fingerprint: FingerprintPicker<TBody> | undefined;
-    readonly correlationId: CorrelationIdPicker | undefined;
-    readonly deadLetterSender: DeadLetterSender | undefined;
+    readonly fingerprint: FingerprintPicker<TBody, TRecord> | undefined;
+    readonly correlationId: CorrelationIdPicker<TRecord> | undefined;
+    readonly deadLetterWriter: DeadLetterWriter<TRecord> | undefined;
     readonly logger: Logger | undefined;
     readonly metrics: MetricsSink | false | undefined;
     readonly metricNamespace: string;
@@ -180,9 +177,9 @@ function oneOf<T extends string>(field: string, value: T | undefined, allowed: r
  * Validates `options`, applies defaults and freezes the result. Throws `INVALID_OPTIONS` with a
  * message naming the option, what was expected and what was given.
  */
-export function resolveOptions<TBody, TStore>(
-  options: BatchProcessorOptions<TBody, TStore>,
-): ResolvedOptions<TBody, TStore> {
+export function resolveOptions<TBody, TStore, TRecord>(
+  options: BatchProcessorOptions<TBody, TStore, TRecord>,
+): ResolvedOptions<TBody, TStore, TRecord> {
   expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
   const { parse = 'json', metricNamespace = DEFAULT_METRIC_NAMESPACE, logger, metrics } = options;
   assertName('consumer', options.consumer);
@@ -207,8 +204,12 @@ export function resolveOptions<TBody, TStore>(
       options[field],
     );
   }
-  const deadLetter = oneOf('deadLetter', options.deadLetter, DEAD_LETTER_MODES, 'redrive');
-  if (deadLetter === 'direct') expectMethods('deadLetterSender', options.deadLetterSender, ['send']);
+  expectOption(
+    options.deadLetterWriter === undefined || isFunction(options.deadLetterWriter),
+    'deadLetterWriter',
+    'a function',
+    options.deadLetterWriter,
+  );
   if (logger !== undefined) expectMethods('logger', logger, ['log']);
   const { logErrorMessages = false } = options;
   expectOption(typeof logErrorMessages === 'boolean', 'logErrorMessages', 'a boolean', logErrorMessages);
@@ -235,10 +236,10 @@ export function resolveOptions<TBody, TStore>(
       DEFAULT_DEADLINE_MARGIN_MILLIS,
       0,
     ),
-    deadLetter,
+    deadLetterWriter: options.deadLetterWriter,
     logLevel: oneOf('logLevel', options.logLevel, LOG_LEVELS, 'info'),
     logKeys: oneOf('logKeys', options.logKeys, ['plain', 'hash'], 'plain'),
     logErrorMessages,
     metricNamespace,
-  }) as ResolvedOptions<TBody, TStore>;
+  }) as ResolvedOptions<TBody, TStore, TRecord>;
 }

@@ -17,6 +17,7 @@ import {
 } from '../core/entry-options';
 import { dispositionOf, expectOption, isEffectivelyOnceError } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
+import type { LambdaContext } from '../core/inbound-message';
 import { createLeaseClaim } from '../core/lease-claim';
 import type { Logger, LogLevel } from '../core/logger';
 import {
@@ -27,7 +28,6 @@ import {
   publishCounts,
 } from '../core/metrics';
 import { errorMessageField } from '../core/outcome';
-import type { LambdaContext } from '../core/sqs-event';
 import type { LeaseStore } from '../core/store-port';
 import type { Clock } from '../core/time';
 import { createDynamoDbStore } from '../store/dynamodb-store';

@@ -2,8 +2,8 @@
  * The middy adapter: the same engine as `createSqsHandler`, as a `@middy/core` middleware.
  * Thin by design; all behaviour lives in the core.
  */
-import type { LambdaContext, SqsBatchResponse, SqsEvent } from '../core/sqs-event';
-import { createSqsHandler, type SqsHandlerOptions } from '../sqs-handler';
+import type { LambdaContext, SqsBatchResponse, SqsEvent } from '../sqs/sqs-event';
+import { createSqsHandler, type SqsHandlerOptions } from '../sqs/sqs-handler';
 
 /**
  * The key prefix under which Powertools for AWS Lambda middlewares (`logMetrics`,

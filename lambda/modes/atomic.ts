@@ -26,14 +26,20 @@ import {
 } from './unit-of-work';
 
 /** Describes the business writes of one message on `unitOfWork`. Its return value is ignored. */
-export type AtomicHandler<TBody> = (message: Message<TBody>, unitOfWork: UnitOfWork) => unknown;
+export type AtomicHandler<TBody, TRecord = unknown> = (
+  message: Message<TBody, TRecord>,
+  unitOfWork: UnitOfWork,
+) => unknown;
 
 /**
  * Describes the business writes of one message on `unitOfWork`, marking the put that creates its
  * business item with `unitOfWork.putAsMarker` (`atomic(handle, { marker: 'item' })`). Its return
  * value is ignored.
  */
-export type ItemMarkerHandler<TBody> = (message: Message<TBody>, unitOfWork: ItemMarkerUnitOfWork) => unknown;
+export type ItemMarkerHandler<TBody, TRecord = unknown> = (
+  message: Message<TBody, TRecord>,
+  unitOfWork: ItemMarkerUnitOfWork,
+) => unknown;
 
 /** Options of `atomic`, fixed when the mode is created (cold start). */
 export interface AtomicOptions {
@@ -108,18 +114,18 @@ export interface AtomicOutboxOptions extends DestinationSizingOptions {
  *   ),
  * });
  */
-export function atomic<TBody = unknown>(
-  handle: ItemMarkerHandler<TBody>,
+export function atomic<TBody = unknown, TRecord = unknown>(
+  handle: ItemMarkerHandler<TBody, TRecord>,
   options: AtomicOptions & { readonly marker: 'item' },
-): Mode<TBody, AtomicStore>;
-export function atomic<TBody = unknown>(
-  handle: AtomicHandler<TBody>,
+): Mode<TBody, AtomicStore, TRecord>;
+export function atomic<TBody = unknown, TRecord = unknown>(
+  handle: AtomicHandler<TBody, TRecord>,
   options?: AtomicOptions & { readonly marker?: 'inbox' },
-): Mode<TBody, AtomicStore>;
-export function atomic<TBody = unknown>(
-  handle: ItemMarkerHandler<TBody>,
+): Mode<TBody, AtomicStore, TRecord>;
+export function atomic<TBody = unknown, TRecord = unknown>(
+  handle: ItemMarkerHandler<TBody, TRecord>,
   options?: AtomicOptions,
-): Mode<TBody, AtomicStore> {
+): Mode<TBody, AtomicStore, TRecord> {
   return {
     name: 'atomic',
     capability: 'atomic',

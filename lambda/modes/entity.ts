@@ -12,7 +12,9 @@ import { outcomeOfError } from '../core/outcome';
 import type { EntityStore, EntityWrite } from '../core/store-port';
 
 /** Returns the business item of one message, its table and its partition key attribute. */
-export type EntityHandler<TBody> = (message: Message<TBody>) => EntityWrite | Promise<EntityWrite>;
+export type EntityHandler<TBody, TRecord = unknown> = (
+  message: Message<TBody, TRecord>,
+) => EntityWrite | Promise<EntityWrite>;
 
 function assertEntity(entity: unknown): asserts entity is EntityWrite {
   const candidate = entity as Partial<EntityWrite> | null | undefined;
@@ -57,7 +59,9 @@ function entityExpiresAt(write: EntityWrite): number {
  *   })),
  * });
  */
-export function entity<TBody = unknown>(handle: EntityHandler<TBody>): Mode<TBody, EntityStore> {
+export function entity<TBody = unknown, TRecord = unknown>(
+  handle: EntityHandler<TBody, TRecord>,
+): Mode<TBody, EntityStore, TRecord> {
   return {
     name: 'entity',
     capability: 'entity',

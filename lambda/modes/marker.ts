@@ -13,7 +13,7 @@ import { outcomeOfError } from '../core/outcome';
 import type { InsertResult, MarkerStore } from '../core/store-port';
 
 /** Performs the effect of one message. Its return value is ignored. */
-export type MarkerHandler<TBody> = (message: Message<TBody>) => unknown;
+export type MarkerHandler<TBody, TRecord = unknown> = (message: Message<TBody, TRecord>) => unknown;
 
 /**
  * Marker mode: the marker is stored first, then `handle` runs; if `handle` throws, the marker
@@ -29,7 +29,9 @@ export type MarkerHandler<TBody> = (message: Message<TBody>) => unknown;
  *   mode: marker(async (message) => mailer.send(message.body)),
  * });
  */
-export function marker<TBody = unknown>(handle: MarkerHandler<TBody>): Mode<TBody, MarkerStore> {
+export function marker<TBody = unknown, TRecord = unknown>(
+  handle: MarkerHandler<TBody, TRecord>,
+): Mode<TBody, MarkerStore, TRecord> {
   return {
     name: 'marker',
     capability: 'marker',

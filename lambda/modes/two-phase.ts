@@ -15,9 +15,9 @@ export const MIN_LEASE_MILLIS = 1000;
 export const DEFAULT_LEASE_MILLIS = 15 * 60 * 1000;
 
 /** The options of two-phase mode. */
-export interface TwoPhaseOptions<TBody> {
+export interface TwoPhaseOptions<TBody, TRecord = unknown> {
   /** Runs the message's effects with `effects.run`. Its return value is ignored. */
-  readonly handle: TwoPhaseHandler<TBody>;
+  readonly handle: TwoPhaseHandler<TBody, TRecord>;
   /**
    * How long a claim is valid, in milliseconds (at least 1000: a smaller value is taken for
    * seconds and rejected). Cover the longest effect plus the clock skew between instances: a
@@ -106,7 +106,9 @@ function expectMillis(field: string, value: unknown): void {
  *   }),
  * });
  */
-export function twoPhase<TBody = unknown>(options: TwoPhaseOptions<TBody>): Mode<TBody, LeaseStore> {
+export function twoPhase<TBody = unknown, TRecord = unknown>(
+  options: TwoPhaseOptions<TBody, TRecord>,
+): Mode<TBody, LeaseStore, TRecord> {
   return {
     name: 'two-phase',
     capability: 'lease',
@@ -142,7 +144,7 @@ export function twoPhase<TBody = unknown>(options: TwoPhaseOptions<TBody>): Mode
       expectOption(typeof heartbeat === 'boolean', 'twoPhase.heartbeat', 'a boolean', heartbeat);
       expectOption(typeof storeResults === 'boolean', 'twoPhase.storeResults', 'a boolean', storeResults);
 
-      const config: Omit<EffectsConfig<TBody>, 'leaseMillis'> = {
+      const config: Omit<EffectsConfig<TBody, TRecord>, 'leaseMillis'> = {
         handle,
         store,
         consumer,

@@ -17,12 +17,12 @@ export {
   OUTBOX_RELAY_METRICS,
   type OutboxDestinationKind,
 } from '../core/contract';
-// The types the outbox's signatures use (also exported by the entry points that define them).
-export type { DeadLetterSender } from '../core/dead-letter';
 export type { Environment } from '../core/environment';
 export type { LineWriter, Logger, LogLevel } from '../core/logger';
 export type { TransactWriteAction } from '../core/store-port';
 export type { Clock } from '../core/time';
+// The types the outbox's signatures use (also exported by the entry points that define them).
+export type { DeadLetterSender } from '../dead-letter/dead-letter-message';
 export type { AttributeValue, DynamoDbStreamEvent, StreamBatchResponse } from '../streams/stream-event';
 export {
   assertEventSource,

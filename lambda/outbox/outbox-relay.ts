@@ -11,7 +11,6 @@ import {
   OUTBOX_ATTRIBUTES,
   OUTBOX_RELAY_METRICS,
 } from '../core/contract';
-import type { DeadLetterSender } from '../core/dead-letter';
 import type { Environment } from '../core/environment';
 import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
 import {
@@ -24,6 +23,7 @@ import {
 } from '../core/logger';
 import { embeddedMetricLine } from '../core/metrics';
 import type { Clock } from '../core/time';
+import type { DeadLetterSender } from '../dead-letter/dead-letter-message';
 import type {
   AttributeValue,
   DynamoDbStreamEvent,

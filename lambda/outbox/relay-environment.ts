@@ -10,10 +10,10 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ENV, OUTBOX_DESTINATION_KINDS, OUTBOX_ENV, type OutboxDestinationKind } from '../core/contract';
-import type { DeadLetterSender } from '../core/dead-letter';
 import { type ConstructSettings, type Environment, readConstructSettings } from '../core/environment';
 import { expectOption, invalidOption } from '../core/errors';
-import { createSqsDeadLetterSender } from '../sqs/dead-letter-sender';
+import type { DeadLetterSender } from '../dead-letter/dead-letter-message';
+import { createSqsDeadLetterSender } from '../dead-letter/sqs-dead-letter-sender';
 import {
   assertEventSource,
   eventBridgeDestination,

@@ -1,16 +1,18 @@
 /**
  * `createDynamoDbStreamHandler`: the Lambda handler of a DynamoDB Streams event source mapping.
- * Each record's change is written as plain JSON (`DynamoDbChange`) and parsed like an SQS body;
- * a failure checkpoints the stream at that record.
+ * Each record's change is written as plain JSON (`DynamoDbChange`) and is the message body; a
+ * failure checkpoints the stream at that record, and a permanent failure is a lossless stream
+ * dead letter (the record's `dynamodb` field as delivered).
  */
+import type { Message } from '../core/message';
+import { type StreamCoordinates, streamRecordAttributes } from './stream-dead-letter';
 import type { AttributeValue, DynamoDbStreamEvent, DynamoDbStreamRecord } from './stream-event';
 import {
   createStreamHandler,
   invalidRecord,
   type StreamHandler,
   type StreamHandlerOptions,
-  type StreamRecordView,
-  streamMessage,
+  type StreamMessage,
 } from './stream-handler';
 
 /**
@@ -28,6 +30,12 @@ export interface DynamoDbChange<TItem = Record<string, unknown>> {
   /** The item before the change, unmarshalled, when the stream records it. */
   readonly oldImage?: TItem;
 }
+
+/**
+ * The message a DynamoDB Streams handler receives: the change as its body, `message.record` the
+ * DynamoDB Streams record.
+ */
+export type DynamoDbStreamMessage<TBody = DynamoDbChange> = Message<TBody, DynamoDbStreamRecord>;
 
 /** Options of {@link createDynamoDbStreamHandler}. */
 export type DynamoDbStreamHandlerOptions<TBody = DynamoDbChange, TStore = unknown> = StreamHandlerOptions<
@@ -83,13 +91,8 @@ export function dynamoDbChangeJson(record: DynamoDbStreamRecord): string {
   return `{${parts.join(',')}}`;
 }
 
-/**
- * The engine's view of a DynamoDB Streams record: the change's JSON as the body, the stream as
- * its ordering group (a record does not name its shard; every batch Lambda delivers holds one),
- * the event id as its message id. A record without a sequence number or event name is not a
- * DynamoDB Streams record (`INVALID_EVENT`).
- */
-export function dynamoDbRecordView(record: DynamoDbStreamRecord): StreamRecordView {
+/** Checks a DynamoDB Streams record's sequence number and event name (`INVALID_EVENT` without them). */
+function checkedChange(record: DynamoDbStreamRecord): string {
   const sequenceNumber = record?.dynamodb?.SequenceNumber;
   if (typeof sequenceNumber !== 'string' || sequenceNumber === '') {
     invalidRecord('DynamoDB Streams', '`dynamodb.SequenceNumber`');
@@ -97,19 +100,47 @@ export function dynamoDbRecordView(record: DynamoDbStreamRecord): StreamRecordVi
   if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY' && record.eventName !== 'REMOVE') {
     invalidRecord('DynamoDB Streams', '`eventName` INSERT, MODIFY or REMOVE');
   }
+  return sequenceNumber;
+}
+
+/**
+ * Where a DynamoDB Streams record sits: the table stream's ARN and the sequence number (a record
+ * does not name its shard), the event id and name, when the change was made, and the item's key
+ * (to read the item again).
+ */
+export function dynamoDbCoordinates(record: DynamoDbStreamRecord): StreamCoordinates {
+  const sequenceNumber = checkedChange(record);
+  const change = record.dynamodb;
+  return {
+    ...(record.eventSource === undefined ? {} : { eventSource: record.eventSource }),
+    ...(record.eventSourceARN === undefined ? {} : { eventSourceArn: record.eventSourceARN }),
+    sequenceNumber,
+    ...(record.eventID === undefined ? {} : { eventId: record.eventID }),
+    ...(change.ApproximateCreationDateTime === undefined
+      ? {}
+      : { arrivalTime: change.ApproximateCreationDateTime }),
+    eventName: record.eventName!,
+    ...(change.Keys === undefined ? {} : { keys: change.Keys }),
+  };
+}
+
+/**
+ * The engine's message of a DynamoDB Streams record: the change's JSON as the body, the stream
+ * as its ordering group (a record does not name its shard; every batch Lambda delivers holds
+ * one), the event id as its message id. A record without a sequence number or event name is not
+ * a DynamoDB Streams record (`INVALID_EVENT`).
+ */
+export function dynamoDbMessage(record: DynamoDbStreamRecord): StreamMessage<DynamoDbStreamRecord> {
+  const sequenceNumber = checkedChange(record);
   const shard = record.eventSourceARN ?? 'dynamodb';
   return {
-    message: streamMessage({
-      messageId: record.eventID ?? `${shard}:${sequenceNumber}`,
-      body: dynamoDbChangeJson(record),
-      shard,
-      sequenceNumber,
-      eventSource: record.eventSource,
-      eventSourceArn: record.eventSourceARN,
-      awsRegion: record.awsRegion,
-    }),
-    shard,
+    id: record.eventID ?? `${shard}:${sequenceNumber}`,
+    text: dynamoDbChangeJson(record),
+    attributes: streamRecordAttributes(dynamoDbCoordinates(record)),
+    groupId: shard,
+    orderingGroup: shard,
     sequenceNumber,
+    record,
   };
 }
 
@@ -123,8 +154,10 @@ export function dynamoDbRecordView(record: DynamoDbStreamRecord): StreamRecordVi
  * of the change, `fromData('newImage.eventId')`. Records run in order; on the first one that must
  * be retried, the later ones do not run and the response names its sequence number, where the
  * event source resumes (the records processed before it come again as duplicates). A permanent
- * failure is sent to the dead-letter queue with its reason and acknowledged, so the stream moves
- * on. A record retried until the mapping's `MaximumRetryAttempts` (or
+ * failure is sent to the dead-letter queue with its reason, the record's coordinates and its
+ * `dynamodb` field as delivered (marked truncated with the item's key when it does not fit the
+ * queue's message size), and acknowledged, so the stream moves on. `message.record` is the
+ * DynamoDB Streams record. A record retried until the mapping's `MaximumRetryAttempts` (or
  * `MaximumRecordAgeInSeconds`) is discarded with the rest of its batch; the on-failure
  * destination gets the shard and sequence numbers, not the change.
  *
@@ -139,6 +172,10 @@ export function createDynamoDbStreamHandler<TBody = DynamoDbChange, TStore = unk
 ): StreamHandler<DynamoDbStreamEvent> {
   return createStreamHandler<DynamoDbStreamEvent, DynamoDbStreamRecord, TBody, TStore>(options, {
     name: 'DynamoDB Streams',
-    view: dynamoDbRecordView,
+    message: dynamoDbMessage,
+    deadLetterRecord: (record) => ({
+      coordinates: dynamoDbCoordinates(record),
+      data: new TextEncoder().encode(JSON.stringify(record.dynamodb)),
+    }),
   });
 }

@@ -11,10 +11,17 @@ export {
   createDynamoDbStreamHandler,
   type DynamoDbChange,
   type DynamoDbStreamHandlerOptions,
+  type DynamoDbStreamMessage,
   dynamoDbChangeJson,
 } from './dynamodb-stream-handler';
 export { fromData, fromKeysAndVersion } from './key-sources';
-export { createKinesisHandler, type KinesisHandlerOptions } from './kinesis-handler';
+export { createKinesisHandler, type KinesisHandlerOptions, type KinesisMessage } from './kinesis-handler';
+export {
+  STREAM_DEAD_LETTER_FORMAT,
+  type StreamCoordinates,
+  type StreamDeadLetterBody,
+  type StreamDeadLetterData,
+} from './stream-dead-letter';
 export type {
   AttributeValue,
   DynamoDbStreamChange,
@@ -25,9 +32,4 @@ export type {
   KinesisStreamRecord,
   StreamBatchResponse,
 } from './stream-event';
-export {
-  type StreamHandler,
-  type StreamHandlerOptions,
-  type StreamKeySource,
-  streamRecordOf,
-} from './stream-handler';
+export type { StreamHandler, StreamHandlerOptions, StreamKeySource } from './stream-handler';

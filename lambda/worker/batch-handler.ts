@@ -13,12 +13,12 @@ import { ChangeMessageVisibilityBatchCommand, type Message, type SQSClient } fro
 import { EffectivelyOnceError } from '../core/errors';
 import { createJsonLogger, createLevelLog, type LogEntry, type Logger, type LogLevel } from '../core/logger';
 import type { ModeDefaults } from '../core/mode';
-import type { SqsBatchResponse, SqsRecord } from '../core/sqs-event';
+import type { SqsBatchResponse, SqsRecord } from '../sqs/sqs-event';
 import {
   createSqsHandlerWithDefaults,
   resolveSqsHandlerOptions,
   type SqsHandlerOptions,
-} from '../sqs-handler';
+} from '../sqs/sqs-handler';
 import { clampVisibilityTimeout, type RetryDelay, resolveRetryDelay } from './retry-delay';
 import { recordSourceOf, toSqsRecord } from './sqs-record';
 

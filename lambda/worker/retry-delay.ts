@@ -3,7 +3,7 @@
  * timeout the worker sets on it with `ChangeMessageVisibility`. Transport-free.
  */
 import { invalidOption } from '../core/errors';
-import type { SqsRecord } from '../core/sqs-event';
+import type { SqsRecord } from '../sqs/sqs-event';
 
 /** Seconds a message to retry stays hidden, chosen per message (for example from its receive count). */
 export type RetryDelay = (record: SqsRecord) => number;

@@ -6,7 +6,7 @@
  */
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { EffectivelyOnceError } from '../core/errors';
-import type { SqsMessageAttribute, SqsRecord } from '../core/sqs-event';
+import type { SqsMessageAttribute, SqsRecord } from '../sqs/sqs-event';
 
 /**
  * The `ReceiveMessage` settings that make a received message as complete as a Lambda record:

@@ -7,7 +7,7 @@ import { Consumer } from 'sqs-consumer';
 import { expectOption, isEffectivelyOnceError } from '../core/errors';
 import type { ModeDefaults } from '../core/mode';
 import { errorMessageField } from '../core/outcome';
-import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs-handler';
+import { resolveSqsHandlerOptions, type SqsHandlerOptions } from '../sqs/sqs-handler';
 import {
   createWorkerBatchHandlerWithDefaults,
   createWorkerLog,

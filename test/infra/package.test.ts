@@ -66,7 +66,7 @@ export const handler: (options: Parameters<typeof createSqsHandler>[0]) => SqsHa
 export const used = [fromBody, PermanentError, IdempotentConsumer, IdempotentStreamConsumer, InboxTable, Outbox, createIdempotentHttpHandler, createJobGuard, createOutboxRelay, createOutboxWriter, doubleTap, createKinesisHandler, createDynamoDbStreamHandler, createSqsWorker];
 `;
 const HIDDEN = `// @ts-expect-error only the subpaths of the exports map resolve
-import { createSqsHandler as hiddenHandler } from 'effectively-once/dist/lambda/sqs-handler';
+import { createSqsHandler as hiddenHandler } from 'effectively-once/dist/lambda/sqs/sqs-handler';
 
 export const hidden = hiddenHandler;
 `;

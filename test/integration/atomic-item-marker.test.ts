@@ -8,10 +8,10 @@
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
-import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { type AtomicHandler, atomic, type ItemMarkerHandler } from '../../lambda/modes/atomic';
-import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import {
   captureMetrics,

@@ -14,12 +14,12 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { createJobGuard, type JobRun, jobSlotKey } from '../../lambda/jobs';
 import { marker } from '../../lambda/modes/marker';
 import { twoPhase } from '../../lambda/modes/two-phase';
-import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import {
   captureMetrics,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, METRICS, OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
-import type { SqsEvent, SqsRecord } from '../../lambda/core/sqs-event';
+import type { SqsEvent, SqsRecord } from '../../lambda/sqs/sqs-event';
 import { localAwsEnv } from '../../scripts/local-aws/harness';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, sqsRecord, type TestQueue, waitFor } from '../support/fixtures';

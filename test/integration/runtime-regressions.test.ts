@@ -10,13 +10,13 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { fingerprintOf } from '../../lambda/core/fingerprint';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { marker } from '../../lambda/modes/marker';
 import { twoPhase } from '../../lambda/modes/two-phase';
-import type { SqsHandlerOptions } from '../../lambda/sqs-handler';
-import { createSqsHandler } from '../../lambda/sqs-handler';
+import type { SqsHandlerOptions } from '../../lambda/sqs/sqs-handler';
+import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { captureMetrics, counts, createLocalResources, sqsEvent, sqsRecord } from '../support/fixtures';
 import { attachRequestCounter } from '../support/request-counter';

@@ -16,11 +16,11 @@ import {
   fromAttribute,
   fromBody,
   METRICS,
-  type Message,
   PermanentError,
   type SqsEvent,
   type SqsHandler,
   type SqsHandlerOptions,
+  type SqsMessage,
   type SqsRecord,
   type UnitOfWork,
 } from '../../lambda';
@@ -135,7 +135,7 @@ const UNAVAILABLE: FakeError = { statusCode: 500, type: 'InternalServerError' };
  * The order item and one item per status transition. `receiveCount` is a probe: it differs on
  * every redelivery, so any write made by a duplicate would show in the stored item.
  */
-function projectOrder(message: Message<OrderEvent>, unitOfWork: UnitOfWork): void {
+function projectOrder(message: SqsMessage<OrderEvent>, unitOfWork: UnitOfWork): void {
   const { orderId, status, amount } = message.body;
   unitOfWork.put({ TableName: businessTable, Item: { pk: `ORDER#${orderId}`, status, amount } });
   unitOfWork.put({

@@ -16,7 +16,7 @@ import type { Message } from '../../lambda/core/message';
 import type { InboxRecord } from '../../lambda/core/store-port';
 import { atomic } from '../../lambda/modes/atomic';
 import { type Effects, type TwoPhaseOptions, twoPhase } from '../../lambda/modes/two-phase';
-import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs-handler';
+import { createSqsHandler, type SqsHandlerOptions } from '../../lambda/sqs/sqs-handler';
 import { createDynamoDbStore } from '../../lambda/store/dynamodb-store';
 import { uniqueName } from '../support/aws';
 import {

@@ -19,15 +19,15 @@
  * | binary and unknown message attributes | ignored; a key taken from a binary attribute is its base64 text |
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { fromAttribute, fromBody, type KeySource, scopeKey } from '../../lambda/core/dedup-key';
 import { sha256Hex } from '../../lambda/core/fingerprint';
 import type { LogEntry } from '../../lambda/core/logger';
-import type { SqsBatchResponse, SqsMessageAttribute, SqsRecord } from '../../lambda/core/sqs-event';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../lambda/modes/atomic';
 import { entity } from '../../lambda/modes/entity';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
-import { createSqsHandler } from '../../lambda/sqs-handler';
+import type { SqsBatchResponse, SqsMessageAttribute, SqsRecord } from '../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { sqsRecord } from '../support/fixtures';
 import { createLocalClient, createTables, deleteTables, type LocalClient, readItems } from './support/tables';

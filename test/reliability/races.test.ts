@@ -11,10 +11,10 @@
 import { describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { LogEntry } from '../../lambda/core/logger';
-import type { SqsBatchResponse, SqsRecord } from '../../lambda/core/sqs-event';
 import { atomic } from '../../lambda/modes/atomic';
 import { twoPhase } from '../../lambda/modes/two-phase';
-import { createSqsHandler } from '../../lambda/sqs-handler';
+import type { SqsBatchResponse, SqsRecord } from '../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { sqsRecord } from '../support/fixtures';
 import { createLocalClient, readItems, useFileTables } from './support/tables';

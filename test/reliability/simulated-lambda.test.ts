@@ -3,8 +3,8 @@
  * the dead-letter sender and metrics sink an invocation hands the real handler.
  */
 import { describe, expect, it } from 'vitest';
-import type { DeadLetterMessage } from '../../lambda/core/dead-letter';
 import { createOutcomeCounts } from '../../lambda/core/metrics';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { isSimulatedCrash } from './support/fault-injection';
 import { chanceOf } from './support/prng';
 import {

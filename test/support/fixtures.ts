@@ -30,23 +30,19 @@ import fc from 'fast-check';
 import { vi } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import { PermanentError } from '../../lambda/core/errors';
+import type { InboundMessage } from '../../lambda/core/inbound-message';
 import { createJsonLogger, type LogEntry, type Logger } from '../../lambda/core/logger';
 import type { Message } from '../../lambda/core/message';
 import { createOutcomeCounts, type MetricsSink, type OutcomeCounts } from '../../lambda/core/metrics';
-import type { CommonOptions } from '../../lambda/core/options';
+import { type MarkerHandler, marker } from '../../lambda/modes/marker';
 import type {
   LambdaContext,
   SqsBatchResponse,
   SqsEvent,
   SqsMessageAttribute,
   SqsRecord,
-} from '../../lambda/core/sqs-event';
-import { type MarkerHandler, marker } from '../../lambda/modes/marker';
-import type {
-  SqsHandlerEnvironmentOptions,
-  SqsHandlerOptions,
-  SqsHandlerStoreOptions,
-} from '../../lambda/sqs-handler';
+} from '../../lambda/sqs/sqs-event';
+import { type SqsHandlerOptions, sqsInboundMessage } from '../../lambda/sqs/sqs-handler';
 import { type OutcomeTotals, zeroOutcomeTotals } from '../../scripts/main-job/observations';
 import { awsConfig, type LocalAwsConfig, uniqueName } from './aws';
 import { createMemoryStore } from './memory-store';
@@ -572,7 +568,7 @@ export interface OutcomeEvent {
 export function outcomeHandlerOptions({
   handle,
   ...overrides
-}: Partial<CommonOptions<OutcomeEvent> & SqsHandlerStoreOptions & SqsHandlerEnvironmentOptions> & {
+}: Partial<SqsHandlerOptions<OutcomeEvent>> & {
   /** Replaces the marker handler. */
   readonly handle?: MarkerHandler<OutcomeEvent>;
 } = {}): SqsHandlerOptions<OutcomeEvent> {
@@ -624,4 +620,15 @@ export function check<Ts extends unknown[]>(
       }
     },
   });
+}
+
+/**
+ * The arguments a key source is called with for an SQS record: the record, the parsed body and
+ * the engine's message of the record.
+ */
+export function keyArgs<TBody>(
+  record: SqsRecord,
+  body: TBody,
+): [SqsRecord, TBody, InboundMessage<SqsRecord>] {
+  return [record, body, sqsInboundMessage(record)];
 }

@@ -5,7 +5,8 @@
  * into Lambda's records) is `scripts/support/stream-reader.ts`, which `npm start` uses too.
  */
 import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
-import type { DeadLetterMessage, DeadLetterSender } from '../../lambda/core/dead-letter';
+import type { DeadLetterMessage, DeadLetterSender } from '../../lambda/dead-letter/dead-letter-message';
+import type { StreamDeadLetterBody } from '../../lambda/streams/stream-dead-letter';
 import type {
   AttributeValue,
   DynamoDbStreamRecord,
@@ -26,6 +27,8 @@ export interface KinesisRecordOptions {
   readonly partitionKey?: string;
   /** The data exactly as produced. @default the JSON of `data` */
   readonly rawData?: string;
+  /** The data's bytes exactly as produced (binary data: gzip, a KPL aggregate). */
+  readonly rawBytes?: Uint8Array;
 }
 
 /**
@@ -38,13 +41,13 @@ export function kinesisRecord(
   options: KinesisRecordOptions = {},
 ): KinesisStreamRecord {
   const shardId = options.shardId ?? 'shardId-000000000000';
-  const text = options.rawData ?? JSON.stringify(data);
+  const bytes = options.rawBytes ?? Buffer.from(options.rawData ?? JSON.stringify(data), 'utf8');
   return {
     kinesis: {
       kinesisSchemaVersion: '1.0',
       partitionKey: options.partitionKey ?? 'pk',
       sequenceNumber,
-      data: Buffer.from(text, 'utf8').toString('base64'),
+      data: Buffer.from(bytes).toString('base64'),
       approximateArrivalTimestamp: 1767225600.5,
     },
     eventSource: 'aws:kinesis',
@@ -94,6 +97,21 @@ export function dynamoDbStreamRecord(
 }
 
 /** A dead-letter sender that keeps every message it sends; `fail` makes the next sends reject. */
+/** The envelope of a stream dead letter (its body, parsed). */
+export function streamDeadLetterOf(message: DeadLetterMessage): StreamDeadLetterBody {
+  return JSON.parse(message.body) as StreamDeadLetterBody;
+}
+
+/**
+ * The record's data recovered from a stream dead letter, byte for byte: decoded from its encoding,
+ * `undefined` when the dead letter was marked truncated.
+ */
+export function recoveredData(envelope: StreamDeadLetterBody): Buffer | undefined {
+  const { data } = envelope;
+  if ('truncated' in data) return undefined;
+  return data.encoding === 'base64' ? Buffer.from(data.value, 'base64') : Buffer.from(data.value, 'utf8');
+}
+
 export function captureDeadLetters(): DeadLetterSender & {
   readonly sent: DeadLetterMessage[];
   fail: boolean;

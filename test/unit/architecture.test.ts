@@ -73,12 +73,13 @@ describe('architecture', () => {
     const readers = sources('lambda')
       .filter((file) => /process\.env/.test(code(read(file))))
       .map((file) => relative('lambda', file));
-    // `createSqsHandler` reads the construct's EO_* variables; the middleware and the worker
-    // build on it, and everything else takes the environment as a parameter. The outbox relay's
-    // entry point reads the `Outbox` construct's, in the one module of its environment defaults.
+    // The consumer entry reads the construct's EO_* variables for every consumer entry point
+    // (SQS handler, middleware, worker, streams), and everything else takes the environment as a
+    // parameter. The outbox relay's entry point reads the `Outbox` construct's, in the one module
+    // of its environment defaults.
     expect(readers.filter((file) => !file.startsWith('example/'))).toEqual([
+      'consumer-entry.ts',
       'outbox/relay-environment.ts',
-      'sqs-handler.ts',
     ]);
   });
 
@@ -96,7 +97,9 @@ describe('architecture', () => {
       ...sources('lambda/core'),
       ...sources('lambda/example'),
       'lambda/index.ts',
-      'lambda/sqs-handler.ts',
+      'lambda/consumer-entry.ts',
+      ...sources('lambda/sqs'),
+      ...sources('lambda/streams'),
     ]
       .filter((file) => /^export default/m.test(read(file)))
       .map((file) => `${file}: export default`);
@@ -170,8 +173,8 @@ describe('import cycles', () => {
 
   it('resolves relative specifiers, folder indexes and the tsconfig paths to files of the repository', () => {
     expect(resolveImport('lambda/core/options.ts', './mode')).toBe('lambda/core/mode.ts');
-    expect(resolveImport('lambda/middleware/sqs-middleware.ts', '../sqs-handler')).toBe(
-      'lambda/sqs-handler.ts',
+    expect(resolveImport('lambda/middleware/sqs-middleware.ts', '../sqs/sqs-handler')).toBe(
+      'lambda/sqs/sqs-handler.ts',
     );
     expect(resolveImport('lambda/index.ts', './http/index')).toBe('lambda/http/index.ts');
     expect(resolveImport('lambda/index.ts', './http')).toBe('lambda/http/index.ts');
@@ -187,12 +190,12 @@ describe('import cycles', () => {
     const { files, edges } = importGraph(['lambda/middleware']);
 
     expect(files).toContain('lambda/middleware/sqs-middleware.ts');
-    expect(files).toContain('lambda/sqs-handler.ts');
+    expect(files).toContain('lambda/sqs/sqs-handler.ts');
     expect(files).toContain('lambda/core/contract.ts');
     expect(edges).toContainEqual({
       from: 'lambda/middleware/sqs-middleware.ts',
-      specifier: '../sqs-handler',
-      to: 'lambda/sqs-handler.ts',
+      specifier: '../sqs/sqs-handler',
+      to: 'lambda/sqs/sqs-handler.ts',
       kind: 'runtime',
     });
     expect(edges.filter((edge) => edge.specifier.startsWith('.') && edge.to === undefined)).toEqual([]);
@@ -221,12 +224,17 @@ describe('dev-only code', () => {
 
 describe('adapter boundaries', () => {
   /**
-   * The adapters built on the core. The DynamoDB store is one too, and the one every other
-   * adapter may use; the SQS entry (`lambda/sqs-handler.ts`) is not an adapter folder, so the
-   * worker, the middleware and the stream entry points may build on it.
+   * The adapters built on the core: the transports (SQS, the streams, HTTP, jobs, the outbox
+   * relay), the hosts of a transport (the middy middleware and the `sqs-consumer` worker run the
+   * SQS transport; the outbox relay reads the outbox table's stream records), the Powertools
+   * interop, and the DynamoDB store. The store and the dead-letter
+   * queue are destinations every adapter may use; the neutral entry (`lambda/consumer-entry.ts`)
+   * is not an adapter folder, so every entry point may build on it.
    */
-  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'streams', 'store'];
-  const SHARED_ADAPTER = 'store';
+  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'streams', 'outbox', 'store'];
+  const SHARED = ['store'];
+  /** A host may use the transport it runs, and only that one. */
+  const HOSTS: Readonly<Record<string, string>> = { worker: 'sqs', middleware: 'sqs', outbox: 'streams' };
   const adapterOf = (file: string | undefined): string | undefined => {
     const [top, folder, ...rest] = (file ?? '').split('/');
     return top === 'lambda' && rest.length > 0 && ADAPTERS.includes(folder!) ? folder : undefined;
@@ -238,12 +246,16 @@ describe('adapter boundaries', () => {
   const siblingImports = (file: string, text: string): string[] =>
     importsOf(file, text).flatMap(({ specifier }) => {
       const target = adapterOf(resolveImport(file, specifier));
-      return target === undefined || target === adapterOf(file) || target === SHARED_ADAPTER
+      const own = adapterOf(file);
+      return target === undefined ||
+        target === own ||
+        SHARED.includes(target) ||
+        (own !== undefined && HOSTS[own] === target)
         ? []
         : [`${file} imports '${specifier}' (the ${target} adapter)`];
     });
 
-  it('keeps every adapter from importing a sibling adapter (the store is shared)', () => {
+  it('keeps every adapter from importing a sibling adapter (the store is shared, a host uses its transport)', () => {
     const files = ADAPTERS.flatMap((adapter) => sources(`lambda/${adapter}`));
     expect(files.flatMap((file) => siblingImports(file, read(file)))).toEqual([]);
   });
@@ -252,16 +264,38 @@ describe('adapter boundaries', () => {
     const text = [
       "import { createJobGuard } from '../jobs/job-guard';",
       "import type { SqsWorkerOptions } from '../worker/sqs-worker';",
-      "export { createSqsHandler } from '../sqs-handler';",
+      "export { createSqsHandler } from '../consumer-entry';",
       "import { createDynamoDbStore } from '../store/dynamodb-store';",
       "import { readIdempotencyKey } from './http-event';",
-      "const sender = import('../sqs/dead-letter-sender');",
+      "const handler = import('../sqs/sqs-handler');",
       "// import { createSqsMiddleware } from '../middleware/sqs-middleware';",
     ].join('\n');
     expect(siblingImports('lambda/http/handler.ts', text)).toEqual([
       "lambda/http/handler.ts imports '../jobs/job-guard' (the jobs adapter)",
       "lambda/http/handler.ts imports '../worker/sqs-worker' (the worker adapter)",
-      "lambda/http/handler.ts imports '../sqs/dead-letter-sender' (the sqs adapter)",
+      "lambda/http/handler.ts imports '../sqs/sqs-handler' (the sqs adapter)",
     ]);
+    // The worker runs the SQS transport; the streams may not.
+    expect(
+      siblingImports('lambda/worker/batch-handler.ts', "import { x } from '../sqs/sqs-handler';"),
+    ).toEqual([]);
+    expect(
+      siblingImports('lambda/streams/stream-handler.ts', "import { x } from '../sqs/sqs-event';"),
+    ).toEqual(["lambda/streams/stream-handler.ts imports '../sqs/sqs-event' (the sqs adapter)"]);
+  });
+
+  it('keeps the engine transport-free: lambda/core imports no module of lambda/ outside it and names no SQS, Kinesis or DynamoDB Streams type', () => {
+    const violations = sources('lambda/core').flatMap((file) => {
+      const text = read(file);
+      return [
+        ...importsOf(file, text)
+          .filter(({ specifier }) => specifier.startsWith('.') && !specifier.startsWith('./'))
+          .map(({ specifier }) => `${file}: imports ${specifier}`),
+        ...[...code(text).matchAll(/\b(Sqs[A-Z]\w*|Kinesis\w*|DynamoDbStream\w*)\b/g)].map(
+          (match) => `${file}: names ${match[1]}`,
+        ),
+      ];
+    });
+    expect(violations).toEqual([]);
   });
 });

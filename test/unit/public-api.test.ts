@@ -37,6 +37,7 @@ describe('package root', () => {
       'createJsonLogger',
       'createPowertoolsLogger',
       'createPowertoolsMetricsSink',
+      'createSqsBatchHandler',
       'createSqsDeadLetterSender',
       'createSqsHandler',
       'createSqsMiddleware',

@@ -18,8 +18,8 @@ import {
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_TTL_SECONDS,
 } from '../../lambda/core/options';
-import type { SqsRecord } from '../../lambda/core/sqs-event';
 import { PROBLEMS } from '../../lambda/http/http-outcome';
+import type { SqsRecord } from '../../lambda/sqs/sqs-event';
 import {
   BUSINESS_TABLE_ACTIONS,
   DYNAMODB_STREAM_READ_ACTIONS,
@@ -28,6 +28,7 @@ import {
   KINESIS_STREAM_READ_ACTIONS,
 } from '../../lib/consumer-permissions';
 import { PRODUCER_RETRY_FACTOR, RECORD_TTL_MARGIN } from '../../lib/record-ttl';
+import { keyArgs } from '../support/fixtures';
 import { DOC_PAGES, page, root, rowsOf, section } from './doc-pages';
 
 /** The README and docs pages' tagged code blocks, page by page, in order. */
@@ -176,14 +177,14 @@ describe('README and docs code samples', () => {
     const cloudEvent = { specversion: '1.0', source: 'https://shop.example.com', id: 'evt-9' };
 
     expect({
-      byAttribute: keySources.byAttribute(record, body),
-      byPath: keySources.byPath(record, body),
-      bySegments: keySources.bySegments(record, body),
-      byNaturalKey: keySources.byNaturalKey(record, body),
-      byCloudEvent: keySources.byCloudEvent(record, cloudEvent),
-      byDeduplicationId: keySources.byDeduplicationId(record, body),
-      byMessageId: keySources.byMessageId(record, body),
-      byTenantAndPayment: keySources.byTenantAndPayment(record, body),
+      byAttribute: keySources.byAttribute(...keyArgs(record, body)),
+      byPath: keySources.byPath(...keyArgs(record, body)),
+      bySegments: keySources.bySegments(...keyArgs(record, body)),
+      byNaturalKey: keySources.byNaturalKey(...keyArgs(record, body)),
+      byCloudEvent: keySources.byCloudEvent(...keyArgs(record, cloudEvent)),
+      byDeduplicationId: keySources.byDeduplicationId(...keyArgs(record, body)),
+      byMessageId: keySources.byMessageId(...keyArgs(record, body)),
+      byTenantAndPayment: keySources.byTenantAndPayment(...keyArgs(record, body)),
     }).toEqual({
       byAttribute: 'idem-1',
       byPath: 'pay-1',

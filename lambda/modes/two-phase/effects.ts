@@ -58,11 +58,14 @@ export interface Effects {
 }
 
 /** Runs the effects of one message with `effects.run`. Its return value is ignored. */
-export type TwoPhaseHandler<TBody> = (message: Message<TBody>, effects: Effects) => unknown;
+export type TwoPhaseHandler<TBody, TRecord = unknown> = (
+  message: Message<TBody, TRecord>,
+  effects: Effects,
+) => unknown;
 
 /** The resolved settings of two-phase mode, for one invocation. */
-export interface EffectsConfig<TBody> {
-  readonly handle: TwoPhaseHandler<TBody>;
+export interface EffectsConfig<TBody, TRecord = unknown> {
+  readonly handle: TwoPhaseHandler<TBody, TRecord>;
   readonly store: LeaseStore;
   readonly consumer: string;
   readonly ttlSeconds: number;
@@ -119,9 +122,9 @@ function readResult(stored: unknown): unknown {
  * completed; the first effect that could not run decides the outcome, whatever the handler did
  * with the rejection.
  */
-export async function runEffects<TBody>(
-  config: EffectsConfig<TBody>,
-  message: Message<TBody>,
+export async function runEffects<TBody, TRecord>(
+  config: EffectsConfig<TBody, TRecord>,
+  message: Message<TBody, TRecord>,
   fingerprint: string,
 ): Promise<ModeStepResult> {
   const { store, clock, leaseMillis, consumer, ttlSeconds } = config;

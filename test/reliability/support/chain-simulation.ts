@@ -67,16 +67,16 @@ import {
   IDEMPOTENCY_KEY_ATTRIBUTE,
   OUTBOX_ATTRIBUTES,
 } from '../../../lambda/core/contract';
-import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
 import { fromAttribute, fromBody, fromMessageId, scopeKey } from '../../../lambda/core/dedup-key';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
-import type { SqsHandler, SqsMessageAttribute, SqsRecord } from '../../../lambda/core/sqs-event';
+import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { createOutboxRelay, type OutboxRelay, outboxEventId, sqsDestination } from '../../../lambda/outbox';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import type { SqsHandler, SqsMessageAttribute, SqsRecord } from '../../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import type { DynamoDbStreamRecord } from '../../../lambda/streams';
 import { dynamoDbStreamRecordFrom } from '../../../scripts/support/stream-reader';
 import { awsConfig } from '../../support/aws';

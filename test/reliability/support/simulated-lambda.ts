@@ -5,8 +5,9 @@
  * simulation keeps its own invocation type; these need only what {@link SimulatedInvocation}
  * names.
  */
-import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
+
 import type { MetricsSink, OutcomeCounts } from '../../../lambda/core/metrics';
+import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
 import { type RequestFault, SimulatedCrash } from './fault-injection';
 import { chanceOf } from './prng';
 

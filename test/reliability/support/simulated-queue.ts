@@ -9,7 +9,7 @@
  * Time only moves when `advance()` is called, to the moment the next message becomes visible,
  * so a test waits for nothing.
  */
-import type { SqsMessageAttribute, SqsRecord } from '../../../lambda/core/sqs-event';
+import type { SqsMessageAttribute, SqsRecord } from '../../../lambda/sqs/sqs-event';
 import type { Random } from './prng';
 
 /** Where a message is. */

@@ -49,24 +49,25 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
-import { fromBody, fromDeduplicationId, scopeKey } from '../../../lambda/core/dedup-key';
+import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
+import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
+import { toDeadLetterAttributes } from '../../../lambda/dead-letter/sqs-dead-letter-sender';
+import { atomic } from '../../../lambda/modes/atomic';
+import { entity } from '../../../lambda/modes/entity';
+import { marker } from '../../../lambda/modes/marker';
+import { twoPhase } from '../../../lambda/modes/two-phase';
+import { fromDeduplicationId } from '../../../lambda/sqs/key-sources';
 import type {
   SqsBatchResponse,
   SqsHandler,
   SqsMessageAttribute,
   SqsRecord,
-} from '../../../lambda/core/sqs-event';
-import { atomic } from '../../../lambda/modes/atomic';
-import { entity } from '../../../lambda/modes/entity';
-import { marker } from '../../../lambda/modes/marker';
-import { twoPhase } from '../../../lambda/modes/two-phase';
-import { toDeadLetterAttributes } from '../../../lambda/sqs/dead-letter-sender';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+} from '../../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { toSqsRecord } from '../../../lambda/worker/sqs-record';
 import {
   attachFaultInjection,

@@ -37,10 +37,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/core/dead-letter';
 import { scopeKey, toDedupKey } from '../../../lambda/core/dedup-key';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
+import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { marker } from '../../../lambda/modes/marker';

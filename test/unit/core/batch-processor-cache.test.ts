@@ -4,17 +4,17 @@
  * delivery's marker is ever kept.
  */
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { EffectivelyOnceError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { Mode } from '../../../lambda/core/mode';
-import type { BatchProcessorOptions } from '../../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../../lambda/core/store-port';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { marker } from '../../../lambda/modes/marker';
 import { twoPhase } from '../../../lambda/modes/two-phase';
+import type { SqsBatchHandlerOptions } from '../../../lambda/sqs/sqs-handler';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -51,14 +51,14 @@ const completedMarker = (id: string, extra: Partial<InboxRecord> = {}): InboxRec
 
 function setup(
   mode: Mode<OrderEvent, InboxStore>,
-  options: Partial<BatchProcessorOptions<OrderEvent, InboxStore>> = {},
+  options: Partial<SqsBatchHandlerOptions<OrderEvent, InboxStore>> = {},
 ) {
   const store = createMemoryStore();
   const clock = manualClock();
   const logger = captureLogger();
   const metrics = captureMetrics();
   const create = () =>
-    createBatchProcessor<OrderEvent, InboxStore>({
+    createSqsBatchHandler<OrderEvent, InboxStore>({
       consumer: 'orders',
       dedupKey: fromBody('id'),
       mode,

@@ -6,15 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor, deadlineMarginFor } from '../../../lambda/core/batch-processor';
+import { deadlineMarginFor } from '../../../lambda/core/batch-processor';
 import { DEAD_LETTER_ATTRIBUTES, DEADLINE_MARGIN_MAX_SHARE } from '../../../lambda/core/contract';
-import type { DeadLetterMessage } from '../../../lambda/core/dead-letter';
-import { fromBody, fromDeduplicationId } from '../../../lambda/core/dedup-key';
+import { fromBody } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import type { Message } from '../../../lambda/core/message';
-import type { BatchProcessorOptions } from '../../../lambda/core/options';
-import { isFifoQueue } from '../../../lambda/core/sqs-event';
+import type { DeadLetterMessage } from '../../../lambda/dead-letter/dead-letter-message';
 import { type MarkerHandler, marker } from '../../../lambda/modes/marker';
+import { fromDeduplicationId } from '../../../lambda/sqs/key-sources';
+import { isFifoQueue } from '../../../lambda/sqs/sqs-event';
+import type { SqsBatchHandlerOptions } from '../../../lambda/sqs/sqs-handler';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 
@@ -27,12 +29,12 @@ interface OrderEvent {
 function setup({
   handle,
   ...options
-}: Partial<BatchProcessorOptions<OrderEvent>> & { handle?: MarkerHandler<OrderEvent> } = {}) {
+}: Partial<SqsBatchHandlerOptions<OrderEvent>> & { handle?: MarkerHandler<OrderEvent> } = {}) {
   const clock = manualClock();
   const logger = captureLogger();
   const handled: string[] = [];
   const deadLetters: DeadLetterMessage[] = [];
-  const processBatch = createBatchProcessor<OrderEvent>({
+  const processBatch = createSqsBatchHandler<OrderEvent>({
     consumer: 'orders',
     dedupKey: fromBody('id'),
     mode: marker(
@@ -46,7 +48,7 @@ function setup({
     logger,
     metrics: false,
     ...options,
-  } as BatchProcessorOptions<OrderEvent>);
+  } as SqsBatchHandlerOptions<OrderEvent>);
   return { processBatch, clock, logger, handled, deadLetters };
 }
 

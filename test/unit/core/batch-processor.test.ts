@@ -1,16 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
-import type { DeadLetterMessage } from '../../../lambda/core/dead-letter';
 import { fromAttribute, fromBody } from '../../../lambda/core/dedup-key';
 import { EffectivelyOnceError, PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf, sha256Hex } from '../../../lambda/core/fingerprint';
 import type { Message } from '../../../lambda/core/message';
 import { createEmfMetricsSink } from '../../../lambda/core/metrics';
-import type { BatchProcessorOptions } from '../../../lambda/core/options';
 import type { InboxRecord, InboxStore } from '../../../lambda/core/store-port';
+import type { DeadLetterMessage } from '../../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../../lambda/modes/atomic';
 import { type EntityHandler, entity } from '../../../lambda/modes/entity';
 import { type MarkerHandler, marker } from '../../../lambda/modes/marker';
+import type { SqsBatchHandlerOptions } from '../../../lambda/sqs/sqs-handler';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -30,7 +30,7 @@ interface OrderEvent {
 }
 
 /** The options of `setup`; `handle` replaces the marker handler that records each message. */
-type SetupOptions = Partial<BatchProcessorOptions<OrderEvent, InboxStore>> & {
+type SetupOptions = Partial<SqsBatchHandlerOptions<OrderEvent, InboxStore>> & {
   readonly handle?: MarkerHandler<OrderEvent>;
 };
 
@@ -40,7 +40,7 @@ function setup({ handle, ...options }: SetupOptions = {}) {
   const logger = captureLogger();
   const metrics = captureMetrics();
   const handled: Message<OrderEvent>[] = [];
-  const processBatch = createBatchProcessor<OrderEvent>({
+  const processBatch = createSqsBatchHandler<OrderEvent>({
     consumer: 'orders',
     dedupKey: fromBody('id'),
     mode: marker(
@@ -1008,7 +1008,7 @@ describe('observability', () => {
   it('writes JSON log lines and metrics to standard output by default', async () => {
     const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     try {
-      const processBatch = createBatchProcessor({
+      const processBatch = createSqsBatchHandler({
         consumer: 'orders',
         dedupKey: fromBody('id'),
         mode: marker(() => undefined),

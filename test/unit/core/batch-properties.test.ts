@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { Message } from '../../../lambda/core/message';
-import type { SqsRecord } from '../../../lambda/core/sqs-event';
 import { marker } from '../../../lambda/modes/marker';
+import type { SqsRecord } from '../../../lambda/sqs/sqs-event';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureMetrics, check, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 
@@ -81,7 +81,7 @@ async function run(input: Scenario, concurrency = input.concurrency) {
   const started: string[] = [];
   const succeeded: Message<Body>[] = [];
   const deadLettered: string[] = [];
-  const processBatch = createBatchProcessor<Body>({
+  const processBatch = createSqsBatchHandler<Body>({
     consumer: 'orders',
     dedupKey: fromBody('id'),
     fingerprint: (message) => ({ id: message.body.id, variant: message.body.variant }),

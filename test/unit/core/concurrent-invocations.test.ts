@@ -5,7 +5,6 @@
  * what the store made final, whichever invocation finishes first.
  */
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import type { Message } from '../../../lambda/core/message';
@@ -13,6 +12,7 @@ import type { Mode } from '../../../lambda/core/mode';
 import type { InboxStore } from '../../../lambda/core/store-port';
 import { marker } from '../../../lambda/modes/marker';
 import { twoPhase } from '../../../lambda/modes/two-phase';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -63,7 +63,7 @@ function setup(mode: Mode<Job, InboxStore>, completedCache?: { maxEntries: numbe
   const store = createMemoryStore();
   const logger = captureLogger();
   const metrics = captureMetrics();
-  const processBatch = createBatchProcessor<Job, InboxStore>({
+  const processBatch = createSqsBatchHandler<Job, InboxStore>({
     consumer: 'jobs',
     dedupKey: fromBody('id'),
     mode,

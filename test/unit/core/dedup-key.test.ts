@@ -5,9 +5,7 @@ import {
   fromAttribute,
   fromBody,
   fromCloudEvent,
-  fromDeduplicationId,
   fromMessageId,
-  fromRecord,
   isValidName,
   SCOPED_KEY_HASH_THRESHOLD_BYTES,
   scopeKey,
@@ -15,7 +13,8 @@ import {
   toKeyPart,
 } from '../../../lambda/core/dedup-key';
 import { isWellFormedText, sha256Hex } from '../../../lambda/core/fingerprint';
-import { check, sqsRecord } from '../../support/fixtures';
+import { fromDeduplicationId, fromRecord } from '../../../lambda/sqs/key-sources';
+import { check, keyArgs, sqsRecord } from '../../support/fixtures';
 
 describe('key sources', () => {
   const record = sqsRecord(
@@ -29,61 +28,63 @@ describe('key sources', () => {
   const body = JSON.parse(record.body);
 
   it('reads a message attribute by name', () => {
-    expect(fromAttribute('idempotency-key')(record, body)).toBe('k-1');
-    expect(fromAttribute('absent')(record, body)).toBeUndefined();
+    expect(fromAttribute('idempotency-key')(...keyArgs(record, body))).toBe('k-1');
+    expect(fromAttribute('absent')(...keyArgs(record, body))).toBeUndefined();
   });
 
   it('reads a base64 binary attribute when there is no string value', () => {
     const binary = { ...record, messageAttributes: { key: { binaryValue: 'AQI=', dataType: 'Binary' } } };
-    expect(fromAttribute('key')(binary, body)).toBe('AQI=');
+    expect(fromAttribute('key')(...keyArgs(binary, body))).toBe('AQI=');
   });
 
   it('reads a body field by dotted path, by segments, or by function', () => {
-    expect(fromBody('eventId')(record, body)).toBe('e-1');
-    expect(fromBody('order.id')(record, body)).toBe(42);
-    expect(fromBody(['a.b'])(record, body)).toBe('dotted');
-    expect(fromBody((b: { eventId: string }) => b.eventId)(record, body)).toBe('e-1');
+    expect(fromBody('eventId')(...keyArgs(record, body))).toBe('e-1');
+    expect(fromBody('order.id')(...keyArgs(record, body))).toBe(42);
+    expect(fromBody(['a.b'])(...keyArgs(record, body))).toBe('dotted');
+    expect(fromBody((b: { eventId: string }) => b.eventId)(...keyArgs(record, body))).toBe('e-1');
   });
 
   it('finds nothing along a path through a missing field, a primitive or an inherited property', () => {
-    expect(fromBody('order.missing.deeper')(record, body)).toBeUndefined();
-    expect(fromBody('eventId.length')(record, body)).toBeUndefined();
-    expect(fromBody('constructor')(record, body)).toBeUndefined();
-    expect(fromBody('x')(record, 'a text body')).toBeUndefined();
+    expect(fromBody('order.missing.deeper')(...keyArgs(record, body))).toBeUndefined();
+    expect(fromBody('eventId.length')(...keyArgs(record, body))).toBeUndefined();
+    expect(fromBody('constructor')(...keyArgs(record, body))).toBeUndefined();
+    expect(fromBody('x')(...keyArgs(record, 'a text body'))).toBeUndefined();
   });
 
   it('takes the FIFO deduplication id and, only when asked, the message id', () => {
-    expect(fromDeduplicationId()(record, body)).toBe('d-1');
-    expect(fromMessageId()(record, body)).toBe('m-1');
-    expect(fromRecord((r) => r.attributes.SentTimestamp)(record, body)).toBe(record.attributes.SentTimestamp);
+    expect(fromDeduplicationId()(...keyArgs(record, body))).toBe('d-1');
+    expect(fromMessageId()(...keyArgs(record, body))).toBe('m-1');
+    expect(fromRecord((r) => r.attributes.SentTimestamp)(...keyArgs(record, body))).toBe(
+      record.attributes.SentTimestamp,
+    );
   });
 
   it('keys a structured CloudEvent by source and id', () => {
     const event = { specversion: '1.0', source: 'https://shop.example/orders', id: 'evt-1', type: 't' };
-    const key = toDedupKey(fromCloudEvent()(sqsRecord('m', event), event));
+    const key = toDedupKey(fromCloudEvent()(...keyArgs(sqsRecord('m', event), event)));
     expect(key).toBe('https%3A//shop.example/orders:evt-1');
   });
 
   it('keys a binary-mode CloudEvent by its ce-source and ce-id attributes, or ce_source and ce_id', () => {
     const dashed = sqsRecord('m', { data: 1 }, { attributes: { 'ce-source': 'src', 'ce-id': 'id-1' } });
     const underscored = sqsRecord('m', { data: 1 }, { attributes: { ce_source: 'src', ce_id: 'id-1' } });
-    expect(toDedupKey(fromCloudEvent()(dashed, { data: 1 }))).toBe('src:id-1');
-    expect(toDedupKey(fromCloudEvent()(underscored, { data: 1 }))).toBe('src:id-1');
+    expect(toDedupKey(fromCloudEvent()(...keyArgs(dashed, { data: 1 })))).toBe('src:id-1');
+    expect(toDedupKey(fromCloudEvent()(...keyArgs(underscored, { data: 1 })))).toBe('src:id-1');
   });
 
   it('finds no CloudEvents key in a body without specversion, or without source', () => {
     const plain = { source: 's', id: 'i' };
-    expect(fromCloudEvent()(sqsRecord('m', plain), plain)).toBeUndefined();
-    expect(fromCloudEvent()(sqsRecord('m', 'text'), 'text')).toBeUndefined();
+    expect(fromCloudEvent()(...keyArgs(sqsRecord('m', plain), plain))).toBeUndefined();
+    expect(fromCloudEvent()(...keyArgs(sqsRecord('m', 'text'), 'text'))).toBeUndefined();
     const noSource = { specversion: '1.0', id: 'i' };
-    expect(() => toDedupKey(fromCloudEvent()(sqsRecord('m', noSource), noSource))).toThrow(
+    expect(() => toDedupKey(fromCloudEvent()(...keyArgs(sqsRecord('m', noSource), noSource)))).toThrow(
       expect.objectContaining({
         code: 'MISSING_KEY',
         message: 'Part 0 of the dedup key is missing or empty',
       }),
     );
     const binaryWithoutSource = sqsRecord('m', {}, { attributes: { 'ce-id': 'i' } });
-    expect(() => toDedupKey(fromCloudEvent()(binaryWithoutSource, {}))).toThrow(
+    expect(() => toDedupKey(fromCloudEvent()(...keyArgs(binaryWithoutSource, {})))).toThrow(
       expect.objectContaining({ code: 'MISSING_KEY' }),
     );
   });
@@ -190,19 +191,19 @@ describe('fromBody(path)', () => {
   it('rejects an array or an object at the path as INVALID_KEY: only a function returns a composite', () => {
     const body = { ids: ['a', 'b'], order: { id: 'o-1' } };
     const record = sqsRecord('m', body);
-    expect(() => fromBody('ids')(record, body)).toThrow(
+    expect(() => fromBody('ids')(...keyArgs(record, body))).toThrow(
       expect.objectContaining({
         code: 'INVALID_KEY',
         message: 'The body field `ids` must be a string, a finite number or a bigint, got an array',
       }),
     );
-    expect(() => fromBody('order')(record, body)).toThrow(
+    expect(() => fromBody('order')(...keyArgs(record, body))).toThrow(
       expect.objectContaining({
         code: 'INVALID_KEY',
         message: expect.stringMatching(/^The body field `order` .* got an object$/),
       }),
     );
-    expect(toDedupKey(fromBody((input: typeof body) => input.ids)(record, body))).toBe('a:b');
+    expect(toDedupKey(fromBody((input: typeof body) => input.ids)(...keyArgs(record, body)))).toBe('a:b');
   });
 
   it('remembers the path of a path source, for the lossless number check, and none for a function', () => {

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { atomic, entity, type Message, marker, twoPhase } from '../../../lambda';
-import type { LambdaContext } from '../../../lambda/core/sqs-event';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import type { LambdaContext } from '../../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { type OutcomeEvent, outcomeHandlerOptions, sqsEvent, sqsRecord } from '../../support/fixtures';
 
 const context: LambdaContext = {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fromAttribute, fromBody, type KeySource } from '../../../lambda/core/dedup-key';
 import { canonicalJson, fingerprintOf, sha256Hex } from '../../../lambda/core/fingerprint';
 import { type BodyParser, type PrepareConfig, prepareMessage } from '../../../lambda/core/message';
+import { sqsInboundMessage } from '../../../lambda/sqs/sqs-handler';
 import { sqsRecord } from '../../support/fixtures';
 
 function config<TBody>(
@@ -22,7 +23,7 @@ const prepare = <TBody>(
   rawBody: string,
   source: KeySource<TBody>,
   overrides: Partial<PrepareConfig<TBody>> = {},
-) => prepareMessage(sqsRecord('m-1', undefined, { rawBody }), config(source, overrides));
+) => prepareMessage(sqsInboundMessage(sqsRecord('m-1', undefined, { rawBody })), config(source, overrides));
 
 const INEXACT = 'The dedup key is a number that a double cannot hold exactly; send it as a string';
 
@@ -89,13 +90,13 @@ describe('prepareMessage: numbers', () => {
     });
     expect(
       prepareMessage(
-        sqsRecord('m-1', undefined, { rawBody: body, attributes: { k: 'k-1' } }),
+        sqsInboundMessage(sqsRecord('m-1', undefined, { rawBody: body, attributes: { k: 'k-1' } })),
         config(fromAttribute('k'), { parse: 'text' }),
       ),
     ).toMatchObject({ ok: true, fingerprint: sha256Hex(canonicalJson(JSON.parse(body))) });
     expect(
       prepareMessage(
-        sqsRecord('m-1', undefined, { rawBody: 'plain text', attributes: { k: 'k-1' } }),
+        sqsInboundMessage(sqsRecord('m-1', undefined, { rawBody: 'plain text', attributes: { k: 'k-1' } })),
         config(fromAttribute('k'), { parse: 'text' }),
       ),
     ).toMatchObject({ ok: true, fingerprint: fingerprintOf('plain text') });
@@ -126,7 +127,7 @@ describe('prepareMessage: keys', () => {
       scopedKey: undefined,
     });
     const record = sqsRecord('m-2', {}, { attributes: { k: 'k-\udc00' } });
-    expect(prepareMessage(record, config(fromAttribute('k')))).toMatchObject({
+    expect(prepareMessage(sqsInboundMessage(record), config(fromAttribute('k')))).toMatchObject({
       ok: false,
       error: { code: 'INVALID_KEY' },
     });

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { claimExpiresAt, isLeaseWithinTtl } from '../../../lambda/core/lease';
 import {
-  type BatchProcessorOptions,
   DEFAULT_CONCURRENCY,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_TTL_SECONDS,
@@ -13,10 +11,11 @@ import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { marker } from '../../../lambda/modes/marker';
 import { twoPhase } from '../../../lambda/modes/two-phase';
+import { createSqsBatchHandler, type SqsBatchHandlerOptions } from '../../../lambda/sqs/sqs-handler';
 import { T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 
-const valid: BatchProcessorOptions<unknown> = {
+const valid: SqsBatchHandlerOptions<unknown> = {
   consumer: 'orders',
   dedupKey: fromBody('id'),
   mode: marker(() => undefined),
@@ -26,7 +25,7 @@ const valid: BatchProcessorOptions<unknown> = {
 
 /** Creates the processor, so the mode checks its own options and the store too. */
 const resolve = (overrides: Record<string, unknown>) =>
-  createBatchProcessor({ ...valid, ...overrides } as BatchProcessorOptions<unknown>);
+  createSqsBatchHandler({ ...valid, ...overrides } as SqsBatchHandlerOptions<unknown>);
 
 describe('resolveOptions', () => {
   it('applies the documented defaults and freezes the result', () => {
@@ -36,7 +35,7 @@ describe('resolveOptions', () => {
       ttlSeconds: DEFAULT_TTL_SECONDS,
       concurrency: DEFAULT_CONCURRENCY,
       deadlineMarginMillis: DEFAULT_DEADLINE_MARGIN_MILLIS,
-      deadLetter: 'redrive',
+      deadLetterWriter: undefined,
       logLevel: 'info',
       logKeys: 'plain',
       metricNamespace: 'EffectivelyOnce',
@@ -99,6 +98,7 @@ describe('resolveOptions', () => {
       'Expected `store` to be an object with `claimLease`, `complete`, `release`, `extendLease`, got `an object`',
     ],
     [{ clock: 0 }, 'Expected `clock` to be a function returning epoch milliseconds, got `0`'],
+    [{ deadLetterWriter: 'sqs' }, 'Expected `deadLetterWriter` to be a function, got `"sqs"`'],
   ])('rejects %j at cold start with a message naming the option', (overrides, message) => {
     expect(() => resolve(overrides)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message }));
   });
@@ -107,14 +107,11 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions(null as never)).toThrow('Expected `options` to be an object, got `null`');
   });
 
-  it('accepts metrics: false and a direct dead-letter sender', () => {
-    const sender = { send: async () => undefined };
-    expect(
-      resolveOptions({ ...valid, metrics: false, deadLetter: 'direct', deadLetterSender: sender }),
-    ).toMatchObject({
+  it("accepts metrics: false and a transport's dead-letter writer", () => {
+    const deadLetterWriter = async () => undefined;
+    expect(resolveOptions({ ...valid, metrics: false, deadLetterWriter })).toMatchObject({
       metrics: false,
-      deadLetter: 'direct',
-      deadLetterSender: sender,
+      deadLetterWriter,
     });
   });
 });

@@ -12,18 +12,17 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
-import type { DeadLetterMessage } from '../../../lambda/core/dead-letter';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
-import type { BatchProcessorOptions } from '../../../lambda/core/options';
 import { SYNTAX_ERROR_REASON } from '../../../lambda/core/outcome';
 import type { InboxStore } from '../../../lambda/core/store-port';
+import type { DeadLetterMessage } from '../../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../../lambda/modes/atomic';
 import { marker } from '../../../lambda/modes/marker';
 import { twoPhase } from '../../../lambda/modes/two-phase';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import type { SqsBatchHandlerOptions } from '../../../lambda/sqs/sqs-handler';
+import { createSqsBatchHandler, createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -45,11 +44,11 @@ const ids = (...messageIds: string[]) => ({
   batchItemFailures: messageIds.map((itemIdentifier) => ({ itemIdentifier })),
 });
 
-function setup(options: Partial<BatchProcessorOptions<Payment>>, store: InboxStore = createMemoryStore()) {
+function setup(options: Partial<SqsBatchHandlerOptions<Payment>>, store: InboxStore = createMemoryStore()) {
   const logger = captureLogger();
   const metrics = captureMetrics();
   const deadLetters: DeadLetterMessage[] = [];
-  const processBatch = createBatchProcessor<Payment>({
+  const processBatch = createSqsBatchHandler<Payment>({
     consumer: 'payments',
     dedupKey: fromBody('id'),
     store,
@@ -61,12 +60,12 @@ function setup(options: Partial<BatchProcessorOptions<Payment>>, store: InboxSto
     deadLetter: 'direct',
     deadLetterSender: { send: async (message) => void deadLetters.push(message) },
     ...options,
-  } as BatchProcessorOptions<Payment>);
+  } as SqsBatchHandlerOptions<Payment>);
   return { processBatch, logger, metrics, deadLetters };
 }
 
 describe('a lost response to the claim, retried by the SDK', () => {
-  const cases: [string, 'insert' | 'claimLease', Partial<BatchProcessorOptions<Payment>>][] = [
+  const cases: [string, 'insert' | 'claimLease', Partial<SqsBatchHandlerOptions<Payment>>][] = [
     ['marker mode', 'insert', { mode: marker((message) => void performed.push(message.body.amount)) }],
     [
       'two-phase',

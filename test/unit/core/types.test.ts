@@ -1,13 +1,13 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { fromBody, fromCloudEvent } from '../../../lambda/core/dedup-key';
 import type { Message } from '../../../lambda/core/message';
-import type { SqsHandler } from '../../../lambda/core/sqs-event';
 import { createSqsMiddleware } from '../../../lambda/middleware/sqs-middleware';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { type EffectContext, type Effects, twoPhase } from '../../../lambda/modes/two-phase';
 import type { UnitOfWork } from '../../../lambda/modes/unit-of-work';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import type { SqsHandler } from '../../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { createMemoryStore } from '../../support/memory-store';
 
 interface OrderEvent {

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { IDEMPOTENCY_KEY_ATTRIBUTE, OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { scopeKey } from '../../../lambda/core/dedup-key';
 import { type OutboxDestination, outboxEventId } from '../../../lambda/outbox';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import type { DynamoDbStreamEvent } from '../../../lambda/streams';
 import {
   captureLogger,
@@ -40,7 +40,7 @@ describe('order projector: OrderConfirmed through the outbox', () => {
     const { orderProjectorOptions } = await import('../../../lambda/example/order-projector');
     const store = createMemoryStore({ keys: { Orders: ['pk', 'sk'] } });
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor({
+    const processBatch = createSqsBatchHandler({
       consumer: 'order-projector',
       ttlSeconds: 86_400,
       store,
@@ -111,7 +111,7 @@ describe('shipment scheduler', () => {
     const { shipmentSchedulerOptions } = await import('../../../lambda/example/shipment-scheduler');
     const store = createMemoryStore();
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor({
+    const processBatch = createSqsBatchHandler({
       consumer: 'shipment-scheduler',
       ttlSeconds: 86_400,
       store,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
-import type { SqsHandler, SqsRecord } from '../../../lambda/core/sqs-event';
+import type { SqsHandler, SqsRecord } from '../../../lambda/sqs/sqs-event';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -62,7 +62,7 @@ describe('order projector', () => {
     const clock = manualClock();
     const logger = captureLogger();
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor({
+    const processBatch = createSqsBatchHandler({
       consumer: 'order-projector',
       ttlSeconds: 86_400,
       store,
@@ -202,7 +202,7 @@ describe('audit recorder', () => {
     const { auditRecorderOptions, handler } = await import('../../../lambda/example/audit-recorder');
     const store = createMemoryStore();
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor({
+    const processBatch = createSqsBatchHandler({
       consumer: 'audit-recorder',
       store,
       clock: manualClock(),

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { scopeKey } from '../../../lambda/core/dedup-key';
 import { deriveEffectKeys } from '../../../lambda/core/effect-keys';
 import type { PaymentEvent } from '../../../lambda/example/payment-notifier';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -101,7 +101,7 @@ describe('payment notifier', () => {
     const { fetchImpl, requests } = fakeFetch({ status: 201, body: { notificationId: 'n-1' } });
     const store = createMemoryStore();
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor<PaymentEvent>(
+    const processBatch = createSqsBatchHandler<PaymentEvent>(
       {
         consumer: 'payment-notifier',
         store,

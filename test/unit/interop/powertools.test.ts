@@ -7,7 +7,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPowertoolsLogger, createPowertoolsMetricsSink, METRICS } from '../../../lambda';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureStdout, outcomeHandlerOptions, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
 
 const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 };

@@ -8,8 +8,8 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPowertoolsMetricsSink } from '../../../lambda';
-import type { SqsEvent } from '../../../lambda/core/sqs-event';
 import { createSqsMiddleware, MIDDLEWARE_CLEANUP_PREFIX } from '../../../lambda/middleware/sqs-middleware';
+import type { SqsEvent } from '../../../lambda/sqs/sqs-event';
 import { captureStdout, outcomeHandlerOptions, sqsEvent, sqsRecord } from '../../support/fixtures';
 
 const context = { awsRequestId: 'req-1', functionName: 'orders', getRemainingTimeInMillis: () => 60_000 };

@@ -1,5 +1,4 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import type { Message } from '../../../lambda/core/message';
@@ -7,6 +6,7 @@ import type { Mode } from '../../../lambda/core/mode';
 import type { AtomicStore } from '../../../lambda/core/store-port';
 import { type AtomicOptions, atomic, type ItemMarkerHandler } from '../../../lambda/modes/atomic';
 import type { ItemMarkerUnitOfWork, UnitOfWork } from '../../../lambda/modes/unit-of-work';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -51,7 +51,7 @@ function setup(
   const logger = captureLogger();
   const metrics = captureMetrics();
   const clock = manualClock();
-  const processBatch = createBatchProcessor<OrderPlaced>({
+  const processBatch = createSqsBatchHandler<OrderPlaced>({
     consumer: 'orders',
     dedupKey: fromBody('orderId'),
     mode: atomic(handle, options),
@@ -131,7 +131,7 @@ describe('atomic mode with the marker on a business item', () => {
     const store = createMemoryStore({ keys: { Orders: ['orderId'] } });
     store.seed('Stock', { pk: 'sku-1', available: 10 });
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor<OrderPlaced>({
+    const processBatch = createSqsBatchHandler<OrderPlaced>({
       consumer: 'orders',
       dedupKey: fromBody('orderId'),
       mode: atomic(placeOrder, { marker: 'item' }),
@@ -318,7 +318,7 @@ describe('atomic mode with the marker on a business item', () => {
   it('rejects putAsMarker in atomic mode with the inbox marker as VALIDATION, never falling back to the inbox', async () => {
     const store = createMemoryStore();
     const logger = captureLogger();
-    const processBatch = createBatchProcessor<OrderPlaced>({
+    const processBatch = createSqsBatchHandler<OrderPlaced>({
       consumer: 'orders',
       dedupKey: fromBody('orderId'),
       mode: atomic((message, unitOfWork) => {
@@ -422,7 +422,7 @@ describe('atomic mode with the marker on a business item', () => {
 
   describe('options, checked when the mode is created', () => {
     const create = (mode: Mode<OrderPlaced, AtomicStore>, store: unknown = createMemoryStore()) =>
-      createBatchProcessor<OrderPlaced>({
+      createSqsBatchHandler<OrderPlaced>({
         consumer: 'orders',
         dedupKey: fromBody('orderId'),
         mode,

@@ -8,7 +8,7 @@ import { ENV, OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../../lambda/core/contrac
 import { fromBody } from '../../../lambda/core/dedup-key';
 import { atomic } from '../../../lambda/modes/atomic';
 import type { UnitOfWork } from '../../../lambda/modes/unit-of-work';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureLogger, captureMetrics, manualClock, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 

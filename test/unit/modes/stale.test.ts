@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody } from '../../../lambda/core/dedup-key';
 import type { Message } from '../../../lambda/core/message';
 import { atomic } from '../../../lambda/modes/atomic';
 import type { UnitOfWork } from '../../../lambda/modes/unit-of-work';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -34,7 +34,7 @@ function setup(
   const store = createMemoryStore();
   const logger = captureLogger();
   const metrics = captureMetrics();
-  const processBatch = createBatchProcessor<CustomerChanged>({
+  const processBatch = createSqsBatchHandler<CustomerChanged>({
     consumer: 'customers',
     dedupKey: fromBody('eventId'),
     mode: atomic(handle),

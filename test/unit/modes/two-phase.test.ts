@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
 import { deriveEffectKeys } from '../../../lambda/core/effect-keys';
 import { EffectivelyOnceError, PermanentError } from '../../../lambda/core/errors';
@@ -15,6 +14,7 @@ import {
   type TwoPhaseOptions,
   twoPhase,
 } from '../../../lambda/modes/two-phase';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -43,7 +43,7 @@ function setup({ store, ...options }: Partial<TwoPhaseOptions<Payment>> & { stor
   const logger = captureLogger();
   const metrics = captureMetrics();
   const contexts: EffectContext[] = [];
-  const processBatch = createBatchProcessor<Payment>({
+  const processBatch = createSqsBatchHandler<Payment>({
     consumer: 'payments',
     dedupKey: fromBody('id'),
     mode: twoPhase({

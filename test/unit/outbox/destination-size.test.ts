@@ -17,7 +17,7 @@ import {
   outboxEventId,
   publishedMessageBytes,
 } from '../../../lambda/outbox';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 

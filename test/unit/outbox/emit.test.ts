@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createBatchProcessor } from '../../../lambda/core/batch-processor';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
 import { type AtomicHandler, type AtomicOptions, atomic } from '../../../lambda/modes/atomic';
 import { createUnitOfWork } from '../../../lambda/modes/unit-of-work';
 import { MAX_DESTINATION_MESSAGE_BYTES, outboxEventId, publishedMessageBytes } from '../../../lambda/outbox';
+import { createSqsBatchHandler } from '../../../lambda/sqs/sqs-handler';
 import {
   captureLogger,
   captureMetrics,
@@ -36,7 +36,7 @@ function setup(handle: AtomicHandler<OrderConfirmed> = confirm, options: AtomicO
   const store = createMemoryStore();
   const logger = captureLogger();
   const metrics = captureMetrics();
-  const processBatch = createBatchProcessor<OrderConfirmed>({
+  const processBatch = createSqsBatchHandler<OrderConfirmed>({
     consumer: 'orders',
     dedupKey: fromBody('orderId'),
     mode: atomic(handle, options as AtomicOptions & { readonly marker?: 'inbox' }),
@@ -246,7 +246,7 @@ describe('unitOfWork.emit in atomic mode', () => {
   it("commits the outbox item with the marked business item under `marker: 'item'`, and a redelivery writes none", async () => {
     const store = createMemoryStore({ keys: { Orders: ['orderId'] } });
     const metrics = captureMetrics();
-    const processBatch = createBatchProcessor<OrderConfirmed>({
+    const processBatch = createSqsBatchHandler<OrderConfirmed>({
       consumer: 'orders',
       dedupKey: fromBody('orderId'),
       mode: atomic(

@@ -12,7 +12,7 @@ import type { Message } from '../../../lambda/core/message';
 import { createSqsMiddleware } from '../../../lambda/middleware/sqs-middleware';
 import { marker } from '../../../lambda/modes/marker';
 import { type Effects, twoPhase } from '../../../lambda/modes/two-phase';
-import { createSqsHandler, type SqsHandlerOptions } from '../../../lambda/sqs-handler';
+import { createSqsHandler, type SqsHandlerOptions } from '../../../lambda/sqs/sqs-handler';
 import { createWorkerBatchHandler } from '../../../lambda/worker/batch-handler';
 import { createSqsWorker } from '../../../lambda/worker/sqs-worker';
 import { captureLogger, captureMetrics, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';

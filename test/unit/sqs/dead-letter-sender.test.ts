@@ -1,11 +1,11 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import type { DeadLetterMessage } from '../../../lambda/core/dead-letter';
+import type { DeadLetterMessage } from '../../../lambda/dead-letter/dead-letter-message';
 import {
   createSqsDeadLetterSender,
   toAttributeText,
   toDeadLetterAttributes,
-} from '../../../lambda/sqs/dead-letter-sender';
+} from '../../../lambda/dead-letter/sqs-dead-letter-sender';
 
 const message: DeadLetterMessage = {
   body: '{"id":"o-1"}',

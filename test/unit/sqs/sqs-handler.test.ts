@@ -1,9 +1,9 @@
 import middy from '@middy/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { SqsEvent } from '../../../lambda/core/sqs-event';
 import { createSqsMiddleware } from '../../../lambda/middleware/sqs-middleware';
 import { entity } from '../../../lambda/modes/entity';
-import { createSqsHandler } from '../../../lambda/sqs-handler';
+import type { SqsEvent } from '../../../lambda/sqs/sqs-event';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { outcomeHandlerOptions as options, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 

@@ -16,7 +16,12 @@ import { fromData, fromKeysAndVersion } from '../../../lambda/streams/key-source
 import type { DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
 import { captureLogger, lambdaContext, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
-import { captureDeadLetters, dynamoDbStreamRecord } from '../../support/stream-fixtures';
+import {
+  captureDeadLetters,
+  dynamoDbStreamRecord,
+  recoveredData,
+  streamDeadLetterOf,
+} from '../../support/stream-fixtures';
 
 interface Order {
   readonly pk: string;
@@ -103,13 +108,19 @@ describe('createDynamoDbStreamHandler', () => {
 
     expect(response).toEqual(checkpoint());
     expect(handled).toEqual(['order-1:MODIFY:2']);
-    expect(deadLetters.sent.map(({ body, code, dedupKey }) => ({ body, code, dedupKey }))).toEqual([
-      {
-        body: '{"eventName":"MODIFY","keys":{"pk":"order-1"},"newImage":{"pk":"order-1","version":2,"status":"REFUNDED"}}',
-        code: 'PAYLOAD_MISMATCH',
-        dedupKey: 'order-1:MODIFY:2',
-      },
+    expect(deadLetters.sent.map(({ code, dedupKey }) => ({ code, dedupKey }))).toEqual([
+      { code: 'PAYLOAD_MISMATCH', dedupKey: 'order-1:MODIFY:2' },
     ]);
+    // The record's `dynamodb` field as delivered, byte for byte, and where to read it again.
+    const envelope = streamDeadLetterOf(deadLetters.sent[0]!);
+    expect(JSON.parse(recoveredData(envelope)!.toString('utf8'))).toEqual(
+      orderChange('2', 'order-1', 2, 'REFUNDED').dynamodb,
+    );
+    expect(envelope.source).toMatchObject({
+      sequenceNumber: '2',
+      eventName: 'MODIFY',
+      keys: { pk: { S: 'order-1' } },
+    });
   });
 
   it('dead-letters a change without its version (a REMOVE on a NEW_IMAGE stream) as MISSING_KEY', async () => {

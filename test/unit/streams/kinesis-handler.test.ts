@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { STREAM_RECORD_ATTRIBUTES } from '../../../lambda/core/contract';
 import { PermanentError } from '../../../lambda/core/errors';
+import { sha256Hex } from '../../../lambda/core/fingerprint';
 import type { Message } from '../../../lambda/core/message';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
@@ -15,11 +16,17 @@ import { type MarkerHandler, marker } from '../../../lambda/modes/marker';
 import { twoPhase } from '../../../lambda/modes/two-phase';
 import { fromData } from '../../../lambda/streams/key-sources';
 import { createKinesisHandler, type KinesisHandlerOptions } from '../../../lambda/streams/kinesis-handler';
+import { STREAM_DEAD_LETTER_FORMAT } from '../../../lambda/streams/stream-dead-letter';
 import type { KinesisStreamRecord } from '../../../lambda/streams/stream-event';
-import { streamRecordOf } from '../../../lambda/streams/stream-handler';
 import { captureLogger, check, lambdaContext, manualClock, T0 } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
-import { captureDeadLetters, KINESIS_STREAM_ARN, kinesisRecord } from '../../support/stream-fixtures';
+import {
+  captureDeadLetters,
+  KINESIS_STREAM_ARN,
+  kinesisRecord,
+  recoveredData,
+  streamDeadLetterOf,
+} from '../../support/stream-fixtures';
 
 interface OrderEvent {
   readonly eventId: string;
@@ -33,7 +40,9 @@ interface OrderEvent {
 function setup({
   handle,
   ...options
-}: Partial<KinesisHandlerOptions<OrderEvent>> & { handle?: MarkerHandler<OrderEvent> } = {}) {
+}: Partial<KinesisHandlerOptions<OrderEvent>> & {
+  handle?: MarkerHandler<OrderEvent, KinesisStreamRecord>;
+} = {}) {
   const logger = captureLogger();
   const deadLetters = captureDeadLetters();
   const store = createMemoryStore();
@@ -171,15 +180,15 @@ describe('createKinesisHandler: permanent failures', () => {
 
     expect(response).toEqual(checkpoint());
     expect(handled).toEqual(['e-1', 'e-2']);
+    const data = '{"eventId":"e-1","status":"REFUNDED"}';
     expect(deadLetters.sent).toEqual([
       {
-        body: '{"eventId":"e-1","status":"REFUNDED"}',
+        body: expect.any(String),
         reason: expect.stringContaining('different payload'),
         code: 'PAYLOAD_MISMATCH',
         consumer: 'orders',
         sourceMessageId: 'shardId-000000000000:102',
         dedupKey: 'e-1',
-        groupId: 'shardId-000000000000',
         attributes: {
           [STREAM_RECORD_ATTRIBUTES.eventSourceArn]: { stringValue: KINESIS_STREAM_ARN, dataType: 'String' },
           [STREAM_RECORD_ATTRIBUTES.shardId]: { stringValue: 'shardId-000000000000', dataType: 'String' },
@@ -188,6 +197,21 @@ describe('createKinesisHandler: permanent failures', () => {
         },
       },
     ]);
+    expect(streamDeadLetterOf(deadLetters.sent[0]!)).toEqual({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: {
+        eventSource: 'aws:kinesis',
+        eventSourceArn: KINESIS_STREAM_ARN,
+        shardId: 'shardId-000000000000',
+        sequenceNumber: '102',
+        eventId: 'shardId-000000000000:102',
+        partitionKey: 'o-1',
+        arrivalTime: 1767225600.5,
+      },
+      reason: deadLetters.sent[0]!.reason,
+      code: 'PAYLOAD_MISMATCH',
+      data: { encoding: 'utf-8', value: data, bytes: data.length, sha256: sha256Hex(data) },
+    });
   });
 
   it('dead-letters data that is not JSON, and a record without the key, as permanent failures', async () => {
@@ -200,10 +224,14 @@ describe('createKinesisHandler: permanent failures', () => {
 
     expect(response).toEqual(checkpoint());
     expect(
-      deadLetters.sent.map(({ body, code, sourceMessageId }) => ({ body, code, sourceMessageId })),
+      deadLetters.sent.map((message) => ({
+        data: recoveredData(streamDeadLetterOf(message))?.toString('utf8'),
+        code: message.code,
+        sourceMessageId: message.sourceMessageId,
+      })),
     ).toEqual([
-      { body: 'not json', code: 'MALFORMED_BODY', sourceMessageId: 'shardId-000000000000:101' },
-      { body: '{"orderId":"o-1"}', code: 'MISSING_KEY', sourceMessageId: 'shardId-000000000000:102' },
+      { data: 'not json', code: 'MALFORMED_BODY', sourceMessageId: 'shardId-000000000000:101' },
+      { data: '{"orderId":"o-1"}', code: 'MISSING_KEY', sourceMessageId: 'shardId-000000000000:102' },
     ]);
   });
 
@@ -301,12 +329,12 @@ describe('createKinesisHandler: permanent failures', () => {
 });
 
 describe('createKinesisHandler: records', () => {
-  it('keys by a function of the Kinesis record, and hands the record to the handler through streamRecordOf', async () => {
+  it('keys by a function of the Kinesis record, and hands the record to the handler as message.record', async () => {
     const seen: (string | undefined)[] = [];
     const { run, handled } = setup({
       dedupKey: (record, body) => [record.kinesis.partitionKey, body.eventId],
       handle: (message) => {
-        seen.push(streamRecordOf<KinesisStreamRecord>(message)?.kinesis.sequenceNumber);
+        seen.push(message.record.kinesis.sequenceNumber);
         handled.push(message.dedupKey);
       },
     });
@@ -344,7 +372,7 @@ describe('createKinesisHandler: records', () => {
 
 describe('createKinesisHandler: start-up checks', () => {
   it("rejects `deadLetter: 'redrive'`: a stream has no redrive", () => {
-    expect(() => setup({ deadLetter: 'redrive' })).toThrow(
+    expect(() => setup({ deadLetter: 'redrive' as never })).toThrow(
       expect.objectContaining({
         code: 'INVALID_OPTIONS',
         message: expect.stringMatching(

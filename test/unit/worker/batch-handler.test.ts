@@ -1,9 +1,9 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it, vi } from 'vitest';
-import type { DeadLetterMessage } from '../../../lambda/core/dead-letter';
 import type { LogEntry } from '../../../lambda/core/logger';
 import type { Message as CoreMessage } from '../../../lambda/core/message';
-import type { SqsRecord } from '../../../lambda/core/sqs-event';
+import type { DeadLetterMessage } from '../../../lambda/dead-letter/dead-letter-message';
+import type { SqsRecord } from '../../../lambda/sqs/sqs-event';
 import { createWorkerBatchHandler, planBatch } from '../../../lambda/worker/batch-handler';
 import { defaultRetryDelay, resolveRetryDelay } from '../../../lambda/worker/retry-delay';
 import { toSqsRecord } from '../../../lambda/worker/sqs-record';

@@ -23,7 +23,7 @@ const code = (file: string) =>
 
 describe('adapter entry points', () => {
   it('keeps the worker, HTTP and job adapters and sqs-consumer out of the Lambda SQS handler bundle', async () => {
-    const inputs = await bundledInputs('lambda/sqs-handler.ts');
+    const inputs = await bundledInputs('lambda/sqs/sqs-handler.ts');
     expect(inputs.filter((input) => ADAPTERS.some((adapter) => input.startsWith(adapter)))).toEqual([]);
     expect(inputs.filter((input) => input.includes('sqs-consumer'))).toEqual([]);
   });

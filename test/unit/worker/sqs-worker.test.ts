@@ -6,7 +6,7 @@ import { EffectivelyOnceError } from '../../../lambda/core/errors';
 import type { LogEntry } from '../../../lambda/core/logger';
 import type { Message } from '../../../lambda/core/message';
 import { marker } from '../../../lambda/modes/marker';
-import type { SqsHandlerOptions } from '../../../lambda/sqs-handler';
+import type { SqsHandlerOptions } from '../../../lambda/sqs/sqs-handler';
 import { createSqsWorker } from '../../../lambda/worker/sqs-worker';
 import { createMemoryStore } from '../../support/memory-store';
 

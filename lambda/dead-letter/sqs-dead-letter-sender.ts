@@ -4,8 +4,9 @@
  */
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ATTRIBUTES } from '../core/contract';
-import type { DeadLetterMessage, DeadLetterSender } from '../core/dead-letter';
 import { EffectivelyOnceError } from '../core/errors';
+import type { DeadLetterMessage, DeadLetterSender } from './dead-letter-message';
+import { OUTSIDE_SQS_TEXT_GLOBAL, SQS_MAX_MESSAGE_ATTRIBUTES } from './sqs-limits';
 
 /** Options of {@link createSqsDeadLetterSender}. */
 export interface SqsDeadLetterSenderOptions {
@@ -16,11 +17,9 @@ export interface SqsDeadLetterSenderOptions {
 }
 
 /** SQS accepts at most this many message attributes per message. */
-const MAX_ATTRIBUTES = 10;
+const MAX_ATTRIBUTES = SQS_MAX_MESSAGE_ATTRIBUTES;
 /** Longest reason kept in the `eo-reason` attribute, in code points; the full reason is in the log line. */
 const MAX_REASON_LENGTH = 1024;
-/** Characters SQS rejects in attribute values (outside XML 1.0's allowed set). */
-const INVALID_CHARACTERS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
 /**
  * A string attribute value SQS accepts: characters outside XML 1.0 (a lone surrogate among
@@ -28,7 +27,7 @@ const INVALID_CHARACTERS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFF
  * and `…`. Cut by code points, never UTF-16 units, so no surrogate pair is split in half.
  */
 export function toAttributeText(value: string, max = Number.POSITIVE_INFINITY): string {
-  const clean = value.replace(INVALID_CHARACTERS, '?');
+  const clean = value.replace(OUTSIDE_SQS_TEXT_GLOBAL, '?');
   // Shorter in UTF-16 units means shorter in code points too: no split needed.
   if (clean.length <= max) return clean;
   const codePoints = Array.from(clean);

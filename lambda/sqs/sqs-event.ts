@@ -1,22 +1,14 @@
 /**
- * The shapes of the Lambda SQS event, context and partial batch response that the core
- * reads. Declared here (structurally compatible with `@types/aws-lambda`) so the runtime
- * needs no type package and no AWS client.
+ * The shapes of the Lambda SQS event and partial batch response that the SQS adapter reads.
+ * Declared here (structurally compatible with `@types/aws-lambda`) so the runtime needs no type
+ * package and no AWS client.
  */
+import type { LambdaContext, MessageAttribute } from '../core/inbound-message';
+
+export type { LambdaContext } from '../core/inbound-message';
 
 /** One message attribute as Lambda delivers it (binary values are base64 strings). */
-export interface SqsMessageAttribute {
-  /** The value of a `String` or `Number` attribute. */
-  readonly stringValue?: string;
-  /** The value of a `Binary` attribute, base64-encoded. */
-  readonly binaryValue?: string;
-  /** Reserved by SQS for list values. */
-  readonly stringListValues?: readonly string[];
-  /** Reserved by SQS for list values (base64-encoded). */
-  readonly binaryListValues?: readonly string[];
-  /** `String`, `Number` or `Binary`, with an optional custom suffix (`Number.int`). */
-  readonly dataType: string;
-}
+export type SqsMessageAttribute = MessageAttribute;
 
 /** System attributes of a delivered message; FIFO queues add the group and deduplication ids. */
 export interface SqsRecordAttributes {
@@ -78,16 +70,6 @@ export interface SqsBatchItemFailure {
 export interface SqsBatchResponse {
   /** The messages to redeliver; every other message of the batch is deleted from the queue. */
   readonly batchItemFailures: SqsBatchItemFailure[];
-}
-
-/** The part of the Lambda context the core reads; every field is optional for tests. */
-export interface LambdaContext {
-  /** The invocation's request id, logged with each outcome. */
-  readonly awsRequestId?: string;
-  /** The function's name. */
-  readonly functionName?: string;
-  /** Milliseconds until the invocation times out; the deadline margin is measured against it. */
-  getRemainingTimeInMillis?(): number;
 }
 
 /** The complete Lambda SQS handler that the entry points return. */

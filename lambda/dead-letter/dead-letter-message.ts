@@ -1,10 +1,12 @@
 /**
- * The dead-letter port: how a permanent failure reaches the dead-letter queue when
- * `deadLetter: 'direct'`. The SQS adapter lives in `lambda/sqs/dead-letter-sender.ts`; the
- * message attribute names it sets are `DEAD_LETTER_ATTRIBUTES` in `contract.ts`.
+ * The message a dead-letter queue receives, and the port that sends it: each transport formats
+ * its dead letters into a `DeadLetterMessage` (an SQS message's original body and attributes; a
+ * stream record's coordinates and data, see `stream-dead-letter.ts`), and a `DeadLetterSender`
+ * sends it. The SQS sender lives in `sqs-dead-letter-sender.ts`; the message attribute names it
+ * sets are `DEAD_LETTER_ATTRIBUTES` in `contract.ts`.
  */
-import type { ErrorCode } from './errors';
-import type { SqsMessageAttribute } from './sqs-event';
+import type { ErrorCode } from '../core/errors';
+import type { MessageAttribute } from '../core/inbound-message';
 
 /**
  * How a permanent failure leaves the queue: `redrive` lets the queue's `maxReceiveCount` move it
@@ -18,11 +20,14 @@ import type { SqsMessageAttribute } from './sqs-event';
  * after a direct dead letter only (it prefers `eo-deduplication-id`), and gets a new key after a
  * native one, so completed effects run again; `fromMessageId` always gets a new key.
  */
-export type { DeadLetterMode } from './contract';
+export type { DeadLetterMode } from '../core/contract';
 
 /** One message to dead-letter, with the reason it can never succeed. */
 export interface DeadLetterMessage {
-  /** The original body, unchanged, so the message can be redriven after a fix. */
+  /**
+   * The body of the dead letter: an SQS message's original body, unchanged, so the message can be
+   * redriven after a fix; a stream record's envelope (`StreamDeadLetterBody`).
+   */
   readonly body: string;
   /** Why the message can never succeed. */
   readonly reason: string;
@@ -32,10 +37,10 @@ export interface DeadLetterMessage {
   readonly consumer: string;
   /** The dedup key, when the message got as far as having one. */
   readonly dedupKey?: string;
-  /** The SQS message id of the failed delivery. */
+  /** The transport's id of the failed delivery: an SQS message id, a stream event id. */
   readonly sourceMessageId: string;
-  /** The original message attributes. */
-  readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
+  /** The original message attributes (a stream record's: where it came from). */
+  readonly attributes: Readonly<Record<string, MessageAttribute>>;
   /** The message group, when the message has one (FIFO, or a fair queue's tenant). */
   readonly groupId?: string;
   /**

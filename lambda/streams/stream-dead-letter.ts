@@ -1,0 +1,201 @@
+/**
+ * The dead letter of a stream record: what an operator needs to act on it, without loss. Its
+ * body is a JSON envelope (`StreamDeadLetterBody`) with the record's coordinates (stream ARN,
+ * shard, sequence number, event id, arrival time) and its data, as UTF-8 text where SQS can hold
+ * it, else base64; a record whose envelope would not fit the dead-letter queue's message size is
+ * sent with its coordinates, size and SHA-256 and marked truncated, so it can be read again from
+ * the stream while the stream retains it. The reason, code and coordinates also travel as message
+ * attributes (`DEAD_LETTER_ATTRIBUTES`, `STREAM_RECORD_ATTRIBUTES`). The envelope is never empty
+ * and holds only characters SQS accepts (`toSqsJson` escapes the others), so no
+ * record a stream may carry (empty, binary, the largest Kinesis record, a DynamoDB change with two
+ * large images) makes a dead letter SQS refuses.
+ */
+import { createHash } from 'node:crypto';
+import { STREAM_RECORD_ATTRIBUTES } from '../core/contract';
+import type { DeadLetterWriter, MessageAttribute } from '../core/inbound-message';
+import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
+import { toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
+import { OUTSIDE_SQS_TEXT_GLOBAL, sqsMessageBytes } from '../dead-letter/sqs-limits';
+
+/** The `format` of a stream dead letter's body, version 1. */
+export const STREAM_DEAD_LETTER_FORMAT = 'effectively-once/stream-dead-letter@1';
+
+/** Where a stream record sits: enough to read it again from its stream. */
+export interface StreamCoordinates {
+  /** `aws:kinesis` or `aws:dynamodb`. */
+  readonly eventSource?: string;
+  /** The stream (or table stream) ARN. */
+  readonly eventSourceArn?: string;
+  /**
+   * The shard (Kinesis: from the event id). A DynamoDB Streams record does not name its shard:
+   * `DescribeStream` lists the shards with their sequence number ranges.
+   */
+  readonly shardId?: string;
+  /** The record's sequence number (`GetShardIterator` with `AT_SEQUENCE_NUMBER`). */
+  readonly sequenceNumber: string;
+  /** The record's event id. */
+  readonly eventId?: string;
+  /** The Kinesis partition key. */
+  readonly partitionKey?: string;
+  /**
+   * When the record reached the stream: a Kinesis record's `approximateArrivalTimestamp` (epoch
+   * seconds), a DynamoDB change's `ApproximateCreationDateTime` (epoch seconds).
+   */
+  readonly arrivalTime?: number;
+  /** A DynamoDB change's event name: `INSERT`, `MODIFY` or `REMOVE`. */
+  readonly eventName?: string;
+  /** A DynamoDB change's item key, as delivered (typed attribute values): the item to read again. */
+  readonly keys?: unknown;
+}
+
+/** The record's data in a dead letter: whole, or marked truncated. */
+export type StreamDeadLetterData =
+  | {
+      /** `utf-8`: `value` is the data as text; `base64`: the data's bytes in base64. */
+      readonly encoding: 'utf-8' | 'base64';
+      /** The data. */
+      readonly value: string;
+      /** The data's size in bytes. */
+      readonly bytes: number;
+      /** SHA-256 of the data's bytes, hex. */
+      readonly sha256: string;
+    }
+  | {
+      /** The data did not fit the dead-letter queue's message size: read it again from the stream. */
+      readonly truncated: true;
+      /** The data's size in bytes. */
+      readonly bytes: number;
+      /** SHA-256 of the data's bytes, hex, to check the record read again. */
+      readonly sha256: string;
+    };
+
+/** The body of a stream dead letter (JSON). */
+export interface StreamDeadLetterBody {
+  /** {@link STREAM_DEAD_LETTER_FORMAT}. */
+  readonly format: typeof STREAM_DEAD_LETTER_FORMAT;
+  /** Where the record sits in its stream. */
+  readonly source: StreamCoordinates;
+  /** Why the record can never succeed (as in `eo-reason`, not cut). */
+  readonly reason: string;
+  /** The error code (as in `eo-code`). */
+  readonly code: string;
+  /**
+   * The record's data: a Kinesis record's data; a DynamoDB Streams record's `dynamodb` field as
+   * delivered (keys, images, sequence number and size, typed attribute values), as JSON text.
+   */
+  readonly data: StreamDeadLetterData;
+}
+
+/** What a stream adapter tells the writer of one record. */
+export interface StreamDeadLetterRecord {
+  /** Where it sits. */
+  readonly coordinates: StreamCoordinates;
+  /** Its data's exact bytes. */
+  readonly data: Uint8Array;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The data as text when it is well-formed UTF-8, else `undefined`. */
+export function utf8TextOf(data: Uint8Array): string | undefined {
+  try {
+    return strictUtf8.decode(data);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * JSON text that SQS accepts: `JSON.stringify` already escapes control characters and lone
+ * surrogates; the two noncharacters U+FFFE and U+FFFF, which SQS refuses, are escaped here too
+ * (`\ufffe`, `\uffff`), so the parsed JSON is unchanged.
+ */
+export function toSqsJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    OUTSIDE_SQS_TEXT_GLOBAL,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** The whole data: as text when it is well-formed UTF-8, else base64. */
+export function streamDeadLetterData(data: Uint8Array): StreamDeadLetterData {
+  const sha256 = createHash('sha256').update(data).digest('hex');
+  const text = utf8TextOf(data);
+  return text === undefined
+    ? { encoding: 'base64', value: Buffer.from(data).toString('base64'), bytes: data.byteLength, sha256 }
+    : { encoding: 'utf-8', value: text, bytes: data.byteLength, sha256 };
+}
+
+/** The record's coordinates as message attributes (`STREAM_RECORD_ATTRIBUTES`). */
+export function streamRecordAttributes(coordinates: StreamCoordinates): Record<string, MessageAttribute> {
+  const text = (stringValue: string): MessageAttribute => ({ stringValue, dataType: 'String' });
+  const attributes: Record<string, MessageAttribute> = {};
+  if (coordinates.eventSourceArn !== undefined)
+    attributes[STREAM_RECORD_ATTRIBUTES.eventSourceArn] = text(coordinates.eventSourceArn);
+  if (coordinates.shardId !== undefined)
+    attributes[STREAM_RECORD_ATTRIBUTES.shardId] = text(coordinates.shardId);
+  attributes[STREAM_RECORD_ATTRIBUTES.sequenceNumber] = text(coordinates.sequenceNumber);
+  if (coordinates.partitionKey !== undefined && coordinates.partitionKey !== '')
+    attributes[STREAM_RECORD_ATTRIBUTES.partitionKey] = text(coordinates.partitionKey);
+  return attributes;
+}
+
+/**
+ * The dead-letter message of a stream record: the whole envelope when it fits `maxMessageBytes`
+ * (body and attributes, counted as SQS counts them), else the envelope with its data marked
+ * truncated. The group is left unset (a FIFO dead-letter queue groups by consumer: a stream ARN
+ * may be longer than a message group id may be).
+ */
+export function streamDeadLetterMessage(
+  record: StreamDeadLetterRecord,
+  letter: {
+    readonly reason: string;
+    readonly code: string;
+    readonly consumer: string;
+    readonly dedupKey?: string;
+  },
+  sourceMessageId: string,
+  maxMessageBytes: number,
+): DeadLetterMessage {
+  const envelope = (data: StreamDeadLetterData): string =>
+    toSqsJson({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: record.coordinates,
+      reason: letter.reason,
+      code: letter.code,
+      data,
+    } satisfies StreamDeadLetterBody);
+  const base = {
+    reason: letter.reason,
+    code: letter.code as DeadLetterMessage['code'],
+    consumer: letter.consumer,
+    sourceMessageId,
+    attributes: streamRecordAttributes(record.coordinates),
+    ...(letter.dedupKey === undefined ? {} : { dedupKey: letter.dedupKey }),
+  };
+  const whole: DeadLetterMessage = { ...base, body: envelope(streamDeadLetterData(record.data)) };
+  if (sqsMessageBytes(whole.body, toDeadLetterAttributes(whole)) <= maxMessageBytes) return whole;
+  const full = streamDeadLetterData(record.data);
+  return { ...base, body: envelope({ truncated: true, bytes: full.bytes, sha256: full.sha256 }) };
+}
+
+/**
+ * The dead-letter writer of a stream entry point: each permanent failure is sent with
+ * `sender` as a {@link StreamDeadLetterBody}, within `maxMessageBytes`.
+ */
+export function streamDeadLetterWriter<TRecord>(
+  sender: DeadLetterSender,
+  describe: (record: TRecord) => StreamDeadLetterRecord,
+  maxMessageBytes: number,
+): DeadLetterWriter<TRecord> {
+  return async ({ message, reason, code, consumer, dedupKey }) => {
+    await sender.send(
+      streamDeadLetterMessage(
+        describe(message.record),
+        { reason, code, consumer, ...(dedupKey === undefined ? {} : { dedupKey }) },
+        message.id,
+        maxMessageBytes,
+      ),
+    );
+  };
+}
