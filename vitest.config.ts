@@ -23,6 +23,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          // Every SQS send refuses what AWS refuses (the emulator accepts more).
+          setupFiles: ['test/support/aws-limits/setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -41,6 +43,7 @@ export default defineConfig({
           name: 'reliability',
           include: ['test/reliability/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/aws-limits/setup.ts'],
           testTimeout: 600_000,
           hookTimeout: 120_000,
         },

@@ -2,6 +2,7 @@
  * The SQS adapter of the dead-letter port (`deadLetter: 'direct'`): one `SendMessage` per
  * dead-lettered message, the original body unchanged and the reason in message attributes.
  */
+import { createHash } from 'node:crypto';
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError } from '../core/errors';
@@ -32,6 +33,21 @@ export function toAttributeText(value: string, max = Number.POSITIVE_INFINITY): 
   if (clean.length <= max) return clean;
   const codePoints = Array.from(clean);
   return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : clean;
+}
+
+/**
+ * "The length of MessageGroupId is 128 characters. Valid values: alphanumeric characters and
+ * punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~)." The same holds for MessageDeduplicationId
+ * (Amazon SQS API Reference, SendMessage).
+ */
+const FIFO_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * `value` as a FIFO group or deduplication id: itself when SQS accepts it, else its SHA-256 (hex,
+ * 64 characters), so the same value always maps to the same id.
+ */
+export function toFifoId(value: string): string {
+  return FIFO_ID.test(value) ? value : createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
 function text(value: string, max?: number): MessageAttributeValue {
@@ -75,7 +91,8 @@ export function toDeadLetterAttributes(message: DeadLetterMessage): Record<strin
 
 /**
  * Creates the SQS dead-letter sender. For a FIFO dead-letter queue the message keeps its group
- * (or the consumer name when it has none) and its deduplication id is the source message id,
+ * (or the consumer name when it has none) and its deduplication id is the source message id
+ * (each replaced by its SHA-256 where it is not a valid FIFO id, `toFifoId`),
  * so sending the same message again within five minutes (a retry after a lost acknowledgement)
  * adds no second copy. The original deduplication id travels in `eo-deduplication-id`, which
  * `fromDeduplicationId` prefers, so "fix, then redrive" finds the completed effects under the
@@ -112,8 +129,8 @@ export function createSqsDeadLetterSender(options: SqsDeadLetterSenderOptions): 
             MessageAttributes: toDeadLetterAttributes(message),
             ...(fifo
               ? {
-                  MessageGroupId: message.groupId ?? message.consumer,
-                  MessageDeduplicationId: message.sourceMessageId,
+                  MessageGroupId: toFifoId(message.groupId ?? message.consumer),
+                  MessageDeduplicationId: toFifoId(message.sourceMessageId),
                 }
               : {}),
           }),

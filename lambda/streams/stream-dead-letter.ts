@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { STREAM_RECORD_ATTRIBUTES } from '../core/contract';
 import type { DeadLetterWriter, MessageAttribute } from '../core/inbound-message';
 import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
-import { toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
+import { toAttributeText, toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
 import { OUTSIDE_SQS_TEXT_GLOBAL, sqsMessageBytes } from '../dead-letter/sqs-limits';
 
 /** The `format` of a stream dead letter's body, version 1. */
@@ -140,11 +140,29 @@ export function streamRecordAttributes(coordinates: StreamCoordinates): Record<s
   return attributes;
 }
 
+/** The longest reason a truncated dead letter's body keeps, in code points (as `eo-reason`). */
+const TRUNCATED_REASON_LENGTH = 1024;
+/** The longest reason the smallest dead letter keeps, in code points, in its body and `eo-reason`. */
+const MINIMAL_REASON_LENGTH = 128;
+
+/** `text` cut to `max` code points, the last one `…` when cut (never splitting a surrogate pair). */
+function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const codePoints = Array.from(text);
+  return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : text;
+}
+
 /**
- * The dead-letter message of a stream record: the whole envelope when it fits `maxMessageBytes`
- * (body and attributes, counted as SQS counts them), else the envelope with its data marked
- * truncated. The group is left unset (a FIFO dead-letter queue groups by consumer: a stream ARN
- * may be longer than a message group id may be).
+ * The dead-letter message of a stream record, the first of three that fits `maxMessageBytes`
+ * (body and attributes, counted as SQS counts them):
+ * 1. the whole envelope: coordinates, reason and the record's data;
+ * 2. the data marked truncated (size and SHA-256), the reason cut to 1,024 code points;
+ * 3. the smallest: the coordinates needed to read the record again (stream ARN, shard, sequence
+ *    number, event id) in the body only, the reason cut to 128 code points, no dedup key.
+ * When even the third does not fit (a queue limit near SQS's 1,024-byte minimum and a very long
+ * stream ARN), it is returned anyway: SQS refuses it, the send fails and the record is retried,
+ * as for any failed send. The group is left unset (a FIFO dead-letter queue groups by consumer: a
+ * stream ARN may be longer than a message group id may be).
  */
 export function streamDeadLetterMessage(
   record: StreamDeadLetterRecord,
@@ -157,26 +175,58 @@ export function streamDeadLetterMessage(
   sourceMessageId: string,
   maxMessageBytes: number,
 ): DeadLetterMessage {
-  const envelope = (data: StreamDeadLetterData): string =>
+  const { coordinates } = record;
+  const body = (source: StreamCoordinates, reason: string, data: StreamDeadLetterData): string =>
     toSqsJson({
       format: STREAM_DEAD_LETTER_FORMAT,
-      source: record.coordinates,
-      reason: letter.reason,
+      source,
+      reason,
       code: letter.code,
       data,
     } satisfies StreamDeadLetterBody);
+  // A partition key may hold characters SQS refuses in an attribute value: the envelope keeps it
+  // whole (escaped), the attribute shows it with `?` in their place.
+  const attributes = Object.fromEntries(
+    Object.entries(streamRecordAttributes(coordinates)).map(([name, value]) => [
+      name,
+      { ...value, stringValue: toAttributeText(value.stringValue ?? '') },
+    ]),
+  );
   const base = {
     reason: letter.reason,
     code: letter.code as DeadLetterMessage['code'],
     consumer: letter.consumer,
     sourceMessageId,
-    attributes: streamRecordAttributes(record.coordinates),
+    attributes,
     ...(letter.dedupKey === undefined ? {} : { dedupKey: letter.dedupKey }),
   };
-  const whole: DeadLetterMessage = { ...base, body: envelope(streamDeadLetterData(record.data)) };
-  if (sqsMessageBytes(whole.body, toDeadLetterAttributes(whole)) <= maxMessageBytes) return whole;
-  const full = streamDeadLetterData(record.data);
-  return { ...base, body: envelope({ truncated: true, bytes: full.bytes, sha256: full.sha256 }) };
+  const fits = (message: DeadLetterMessage): boolean =>
+    sqsMessageBytes(message.body, toDeadLetterAttributes(message)) <= maxMessageBytes;
+
+  const data = streamDeadLetterData(record.data);
+  const whole: DeadLetterMessage = { ...base, body: body(coordinates, letter.reason, data) };
+  if (fits(whole)) return whole;
+  const truncatedData: StreamDeadLetterData = { truncated: true, bytes: data.bytes, sha256: data.sha256 };
+  const truncated: DeadLetterMessage = {
+    ...base,
+    body: body(coordinates, cutText(letter.reason, TRUNCATED_REASON_LENGTH), truncatedData),
+  };
+  if (fits(truncated)) return truncated;
+  const reason = cutText(letter.reason, MINIMAL_REASON_LENGTH);
+  const pointer: StreamCoordinates = {
+    ...(coordinates.eventSourceArn === undefined ? {} : { eventSourceArn: coordinates.eventSourceArn }),
+    ...(coordinates.shardId === undefined ? {} : { shardId: coordinates.shardId }),
+    sequenceNumber: coordinates.sequenceNumber,
+    ...(coordinates.eventId === undefined ? {} : { eventId: coordinates.eventId }),
+  };
+  return {
+    reason,
+    code: base.code,
+    consumer: letter.consumer,
+    sourceMessageId,
+    attributes: {},
+    body: body(pointer, reason, truncatedData),
+  };
 }
 
 /**

@@ -22,11 +22,12 @@ import {
   type DynamoDbChange,
   type DynamoDbStreamRecord,
   fromKeysAndVersion,
+  type StreamDeadLetterBody,
 } from '../../lambda/streams';
 import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import { captureLogger, createLocalResources, lambdaContext, type TestQueue } from '../support/fixtures';
-import { createStreamTable } from '../support/stream-fixtures';
+import { createStreamTable, recoveredData } from '../support/stream-fixtures';
 
 interface Order {
   readonly pk: string;
@@ -149,11 +150,13 @@ describe('createDynamoDbStreamHandler on the emulator', () => {
     expect(await local.readItem(readModel, { pk })).toEqual({ pk, status: 'SHIPPED', version: 3 });
     const [deadLetter, ...others] = await local.receive(deadLetterQueue.url);
     expect(others).toEqual([]);
-    expect(JSON.parse(deadLetter!.Body!)).toEqual({
-      eventName: 'MODIFY',
-      keys: { pk },
-      newImage: { pk, version: 2, status: 'REFUNDED' },
-      oldImage: { pk, version: 2, status: 'PAID' },
+    // The record's `dynamodb` field as delivered, and where the change sits in the stream.
+    const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
+    expect(envelope.source).toMatchObject({ eventName: 'MODIFY', keys: { pk: { S: pk } } });
+    expect(JSON.parse(recoveredData(envelope)!.toString('utf8'))).toMatchObject({
+      Keys: { pk: { S: pk } },
+      NewImage: { pk: { S: pk }, version: { N: '2' }, status: { S: 'REFUNDED' } },
+      OldImage: { pk: { S: pk }, version: { N: '2' }, status: { S: 'PAID' } },
     });
     expect(deadLetter?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue).toBe(
       'PAYLOAD_MISMATCH',

@@ -29,8 +29,10 @@ import {
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, ENV } from '../../lambda';
+import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, type TestQueue, waitFor } from '../support/fixtures';
+import { recoveredData } from '../support/stream-fixtures';
 
 const root = resolve(__dirname, '../..');
 const local = createLocalResources();
@@ -140,7 +142,9 @@ describe('a deployed Kinesis consumer behind an event source mapping', () => {
       return messages.length > 0 ? messages : undefined;
     });
 
-    expect(deadLetter?.Body).toBe(JSON.stringify(reused));
+    const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
+    expect(envelope.source).toMatchObject({ partitionKey: paid.orderId });
+    expect(recoveredData(envelope)?.toString('utf8')).toBe(JSON.stringify(reused));
     expect(deadLetter?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue).toBe(
       'PAYLOAD_MISMATCH',
     );

@@ -27,6 +27,7 @@ import {
   fromData,
   type KinesisStreamRecord,
   STREAM_RECORD_ATTRIBUTES,
+  type StreamDeadLetterBody,
 } from '../../lambda/streams';
 import { readKinesisShard } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
@@ -37,6 +38,7 @@ import {
   type TestQueue,
   waitFor,
 } from '../support/fixtures';
+import { recoveredData } from '../support/stream-fixtures';
 
 interface OrderEvent {
   readonly eventId: string;
@@ -211,7 +213,16 @@ describe('createKinesisHandler on the emulator', () => {
     });
     const [deadLetter, ...others] = await local.receive(deadLetterQueue.url);
     expect(others).toEqual([]);
-    expect(deadLetter?.Body).toBe(JSON.stringify(reused));
+    // The envelope: where the record came from, and its data byte for byte.
+    const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
+    expect(envelope.source).toMatchObject({
+      eventSourceArn: stream.arn,
+      shardId: stream.shardId,
+      sequenceNumber: sequenceNumbers[1],
+      eventId: `${stream.shardId}:${sequenceNumbers[1]}`,
+      partitionKey: paid.orderId,
+    });
+    expect(recoveredData(envelope)?.toString('utf8')).toBe(JSON.stringify(reused));
     const attribute = (name: string) => deadLetter?.MessageAttributes?.[name]?.StringValue;
     expect({
       code: attribute(DEAD_LETTER_ATTRIBUTES.code),

@@ -96,7 +96,6 @@ export function dynamoDbStreamRecord(
   };
 }
 
-/** A dead-letter sender that keeps every message it sends; `fail` makes the next sends reject. */
 /** The envelope of a stream dead letter (its body, parsed). */
 export function streamDeadLetterOf(message: DeadLetterMessage): StreamDeadLetterBody {
   return JSON.parse(message.body) as StreamDeadLetterBody;
@@ -112,6 +111,7 @@ export function recoveredData(envelope: StreamDeadLetterBody): Buffer | undefine
   return data.encoding === 'base64' ? Buffer.from(data.value, 'base64') : Buffer.from(data.value, 'utf8');
 }
 
+/** A dead-letter sender that keeps every message it sends; `fail` makes the next sends reject. */
 export function captureDeadLetters(): DeadLetterSender & {
   readonly sent: DeadLetterMessage[];
   fail: boolean;
