@@ -29,6 +29,7 @@ import {
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, ENV } from '../../lambda';
+import { STREAM_DEAD_LETTER_FORMAT } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, type TestQueue, waitFor } from '../support/fixtures';
 
@@ -140,7 +141,13 @@ describe('a deployed Kinesis consumer behind an event source mapping', () => {
       return messages.length > 0 ? messages : undefined;
     });
 
-    expect(deadLetter?.Body).toBe(JSON.stringify(reused));
+    // The stream dead letter: the record's coordinates, and its data whole (UTF-8 text).
+    expect(JSON.parse(deadLetter!.Body!)).toMatchObject({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: { eventSource: 'aws:kinesis', partitionKey: paid.orderId },
+      code: 'PAYLOAD_MISMATCH',
+      data: { encoding: 'utf-8', value: JSON.stringify(reused) },
+    });
     expect(deadLetter?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue).toBe(
       'PAYLOAD_MISMATCH',
     );

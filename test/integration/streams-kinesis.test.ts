@@ -5,7 +5,7 @@
  * The emulator's event source mappings ignore `batchItemFailures` (docs/local-aws-streams.md), so
  * the handler is run on the records directly.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   CreateStreamCommand,
   DeleteStreamCommand,
@@ -26,6 +26,7 @@ import {
   createKinesisHandler,
   fromData,
   type KinesisStreamRecord,
+  STREAM_DEAD_LETTER_FORMAT,
   STREAM_RECORD_ATTRIBUTES,
 } from '../../lambda/streams';
 import { readKinesisShard } from '../../scripts/support/stream-reader';
@@ -211,7 +212,27 @@ describe('createKinesisHandler on the emulator', () => {
     });
     const [deadLetter, ...others] = await local.receive(deadLetterQueue.url);
     expect(others).toEqual([]);
-    expect(deadLetter?.Body).toBe(JSON.stringify(reused));
+    const reusedData = Buffer.from(JSON.stringify(reused));
+    expect(JSON.parse(deadLetter!.Body!)).toEqual({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: {
+        eventSource: 'aws:kinesis',
+        eventSourceArn: stream.arn,
+        shardId: stream.shardId,
+        sequenceNumber: sequenceNumbers[1],
+        eventId: `${stream.shardId}:${sequenceNumbers[1]}`,
+        partitionKey: paid.orderId,
+        arrivalTime: expect.any(Number),
+      },
+      reason: expect.stringContaining('different payload'),
+      code: 'PAYLOAD_MISMATCH',
+      data: {
+        encoding: 'utf-8',
+        value: JSON.stringify(reused),
+        bytes: reusedData.byteLength,
+        sha256: createHash('sha256').update(reusedData).digest('hex'),
+      },
+    });
     const attribute = (name: string) => deadLetter?.MessageAttributes?.[name]?.StringValue;
     expect({
       code: attribute(DEAD_LETTER_ATTRIBUTES.code),
