@@ -22,12 +22,13 @@ import {
   type DynamoDbChange,
   type DynamoDbStreamRecord,
   fromKeysAndVersion,
+  STREAM_DEAD_LETTER_FORMAT,
   type StreamDeadLetterBody,
 } from '../../lambda/streams';
 import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import { captureLogger, createLocalResources, lambdaContext, type TestQueue } from '../support/fixtures';
-import { createStreamTable, recoveredData } from '../support/stream-fixtures';
+import { createStreamTable } from '../support/stream-fixtures';
 
 interface Order {
   readonly pk: string;
@@ -150,10 +151,27 @@ describe('createDynamoDbStreamHandler on the emulator', () => {
     expect(await local.readItem(readModel, { pk })).toEqual({ pk, status: 'SHIPPED', version: 3 });
     const [deadLetter, ...others] = await local.receive(deadLetterQueue.url);
     expect(others).toEqual([]);
-    // The record's `dynamodb` field as delivered, and where the change sits in the stream.
+    const reused = records[2]!;
     const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
-    expect(envelope.source).toMatchObject({ eventName: 'MODIFY', keys: { pk: { S: pk } } });
-    expect(JSON.parse(recoveredData(envelope)!.toString('utf8'))).toMatchObject({
+    expect(envelope).toEqual({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: {
+        eventSource: 'aws:dynamodb',
+        eventSourceArn: table.streamArn,
+        sequenceNumber: reused.dynamodb.SequenceNumber,
+        eventId: reused.eventID,
+        arrivalTime: reused.dynamodb.ApproximateCreationDateTime,
+        eventName: 'MODIFY',
+        keys: { pk: { S: pk } },
+      },
+      reason: expect.stringContaining('different payload'),
+      code: 'PAYLOAD_MISMATCH',
+      data: expect.objectContaining({ encoding: 'utf-8' }),
+    });
+    // The data is the record's `dynamodb` field as delivered: both images, typed.
+    const change = JSON.parse((envelope.data as { value: string }).value);
+    expect(change).toEqual(reused.dynamodb);
+    expect(change).toMatchObject({
       Keys: { pk: { S: pk } },
       NewImage: { pk: { S: pk }, version: { N: '2' }, status: { S: 'REFUNDED' } },
       OldImage: { pk: { S: pk }, version: { N: '2' }, status: { S: 'PAID' } },

@@ -29,10 +29,9 @@ import {
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, ENV } from '../../lambda';
-import type { StreamDeadLetterBody } from '../../lambda/streams';
+import { STREAM_DEAD_LETTER_FORMAT } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, type TestQueue, waitFor } from '../support/fixtures';
-import { recoveredData } from '../support/stream-fixtures';
 
 const root = resolve(__dirname, '../..');
 const local = createLocalResources();
@@ -142,9 +141,13 @@ describe('a deployed Kinesis consumer behind an event source mapping', () => {
       return messages.length > 0 ? messages : undefined;
     });
 
-    const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
-    expect(envelope.source).toMatchObject({ partitionKey: paid.orderId });
-    expect(recoveredData(envelope)?.toString('utf8')).toBe(JSON.stringify(reused));
+    // The stream dead letter: the record's coordinates, and its data whole (UTF-8 text).
+    expect(JSON.parse(deadLetter!.Body!)).toMatchObject({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: { eventSource: 'aws:kinesis', partitionKey: paid.orderId },
+      code: 'PAYLOAD_MISMATCH',
+      data: { encoding: 'utf-8', value: JSON.stringify(reused) },
+    });
     expect(deadLetter?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue).toBe(
       'PAYLOAD_MISMATCH',
     );

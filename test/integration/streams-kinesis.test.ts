@@ -5,7 +5,7 @@
  * The emulator's event source mappings ignore `batchItemFailures` (docs/local-aws-streams.md), so
  * the handler is run on the records directly.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   CreateStreamCommand,
   DeleteStreamCommand,
@@ -26,8 +26,8 @@ import {
   createKinesisHandler,
   fromData,
   type KinesisStreamRecord,
+  STREAM_DEAD_LETTER_FORMAT,
   STREAM_RECORD_ATTRIBUTES,
-  type StreamDeadLetterBody,
 } from '../../lambda/streams';
 import { readKinesisShard } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
@@ -38,7 +38,6 @@ import {
   type TestQueue,
   waitFor,
 } from '../support/fixtures';
-import { recoveredData } from '../support/stream-fixtures';
 
 interface OrderEvent {
   readonly eventId: string;
@@ -213,16 +212,27 @@ describe('createKinesisHandler on the emulator', () => {
     });
     const [deadLetter, ...others] = await local.receive(deadLetterQueue.url);
     expect(others).toEqual([]);
-    // The envelope: where the record came from, and its data byte for byte.
-    const envelope = JSON.parse(deadLetter!.Body!) as StreamDeadLetterBody;
-    expect(envelope.source).toMatchObject({
-      eventSourceArn: stream.arn,
-      shardId: stream.shardId,
-      sequenceNumber: sequenceNumbers[1],
-      eventId: `${stream.shardId}:${sequenceNumbers[1]}`,
-      partitionKey: paid.orderId,
+    const reusedData = Buffer.from(JSON.stringify(reused));
+    expect(JSON.parse(deadLetter!.Body!)).toEqual({
+      format: STREAM_DEAD_LETTER_FORMAT,
+      source: {
+        eventSource: 'aws:kinesis',
+        eventSourceArn: stream.arn,
+        shardId: stream.shardId,
+        sequenceNumber: sequenceNumbers[1],
+        eventId: `${stream.shardId}:${sequenceNumbers[1]}`,
+        partitionKey: paid.orderId,
+        arrivalTime: expect.any(Number),
+      },
+      reason: expect.stringContaining('different payload'),
+      code: 'PAYLOAD_MISMATCH',
+      data: {
+        encoding: 'utf-8',
+        value: JSON.stringify(reused),
+        bytes: reusedData.byteLength,
+        sha256: createHash('sha256').update(reusedData).digest('hex'),
+      },
     });
-    expect(recoveredData(envelope)?.toString('utf8')).toBe(JSON.stringify(reused));
     const attribute = (name: string) => deadLetter?.MessageAttributes?.[name]?.StringValue;
     expect({
       code: attribute(DEAD_LETTER_ATTRIBUTES.code),

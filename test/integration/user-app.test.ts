@@ -1,8 +1,9 @@
 /**
  * The README's apps end to end, as a new user builds them: each a CDK app of its own laid out as
  * `cdk init app --language typescript` lays one out, in a directory outside the repository, with
- * the packed tarball installed (packed once for both, `test/support/user-app.ts`), deployed with
- * the installed `node_modules/.bin/effectively-once local up/deploy`, checked, and destroyed.
+ * the packed tarball installed (packed once for all three, `test/support/user-app.ts`), deployed
+ * with the installed `node_modules/.bin/effectively-once local up/deploy`, checked, and destroyed;
+ * the stream app's handlers run in the test's process instead.
  *
  * - The quickstart (the README's, step by step in `docs/getting-started.md`): the quickstart's
  *   own files (`examples/my-app/`: a handler passing only `dedupKey`, `mode` and `handle`, a
@@ -17,19 +18,73 @@
  *   with a resend and a poison message, checks every table, sends shipping a second copy of an
  *   event, rewrites and removes outbox items, and checks what each construct configured reached
  *   its function.
+ * - Stream consumers (`test/fixtures/user-stream-app/`, handlers importing only
+ *   `effectively-once` and `effectively-once/streams`): a Kinesis consumer and a DynamoDB Streams
+ *   projection, type-checked by the app's own `tsc`, bundled from the installed package and run
+ *   in process on records read from the emulator's streams with `GetRecords` (the emulator's
+ *   stream event source mappings ignore batch item failures), in the environment the construct
+ *   gives them, with dead letters sent to a real queue through the SQS conformance layer. A
+ *   shard carrying an empty, a gzip and a maximum-size record between payments, and a table
+ *   change with two images larger than a dead letter: every good record applied once, each bad
+ *   one dead-lettered with its coordinates and its data (whole, or marked truncated and read
+ *   again from the stream at its sequence number), and no checkpoint.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand as DescribeTableStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand as GetTableStreamRecordsCommand,
+  GetShardIteratorCommand as GetTableStreamShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
+import {
+  CreateStreamCommand,
+  DeleteStreamCommand,
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  KinesisClient,
+  PutRecordsCommand,
+} from '@aws-sdk/client-kinesis';
+import {
+  type Message as QueueMessage,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEAD_LETTER_ATTRIBUTES, ENV } from '../../lambda';
 import { expiresAt } from '../../lambda/core/time';
 import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE, outboxEventId } from '../../lambda/outbox';
+import {
+  STREAM_DEAD_LETTER_FORMAT,
+  STREAM_RECORD_ATTRIBUTES,
+  type StreamDeadLetterBody,
+} from '../../lambda/streams';
 import { projectRoot } from '../../scripts/local-aws/harness';
-import { isAlive } from '../support/child-process';
-import { waitFor } from '../support/fixtures';
-import { expectSuccess, LocalUserApp, packTarball } from '../support/user-app';
+import {
+  dynamoDbStreamRecordFrom,
+  readKinesisShard,
+  readTableStream,
+} from '../../scripts/support/stream-reader';
+import { uniqueName } from '../support/aws';
+import { createConformingSqsClient } from '../support/aws-limits/sqs';
+import { type CommandRun, isAlive } from '../support/child-process';
+import {
+  captureStdout,
+  createLocalResources,
+  lambdaContext,
+  receiveMessages,
+  waitFor,
+} from '../support/fixtures';
+import { createStreamTable, recoveredData } from '../support/stream-fixtures';
+import { expectSuccess, InProcessUserApp, LocalUserApp, packTarball } from '../support/user-app';
 
 const root = projectRoot();
 const work = mkdtempSync(join(tmpdir(), 'eo-user-app-'));
@@ -449,4 +504,412 @@ describe("a chain in a user's own CDK app: an outbox and a stream consumer, depl
     expect(destroy.stderr).toMatch(/^Deleted stack ChainAppStack in /m);
     expect(isAlive(app.emulator!.pid)).toBe(false);
   }, 90_000);
+});
+
+describe("stream consumers in a user's own app: every record a stream may carry is applied once or dead-lettered losslessly, and the shard moves on", () => {
+  const local = createLocalResources();
+  // HTTP/1.1: over the Kinesis client's default HTTP/2, the emulator cuts a response at 65,535
+  // bytes (the initial flow-control window), so GetRecords of a record over ~48 KB fails to parse.
+  const kinesis = new KinesisClient({ ...local.aws, requestHandler: new NodeHttpHandler() });
+  const tableStreams = new DynamoDBStreamsClient(local.aws);
+  const admin = local.dynamoDbClient();
+  const writer = local.documentClient();
+  const app = new InProcessUserApp(work, {
+    source: join(root, 'test', 'fixtures', 'user-stream-app'),
+    name: 'stream-app',
+  });
+  const inboxTable = uniqueName('eo-user-streams-inbox');
+  const paymentsTable = uniqueName('eo-user-payments');
+  const ordersTable = uniqueName('eo-user-orders');
+  const readModelTable = uniqueName('eo-user-order-read-model');
+  const paymentStream = uniqueName('eo-user-payments');
+  let typecheck: Promise<CommandRun>;
+
+  /**
+   * The environment the handler's function has, deployed with `IdempotentStreamConsumer` on the
+   * emulator: the construct's `EO_*` variables, the app's own, and the emulator's endpoint.
+   */
+  const functionEnvironment = (
+    consumer: string,
+    deadLetterQueueUrl: string,
+    own: Record<string, string>,
+  ): Record<string, string> => ({
+    [ENV.consumer]: consumer,
+    [ENV.inboxTable]: inboxTable,
+    [ENV.ttlSeconds]: String(2 * 24 * 3600),
+    [ENV.deadLetterMode]: 'direct',
+    [ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+    AWS_ENDPOINT_URL: local.aws.endpoint,
+    AWS_REGION: local.aws.region,
+    AWS_ACCESS_KEY_ID: local.aws.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: local.aws.credentials.secretAccessKey,
+    ...own,
+  });
+
+  /** Runs `create` (a cold start: module scope and handler options) with `environment` as the function's. */
+  async function coldStart<T>(environment: Record<string, string>, create: () => Promise<T>): Promise<T> {
+    for (const [name, value] of Object.entries(environment)) vi.stubEnv(name, value);
+    try {
+      return await create();
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  }
+
+  /**
+   * A dead-letter queue of `maximumMessageSize` bytes, and a sender to it as the package makes it
+   * (`createSqsDeadLetterSender` of the installed tarball) over an SQS client wrapped in the
+   * conformance layer: a message SQS would refuse fails the send. `sent` keeps every command that
+   * passed the layer.
+   */
+  async function createDeadLetterQueue(prefix: string, maximumMessageSize: number) {
+    const { url } = await local.createQueue(prefix, { MaximumMessageSize: String(maximumMessageSize) });
+    const { createSqsDeadLetterSender } = app.require<typeof import('../../lambda')>('effectively-once');
+    const sent: unknown[] = [];
+    const recorder = {
+      send: (command: SendMessageCommand) => {
+        sent.push(command);
+        return local.sqs.send(command);
+      },
+    };
+    const client = createConformingSqsClient(recorder, { queues: { [url]: { maximumMessageSize } } });
+    return {
+      url,
+      sender: createSqsDeadLetterSender({ client: client as unknown as SQSClient, queueUrl: url }),
+      sent,
+    };
+  }
+
+  /** A dead letter's envelope and the attributes that say why, who and where from. */
+  const readDeadLetter = (message: QueueMessage) => {
+    const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+    return {
+      envelope: JSON.parse(message.Body!) as StreamDeadLetterBody,
+      attributes: {
+        code: attribute(DEAD_LETTER_ATTRIBUTES.code),
+        consumer: attribute(DEAD_LETTER_ATTRIBUTES.consumer),
+        sourceMessageId: attribute(DEAD_LETTER_ATTRIBUTES.sourceMessageId),
+        eventSourceArn: attribute(STREAM_RECORD_ATTRIBUTES.eventSourceArn),
+        shardId: attribute(STREAM_RECORD_ATTRIBUTES.shardId),
+        sequenceNumber: attribute(STREAM_RECORD_ATTRIBUTES.sequenceNumber),
+        partitionKey: attribute(STREAM_RECORD_ATTRIBUTES.partitionKey),
+      },
+    };
+  };
+
+  const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
+  const byPk = (items: Record<string, unknown>[]) =>
+    items.sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
+  /** What an invocation wrote: each logged outcome, and the counts of its metrics line. */
+  const outcomesLogged = (lines: readonly Record<string, unknown>[]) => {
+    const metrics = lines.filter(isMetricLine);
+    expect(metrics).toHaveLength(1);
+    const { Processed, Duplicate, Permanent, Retry } = metrics[0]!;
+    return {
+      logged: lines
+        .filter((line) => !isMetricLine(line))
+        .map(({ outcome, code, deadLetter }) => ({ outcome, code, deadLetter })),
+      counted: { Processed, Duplicate, Permanent, Retry },
+    };
+  };
+
+  beforeAll(async () => {
+    app.install(tarball);
+    // The app's `tsc` runs while the resources are created; its test awaits it.
+    typecheck = app.typecheck();
+    await Promise.all([
+      local.createTable(inboxTable),
+      local.createTable(paymentsTable),
+      local.createTable(readModelTable),
+      kinesis.send(new CreateStreamCommand({ StreamName: paymentStream, ShardCount: 1 })),
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.allSettled([
+      kinesis.send(new DeleteStreamCommand({ StreamName: paymentStream, EnforceConsumerDeletion: true })),
+      admin.send(new DeleteTableCommand({ TableName: ordersTable })),
+    ]);
+    kinesis.destroy();
+    tableStreams.destroy();
+    await local.dispose();
+  });
+
+  it("type-checks the app's handlers against the installed package with the app's own tsc", async () => {
+    expectSuccess('tsc in the stream app', await typecheck);
+  }, 60_000);
+
+  it('applies every payment of a Kinesis shard once, dead-letters an empty, a gzip and a maximum-size record with their coordinates and data, and runs the records after each in the same invocation', async () => {
+    const CONSUMER = 'payment-events';
+    // The dead-letter queue as SQS creates it by default (1 MiB), and its size told to the function.
+    const MAX_MESSAGE_BYTES = 1_048_576;
+    const deadLetterQueue = await createDeadLetterQueue('eo-user-payments-dlq', MAX_MESSAGE_BYTES);
+    const handler = await coldStart(
+      functionEnvironment(CONSUMER, deadLetterQueue.url, {
+        [ENV.deadLetterMaxMessageBytes]: String(MAX_MESSAGE_BYTES),
+        PAYMENTS_TABLE: paymentsTable,
+      }),
+      async () => {
+        const module =
+          await app.load<typeof import('../fixtures/user-stream-app/lambda/payment-events')>(
+            'lambda/payment-events.ts',
+          );
+        return module.createPaymentEventsHandler(deadLetterQueue.sender);
+      },
+    );
+
+    const { StreamDescription } = await waitFor('the payment stream to be active', async () => {
+      const described = await kinesis.send(new DescribeStreamCommand({ StreamName: paymentStream }));
+      return described.StreamDescription?.StreamStatus === 'ACTIVE' ? described : undefined;
+    });
+    const streamArn = StreamDescription!.StreamARN!;
+    const shardId = StreamDescription!.Shards![0]!.ShardId!;
+
+    const payment = (orderId: string, amount: number) => ({
+      PartitionKey: orderId,
+      Data: Buffer.from(JSON.stringify({ eventId: `pay-${orderId}`, orderId, amount })),
+    });
+    // What a CloudWatch Logs subscription writes: gzip, not text.
+    const gzip = gzipSync(
+      JSON.stringify({
+        messageType: 'DATA_MESSAGE',
+        logGroup: '/aws/lambda/checkout',
+        logEvents: [{ id: '1', timestamp: 1767225600000, message: 'payment accepted' }],
+      }),
+    );
+    // The largest record Kinesis accepts: data and partition key together 1 MiB.
+    const largestKey = 'export-batch';
+    const largest = randomBytes(1_048_576 - Buffer.byteLength(largestKey));
+    const entries = [
+      payment('p-1', 10),
+      { PartitionKey: 'heartbeat', Data: new Uint8Array(0) },
+      payment('p-2', 20),
+      { PartitionKey: 'log-subscription', Data: gzip },
+      payment('p-3', 30),
+      { PartitionKey: largestKey, Data: largest },
+      payment('p-4', 40),
+      // The producer's second PutRecords of p-2 (a retry after a lost response).
+      payment('p-2', 20),
+    ];
+    const { Records: put = [], FailedRecordCount } = await kinesis.send(
+      new PutRecordsCommand({ StreamName: paymentStream, Records: entries }),
+    );
+    expect(FailedRecordCount ?? 0).toBe(0);
+    const sequenceNumbers = put.map((record) => record.SequenceNumber!);
+
+    const records = await readKinesisShard(kinesis, streamArn, shardId);
+    expect(records.map((record) => record.kinesis.sequenceNumber)).toEqual(sequenceNumbers);
+
+    // One invocation: no record is the checkpoint, so nothing of the shard is delivered again.
+    const { result, lines } = await captureStdout(() =>
+      handler({ Records: records }, lambdaContext(CONSUMER)),
+    );
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(outcomesLogged(lines)).toEqual({
+      logged: [
+        { outcome: 'permanent', code: 'MALFORMED_BODY', deadLetter: 'sent' },
+        { outcome: 'permanent', code: 'MALFORMED_BODY', deadLetter: 'sent' },
+        { outcome: 'permanent', code: 'MALFORMED_BODY', deadLetter: 'sent' },
+        { outcome: 'duplicate', code: undefined, deadLetter: undefined },
+      ],
+      counted: { Processed: 4, Duplicate: 1, Permanent: 3, Retry: 0 },
+    });
+    expect(byPk(await local.scanItems(paymentsTable))).toEqual([
+      { pk: 'ORDER#p-1', paymentCount: 1, paidTotal: 10 },
+      { pk: 'ORDER#p-2', paymentCount: 1, paidTotal: 20 },
+      { pk: 'ORDER#p-3', paymentCount: 1, paidTotal: 30 },
+      { pk: 'ORDER#p-4', paymentCount: 1, paidTotal: 40 },
+    ]);
+
+    const deadLetters = (await receiveMessages(local, deadLetterQueue.url, 3)).map(readDeadLetter);
+    expect(deadLetters).toHaveLength(3);
+    expect(deadLetterQueue.sent.map((command) => command instanceof SendMessageCommand)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    const bySequenceNumber = new Map(
+      deadLetters.map((letter) => [letter.envelope.source.sequenceNumber, letter]),
+    );
+    const badOnes = [
+      { index: 1, partitionKey: 'heartbeat', data: Buffer.alloc(0) },
+      { index: 3, partitionKey: 'log-subscription', data: gzip },
+      { index: 5, partitionKey: largestKey, data: largest },
+    ];
+    for (const { index, partitionKey, data } of badOnes) {
+      const sequenceNumber = sequenceNumbers[index]!;
+      const letter = bySequenceNumber.get(sequenceNumber);
+      const eventId = `${shardId}:${sequenceNumber}`;
+      expect(letter?.envelope, partitionKey).toEqual({
+        format: STREAM_DEAD_LETTER_FORMAT,
+        source: {
+          eventSource: 'aws:kinesis',
+          eventSourceArn: streamArn,
+          shardId,
+          sequenceNumber,
+          eventId,
+          partitionKey,
+          arrivalTime: records[index]!.kinesis.approximateArrivalTimestamp,
+        },
+        reason: expect.any(String),
+        code: 'MALFORMED_BODY',
+        data: expect.objectContaining({ bytes: data.byteLength, sha256: sha256(data) }),
+      });
+      expect(letter?.attributes, partitionKey).toEqual({
+        code: 'MALFORMED_BODY',
+        consumer: CONSUMER,
+        sourceMessageId: eventId,
+        eventSourceArn: streamArn,
+        shardId,
+        sequenceNumber,
+        partitionKey,
+      });
+    }
+
+    // The empty and the gzip record travel whole: their bytes come back from the dead letter.
+    const [empty, gzipped, largestLetter] = badOnes.map(
+      ({ index }) => bySequenceNumber.get(sequenceNumbers[index]!)!.envelope,
+    );
+    expect(empty!.data).toMatchObject({ encoding: 'utf-8', value: '' });
+    expect(recoveredData(empty!)).toEqual(Buffer.alloc(0));
+    expect(gzipped!.data).toMatchObject({ encoding: 'base64' });
+    expect(recoveredData(gzipped!)).toEqual(gzip);
+    expect(JSON.parse(gunzipSync(recoveredData(gzipped!)!).toString('utf8'))).toMatchObject({
+      logGroup: '/aws/lambda/checkout',
+    });
+
+    // The largest record does not fit a dead letter: it is marked truncated, and its coordinates
+    // read it again from the stream, byte for byte.
+    expect(largestLetter!.data).toEqual({
+      truncated: true,
+      bytes: largest.byteLength,
+      sha256: sha256(largest),
+    });
+    const { ShardIterator } = await kinesis.send(
+      new GetShardIteratorCommand({
+        StreamARN: largestLetter!.source.eventSourceArn,
+        ShardId: largestLetter!.source.shardId,
+        ShardIteratorType: 'AT_SEQUENCE_NUMBER',
+        StartingSequenceNumber: largestLetter!.source.sequenceNumber,
+      }),
+    );
+    const { Records: reread = [] } = await kinesis.send(
+      new GetRecordsCommand({ StreamARN: streamArn, ShardIterator, Limit: 1 }),
+    );
+    expect(reread[0]?.SequenceNumber).toBe(largestLetter!.source.sequenceNumber);
+    const rereadData = Buffer.from(reread[0]!.Data!);
+    expect(rereadData.equals(largest)).toBe(true);
+    expect(sha256(rereadData)).toBe(largestLetter!.data.sha256);
+  }, 60_000);
+
+  it('projects every order change of a DynamoDB stream once, dead-letters a change with two images larger than a dead letter, truncated with its keys, and projects the change after it in the same invocation', async () => {
+    const CONSUMER = 'order-projection';
+    // The limit the runtime assumes without EO_DEAD_LETTER_MAX_MESSAGE_BYTES, as the queue's.
+    const MAX_MESSAGE_BYTES = 262_144;
+    const deadLetterQueue = await createDeadLetterQueue('eo-user-projection-dlq', MAX_MESSAGE_BYTES);
+    const handler = await coldStart(
+      functionEnvironment(CONSUMER, deadLetterQueue.url, { READ_MODEL_TABLE: readModelTable }),
+      async () => {
+        const module = await app.load<typeof import('../fixtures/user-stream-app/lambda/order-projection')>(
+          'lambda/order-projection.ts',
+        );
+        return module.createOrderProjectionHandler(deadLetterQueue.sender);
+      },
+    );
+
+    const streamArn = await createStreamTable(admin, ordersTable);
+    // Two images of about 150 KB each: the change is larger than a dead letter may be.
+    const firstNotes = 'a'.repeat(150_000);
+    const secondNotes = 'b'.repeat(150_000);
+    for (const item of [
+      { pk: 'ORDER#o-1', version: 1, amount: 10 },
+      { pk: 'ORDER#o-2', version: 1, amount: 20, notes: firstNotes },
+      // A writer that let a negative amount through: this change can never be projected.
+      { pk: 'ORDER#o-2', version: 2, amount: -5, notes: secondNotes },
+      { pk: 'ORDER#o-3', version: 1, amount: 7 },
+    ]) {
+      await writer.send(new PutCommand({ TableName: ordersTable, Item: item }));
+    }
+    const records = await readTableStream(tableStreams, streamArn);
+    expect(records.map((record) => record.eventName)).toEqual(['INSERT', 'INSERT', 'MODIFY', 'INSERT']);
+    const rejected = records[2]!;
+    const rejectedData = Buffer.from(JSON.stringify(rejected.dynamodb));
+    expect(rejectedData.byteLength).toBeGreaterThan(MAX_MESSAGE_BYTES);
+
+    const { result, lines } = await captureStdout(() =>
+      handler({ Records: records }, lambdaContext(CONSUMER)),
+    );
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(outcomesLogged(lines)).toEqual({
+      logged: [{ outcome: 'permanent', code: 'PERMANENT', deadLetter: 'sent' }],
+      counted: { Processed: 3, Duplicate: 0, Permanent: 1, Retry: 0 },
+    });
+    expect(byPk(await local.scanItems(readModelTable))).toEqual([
+      { pk: 'ORDER#o-1', amount: 10, version: 1, changesApplied: 1 },
+      { pk: 'ORDER#o-2', amount: 20, version: 1, changesApplied: 1 },
+      { pk: 'ORDER#o-3', amount: 7, version: 1, changesApplied: 1 },
+    ]);
+
+    const deadLetters = (await receiveMessages(local, deadLetterQueue.url, 1)).map(readDeadLetter);
+    expect(deadLetterQueue.sent.map((command) => command instanceof SendMessageCommand)).toEqual([true]);
+    const sequenceNumber = rejected.dynamodb.SequenceNumber;
+    expect(deadLetters).toEqual([
+      {
+        envelope: {
+          format: STREAM_DEAD_LETTER_FORMAT,
+          source: {
+            eventSource: 'aws:dynamodb',
+            eventSourceArn: streamArn,
+            sequenceNumber,
+            eventId: rejected.eventID,
+            arrivalTime: rejected.dynamodb.ApproximateCreationDateTime,
+            eventName: 'MODIFY',
+            keys: { pk: { S: 'ORDER#o-2' } },
+          },
+          reason: 'An order amount must be positive',
+          code: 'PERMANENT',
+          data: { truncated: true, bytes: rejectedData.byteLength, sha256: sha256(rejectedData) },
+        },
+        attributes: {
+          code: 'PERMANENT',
+          consumer: CONSUMER,
+          sourceMessageId: rejected.eventID,
+          eventSourceArn: streamArn,
+          shardId: undefined,
+          sequenceNumber,
+          partitionKey: undefined,
+        },
+      },
+    ]);
+
+    // The coordinates read the change again from the stream: the shard whose range holds the
+    // sequence number, at that sequence number.
+    const { source } = deadLetters[0]!.envelope;
+    const { StreamDescription } = await tableStreams.send(
+      new DescribeTableStreamCommand({ StreamArn: source.eventSourceArn }),
+    );
+    const shard = StreamDescription?.Shards?.find(({ SequenceNumberRange: range }) => {
+      const at = BigInt(source.sequenceNumber);
+      return (
+        BigInt(range?.StartingSequenceNumber ?? '0') <= at &&
+        (range?.EndingSequenceNumber === undefined || at <= BigInt(range.EndingSequenceNumber))
+      );
+    });
+    const { ShardIterator } = await tableStreams.send(
+      new GetTableStreamShardIteratorCommand({
+        StreamArn: source.eventSourceArn,
+        ShardId: shard?.ShardId,
+        ShardIteratorType: 'AT_SEQUENCE_NUMBER',
+        SequenceNumber: source.sequenceNumber,
+      }),
+    );
+    const { Records: reread = [] } = await tableStreams.send(
+      new GetTableStreamRecordsCommand({ ShardIterator, Limit: 1 }),
+    );
+    const change = dynamoDbStreamRecordFrom(source.eventSourceArn!, reread[0]!);
+    expect(change.dynamodb.SequenceNumber).toBe(source.sequenceNumber);
+    expect(change.dynamodb.NewImage?.notes).toEqual({ S: secondNotes });
+    expect(change.dynamodb.OldImage?.notes).toEqual({ S: firstNotes });
+    expect(sha256(Buffer.from(JSON.stringify(change.dynamodb)))).toBe(deadLetters[0]!.envelope.data.sha256);
+  }, 60_000);
 });

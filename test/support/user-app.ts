@@ -6,8 +6,10 @@
  * installed `node_modules/.bin/effectively-once` to run. The app's other dependencies
  * (aws-cdk-lib, aws-cdk, esbuild, tsx, typescript) are links to the repository's installs,
  * standing in for the user's `npm install`. `LocalUserApp` holds the steps every such app takes
- * (install, `local up`, `local deploy`, reading outputs, tables and logs, teardown); the tests
- * keep the assertions.
+ * (install, `local up`, `local deploy`, reading outputs, tables and logs, teardown);
+ * `InProcessUserApp` is an app whose handlers the tests run in their own process (type-checked by
+ * the app's `tsc`, bundled with esbuild from the installed package). The tests keep the
+ * assertions.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -22,11 +24,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join, relative } from 'node:path';
+import { createRequire } from 'node:module';
+import { basename, extname, join, relative } from 'node:path';
 import { CloudWatchLogsClient, FilterLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { build } from 'esbuild';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { type CommandRun, isAlive, runCommand } from './child-process';
@@ -104,8 +108,11 @@ interface UserAppFiles {
   readonly source: string;
   /** The app's `package.json` name. */
   readonly name: string;
-  /** The CDK app's entry, relative to `dir` (`bin/my-app.ts`): cdk.json runs it with tsx after `tsc`. */
-  readonly cdkApp: string;
+  /**
+   * The CDK app's entry, relative to `dir` (`bin/my-app.ts`): cdk.json runs it with tsx after
+   * `tsc`. An app without one (handlers only) has no cdk.json.
+   */
+  readonly cdkApp?: string;
   /** The packed tarball, installed as `node_modules/effectively-once`. */
   readonly tarball: string;
 }
@@ -118,10 +125,12 @@ interface UserAppFiles {
 function makeUserApp({ dir, source, name, cdkApp, tarball }: UserAppFiles): void {
   cpSync(source, dir, { recursive: true });
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(CDK_INIT_TSCONFIG, null, 2));
-  writeFileSync(
-    join(dir, 'cdk.json'),
-    JSON.stringify({ app: `npx tsc && npx tsx ${cdkApp}`, watch: { include: ['**'] } }),
-  );
+  if (cdkApp !== undefined) {
+    writeFileSync(
+      join(dir, 'cdk.json'),
+      JSON.stringify({ app: `npx tsc && npx tsx ${cdkApp}`, watch: { include: ['**'] } }),
+    );
+  }
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '0.1.0' }));
   writeFileSync(
     join(dir, 'package-lock.json'),
@@ -399,5 +408,71 @@ export class LocalUserApp {
   private started(): EmulatorState {
     if (!this.emulator) throw new Error(`The emulator of ${this.definition.name} has not started`);
     return this.emulator;
+  }
+}
+
+/** A user app whose handlers run in the test's process: its own files and its name. */
+export interface InProcessUserAppDefinition {
+  /** The app's own files (`lambda/`, ...). */
+  readonly source: string;
+  /** The app's `package.json` name, and its directory's. */
+  readonly name: string;
+}
+
+/**
+ * A user app whose handler files the tests run in their own process, where the emulator cannot
+ * (its stream event source mappings ignore batch item failures): installed in `work` with the
+ * tarball, type-checked by the app's own `tsc`, and each handler file bundled as the construct's
+ * `NodejsFunction` bundles an entry (esbuild, one CommonJS file, the package bundled in) and
+ * loaded with `require`. The AWS SDK alone stays outside the bundle, resolved from the app's
+ * node_modules (the repository's install): so the SDK commands the handler sends are the classes
+ * the tests know, and a client wrapper the tests pass in (the SQS conformance layer) recognises
+ * them.
+ */
+export class InProcessUserApp {
+  /** The app's directory, outside the repository. */
+  readonly dir: string;
+
+  constructor(
+    work: string,
+    private readonly definition: InProcessUserAppDefinition,
+  ) {
+    this.dir = join(work, definition.name);
+  }
+
+  /** Lays the app out with the tarball installed. */
+  install(tarball: string): void {
+    const { source, name } = this.definition;
+    makeUserApp({ dir: this.dir, source, name, tarball });
+  }
+
+  /** The app's own `npx tsc` (its tsconfig emits nothing): its files against the installed package's types. */
+  typecheck(): Promise<CommandRun> {
+    return runCommand(join(this.dir, 'node_modules', '.bin', 'tsc'), ['-p', this.dir], this.dir, {});
+  }
+
+  /**
+   * Bundles the handler file `entry` (relative to the app) into `dist/` and loads it: its module
+   * scope runs now, with the test's `process.env`.
+   */
+  async load<TModule>(entry: string): Promise<TModule> {
+    const outfile = join(this.dir, 'dist', `${basename(entry, extname(entry))}.js`);
+    await build({
+      absWorkingDir: this.dir,
+      entryPoints: [join(this.dir, entry)],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      external: ['@aws-sdk/*'],
+      logLevel: 'silent',
+    });
+    return this.require<TModule>(outfile);
+  }
+
+  /** A module as the app's own code resolves and loads it (`effectively-once` is the installed tarball). */
+  require<TModule>(specifier: string): TModule {
+    return createRequire(join(this.dir, 'package.json'))(specifier) as TModule;
   }
 }
