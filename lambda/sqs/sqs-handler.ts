@@ -16,12 +16,15 @@ import {
 import { type BatchProcessor, createBatchProcessor } from '../core/batch-processor';
 import { DEDUPLICATION_ID_ATTRIBUTE } from '../core/contract';
 import { attributeValue } from '../core/dedup-key';
+import type { ConstructSettings } from '../core/environment';
 import { EffectivelyOnceError, expectOption } from '../core/errors';
 import type { DeadLetterWriter, InboundMessage, MessageResult } from '../core/inbound-message';
 import type { Message } from '../core/message';
 import type { ModeDefaults } from '../core/mode';
 import type { BatchProcessorOptions } from '../core/options';
-import type { DeadLetterSender } from '../dead-letter/dead-letter-message';
+import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
+import { toAttributeText, toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
+import { SQS_MAX_MESSAGE_BYTES, sqsMessageBytes } from '../dead-letter/sqs-limits';
 import {
   fifoGroupOf,
   type LambdaContext,
@@ -84,18 +87,28 @@ export function sqsBatchResponse(
   return { batchItemFailures: [...failed].map((itemIdentifier) => ({ itemIdentifier })) };
 }
 
+/** The longest reason a dead letter keeps when the whole one would not fit its queue, in code points. */
+const SHORT_REASON_LENGTH = 128;
+
 /**
  * The SQS dead letter of a record: its body and attributes unchanged (so it can be redriven
  * after a fix), its group, and its original FIFO deduplication id (kept also after an earlier
- * dead letter and redrive: the key `fromDeduplicationId` reads).
+ * dead letter and redrive: the key `fromDeduplicationId` reads). A message near the queue's size
+ * limit may leave no room for the reason: the reason is then cut to 128 code points and the
+ * dedup key left out; when even that does not fit `maxMessageBytes` (SQS counts the body and every
+ * attribute), the send is refused here as `DEAD_LETTER_FAILED`, so the message is retried until
+ * the queue's redrive policy moves it, whole, to the dead-letter queue.
  */
-export function sqsDeadLetterWriter(sender: DeadLetterSender): DeadLetterWriter<SqsRecord> {
+export function sqsDeadLetterWriter(
+  sender: DeadLetterSender,
+  maxMessageBytes = SQS_MAX_MESSAGE_BYTES,
+): DeadLetterWriter<SqsRecord> {
   return async ({ message, reason, code, consumer, dedupKey }) => {
     const record = message.record;
     const deduplicationId =
       attributeValue(record.messageAttributes, DEDUPLICATION_ID_ATTRIBUTE) ??
       record.attributes?.MessageDeduplicationId;
-    await sender.send({
+    const letter: DeadLetterMessage = {
       body: record.body,
       reason,
       code,
@@ -105,7 +118,17 @@ export function sqsDeadLetterWriter(sender: DeadLetterSender): DeadLetterWriter<
       ...(dedupKey === undefined ? {} : { dedupKey }),
       ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
       ...(deduplicationId === undefined ? {} : { deduplicationId }),
-    });
+    };
+    const fits = (candidate: DeadLetterMessage) =>
+      sqsMessageBytes(candidate.body, toDeadLetterAttributes(candidate)) <= maxMessageBytes;
+    if (fits(letter)) return sender.send(letter);
+    const { dedupKey: _left, ...withoutKey } = letter;
+    const short: DeadLetterMessage = { ...withoutKey, reason: toAttributeText(reason, SHORT_REASON_LENGTH) };
+    if (fits(short)) return sender.send(short);
+    throw new EffectivelyOnceError(
+      'DEAD_LETTER_FAILED',
+      `The message with its reason is larger than the dead-letter queue accepts (${maxMessageBytes} bytes): left to the queue's redrive policy`,
+    );
   };
 }
 
@@ -135,10 +158,16 @@ export function resolveSqsHandlerOptions<TBody, TStore>(
   >;
 }
 
-/** The dead-letter writer the options ask for: `undefined` for `redrive`. */
-function sqsWriterOf(options: DeadLetterOptions): DeadLetterWriter<SqsRecord> | undefined {
+/**
+ * The dead-letter writer the options ask for, within the construct's
+ * `EO_DEAD_LETTER_MAX_MESSAGE_BYTES` when it set one: `undefined` for `redrive`.
+ */
+function sqsWriterOf(
+  options: DeadLetterOptions,
+  settings: ConstructSettings = {},
+): DeadLetterWriter<SqsRecord> | undefined {
   const sender = directDeadLetterSender(options);
-  return sender === undefined ? undefined : sqsDeadLetterWriter(sender);
+  return sender === undefined ? undefined : sqsDeadLetterWriter(sender, settings.deadLetterMaxMessageBytes);
 }
 
 /**
