@@ -71,7 +71,7 @@ export type StreamDeadLetterData =
 
 /** The body of a stream dead letter (JSON). */
 export interface StreamDeadLetterBody {
-  /** {@link STREAM_DEAD_LETTER_FORMAT}. */
+  /** The envelope's format and version: {@link STREAM_DEAD_LETTER_FORMAT}. */
   readonly format: typeof STREAM_DEAD_LETTER_FORMAT;
   /** Where the record sits in its stream. */
   readonly source: StreamCoordinates;
