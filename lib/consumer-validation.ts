@@ -18,12 +18,12 @@ import {
   OUTBOX_ENV,
 } from '../lambda/core/contract';
 import { describeValue, EffectivelyOnceError } from '../lambda/core/errors';
+import { WARNING_PREFIX } from './consumer-defaults';
 import {
   BUSINESS_TABLE_ACCESSES,
   type BusinessTableAccess,
   defaultBusinessTableAccess,
 } from './consumer-permissions';
-import { WARNING_PREFIX } from './idempotent-consumer/defaults';
 import { inspectInboxTable } from './inbox-table';
 
 /** A synth-time note the construct adds to itself through `Annotations`. */

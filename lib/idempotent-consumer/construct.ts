@@ -13,7 +13,9 @@ import {
   type DeadLetterMode,
   METRICS,
 } from '../../lambda/core/contract';
+import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT, WARNING_PREFIX } from '../consumer-defaults';
 import { createConsumerFunction } from '../consumer-function';
+import { consumerMetric, duplicateRate } from '../consumer-monitoring';
 import { QUEUE_KEY_SEND_ACTIONS } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
 import { consumerEnvironment, grantConsumerTables } from '../consumer-wiring';
@@ -25,11 +27,8 @@ import {
   DEFAULT_DEAD_LETTER_RETENTION,
   DEFAULT_DUPLICATE_RATE_THRESHOLD,
   DEFAULT_MAX_RECEIVE_COUNT,
-  DEFAULT_MEMORY_SIZE,
-  DEFAULT_TIMEOUT,
-  WARNING_PREFIX,
 } from './defaults';
-import { consumerMetric, createConsumerAlarms, createConsumerDashboard, duplicateRate } from './monitoring';
+import { createQueueConsumerAlarms, createQueueConsumerDashboard } from './monitoring';
 import type { IdempotentConsumerProps } from './props';
 import { knownDeadLetterQueue, resolveTiming } from './timing';
 import { validateConsumerProps } from './validation';
@@ -200,7 +199,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
 
     // Alarms and dashboard.
     if (props.createAlarms ?? true) {
-      const alarms = createConsumerAlarms(this, this, {
+      const alarms = createQueueConsumerAlarms(this, this, {
         ageOfOldestMessageThreshold: props.ageOfOldestMessageThreshold ?? DEFAULT_AGE_THRESHOLD,
         duplicateRateThreshold:
           (props.duplicateRateAlarm ?? true)
@@ -216,7 +215,7 @@ export class IdempotentConsumer extends Construct implements iam.IGrantable {
     } else {
       this.alarms = Object.freeze([]);
     }
-    if (props.dashboard ?? true) this.dashboard = createConsumerDashboard(this, this, this.alarms);
+    if (props.dashboard ?? true) this.dashboard = createQueueConsumerDashboard(this, this, this.alarms);
   }
 
   /** A metric of the runtime's Embedded Metric Format output for this consumer (Sum over 5 minutes). */

@@ -1,21 +1,25 @@
 /**
- * What an `IdempotentConsumer` shows operators: the metrics of the runtime's Embedded Metric
- * Format output (names from the contract's `METRICS`, dimension `Consumer`), the alarms on
- * dead letters, payload mismatches, backlog and duplicate rate, and the dashboard.
+ * What an `IdempotentConsumer` shows operators beyond what every consumer shows
+ * (`../consumer-monitoring.ts`): the alarms on dead letters, payload mismatches, backlog and
+ * duplicate rate, and the dashboard with the queue's backlog and dead-letter depth.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import type { ConsumerMode, DeadLetterMode } from '../../lambda/core/contract';
 import {
-  type ConsumerMode,
-  type DeadLetterMode,
-  METRIC_DIMENSION_CONSUMER,
-  METRICS,
-} from '../../lambda/core/contract';
+  createConsumerDashboard,
+  createDeadLetterQueueAlarm,
+  createMismatchAlarm,
+  duplicateRate,
+  notifyAlarmTopic,
+} from '../consumer-monitoring';
+
+// The outbox construct reads the metric helper from here.
+export { consumerMetric } from '../consumer-monitoring';
 
 /** The consumer that alarms and the dashboard watch. */
 export interface MonitoredConsumer {
@@ -29,52 +33,6 @@ export interface MonitoredConsumer {
   readonly handler: lambda.IFunction;
 }
 
-/** A metric of the runtime's Embedded Metric Format output for one consumer (Sum over 5 minutes). */
-export function consumerMetric(
-  consumer: Pick<MonitoredConsumer, 'consumerName' | 'metricNamespace'>,
-  metricName: string,
-  props?: cloudwatch.MetricOptions,
-): cloudwatch.Metric {
-  return new cloudwatch.Metric({
-    namespace: consumer.metricNamespace,
-    metricName,
-    dimensionsMap: { [METRIC_DIMENSION_CONSUMER]: consumer.consumerName },
-    statistic: cloudwatch.Stats.SUM,
-    period: Duration.minutes(5),
-    ...props,
-  });
-}
-
-/** Share of duplicates among processed and duplicate messages, 0 when there were none. */
-export function duplicateRate(
-  consumer: Pick<MonitoredConsumer, 'consumerName' | 'metricNamespace'>,
-  props?: cloudwatch.MathExpressionOptions,
-): cloudwatch.MathExpression {
-  return new cloudwatch.MathExpression({
-    expression: 'IF((FILL(p, 0) + FILL(d, 0)) > 0, FILL(d, 0) / (FILL(p, 0) + FILL(d, 0)), 0)',
-    usingMetrics: {
-      p: consumerMetric(consumer, METRICS.processed),
-      d: consumerMetric(consumer, METRICS.duplicate),
-    },
-    label: 'Duplicate rate',
-    period: Duration.minutes(5),
-    ...props,
-  });
-}
-
-/** Every outcome metric with its dashboard label, in the dashboard's order. */
-export const OUTCOMES: readonly [metricName: string, label: string][] = [
-  [METRICS.processed, 'Processed'],
-  [METRICS.duplicate, 'Duplicate'],
-  [METRICS.inFlight, 'In flight'],
-  [METRICS.mismatch, 'Mismatch'],
-  [METRICS.stale, 'Stale'],
-  [METRICS.retry, 'Retry'],
-  [METRICS.permanent, 'Permanent'],
-  [METRICS.takeover, 'Takeover'],
-  [METRICS.cacheHit, 'Cache hit'],
-];
-
 /** What to alarm on, and whom to tell. */
 export interface ConsumerAlarmOptions {
   /** Age of the oldest message that raises the backlog alarm. */
@@ -85,7 +43,7 @@ export interface ConsumerAlarmOptions {
   readonly alarmTopic?: sns.ITopic;
 }
 
-/** The alarms of a consumer (see {@link createConsumerAlarms}). */
+/** The alarms of a consumer (see {@link createQueueConsumerAlarms}). */
 export interface ConsumerAlarms {
   readonly deadLetterQueueAlarm?: cloudwatch.Alarm;
   readonly mismatchAlarm: cloudwatch.Alarm;
@@ -100,15 +58,24 @@ export interface ConsumerAlarms {
  * mismatch alarm, the backlog alarm and (with a threshold) the duplicate-rate alarm, each
  * notifying `alarmTopic` when given.
  */
-export function createConsumerAlarms(
+export function createQueueConsumerAlarms(
   scope: Construct,
   consumer: MonitoredConsumer,
   options: ConsumerAlarmOptions,
 ): ConsumerAlarms {
+  const name = consumer.consumerName;
   const deadLetterQueueAlarm = consumer.deadLetterQueue
-    ? deadLetterQueueAlarmOf(scope, consumer, consumer.deadLetterQueue)
+    ? createDeadLetterQueueAlarm(
+        scope,
+        consumer.deadLetterQueue,
+        `Messages are waiting in the dead-letter queue of consumer ${name}: read their reason attributes, fix the cause, then redrive them.`,
+      )
     : undefined;
-  const mismatchAlarm = mismatchAlarmOf(scope, consumer);
+  const mismatchAlarm = createMismatchAlarm(
+    scope,
+    consumer,
+    `Consumer ${name} received a dedup key it had already recorded with a different payload: a producer reuses keys for different messages. The messages are in the dead-letter queue.`,
+  );
   const ageOfOldestMessageAlarm = ageAlarmOf(scope, consumer, options.ageOfOldestMessageThreshold);
   const duplicateRateAlarm =
     options.duplicateRateThreshold === undefined
@@ -117,9 +84,7 @@ export function createConsumerAlarms(
   const all = [deadLetterQueueAlarm, mismatchAlarm, ageOfOldestMessageAlarm, duplicateRateAlarm].filter(
     (alarm): alarm is cloudwatch.Alarm => alarm !== undefined,
   );
-  if (options.alarmTopic) {
-    for (const alarm of all) alarm.addAlarmAction(new cloudwatchActions.SnsAction(options.alarmTopic));
-  }
+  notifyAlarmTopic(all, options.alarmTopic);
   return {
     deadLetterQueueAlarm,
     mismatchAlarm,
@@ -127,38 +92,6 @@ export function createConsumerAlarms(
     duplicateRateAlarm,
     all: Object.freeze(all),
   };
-}
-
-function deadLetterQueueAlarmOf(
-  scope: Construct,
-  consumer: MonitoredConsumer,
-  deadLetterQueue: sqs.IQueue,
-): cloudwatch.Alarm {
-  return new cloudwatch.Alarm(scope, 'DeadLetterQueueAlarm', {
-    alarmDescription: `Messages are waiting in the dead-letter queue of consumer ${consumer.consumerName}: read their reason attributes, fix the cause, then redrive them.`,
-    metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-      statistic: cloudwatch.Stats.MAXIMUM,
-      period: Duration.minutes(1),
-    }),
-    threshold: 0,
-    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: 1,
-    // SQS stops publishing metrics for a queue with no activity; keep the last state
-    // rather than clearing the alarm while dead letters still wait.
-    treatMissingData: cloudwatch.TreatMissingData.IGNORE,
-  });
-}
-
-function mismatchAlarmOf(scope: Construct, consumer: MonitoredConsumer): cloudwatch.Alarm {
-  return new cloudwatch.Alarm(scope, 'MismatchAlarm', {
-    alarmDescription: `Consumer ${consumer.consumerName} received a dedup key it had already recorded with a different payload: a producer reuses keys for different messages. The messages are in the dead-letter queue.`,
-    metric: consumerMetric(consumer, METRICS.mismatch, { period: Duration.minutes(1) }),
-    threshold: 0,
-    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: 1,
-    // The runtime emits the metric only when a mismatch happens.
-    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-  });
 }
 
 function ageAlarmOf(scope: Construct, consumer: MonitoredConsumer, threshold: Duration): cloudwatch.Alarm {
@@ -198,69 +131,33 @@ function duplicateRateAlarmOf(
  * record TTL; every outcome and the duplicate rate; the queue backlog, the dead-letter queue
  * depth and the function's health; and the status of `alarms`, when there are any.
  */
-export function createConsumerDashboard(
+export function createQueueConsumerDashboard(
   scope: Construct,
   consumer: MonitoredConsumer,
   alarms: readonly cloudwatch.Alarm[],
 ): cloudwatch.Dashboard {
-  const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard');
   const period = Duration.minutes(1);
-  const outcomes = OUTCOMES.map(([metricName, label]) =>
-    consumerMetric(consumer, metricName, { period, label }),
-  );
-  const queueWidgets: cloudwatch.IWidget[] = [
+  const maximum = { period, statistic: cloudwatch.Stats.MAXIMUM };
+  const transportWidgets: cloudwatch.IWidget[] = [
     new cloudwatch.GraphWidget({
       title: 'Queue backlog',
-      left: [
-        consumer.queue.metricApproximateNumberOfMessagesVisible({
-          period,
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
-      ],
-      right: [
-        consumer.queue.metricApproximateAgeOfOldestMessage({ period, statistic: cloudwatch.Stats.MAXIMUM }),
-      ],
+      left: [consumer.queue.metricApproximateNumberOfMessagesVisible(maximum)],
+      right: [consumer.queue.metricApproximateAgeOfOldestMessage(maximum)],
       width: 8,
     }),
   ];
   if (consumer.deadLetterQueue) {
-    queueWidgets.push(
+    transportWidgets.push(
       new cloudwatch.GraphWidget({
         title: 'Dead-letter queue depth',
-        left: [
-          consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-            period,
-            statistic: cloudwatch.Stats.MAXIMUM,
-          }),
-        ],
+        left: [consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible(maximum)],
         width: 8,
       }),
     );
   }
-  dashboard.addWidgets(
-    new cloudwatch.TextWidget({
-      markdown: `# Consumer ${consumer.consumerName}\nMode \`${consumer.mode}\`, dead letters \`${consumer.deadLetterMode}\`, record TTL ${consumer.recordTtl.toHumanString()}.`,
-      width: 24,
-      height: 2,
-    }),
-  );
-  dashboard.addWidgets(
-    new cloudwatch.GraphWidget({ title: 'Outcomes', left: outcomes, width: 16, stacked: false }),
-    new cloudwatch.GraphWidget({ title: 'Duplicate rate', left: [duplicateRate(consumer)], width: 8 }),
-  );
-  dashboard.addWidgets(
-    ...queueWidgets,
-    new cloudwatch.GraphWidget({
-      title: 'Function',
-      left: [consumer.handler.metricErrors({ period }), consumer.handler.metricThrottles({ period })],
-      right: [consumer.handler.metricDuration({ period, statistic: cloudwatch.Stats.p(99) })],
-      width: 8,
-    }),
-  );
-  if (alarms.length > 0) {
-    dashboard.addWidgets(
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24 }),
-    );
-  }
-  return dashboard;
+  return createConsumerDashboard(scope, consumer, {
+    header: `# Consumer ${consumer.consumerName}\nMode \`${consumer.mode}\`, dead letters \`${consumer.deadLetterMode}\`, record TTL ${consumer.recordTtl.toHumanString()}.`,
+    transportWidgets,
+    alarms,
+  });
 }

@@ -8,6 +8,7 @@
 import { Duration } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { DEFAULT_PRODUCER_RETRY_HORIZON, DEFAULT_TIMEOUT, LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   DEFAULT_REDRIVE_ALLOWANCE,
   deriveRedeliveryWindow,
@@ -21,10 +22,7 @@ import {
 import {
   DEFAULT_DEAD_LETTER_RETENTION,
   DEFAULT_MAX_RECEIVE_COUNT,
-  DEFAULT_PRODUCER_RETRY_HORIZON,
-  DEFAULT_TIMEOUT,
   LAMBDA_DEFAULT_TIMEOUT,
-  LAMBDA_MAX_TIMEOUT,
   VISIBILITY_FACTOR,
 } from './defaults';
 import type { IdempotentConsumerProps } from './props';

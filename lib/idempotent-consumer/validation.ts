@@ -18,6 +18,7 @@ import {
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
+import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
   checkContractEnvironment,
@@ -34,12 +35,7 @@ import {
   type Warn,
 } from '../consumer-validation';
 import { SQS_MAX_RETENTION } from '../record-ttl';
-import {
-  DEFAULT_MAX_RECEIVE_COUNT,
-  LAMBDA_MAX_TIMEOUT,
-  MIN_RECOMMENDED_MAX_RECEIVE_COUNT,
-  VISIBILITY_FACTOR,
-} from './defaults';
+import { DEFAULT_MAX_RECEIVE_COUNT, MIN_RECOMMENDED_MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './defaults';
 import type { IdempotentConsumerProps } from './props';
 import { type ConsumerTiming, knownDeadLetterQueue, ownDeadLetterQueue, requiredVisibility } from './timing';
 

@@ -9,7 +9,9 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type ConsumerMode, DEFAULT_METRIC_NAMESPACE, METRICS } from '../../lambda/core/contract';
+import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT } from '../consumer-defaults';
 import { createConsumerFunction } from '../consumer-function';
+import { consumerMetric, duplicateRate } from '../consumer-monitoring';
 import {
   DYNAMODB_STREAM_READ_ACTIONS,
   KINESIS_STREAM_READ_ACTIONS,
@@ -19,8 +21,6 @@ import {
 } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
 import { consumerEnvironment, grantConsumerTables } from '../consumer-wiring';
-import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT } from '../idempotent-consumer/defaults';
-import { consumerMetric, duplicateRate } from '../idempotent-consumer/monitoring';
 import { InboxTable } from '../inbox-table';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,

@@ -1,17 +1,22 @@
 /**
- * What an `IdempotentStreamConsumer` shows operators: the alarms on iterator age, function
- * errors, the on-failure destination, dead letters and payload mismatches, and the dashboard.
- * The outcome metrics are the runtime's Embedded Metric Format output, as for the SQS consumer.
+ * What an `IdempotentStreamConsumer` shows operators beyond what every consumer shows
+ * (`../consumer-monitoring.ts`): the alarms on iterator age, function errors, the on-failure
+ * destination, dead letters and payload mismatches, and the dashboard with the iterator age and
+ * the on-failure and dead-letter depths.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { type ConsumerMode, METRICS } from '../../lambda/core/contract';
-import { consumerMetric, duplicateRate, OUTCOMES } from '../idempotent-consumer/monitoring';
+import type { ConsumerMode } from '../../lambda/core/contract';
+import {
+  createConsumerDashboard,
+  createDeadLetterQueueAlarm,
+  createMismatchAlarm,
+  notifyAlarmTopic,
+} from '../consumer-monitoring';
 
 /** The stream consumer that alarms and the dashboard watch. */
 export interface MonitoredStreamConsumer {
@@ -104,30 +109,18 @@ export function createStreamConsumerAlarms(
       ? cloudwatch.TreatMissingData.NOT_BREACHING
       : cloudwatch.TreatMissingData.IGNORE,
   });
-  const deadLetterQueueAlarm = new cloudwatch.Alarm(scope, 'DeadLetterQueueAlarm', {
-    alarmDescription: `Records of stream consumer ${name} failed permanently (malformed, missing key, payload mismatch) and wait in its dead-letter queue: read their reason attributes and fix the cause; write a record to the stream again to replay it.`,
-    metric: consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-      statistic: cloudwatch.Stats.MAXIMUM,
-      period: Duration.minutes(1),
-    }),
-    threshold: 0,
-    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: 1,
-    treatMissingData: cloudwatch.TreatMissingData.IGNORE,
-  });
-  const mismatchAlarm = new cloudwatch.Alarm(scope, 'MismatchAlarm', {
-    alarmDescription: `Stream consumer ${name} received a dedup key it had already recorded with a different payload: a producer reuses keys for different records. The records are in the dead-letter queue.`,
-    metric: consumerMetric(consumer, METRICS.mismatch, { period: Duration.minutes(1) }),
-    threshold: 0,
-    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: 1,
-    // The runtime emits the metric only when a mismatch happens.
-    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-  });
+  const deadLetterQueueAlarm = createDeadLetterQueueAlarm(
+    scope,
+    consumer.deadLetterQueue,
+    `Records of stream consumer ${name} failed permanently (malformed, missing key, payload mismatch) and wait in its dead-letter queue: read their reason attributes and fix the cause; write a record to the stream again to replay it.`,
+  );
+  const mismatchAlarm = createMismatchAlarm(
+    scope,
+    consumer,
+    `Stream consumer ${name} received a dedup key it had already recorded with a different payload: a producer reuses keys for different records. The records are in the dead-letter queue.`,
+  );
   const all = [iteratorAgeAlarm, errorsAlarm, onFailureAlarm, deadLetterQueueAlarm, mismatchAlarm];
-  if (options.alarmTopic) {
-    for (const alarm of all) alarm.addAlarmAction(new cloudwatchActions.SnsAction(options.alarmTopic));
-  }
+  notifyAlarmTopic(all, options.alarmTopic);
   return {
     iteratorAgeAlarm,
     errorsAlarm,
@@ -148,46 +141,23 @@ export function createStreamConsumerDashboard(
   consumer: MonitoredStreamConsumer,
   alarms: readonly cloudwatch.Alarm[],
 ): cloudwatch.Dashboard {
-  const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard');
   const period = Duration.minutes(1);
-  const outcomes = OUTCOMES.map(([metricName, label]) =>
-    consumerMetric(consumer, metricName, { period, label }),
-  );
-  dashboard.addWidgets(
-    new cloudwatch.TextWidget({
-      markdown: `# Stream consumer ${consumer.consumerName}\nMode \`${consumer.mode}\`, record TTL ${consumer.recordTtl.toHumanString()}, records older than ${consumer.maxRecordAge.toHumanString()} given up on.`,
-      width: 24,
-      height: 2,
-    }),
-  );
-  dashboard.addWidgets(
-    new cloudwatch.GraphWidget({ title: 'Outcomes', left: outcomes, width: 16, stacked: false }),
-    new cloudwatch.GraphWidget({ title: 'Duplicate rate', left: [duplicateRate(consumer)], width: 8 }),
-  );
-  dashboard.addWidgets(
-    new cloudwatch.GraphWidget({ title: 'Iterator age', left: [iteratorAgeMetric(consumer)], width: 8 }),
-    new cloudwatch.GraphWidget({
-      title: 'On-failure and dead letters',
-      left: [
-        onFailureMetric(consumer, period),
-        consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period,
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
-      ],
-      width: 8,
-    }),
-    new cloudwatch.GraphWidget({
-      title: 'Function',
-      left: [consumer.handler.metricErrors({ period }), consumer.handler.metricThrottles({ period })],
-      right: [consumer.handler.metricDuration({ period, statistic: cloudwatch.Stats.p(99) })],
-      width: 8,
-    }),
-  );
-  if (alarms.length > 0) {
-    dashboard.addWidgets(
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24 }),
-    );
-  }
-  return dashboard;
+  return createConsumerDashboard(scope, consumer, {
+    header: `# Stream consumer ${consumer.consumerName}\nMode \`${consumer.mode}\`, record TTL ${consumer.recordTtl.toHumanString()}, records older than ${consumer.maxRecordAge.toHumanString()} given up on.`,
+    transportWidgets: [
+      new cloudwatch.GraphWidget({ title: 'Iterator age', left: [iteratorAgeMetric(consumer)], width: 8 }),
+      new cloudwatch.GraphWidget({
+        title: 'On-failure and dead letters',
+        left: [
+          onFailureMetric(consumer, period),
+          consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            period,
+            statistic: cloudwatch.Stats.MAXIMUM,
+          }),
+        ],
+        width: 8,
+      }),
+    ],
+    alarms,
+  });
 }

@@ -5,7 +5,7 @@
  * rules between them together with every other prop.
  */
 import { Duration } from 'aws-cdk-lib';
-import { DEFAULT_PRODUCER_RETRY_HORIZON, DEFAULT_TIMEOUT } from '../idempotent-consumer/defaults';
+import { DEFAULT_PRODUCER_RETRY_HORIZON, DEFAULT_TIMEOUT } from '../consumer-defaults';
 import {
   DYNAMODB_STREAMS_RETENTION,
   deriveStreamReplayWindow,

@@ -15,6 +15,7 @@ import {
   ENV,
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
+import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
   checkContractEnvironment,
@@ -29,7 +30,6 @@ import {
   type PropsValidation,
   type Warn,
 } from '../consumer-validation';
-import { LAMBDA_MAX_TIMEOUT } from '../idempotent-consumer/defaults';
 import { STREAM_MAX_RECORD_AGE_LIMIT } from '../record-ttl';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
