@@ -28,8 +28,20 @@ import { inspectInboxTable } from './inbox-table';
 
 /** A synth-time note the construct adds to itself through `Annotations`. */
 export type ConsumerNote =
-  | { readonly kind: 'warning'; readonly id: string; readonly message: string }
-  | { readonly kind: 'info'; readonly message: string };
+  | {
+      /** A warning, acknowledgeable by its id. */
+      readonly kind: 'warning';
+      /** The warning's id, `effectively-once:<rule>`. */
+      readonly id: string;
+      /** What is risky, and what to do instead. */
+      readonly message: string;
+    }
+  | {
+      /** An informational note. */
+      readonly kind: 'info';
+      /** What the construct could not check, or chose. */
+      readonly message: string;
+    };
 
 /** What validating the props found: every failure, and the notes to add when there is none. */
 export interface PropsValidation {

@@ -1,8 +1,9 @@
 /**
- * effectively-once's CDK constructs: `IdempotentConsumer` (the consumer function, its queue
- * wiring, grants, alarms and dashboard) and `InboxTable`, with the helpers that derive a record
- * TTL from the queue's settings. Loads `aws-cdk-lib` and `constructs` (optional peer
- * dependencies), so the Lambda runtime entry never does.
+ * effectively-once's CDK constructs: `IdempotentConsumer` and `IdempotentStreamConsumer` (the
+ * consumer function, its queue or stream wiring, grants, alarms and dashboard, on the shared
+ * `ConsumerBase`), `InboxTable` and `Outbox`, with the helpers that derive a record TTL from the
+ * source's settings. Loads `aws-cdk-lib` and `constructs` (optional peer dependencies), so the
+ * Lambda runtime entry never does.
  *
  * @module effectively-once/construct
  */
@@ -14,6 +15,7 @@ export {
   OUTBOX_ENV,
   type OutboxDestinationKind,
 } from '../lambda/core/contract';
+export { ConsumerBase, type ConsumerBaseProps } from './consumer-base';
 export {
   BUSINESS_TABLE_ACCESSES,
   BUSINESS_TABLE_ACTIONS,
@@ -25,13 +27,16 @@ export {
   KINESIS_STREAM_READ_ACTIONS,
   ownInboxRecordsCondition,
 } from './consumer-permissions';
-export { IdempotentConsumer } from './idempotent-consumer/construct';
+export type { ConsumerNote, PropsValidation } from './consumer-validation';
 export type {
   BusinessTable,
   ConsumerLogLevel,
-  DeadLetterMode,
-  IdempotentConsumerProps,
-} from './idempotent-consumer/props';
+  ConsumerWiring,
+  SourceReadAccess,
+  TerminalQueueOptions,
+} from './consumer-wiring';
+export { IdempotentConsumer } from './idempotent-consumer/construct';
+export type { DeadLetterMode, IdempotentConsumerProps } from './idempotent-consumer/props';
 export { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
 export type { IdempotentStreamConsumerProps } from './idempotent-stream-consumer/props';
 export { InboxTable, type InboxTableProps } from './inbox-table';

@@ -10,12 +10,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import type {
-  ConsumerMode,
-  DeadLetterMode as ContractDeadLetterMode,
-  LogLevel,
-} from '../../lambda/core/contract';
-import type { BusinessTableAccess } from '../consumer-permissions';
+import type { ConsumerMode, DeadLetterMode as ContractDeadLetterMode } from '../../lambda/core/contract';
+import type { BusinessTable, ConsumerLogLevel } from '../consumer-wiring';
 import type { Outbox } from '../outbox/construct';
 
 /**
@@ -27,24 +23,6 @@ import type { Outbox } from '../outbox/construct';
  *   attributes, and acknowledges it at once (needs `sqs:SendMessage` on the DLQ).
  */
 export type DeadLetterMode = ContractDeadLetterMode;
-
-/** Log levels the runtime understands (`EO_LOG_LEVEL`): the contract's `LOG_LEVELS`. */
-export type ConsumerLogLevel = LogLevel;
-
-/** A business table the consumer writes, and what it may do with its items. */
-export interface BusinessTable {
-  /** The table. */
-  readonly table: dynamodb.ITable;
-
-  /**
-   * What the consumer may do with the table's items: `read` grants `dynamodb:GetItem`;
-   * `write` grants `dynamodb:PutItem`, `dynamodb:UpdateItem`, `dynamodb:DeleteItem`;
-   * `conditionCheck` grants `dynamodb:ConditionCheckItem`. Always on the table ARN only.
-   *
-   * @default ['read', 'write'], plus 'conditionCheck' in `atomic` mode
-   */
-  readonly access?: readonly BusinessTableAccess[];
-}
 
 /** Properties of an `IdempotentConsumer`. */
 export interface IdempotentConsumerProps {

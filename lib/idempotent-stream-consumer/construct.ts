@@ -1,4 +1,4 @@
-import { Annotations, type Duration, Names, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import type { Duration } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -6,12 +6,9 @@ import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { Construct } from 'constructs';
-import { type ConsumerMode, DEFAULT_METRIC_NAMESPACE, METRICS } from '../../lambda/core/contract';
-import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT } from '../consumer-defaults';
-import { createConsumerFunction } from '../consumer-function';
-import { consumerMetric, duplicateRate } from '../consumer-monitoring';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { ConsumerBase, createTerminalQueue } from '../consumer-base';
 import {
   DYNAMODB_STREAM_READ_ACTIONS,
   KINESIS_STREAM_READ_ACTIONS,
@@ -19,9 +16,7 @@ import {
   STREAM_KEY_READ_ACTIONS,
   TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
-import { assertNoFailures } from '../consumer-validation';
-import { consumerEnvironment, grantConsumerTables } from '../consumer-wiring';
-import { InboxTable } from '../inbox-table';
+import type { SourceReadAccess, TerminalQueueOptions } from '../consumer-wiring';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
   DEFAULT_PARALLELIZATION_FACTOR,
@@ -77,7 +72,7 @@ import { validateStreamConsumerProps } from './validation';
  *   alarmTopic: topic,
  * });
  */
-export class IdempotentStreamConsumer extends Construct implements iam.IGrantable {
+export class IdempotentStreamConsumer extends ConsumerBase {
   /** The Kinesis stream consumed, when the source is one. */
   public readonly stream?: kinesis.IStream;
   /** The DynamoDB table whose stream is consumed, when the source is one. */
@@ -88,34 +83,22 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
   public readonly onFailureQueue?: sqs.IQueue;
   /** The topic receiving the batches the event source gives up on, when given. */
   public readonly onFailureTopic?: sns.ITopic;
+  // The base's fields, narrowed: a stream consumer always creates its function from `entry`
+  // and always has a dead-letter queue (given or created).
   /** The queue the runtime sends permanent failures to, with their reason. */
-  public readonly deadLetterQueue: sqs.IQueue;
-  /** The inbox table (in `entity` mode only a given one, with no permissions on it). */
-  public readonly inboxTable?: dynamodb.ITable;
+  declare public readonly deadLetterQueue: sqs.IQueue;
   /** The function created from `entry`. */
-  public readonly handler: lambda.Function;
+  declare public readonly handler: lambda.Function;
   /** The function's role. */
-  public readonly role: iam.IRole;
+  declare public readonly role: iam.IRole;
   /** The function's log group. */
-  public readonly logGroup: logs.ILogGroup;
+  declare public readonly logGroup: logs.ILogGroup;
   /** The event source mapping from the stream to the function. */
   public readonly eventSourceMapping: lambda.EventSourceMapping;
-  /** The consumer name that scopes every dedup key. */
-  public readonly consumerName: string;
-  /** The consumer mode. */
-  public readonly mode: ConsumerMode;
-  /** The record TTL the runtime applies. */
-  public readonly recordTtl: Duration;
   /** The replay window the default record TTL is derived from. */
   public readonly replayWindow: Duration;
   /** The oldest record the event source delivers. */
   public readonly maxRecordAge: Duration;
-  /** The two-phase lease. */
-  public readonly lease: Duration;
-  /** The metric namespace. */
-  public readonly metricNamespace: string;
-  /** The `EO_` environment variables the construct gives the function. */
-  public readonly environment: Readonly<Record<string, string>>;
   /** Alarm on Lambda's `IteratorAge` reaching `iteratorAgeThreshold`. */
   public readonly iteratorAgeAlarm?: cloudwatch.Alarm;
   /** Alarm on function errors (> 0 in a minute). */
@@ -131,85 +114,39 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
   /** The dashboard, unless `dashboard: false`. */
   public readonly dashboard?: cloudwatch.Dashboard;
 
-  /** The principal that holds the function's permissions. */
-  public get grantPrincipal(): iam.IPrincipal {
-    return this.handler.grantPrincipal;
-  }
-
   constructor(scope: Construct, id: string, props: IdempotentStreamConsumerProps) {
-    super(scope, id);
     // Every prop is checked before anything is created, and every failure is reported at once.
     const timing = resolveStreamTiming(props);
-    const validation = validateStreamConsumerProps(props, timing);
-    assertNoFailures(this.node.path, 'IdempotentStreamConsumer', validation.failures);
-    for (const note of validation.notes) {
-      if (note.kind === 'warning') Annotations.of(this).addWarningV2(note.id, note.message);
-      else Annotations.of(this).addInfo(note.message);
-    }
-
-    this.mode = props.mode;
-    this.metricNamespace = props.metricNamespace ?? DEFAULT_METRIC_NAMESPACE;
-    this.consumerName =
-      props.consumerName ??
-      Names.uniqueResourceName(this, { maxLength: 100, separator: '-', allowedSpecialCharacters: '-._:' });
-    this.stream = props.stream;
-    this.sourceTable = props.sourceTable;
     // Validated: exactly one source, and a table with a stream.
-    this.eventSourceArn = props.stream
+    const eventSourceArn = props.stream
       ? props.stream.streamArn
       : (props.sourceTable?.tableStreamArn as string);
+    super(scope, id, props, {
+      constructName: 'IdempotentStreamConsumer',
+      validation: validateStreamConsumerProps(props, timing),
+      recordTtl: timing.recordTtl,
+      lease: timing.lease,
+      // A stream has no redrive: the runtime sends permanent failures to the dead-letter queue
+      // itself, with their reason.
+      deadLetterMode: 'direct',
+      deadLetterQueue: props.deadLetterQueue,
+      newDeadLetterQueue: terminalQueueOptions(props),
+      lambdaDeadLetterReason:
+        'The function is invoked synchronously by the stream event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Batches the event source gives up on go to its on-failure destination, permanent failures to the dead-letter queue.',
+      sourceReadAccess: sourceReadAccess(props, eventSourceArn),
+    });
+    this.stream = props.stream;
+    this.sourceTable = props.sourceTable;
+    this.eventSourceArn = eventSourceArn;
     this.maxRecordAge = timing.maxRecordAge;
     this.replayWindow = timing.replay.window;
-    this.recordTtl = timing.recordTtl;
-    this.lease = timing.lease;
 
-    // Where failures go: the event source's on-failure destination and the runtime's DLQ.
+    // Where the event source sends the batches it gives up on.
     this.onFailureTopic = props.onFailureTopic;
     this.onFailureQueue = props.onFailureTopic
       ? undefined
-      : (props.onFailureQueue ?? this.createTerminalQueue('OnFailureQueue', props));
-    this.deadLetterQueue = props.deadLetterQueue ?? this.createTerminalQueue('DeadLetterQueue', props);
-
-    // Inbox table.
-    this.inboxTable = props.table ?? this.createInboxTable(props);
-
-    // Environment of the contract. A stream has no redrive: the runtime sends permanent
-    // failures to the dead-letter queue itself (`direct`), with their reason.
-    const environment = consumerEnvironment({
-      consumerName: this.consumerName,
-      recordTtl: this.recordTtl,
-      deadLetterMode: 'direct',
-      deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
-      lease: this.lease,
-      metricNamespace: this.metricNamespace,
-      inboxTable: this.inboxTable,
-      logLevel: props.logLevel,
-      completedCacheMaxEntries: props.completedCacheMaxEntries,
-      outbox: props.outbox,
-    });
-    this.environment = Object.freeze(environment);
-
-    // Function.
-    const created = createConsumerFunction(this, {
-      entry: props.entry,
-      mode: this.mode,
-      runtime: props.runtime,
-      architecture: props.architecture,
-      memorySize: props.memorySize ?? DEFAULT_MEMORY_SIZE,
-      timeout: props.timeout ?? DEFAULT_TIMEOUT,
-      environment: props.environment,
-      contractEnvironment: environment,
-      logRetention: props.logRetention,
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
-      tracing: props.tracing,
-      lambdaDeadLetterReason:
-        'The function is invoked synchronously by the stream event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Batches the event source gives up on go to its on-failure destination, permanent failures to the dead-letter queue.',
-    });
-    this.handler = created.handler;
-    this.role = created.role;
-    this.logGroup = created.logGroup;
-
-    this.grantAccess(props);
+      : (props.onFailureQueue ?? createTerminalQueue(this, 'OnFailureQueue', terminalQueueOptions(props)));
+    this.grantOnFailureDestination();
 
     // Event source with partial batch responses: a reported sequence number is the checkpoint.
     const onFailureArn = this.onFailureTopic ? this.onFailureTopic.topicArn : this.onFailureQueue?.queueArn;
@@ -231,7 +168,7 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
 
     // Alarms and dashboard.
     if (props.createAlarms ?? true) {
-      const alarms = createStreamConsumerAlarms(this, this.monitored(), {
+      const alarms = createStreamConsumerAlarms(this, this, {
         iteratorAgeThreshold: props.iteratorAgeThreshold ?? DEFAULT_ITERATOR_AGE_THRESHOLD,
         alarmTopic: props.alarmTopic,
       });
@@ -244,49 +181,7 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
     } else {
       this.alarms = Object.freeze([]);
     }
-    if (props.dashboard ?? true) {
-      this.dashboard = createStreamConsumerDashboard(this, this.monitored(), this.alarms);
-    }
-  }
-
-  /** A metric of the runtime's Embedded Metric Format output for this consumer (Sum over 5 minutes). */
-  public metric(metricName: string, props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return consumerMetric(this, metricName, props);
-  }
-
-  /** Records processed for the first time. */
-  public metricProcessed(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.processed, props);
-  }
-
-  /** Records acknowledged as duplicates of a completed record (replays from a checkpoint, producer retries). */
-  public metricDuplicate(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.duplicate, props);
-  }
-
-  /** Records whose dedup key was recorded with a different payload (dead-lettered). */
-  public metricMismatch(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.mismatch, props);
-  }
-
-  /** Records reported as batch item failures, so the event source retries from their checkpoint. */
-  public metricRetry(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.retry, props);
-  }
-
-  /** Records that failed permanently (dead-lettered with a reason). */
-  public metricPermanent(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.permanent, props);
-  }
-
-  /** Duplicates acknowledged from the completed-record cache, with no request (`completedCacheMaxEntries`). */
-  public metricCacheHit(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return this.metric(METRICS.cacheHit, props);
-  }
-
-  /** Share of duplicates among processed and duplicate records, 0 when there were none. */
-  public metricDuplicateRate(props?: cloudwatch.MathExpressionOptions): cloudwatch.MathExpression {
-    return duplicateRate(this, props);
+    if (props.dashboard ?? true) this.dashboard = createStreamConsumerDashboard(this, this, this.alarms);
   }
 
   /** Lambda's `IteratorAge` of the function (Maximum over 1 minute): how far behind its stream it is. */
@@ -294,83 +189,11 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
     return iteratorAgeMetric(this, props);
   }
 
-  private monitored() {
-    return {
-      consumerName: this.consumerName,
-      metricNamespace: this.metricNamespace,
-      mode: this.mode,
-      recordTtl: this.recordTtl,
-      maxRecordAge: this.maxRecordAge,
-      handler: this.handler,
-      onFailureQueue: this.onFailureQueue,
-      onFailureTopic: this.onFailureTopic,
-      deadLetterQueue: this.deadLetterQueue,
-    };
-  }
-
-  /**
-   * A queue where failures end: encrypted (the given key, else SSE-SQS), SSL-only, keeping
-   * messages 14 days, with no redrive policy of its own.
-   */
-  private createTerminalQueue(id: string, props: IdempotentStreamConsumerProps): sqs.IQueue {
-    const queue = new sqs.Queue(this, id, {
-      retentionPeriod: STREAM_QUEUE_RETENTION,
-      encryption: props.queueEncryptionKey ? sqs.QueueEncryption.KMS : sqs.QueueEncryption.SQS_MANAGED,
-      encryptionMasterKey: props.queueEncryptionKey,
-      enforceSSL: true,
-    });
-    Validations.of(queue).acknowledge({
-      id: 'Serverless-SQSRedrivePolicy',
-      reason:
-        'This queue is where failures of the stream consumer end (on-failure records of the event source, or permanent failures with their reason): messages wait here until an operator acts on them. A redrive policy on it would move them out of sight.',
-    });
-    Validations.of(queue).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        'This queue is itself the dead-letter destination of the stream consumer (the event source mapping or the handler sends to it, not a queue redrive policy, so cdk-nag cannot see it is one). A dead-letter queue of it would move failures out of sight.',
-    });
-    return queue;
-  }
-
-  /** The inbox table the construct creates when none is given: none in `entity` mode. */
-  private createInboxTable(props: IdempotentStreamConsumerProps): dynamodb.ITable | undefined {
-    if (this.mode === 'entity') return undefined;
-    return new InboxTable(this, 'Inbox', {
-      encryptionKey: props.tableEncryptionKey,
-      removalPolicy: props.removalPolicy,
-    }).table;
-  }
-
-  private grantAccess(props: IdempotentStreamConsumerProps): void {
-    // Reading the source, with the actions the event source mapping calls, on its ARN only.
-    if (props.stream) {
-      iam.Grant.addToPrincipal({
-        grantee: this.handler,
-        actions: [...KINESIS_STREAM_READ_ACTIONS],
-        resourceArns: [props.stream.streamArn],
-      });
-      props.stream.encryptionKey?.grant(this.handler, ...STREAM_KEY_READ_ACTIONS);
-    } else if (props.sourceTable) {
-      iam.Grant.addToPrincipal({
-        grantee: this.handler,
-        actions: [...DYNAMODB_STREAM_READ_ACTIONS],
-        resourceArns: [this.eventSourceArn],
-      });
-      props.sourceTable.encryptionKey?.grant(this.handler, ...STREAM_KEY_READ_ACTIONS);
-    }
-    grantConsumerTables(this.handler, {
-      mode: this.mode,
-      consumerName: this.consumerName,
-      inboxTable: this.inboxTable,
-      businessTables: props.businessTables,
-      outbox: props.outbox,
-    });
-    // The runtime sends permanent failures; the event source sends on-failure records with
-    // the function's role.
-    for (const queue of [this.deadLetterQueue, this.onFailureQueue]) {
-      if (!queue) continue;
-      queue.grant(this.handler, 'sqs:SendMessage');
-      queue.encryptionMasterKey?.grant(this.handler, ...QUEUE_KEY_SEND_ACTIONS);
+  /** The event source sends on-failure records with the function's role. */
+  private grantOnFailureDestination(): void {
+    if (this.onFailureQueue) {
+      this.onFailureQueue.grant(this.handler, 'sqs:SendMessage');
+      this.onFailureQueue.encryptionMasterKey?.grant(this.handler, ...QUEUE_KEY_SEND_ACTIONS);
     }
     if (this.onFailureTopic) {
       iam.Grant.addToPrincipal({
@@ -381,4 +204,38 @@ export class IdempotentStreamConsumer extends Construct implements iam.IGrantabl
       this.onFailureTopic.masterKey?.grant(this.handler, ...TOPIC_KEY_PUBLISH_ACTIONS);
     }
   }
+}
+
+/**
+ * The queues where failures end (on-failure and dead-letter) when the construct creates them:
+ * encrypted (`queueEncryptionKey`, else SSE-SQS), SSL-only, keeping messages 14 days.
+ */
+function terminalQueueOptions(props: IdempotentStreamConsumerProps): TerminalQueueOptions {
+  return {
+    retentionPeriod: STREAM_QUEUE_RETENTION,
+    encryptionKey: props.queueEncryptionKey,
+    acknowledgments: [
+      {
+        id: 'Serverless-SQSRedrivePolicy',
+        reason:
+          'This queue is where failures of the stream consumer end (on-failure records of the event source, or permanent failures with their reason): messages wait here until an operator acts on them. A redrive policy on it would move them out of sight.',
+      },
+      {
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'This queue is itself the dead-letter destination of the stream consumer (the event source mapping or the handler sends to it, not a queue redrive policy, so cdk-nag cannot see it is one). A dead-letter queue of it would move failures out of sight.',
+      },
+    ],
+  };
+}
+
+/** Reading the source, with the actions the event source mapping calls, on its ARN only. */
+function sourceReadAccess(props: IdempotentStreamConsumerProps, eventSourceArn: string): SourceReadAccess {
+  const encryptionKey = props.stream ? props.stream.encryptionKey : props.sourceTable?.encryptionKey;
+  return {
+    actions: props.stream ? KINESIS_STREAM_READ_ACTIONS : DYNAMODB_STREAM_READ_ACTIONS,
+    resourceArn: eventSourceArn,
+    encryptionKey,
+    encryptionKeyActions: STREAM_KEY_READ_ACTIONS,
+  };
 }

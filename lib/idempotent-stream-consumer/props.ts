@@ -12,7 +12,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { ConsumerMode } from '../../lambda/core/contract';
-import type { BusinessTable, ConsumerLogLevel } from '../idempotent-consumer/props';
+import type { BusinessTable, ConsumerLogLevel } from '../consumer-wiring';
 import type { Outbox } from '../outbox/construct';
 
 /** Properties of an `IdempotentStreamConsumer`. */
