@@ -16,7 +16,12 @@ import {
   type DeadLetterMode,
   METRICS,
 } from '../lambda/core/contract';
-import { DEFAULT_MEMORY_SIZE, DEFAULT_TIMEOUT, WARNING_PREFIX } from './consumer-defaults';
+import {
+  DEAD_LETTER_MAX_MESSAGE_BYTES,
+  DEFAULT_MEMORY_SIZE,
+  DEFAULT_TIMEOUT,
+  WARNING_PREFIX,
+} from './consumer-defaults';
 import { createConsumerFunction } from './consumer-function';
 import { consumerMetric, duplicateRate } from './consumer-monitoring';
 import { QUEUE_KEY_SEND_ACTIONS } from './consumer-permissions';
@@ -124,18 +129,28 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
     this.recordTtl = wiring.recordTtl;
     this.lease = wiring.lease;
 
+    // The runtime is told the size of a dead-letter queue the construct creates, set explicitly
+    // (SQS's largest by default); a given queue's size is its owner's and stays unknown.
+    const created = wiring.deadLetterQueue ? undefined : wiring.newDeadLetterQueue;
+    const deadLetterMaxMessageBytes =
+      created && (created.maxMessageSizeBytes ?? DEAD_LETTER_MAX_MESSAGE_BYTES);
     this.deadLetterQueue =
       wiring.deadLetterQueue ??
-      (wiring.newDeadLetterQueue && createTerminalQueue(this, 'DeadLetterQueue', wiring.newDeadLetterQueue));
+      (created &&
+        createTerminalQueue(this, 'DeadLetterQueue', {
+          ...created,
+          maxMessageSizeBytes: deadLetterMaxMessageBytes,
+        }));
     this.inboxTable = props.table ?? this.createInboxTable(props);
 
+    // The runtime sends dead letters itself only in `direct` mode.
+    const sendsDeadLetters = this.deadLetterMode === 'direct' && this.deadLetterQueue !== undefined;
     const environment = consumerEnvironment({
       consumerName: this.consumerName,
       recordTtl: this.recordTtl,
       deadLetterMode: this.deadLetterMode,
-      // The runtime sends dead letters itself only in `direct` mode.
-      deadLetterQueueUrl:
-        this.deadLetterMode === 'direct' && this.deadLetterQueue ? this.deadLetterQueue.queueUrl : undefined,
+      deadLetterQueueUrl: sendsDeadLetters ? this.deadLetterQueue?.queueUrl : undefined,
+      deadLetterMaxMessageBytes: sendsDeadLetters ? deadLetterMaxMessageBytes : undefined,
       lease: this.lease,
       metricNamespace: this.metricNamespace,
       inboxTable: this.inboxTable,
@@ -287,6 +302,7 @@ export function createTerminalQueue(scope: Construct, id: string, options: Termi
     queueName: options.queueName,
     fifo: options.fifo || undefined,
     retentionPeriod: options.retentionPeriod,
+    maxMessageSizeBytes: options.maxMessageSizeBytes,
     encryption: options.encryptionKey ? sqs.QueueEncryption.KMS : sqs.QueueEncryption.SQS_MANAGED,
     encryptionMasterKey: options.encryptionKey,
     enforceSSL: true,

@@ -48,6 +48,8 @@ export interface ConsumerEnvironmentSettings {
   readonly deadLetterMode: DeadLetterMode;
   /** Set only when the runtime sends dead letters itself (`direct`). */
   readonly deadLetterQueueUrl?: string;
+  /** The largest message the dead-letter queue accepts, set only when the construct created it. */
+  readonly deadLetterMaxMessageBytes?: number;
   readonly lease: Duration;
   readonly metricNamespace: string;
   readonly inboxTable?: dynamodb.ITable;
@@ -68,6 +70,11 @@ export function consumerEnvironment(settings: ConsumerEnvironmentSettings): Reco
   };
   if (settings.deadLetterQueueUrl !== undefined) {
     environment[ENV.deadLetterQueueUrl] = settings.deadLetterQueueUrl;
+  }
+  if (settings.deadLetterMaxMessageBytes !== undefined) {
+    environment[ENV.deadLetterMaxMessageBytes] = Tokenization.stringifyNumber(
+      settings.deadLetterMaxMessageBytes,
+    );
   }
   if (settings.inboxTable) environment[ENV.inboxTable] = settings.inboxTable.tableName;
   if (settings.logLevel) environment[ENV.logLevel] = settings.logLevel;
@@ -131,6 +138,14 @@ export interface TerminalQueueOptions {
 
   /** How long the queue keeps a message. */
   readonly retentionPeriod: Duration;
+
+  /**
+   * The largest message the queue accepts, in bytes (1,024 to 1,048,576).
+   *
+   * @default - SQS's largest, 1,048,576 bytes, for the dead-letter queue `ConsumerBase` creates;
+   * otherwise not set (SQS's default)
+   */
+  readonly maxMessageSizeBytes?: number;
 
   /**
    * Customer-managed KMS key of the queue.

@@ -71,6 +71,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.ttlSeconds]: '`recordTtl`',
   [ENV.deadLetterMode]: '`deadLetterMode`',
   [ENV.deadLetterQueueUrl]: '`deadLetterQueue` with `deadLetterMode: direct`',
+  [ENV.deadLetterMaxMessageBytes]: 'the dead-letter queue it creates, with `deadLetterMode: direct`',
   [ENV.leaseMillis]: '`lease`',
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',

@@ -47,6 +47,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.ttlSeconds]: '`recordTtl`',
   [ENV.deadLetterMode]: 'the dead-letter queue (always `direct` for a stream)',
   [ENV.deadLetterQueueUrl]: '`deadLetterQueue`',
+  [ENV.deadLetterMaxMessageBytes]: 'the dead-letter queue it creates',
   [ENV.leaseMillis]: '`lease`',
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',

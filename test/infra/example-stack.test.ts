@@ -183,6 +183,7 @@ describe('ExampleStack', () => {
       [ENV.ttlSeconds]: String(33 * 24 * 3600),
       [ENV.deadLetterMode]: 'direct',
       [ENV.deadLetterQueueUrl]: { Ref: logicalId(paymentNotifier.deadLetterQueue!) },
+      [ENV.deadLetterMaxMessageBytes]: '1048576',
       // The lease is the function timeout: a claim is taken over only once its holder is gone.
       [ENV.leaseMillis]: '30000',
       [ENV.metricNamespace]: 'EffectivelyOnce',

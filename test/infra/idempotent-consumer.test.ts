@@ -98,9 +98,13 @@ describe('IdempotentConsumer with default props', () => {
     });
   });
 
-  it('keeps dead letters 14 days', () => {
+  it('keeps dead letters 14 days, and takes messages up to SQS’s largest, 1 MiB, set explicitly', () => {
     const queue = built.template.findResources('AWS::SQS::Queue')[logicalId(built.consumer.deadLetterQueue!)];
-    expect(queue?.Properties).toEqual({ MessageRetentionPeriod: 1_209_600, SqsManagedSseEnabled: true });
+    expect(queue?.Properties).toEqual({
+      MessageRetentionPeriod: 1_209_600,
+      MaximumMessageSize: 1_048_576,
+      SqsManagedSseEnabled: true,
+    });
   });
 
   it('encrypts both queues with SSE-SQS and denies every request without TLS', () => {
@@ -649,6 +653,30 @@ describe('IdempotentConsumer permissions per mode', () => {
       [ENV.deadLetterMode]: 'direct',
       [ENV.deadLetterQueueUrl]: { Ref: logicalId(consumer.deadLetterQueue!) },
     });
+  });
+
+  it('tells the function in direct mode the largest message the dead-letter queue it created takes', () => {
+    const { template, consumer } = synth({ deadLetterMode: 'direct' });
+    expect(environmentOf(template, consumer)).toMatchObject({ [ENV.deadLetterMaxMessageBytes]: '1048576' });
+  });
+
+  it('leaves a given dead-letter queue’s size alone and unsaid, and says nothing in redrive mode', () => {
+    const { stack } = newStack();
+    const dlq = new sqs.Queue(stack, 'Dlq');
+    const direct = new IdempotentConsumer(stack, 'Direct', {
+      mode: 'marker',
+      entry: FIXTURE_ENTRY,
+      deadLetterQueue: dlq,
+      deadLetterMode: 'direct',
+    });
+    const redrive = new IdempotentConsumer(stack, 'Redrive', { mode: 'marker', entry: FIXTURE_ENTRY });
+    const template = Template.fromStack(stack);
+    const given = template.findResources('AWS::SQS::Queue')[logicalId(dlq)];
+    expect(given).toBeDefined();
+    expect(given?.Properties?.MaximumMessageSize).toBeUndefined();
+    for (const consumer of [direct, redrive]) {
+      expect(Object.keys(environmentOf(template, consumer))).not.toContain(ENV.deadLetterMaxMessageBytes);
+    }
   });
 
   it('grants GenerateDataKey and Decrypt on the dead-letter queue key in direct mode', () => {

@@ -127,12 +127,15 @@ describe('IdempotentStreamConsumer on a Kinesis stream with default props', () =
     });
   });
 
-  it('creates the on-failure queue and the dead-letter queue encrypted, SSL-only, keeping messages 14 days', () => {
+  it('creates the on-failure queue and the dead-letter queue encrypted, SSL-only, keeping messages 14 days, the dead-letter queue taking up to 1 MiB', () => {
     const { template, consumer } = built;
     template.resourceCountIs('AWS::SQS::Queue', 2);
     for (const queue of [consumer.onFailureQueue!, consumer.deadLetterQueue]) {
+      // Only the runtime's dead letters carry records' data: its largest message is set explicitly.
+      const size = queue === consumer.deadLetterQueue ? { MaximumMessageSize: 1_048_576 } : {};
       expect(template.findResources('AWS::SQS::Queue')[logicalId(queue)]?.Properties).toEqual({
         MessageRetentionPeriod: 1_209_600,
+        ...size,
         SqsManagedSseEnabled: true,
       });
       template.hasResourceProperties('AWS::SQS::QueuePolicy', {
@@ -161,6 +164,7 @@ describe('IdempotentStreamConsumer on a Kinesis stream with default props', () =
       [ENV.ttlSeconds]: String(Duration.days(2).toSeconds()),
       [ENV.deadLetterMode]: 'direct',
       [ENV.deadLetterQueueUrl]: { Ref: logicalId(consumer.deadLetterQueue) },
+      [ENV.deadLetterMaxMessageBytes]: '1048576',
       [ENV.leaseMillis]: '30000',
       [ENV.metricNamespace]: DEFAULT_METRIC_NAMESPACE,
     });
@@ -563,6 +567,24 @@ describe('IdempotentStreamConsumer failure destinations', () => {
         ...allow(['kms:Decrypt', 'kms:GenerateDataKey'], key),
       ]),
     );
+  });
+
+  it('leaves a given dead-letter queue’s size alone and does not tell the function one', () => {
+    const { stack } = newStack();
+    const deadLetterQueue = new sqs.Queue(stack, 'Dlq');
+    const consumer = new IdempotentStreamConsumer(stack, 'Consumer', {
+      mode: 'marker',
+      entry: STREAM_FIXTURE_ENTRY,
+      stream: new kinesis.Stream(stack, 'Events'),
+      deadLetterQueue,
+    });
+    const template = Template.fromStack(stack);
+    const queues = template.findResources('AWS::SQS::Queue');
+    for (const queue of [deadLetterQueue, consumer.onFailureQueue!]) {
+      expect(queues[logicalId(queue)]).toBeDefined();
+      expect(queues[logicalId(queue)]?.Properties?.MaximumMessageSize).toBeUndefined();
+    }
+    expect(Object.keys(environmentOf(template, consumer))).not.toContain(ENV.deadLetterMaxMessageBytes);
   });
 
   it('encrypts the queues it creates with a given key', () => {
