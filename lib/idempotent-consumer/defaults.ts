@@ -5,9 +5,6 @@
  */
 import { Duration } from 'aws-cdk-lib';
 
-// The outbox construct reads Lambda's longest timeout from here.
-export { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
-
 /** `maxReceiveCount` when not set. */
 export const DEFAULT_MAX_RECEIVE_COUNT = 5;
 

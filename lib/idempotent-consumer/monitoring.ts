@@ -18,9 +18,6 @@ import {
   notifyAlarmTopic,
 } from '../consumer-monitoring';
 
-// The outbox construct reads the metric helper from here.
-export { consumerMetric } from '../consumer-monitoring';
-
 /** The consumer that alarms and the dashboard watch. */
 export interface MonitoredConsumer {
   readonly consumerName: string;

@@ -18,6 +18,7 @@ import {
   type OutboxDestinationKind,
 } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
+import { consumerMetric } from '../consumer-monitoring';
 import {
   DYNAMODB_STREAM_READ_ACTIONS,
   grantItemActions,
@@ -26,7 +27,6 @@ import {
   TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
 import { assertNoFailures } from '../consumer-validation';
-import { consumerMetric } from '../idempotent-consumer/monitoring';
 import {
   DEFAULT_RELAY_BATCH_SIZE,
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,

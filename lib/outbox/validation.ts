@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { Duration, Token } from 'aws-cdk-lib';
 import { CONSUMER_NAME_PATTERN, DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
+import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
   checkDuration,
@@ -15,7 +16,6 @@ import {
   collectValidation,
   type PropsValidation,
 } from '../consumer-validation';
-import { LAMBDA_MAX_TIMEOUT } from '../idempotent-consumer/defaults';
 import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
 import {
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
