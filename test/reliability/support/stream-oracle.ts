@@ -26,6 +26,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
+import { recoveredData, streamDeadLetterOf } from '../../support/stream-fixtures';
 import type { PlannedStreamRecord, StreamCrashPoint, StreamSimulationResult } from './stream-simulation';
 import { readItems } from './tables';
 
@@ -105,7 +106,8 @@ export async function checkStreamSeed(
         (letter) =>
           letter.code !== code ||
           letter.reason === '' ||
-          (options.source === 'kinesis' && letter.body !== data),
+          (options.source === 'kinesis' &&
+            recoveredData(streamDeadLetterOf(letter))?.toString('utf8') !== data),
       );
       if (letters.length === 0 || wrong.length > 0) {
         violate(
