@@ -15,7 +15,10 @@
  * `test/support/summary-reporter.ts` after vitest's totals), for example
  * `streams: 600 records, … 0 duplicate effects, 0 lost; bad data: …, 0 refused by SQS, 0 shards stalled`.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
+import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
@@ -198,3 +201,77 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
     );
   });
 });
+
+describe.runIf(SINGLE_SEED === undefined)(
+  'the stream oracle on a deliberately broken dead-letter writer',
+  () => {
+    // Enough records for one bad record of every variant (`PLANTED`), and no more.
+    const small = { messages: 40, source: 'kinesis', mode: 'atomic' } as const;
+    const envelopeOf = (message: DeadLetterMessage) => JSON.parse(message.body) as StreamDeadLetterBody;
+    const withEnvelope = (message: DeadLetterMessage, envelope: StreamDeadLetterBody): DeadLetterMessage => ({
+      ...message,
+      body: JSON.stringify(envelope),
+    });
+
+    it('misses every binary record when the writer drops the dead letters of data that is not UTF-8', async () => {
+      const report = await runSeed(9111, {
+        ...small,
+        tamperDeadLetter: (message) => {
+          const { data } = envelopeOf(message);
+          return 'encoding' in data && data.encoding === 'base64' ? undefined : message;
+        },
+      });
+
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /\((gzip|random-bytes)\): on the dead-letter queue 0 times/.test(violation),
+        ),
+      ).toBe(true);
+    });
+
+    it('sees SQS refuse the raw data as a dead letter, and the shard stall on it, as before the envelope', async () => {
+      // The dead letter of the first stream adapters: the data decoded as text, sent as the body.
+      const report = await runSeed(9112, {
+        ...small,
+        tamperDeadLetter: (message, data) => ({ ...message, body: Buffer.from(data).toString('utf8') }),
+      });
+
+      expect(report.refusedDeadLetters).toBeGreaterThan(0);
+      expect(report.stalls).toBeGreaterThan(0);
+      expect(report.violations.some((violation) => /stalled at r\d+ \S+ \(empty\)/.test(violation))).toBe(
+        true,
+      );
+      expect(report.violations.some((violation) => violation.includes('InvalidMessageContents'))).toBe(true);
+      expect(
+        report.violations.some((violation) => violation.includes('a dead letter that is not JSON')),
+      ).toBe(true);
+    });
+
+    it('sees data lost when the writer marks every dead letter truncated, and coordinates that point elsewhere', async () => {
+      const report = await runSeed(9113, {
+        ...small,
+        tamperDeadLetter: (message, data) => {
+          const envelope = envelopeOf(message);
+          const truncated = {
+            truncated: true,
+            bytes: data.byteLength,
+            sha256: createHash('sha256').update(data).digest('hex'),
+          } as const;
+          // One letter in two also names the wrong sequence number.
+          const source =
+            data.byteLength % 2 === 0 ? envelope.source : { ...envelope.source, sequenceNumber: '0' };
+          return withEnvelope(message, { ...envelope, source, data: truncated });
+        },
+      });
+
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) => violation.includes('truncated, though the whole dead letter')),
+      ).toBe(true);
+      expect(
+        report.violations.some((violation) => /coordinates .*"sequenceNumber":"0"/.test(violation)),
+      ).toBe(true);
+    });
+  },
+);
