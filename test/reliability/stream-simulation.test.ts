@@ -1,9 +1,11 @@
 /**
  * Seeded stream batches through the real stream handlers and the real store on the local
  * emulator (see `support/stream-simulation.ts` for what is simulated, `support/stream-oracle.ts`
- * for what is checked): retries from the checkpoint, bisected batches, producer duplicates,
- * crashes mid-batch, batches discarded after `MaximumRetryAttempts`, and a replay of every shard
- * from `TRIM_HORIZON`.
+ * and `support/stream-dead-letter-oracle.ts` for what is checked): retries from the checkpoint,
+ * bisected batches, producer duplicates, crashes mid-batch, batches discarded after
+ * `MaximumRetryAttempts`, a replay of every shard from `TRIM_HORIZON`, and records SQS cannot
+ * hold as they are (empty, binary, oversize, at the size boundary) dead-lettered to a real queue
+ * through the SQS conformance layer, with a `MaximumMessageSize` of 2,048 bytes.
  *
  * Size: `RELIABILITY_MESSAGES` records per seed (default 150; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n: each source and mode once), or one seed alone
@@ -11,14 +13,18 @@
  *
  * The run ends with one line on standard output (printed again by
  * `test/support/summary-reporter.ts` after vitest's totals), for example
- * `streams: 600 records, … 0 duplicate effects, 0 lost`.
+ * `streams: 600 records, … 0 duplicate effects, 0 lost; bad data: …, 0 refused by SQS, 0 shards stalled`.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
+import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
 import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
 import {
+  BAD_KINDS,
   runStreamSimulation,
   STREAM_CRASH_POINTS,
   type StreamSeedOptions,
@@ -66,7 +72,12 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.bisects)} bisects, ${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.lostResponses)} lost responses, ` +
     `${sum((r) => r.onFailureBatches)} batches to the on-failure destination, ${sum((r) => r.replayed)} records replayed from TRIM_HORIZON, ` +
     `${sum((r) => r.deadLettered)} dead-lettered, ${sum((r) => r.atMostOnceGaps)} at-most-once gaps (marker), ` +
-    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
+    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost; ` +
+    `bad data: ${BAD_KINDS.map((kind) => `${sum((r) => r.badRecords[kind])} ${kind}`).join(', ')}, ` +
+    `${sum((r) => r.deadLetterMessages)} dead letters on the queue (${sum((r) => r.deadLetterCopies)} copies: replay, retries, ${sum((r) => r.deadLetterLostResponses)} lost responses), ` +
+    `${sum((r) => r.truncatedDeadLetters)} truncated, ${sum((r) => r.base64DeadLetters)} base64, ` +
+    `${sum((r) => r.movedOnPastBadRecord)} times the shard moved on in the same invocation, ` +
+    `${sum((r) => r.refusedDeadLetters)} refused by SQS, ${sum((r) => r.stalls)} shards stalled`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
 });
@@ -117,6 +128,15 @@ describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records thro
       expect(report.producerDuplicates, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.retriesFromCheckpoint, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.replayed).toBe(report.streamRecords);
+      // Bad data: every kind the source carries, dead-lettered within the queue's size, no shard held back.
+      expect(report.refusedDeadLetters, `seed ${seed}`).toBe(0);
+      expect(report.stalls, `seed ${seed}`).toBe(0);
+      for (const kind of report.source === 'kinesis' ? BAD_KINDS : (['oversize', 'boundary'] as const)) {
+        expect(report.badRecords[kind], `seed ${seed}: ${kind}`).toBeGreaterThan(0);
+      }
+      expect(report.truncatedDeadLetters, `seed ${seed}`).toBeGreaterThan(0);
+      if (report.source === 'kinesis') expect(report.base64DeadLetters, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.movedOnPastBadRecord, `seed ${seed}`).toBeGreaterThan(0);
       if (report.bisectOnError)
         expect(report.bisects, `seed ${seed}: ${replayHint(seed)}`).toBeGreaterThan(0);
       else expect(report.bisects).toBe(0);
@@ -140,6 +160,7 @@ describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records thro
       expect(reports.reduce((sum, report) => sum + report.onFailureBatches, 0)).toBeGreaterThan(0);
       expect(reports.some((report) => report.parallelization > 1)).toBe(true);
       expect(reports.reduce((sum, report) => sum + report.deliveredConcurrently, 0)).toBeGreaterThan(0);
+      expect(reports.reduce((sum, report) => sum + report.deadLetterLostResponses, 0)).toBeGreaterThan(0);
     },
   );
 });
@@ -168,7 +189,8 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
   });
 
   it('sees records acknowledged while they failed when the handler checkpoints past its failures', async () => {
-    const report = await runSeed(9103, {
+    // A seed with records behind an outage (two).
+    const report = await runSeed(9109, {
       ...small,
       tamperResponse: () => ({ batchItemFailures: [] }),
     });
@@ -179,3 +201,77 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
     );
   });
 });
+
+describe.runIf(SINGLE_SEED === undefined)(
+  'the stream oracle on a deliberately broken dead-letter writer',
+  () => {
+    // Enough records for one bad record of every variant (`PLANTED`), and no more.
+    const small = { messages: 40, source: 'kinesis', mode: 'atomic' } as const;
+    const envelopeOf = (message: DeadLetterMessage) => JSON.parse(message.body) as StreamDeadLetterBody;
+    const withEnvelope = (message: DeadLetterMessage, envelope: StreamDeadLetterBody): DeadLetterMessage => ({
+      ...message,
+      body: JSON.stringify(envelope),
+    });
+
+    it('misses every binary record when the writer drops the dead letters of data that is not UTF-8', async () => {
+      const report = await runSeed(9111, {
+        ...small,
+        tamperDeadLetter: (message) => {
+          const { data } = envelopeOf(message);
+          return 'encoding' in data && data.encoding === 'base64' ? undefined : message;
+        },
+      });
+
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /\((gzip|random-bytes)\): on the dead-letter queue 0 times/.test(violation),
+        ),
+      ).toBe(true);
+    });
+
+    it('sees SQS refuse the raw data as a dead letter, and the shard stall on it, as before the envelope', async () => {
+      // The dead letter of the first stream adapters: the data decoded as text, sent as the body.
+      const report = await runSeed(9112, {
+        ...small,
+        tamperDeadLetter: (message, data) => ({ ...message, body: Buffer.from(data).toString('utf8') }),
+      });
+
+      expect(report.refusedDeadLetters).toBeGreaterThan(0);
+      expect(report.stalls).toBeGreaterThan(0);
+      expect(report.violations.some((violation) => /stalled at r\d+ \S+ \(empty\)/.test(violation))).toBe(
+        true,
+      );
+      expect(report.violations.some((violation) => violation.includes('InvalidMessageContents'))).toBe(true);
+      expect(
+        report.violations.some((violation) => violation.includes('a dead letter that is not JSON')),
+      ).toBe(true);
+    });
+
+    it('sees data lost when the writer marks every dead letter truncated, and coordinates that point elsewhere', async () => {
+      const report = await runSeed(9113, {
+        ...small,
+        tamperDeadLetter: (message, data) => {
+          const envelope = envelopeOf(message);
+          const truncated = {
+            truncated: true,
+            bytes: data.byteLength,
+            sha256: createHash('sha256').update(data).digest('hex'),
+          } as const;
+          // One letter in two also names the wrong sequence number.
+          const source =
+            data.byteLength % 2 === 0 ? envelope.source : { ...envelope.source, sequenceNumber: '0' };
+          return withEnvelope(message, { ...envelope, source, data: truncated });
+        },
+      });
+
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) => violation.includes('truncated, though the whole dead letter')),
+      ).toBe(true);
+      expect(
+        report.violations.some((violation) => /coordinates .*"sequenceNumber":"0"/.test(violation)),
+      ).toBe(true);
+    });
+  },
+);

@@ -9,8 +9,13 @@
  *   conditional puts of the entity seen on the wire (entity);
  * - valid, losing its key to another payload: every write dead-lettered with `PAYLOAD_MISMATCH`;
  *   exactly one record of a key wins;
- * - malformed data, no key: every write dead-lettered with `MALFORMED_BODY` / `MISSING_KEY`, a
- *   reason and (Kinesis) the data as produced;
+ * - malformed data, no key, bad data (empty, binary, oversize, at the size boundary): every
+ *   write dead-lettered with `MALFORMED_BODY` / `MISSING_KEY`, each of its dead letters right
+ *   (`stream-dead-letter-oracle.ts`: the envelope, reason, code, coordinates, and the data byte
+ *   for byte or, only where the whole would not fit the queue, marked truncated with its size and
+ *   SHA-256). Dead letters are at-least-once: at least one in each pass that acknowledged the
+ *   record, at most one a delivery, every copy the same (the replay dead-letters a record again,
+ *   as does a retry after a crash or a lost `SendMessage` response);
  * - behind an outage (its dependency down for the whole first pass): never acknowledged in the
  *   first pass, but discarded by the event source after `MaximumRetryAttempts` and named by the
  *   on-failure destination (shard, first and last sequence number of its batch); applied once
@@ -19,14 +24,26 @@
  *   marker left without its effect (an at-most-once gap).
  *
  * Every record of the first pass ended acknowledged or inside a range the on-failure destination
- * named (never skipped silently); every record of the replay ended acknowledged. Marker mode is
+ * named (never skipped silently); every record of the replay ended acknowledged. No shard stalls:
+ * only a record behind an outage may use up the retries (a batch discarded at any other record
+ * means it held its shard back), and the replay discards nothing. The dead-letter queue held
+ * exactly what was sent, and no `SendMessage` was refused. Marker mode is
  * at-most-once for the effect by design: a key left with a marker and no effect by one invocation
  * (a crash in between, a lost response to the marker write) may miss its effect, counted as an
  * at-most-once gap, not as lost. Anything else missing is lost.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
-import type { PlannedStreamRecord, StreamCrashPoint, StreamSimulationResult } from './stream-simulation';
+import { deadLetterProblems, indexDeadLetters } from './stream-dead-letter-oracle';
+import {
+  BAD_KINDS,
+  type BadKind,
+  type ExpectedCode,
+  isPoison,
+  type PlannedStreamRecord,
+  type StreamCrashPoint,
+  type StreamSimulationResult,
+} from './stream-simulation';
 import { readItems } from './tables';
 
 /** What one seed amounted to. */
@@ -56,7 +73,30 @@ export interface StreamSeedReport {
   readonly crashes: number;
   readonly crashesByPoint: Readonly<Record<StreamCrashPoint, number>>;
   readonly lostResponses: number;
+  /** Logical records dead-lettered, every write of them right (poison, bad data, payloads that lost their key). */
   readonly deadLettered: number;
+  /** Logical records of bad data, by kind. */
+  readonly badRecords: Readonly<Record<BadKind, number>>;
+  /** Messages the dead-letter queue held. */
+  readonly deadLetterMessages: number;
+  /**
+   * Dead letters beyond the first of a stream record. At-least-once by design: the replay from
+   * `TRIM_HORIZON` delivers every record again, and a permanent failure has no inbox record to
+   * meet, so it is dead-lettered again; a crash after the send, or a lost `SendMessage` response,
+   * retries the record, which is sent again.
+   */
+  readonly deadLetterCopies: number;
+  /** Dead letters marked truncated (the data past the queue's size), and with base64 data (not UTF-8). */
+  readonly truncatedDeadLetters: number;
+  readonly base64DeadLetters: number;
+  /** `SendMessage` responses of the dead-letter queue lost (injected): the record was sent again. */
+  readonly deadLetterLostResponses: number;
+  /** `SendMessage` calls the conformance layer (or the emulator) refused. */
+  readonly refusedDeadLetters: number;
+  /** Batches discarded at a record that was not behind an outage (a shard held back), or in the replay. */
+  readonly stalls: number;
+  /** Deliveries of a bad record dead-lettered while a later record of its batch ran in the same invocation. */
+  readonly movedOnPastBadRecord: number;
   /** Marker mode: keys whose effect is missing by design (at-most-once). */
   readonly atMostOnceGaps: number;
   /**
@@ -85,52 +125,67 @@ export async function checkStreamSeed(
   for (const entry of stream.entries) {
     entriesOf.set(entry.meta.plan, [...(entriesOf.get(entry.meta.plan) ?? []), entry]);
   }
-  const lettersOf = new Map<string, typeof result.deadLetters>();
-  for (const letter of result.deadLetters) {
-    lettersOf.set(letter.sourceMessageId, [...(lettersOf.get(letter.sourceMessageId) ?? []), letter]);
-  }
+  const letters = indexDeadLetters(result);
+  violations.push(...letters.problems);
+  const lettersOf = (eventId: string) => letters.byEventId.get(eventId) ?? [];
 
   let lost = 0;
   let deadLettered = 0;
   let duplicateEffects = 0;
   let atMostOnceGaps = 0;
+  /** Dead letters beyond the first of a record (the replay, a crash after the send, a lost response). */
+  let deadLetterCopies = 0;
 
-  /** Every write of `plan` was dead-lettered with `code`, a reason and (Kinesis) the data. */
-  const expectDeadLettered = (plan: PlannedStreamRecord, code: string): boolean => {
+  /**
+   * Every write of `plan` was dead-lettered with `code`, right (`deadLetterProblems`): at least
+   * once in each pass that acknowledged it, at most once a delivery, every copy the same.
+   */
+  const expectDeadLettered = (plan: PlannedStreamRecord, code: ExpectedCode): boolean => {
     let ok = true;
     for (const entry of entriesOf.get(plan) ?? []) {
-      const letters = lettersOf.get(entry.meta.eventId) ?? [];
-      const data = plan.writes[entry.meta.write]!.data;
-      const wrong = letters.filter(
-        (letter) =>
-          letter.code !== code ||
-          letter.reason === '' ||
-          (options.source === 'kinesis' && letter.body !== data),
-      );
-      if (letters.length === 0 || wrong.length > 0) {
+      const { eventId } = entry.meta;
+      const sent = lettersOf(eventId);
+      const where = `r${plan.index} ${eventId} (${plan.variant ?? plan.kind})`;
+      const passes = [result.firstPass.get(entry.sequenceNumber), stream.fates().get(entry.sequenceNumber)];
+      const acknowledged = passes.filter((fate) => fate === 'acknowledged').length;
+      const delivered = result.deliveries.get(eventId) ?? 0;
+      const problems = [
+        ...new Set(sent.flatMap((letter) => deadLetterProblems(result, entry, letter, code))),
+      ];
+      if (sent.length < acknowledged || sent.length === 0) {
         violate(
-          `r${plan.index} ${entry.meta.eventId}: expected dead-lettered as ${code}, got ${JSON.stringify(letters.map((l) => l.code))}`,
+          `${where}: on the dead-letter queue ${sent.length} times, acknowledged in ${acknowledged} passes`,
         );
         ok = false;
+      } else if (sent.length > delivered) {
+        violate(`${where}: on the dead-letter queue ${sent.length} times, delivered ${delivered} times`);
+        ok = false;
+      } else if (problems.length > 0) {
+        violate(`${where}: dead letter ${problems.join('; ')}`);
+        ok = false;
+      } else if (sent.some((letter) => letter.received.body !== sent[0]!.received.body)) {
+        violate(`${where}: its dead letters differ`);
+        ok = false;
       }
+      deadLetterCopies += Math.max(0, sent.length - 1);
     }
     if (ok) deadLettered += 1;
     return ok;
   };
   const expectNotDeadLettered = (plan: PlannedStreamRecord): void => {
     for (const entry of entriesOf.get(plan) ?? []) {
-      const letters = lettersOf.get(entry.meta.eventId) ?? [];
-      if (letters.length > 0) {
-        violate(`r${plan.index} ${entry.meta.eventId}: won its key but dead-lettered as ${letters[0]!.code}`);
+      const sent = lettersOf(entry.meta.eventId);
+      if (sent.length > 0) {
+        violate(
+          `r${plan.index} ${entry.meta.eventId}: won its key but dead-lettered as ${sent[0]!.envelope.code}`,
+        );
       }
     }
   };
 
-  // Poison input.
+  // Poison input and bad data.
   for (const plan of plans) {
-    if (plan.kind === 'malformed' || plan.kind === 'missing-key') {
-      if (!expectDeadLettered(plan, plan.expectedCode!)) lost += 1;
-    }
+    if (isPoison(plan) && !expectDeadLettered(plan, plan.expectedCode!)) lost += 1;
   }
 
   // Keyed records, by key: one winner, its effect once.
@@ -207,10 +262,23 @@ export async function checkStreamSeed(
     const second = stream.fates().get(entry.sequenceNumber);
     if (second !== 'acknowledged') violate(`${eventId}: ${second} at the end of the replay`);
   }
+  // No shard stalls: only a record behind an outage keeps failing once faults stop, so only it
+  // may use up the retries and have its batch discarded; anything else held its shard back.
+  const bySequenceNumber = new Map(stream.entries.map((entry) => [entry.sequenceNumber, entry]));
+  let stalls = 0;
+  for (const report of firstPassReports) {
+    const at = bySequenceNumber.get(report.startSequenceNumber);
+    if (at?.meta.plan.outage === true) continue;
+    stalls += 1;
+    violate(
+      `${report.shardId}: stalled at ${at === undefined ? report.startSequenceNumber : `r${at.meta.plan.index} ${at.meta.eventId} (${at.meta.plan.variant ?? at.meta.plan.kind})`} until its retries ran out; ${report.batchSize} record(s) discarded`,
+    );
+  }
   if (plans.some((plan) => plan.outage) && firstPassReports.length === 0) {
     violate('records behind an outage, but the on-failure destination got nothing');
   }
   if (stream.onFailure.length > result.firstPassOnFailure) {
+    stalls += stream.onFailure.length - result.firstPassOnFailure;
     violate(`the replay discarded ${stream.onFailure.length - result.firstPassOnFailure} batch(es)`);
   }
 
@@ -233,6 +301,7 @@ export async function checkStreamSeed(
     );
     if (overlap) deliveredConcurrently += 1;
   }
+  const parsed = [...letters.byEventId.values()].flat();
   const crashes = Object.values(result.crashes).reduce((sum, count) => sum + count, 0);
   return {
     seed: options.seed,
@@ -255,6 +324,19 @@ export async function checkStreamSeed(
     crashesByPoint: result.crashes,
     lostResponses: result.lostResponses,
     deadLettered,
+    badRecords: Object.fromEntries(
+      BAD_KINDS.map((kind) => [kind, plans.filter((plan) => plan.kind === kind).length]),
+    ) as Record<BadKind, number>,
+    deadLetterMessages: result.deadLetters.length,
+    deadLetterCopies,
+    truncatedDeadLetters: parsed.filter((letter) => 'truncated' in letter.envelope.data).length,
+    base64DeadLetters: parsed.filter(
+      (letter) => 'encoding' in letter.envelope.data && letter.envelope.data.encoding === 'base64',
+    ).length,
+    deadLetterLostResponses: result.deadLetterLostResponses,
+    refusedDeadLetters: result.deadLetterSendErrors.length,
+    stalls,
+    movedOnPastBadRecord: result.movedOnPastBadRecord,
     atMostOnceGaps,
     acknowledgedBesideOutage,
     duplicateEffects,

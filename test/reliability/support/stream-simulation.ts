@@ -6,8 +6,12 @@
  * injected at every step (`fault-injection.ts`).
  *
  * What is simulated and what is real:
- * - real: the toolkit (options, stream handler, batch processor, store), the SDK clients and
- *   their middleware stacks, DynamoDB (the emulator, the only arbiter of races);
+ * - real: the toolkit (options, stream handler, batch processor, store, the SQS dead-letter
+ *   sender), the SDK clients and their middleware stacks, DynamoDB (the emulator, the only
+ *   arbiter of races), and the dead-letter queue: a standard queue on the emulator per seed with
+ *   a `MaximumMessageSize` of `DEAD_LETTER_MAX_MESSAGE_BYTES` (2,048, also the handlers'
+ *   `deadLetterMaxMessageBytes`), reached through the SQS conformance layer
+ *   (`test/support/aws-limits/sqs.ts`), which refuses what SQS refuses and the emulator takes;
  * - simulated: the stream and its event source mapping (the emulator's mappings ignore
  *   `batchItemFailures`, docs/local-aws-streams.md), the Lambda runtime (one batch per lane at a
  *   time, a crashed invocation a function error), each instance's clock (skewed by up to 5 s),
@@ -22,25 +26,43 @@
  * before or after the claim, a crash after the record's outcome is decided, in marker mode a
  * crash during the effect, a dependency failing (the handler throws: a retry); per update of an
  * inbox record (marker mode's release) its response lost and the SDK's retry sent at once; per
- * invocation a crash while the batch response is built; per dead-letter send a failure. A batch
+ * invocation a crash while the batch response is built; per dead-letter send a failure, or the
+ * message sent and its response lost (the record is retried, so dead-lettered again). A batch
  * retried `FAULT_FREE_FROM_RETRY` times or more runs without faults, so no record but an outage
  * one can use up `MAX_RETRY_ATTEMPTS`.
  *
  * Plan: valid records, poison records (malformed data, no key, a key reused with another payload),
- * producer duplicates, and records whose downstream dependency is down for the whole first pass
- * (an outage): the event source retries them until `MAX_RETRY_ATTEMPTS`, then discards their batch
- * and reports it to the on-failure destination (its shard and sequence range); once the stream
- * drained, the outage is over and the operator replays every shard from `TRIM_HORIZON`, which
- * brings the discarded records back and every other record again as a duplicate.
+ * bad data a stream may legally carry and SQS cannot hold as it is (`BAD_KINDS`: empty data;
+ * binary data: gzip, bytes that are not UTF-8, text with characters SQS refuses; data larger than
+ * the dead-letter queue's message size, up to the largest record of the source; and data sized
+ * so that its whole dead letter is within two bytes of that size, either side, measured through
+ * the real handler), producer duplicates, and records whose downstream dependency is down for
+ * the whole first pass (an outage): the event source retries them until `MAX_RETRY_ATTEMPTS`,
+ * then discards their batch and reports it to the on-failure destination (its shard and sequence
+ * range); once the stream drained, the outage is over and the operator replays every shard from
+ * `TRIM_HORIZON`, which brings the discarded records back and every other record again as a
+ * duplicate. At the end the dead-letter queue is read back for the oracle.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
+import { gzipSync } from 'node:zlib';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  type SendMessageCommand,
+  type SendMessageCommandInput,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DEAD_LETTER_ATTRIBUTES } from '../../../lambda/core/contract';
 import { scopeKey, toDedupKey } from '../../../lambda/core/dedup-key';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
+import { createSqsDeadLetterSender } from '../../../lambda/dead-letter/sqs-dead-letter-sender';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { marker } from '../../../lambda/modes/marker';
@@ -48,12 +70,20 @@ import {
   createDynamoDbStreamHandler,
   createKinesisHandler,
   type DynamoDbChange,
+  type DynamoDbStreamHandlerOptions,
   type DynamoDbStreamRecord,
   fromData,
   fromKeysAndVersion,
+  type KinesisHandlerOptions,
   type KinesisStreamRecord,
   type StreamBatchResponse,
 } from '../../../lambda/streams';
+import { awsConfig, uniqueName } from '../../support/aws';
+import {
+  createConformingSqsClient,
+  SQS_MAX_MESSAGE_BYTES,
+  sqsMessageBytes,
+} from '../../support/aws-limits/sqs';
 import {
   attachFaultInjection,
   type DynamoRequest,
@@ -63,13 +93,7 @@ import {
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
-import {
-  claimRequestFault,
-  createCapturingDeadLetterSender,
-  createCrashingMetrics,
-  drawFault,
-  losesResponse,
-} from './simulated-lambda';
+import { claimRequestFault, createCrashingMetrics, drawFault, losesResponse } from './simulated-lambda';
 import {
   createSimulatedStream,
   type EntryFate,
@@ -98,8 +122,64 @@ export const MAX_SKEW_MILLIS = 5000;
 /** The version attribute a table stream's changes are keyed by. */
 const VERSION = 'version';
 
-/** The kinds of planned record. */
-export type StreamRecordKind = 'valid' | 'conflict' | 'malformed' | 'missing-key';
+/**
+ * The dead-letter queue's `MaximumMessageSize` in the simulation, and the handlers'
+ * `deadLetterMaxMessageBytes` (default 262,144): small, so an oversize record is a few KiB and a
+ * seed stays fast. SQS allows a queue "from 1,024 bytes (1 KiB) up to 1,048,576 bytes (1 MiB)".
+ */
+export const DEAD_LETTER_MAX_MESSAGE_BYTES = 2048;
+
+/**
+ * The largest Kinesis record: "Each record in the request can be as large as 1 MiB ... The record
+ * size limit applies to the total size of the partition key and data blob."
+ * https://docs.aws.amazon.com/kinesis/latest/APIReference/API_PutRecords.html
+ */
+export const KINESIS_MAX_RECORD_BYTES = 1_048_576;
+
+/**
+ * The largest DynamoDB item, so the largest image of a change: "The maximum item size in DynamoDB
+ * is 400 KB, which includes both attribute name binary length (UTF-8 length) and attribute value
+ * lengths (again binary length)."
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html
+ */
+export const DYNAMODB_MAX_ITEM_BYTES = 400 * 1024;
+
+/**
+ * The kinds of planned record: valid ones, poison with a key problem (malformed JSON, no key, a
+ * key reused with another payload), and bad data ({@link BAD_KINDS}).
+ */
+export type StreamRecordKind = 'valid' | 'conflict' | 'malformed' | 'missing-key' | BadKind;
+
+/**
+ * Records a stream may legally carry that SQS cannot hold as they are: empty data, binary data,
+ * data larger than the dead-letter queue's message size, and data whose whole dead letter is
+ * within a byte or two of that size. Each is a permanent failure, dead-lettered losslessly.
+ */
+export const BAD_KINDS = ['empty', 'binary', 'oversize', 'boundary'] as const;
+
+/** A kind of bad data. */
+export type BadKind = (typeof BAD_KINDS)[number];
+
+/** How a bad record's data is made. */
+export type BadVariant =
+  /** Kinesis: no data at all (Kinesis accepts it; an SQS body needs a character). */
+  | 'empty'
+  /** Kinesis: a gzip of a JSON order (a CloudWatch Logs subscription, any compressing producer). */
+  | 'gzip'
+  /** Kinesis: bytes that are not UTF-8. */
+  | 'random-bytes'
+  /** Kinesis: UTF-8 text with characters an SQS body may not hold (NUL, U+0008, U+001F, U+FFFE, U+FFFF). */
+  | 'control-text'
+  /** Kinesis: an order cut off in the middle (oversize, or sized to the boundary). */
+  | 'truncated-json'
+  /** Kinesis, oversize: a JSON order without its `id`. */
+  | 'no-key'
+  /** Kinesis, oversize: bytes that are not UTF-8. */
+  | 'large-binary'
+  /** The largest record of the source: 1 MiB of Kinesis data and partition key, or a change with two images of the largest item. */
+  | 'largest'
+  /** Table stream: a `MODIFY` change without its version, with two large images (oversize, or sized to the boundary). */
+  | 'two-images';
 
 /** What a seed runs. */
 export interface StreamSeedOptions {
@@ -117,6 +197,12 @@ export interface StreamSeedOptions {
   readonly tamper?: (client: LocalClient) => void;
   /** Test hook: lets a test break the checkpoint on purpose (rewrites each batch response). */
   readonly tamperResponse?: (response: StreamBatchResponse) => StreamBatchResponse;
+  /**
+   * Test hook: lets a test break the dead-letter writer on purpose. Rewrites each dead letter
+   * before it is sent (the record's data at hand), or drops it (`undefined`) while the handler is
+   * told it was sent.
+   */
+  readonly tamperDeadLetter?: (message: DeadLetterMessage, data: Uint8Array) => DeadLetterMessage | undefined;
 }
 
 /**
@@ -150,14 +236,30 @@ export interface PlannedWrite {
   /** Position in write order. */
   readonly position: number;
   readonly partitionKey: string;
-  /** The Kinesis data as produced, or the change as the table stream emits it. */
-  readonly data: string;
+  /**
+   * The Kinesis data's bytes as produced, or the JSON of the change as the table stream emits it
+   * (`eventName`, `Keys`, `NewImage`, `OldImage`). Set once: a boundary record's data is sized
+   * when its coordinates are known (`fill`).
+   */
+  data: Uint8Array;
 }
+
+/** The code every dead letter of a record must carry. */
+export type ExpectedCode = 'MALFORMED_BODY' | 'MISSING_KEY' | 'PAYLOAD_MISMATCH';
 
 /** One logical record: what the producer meant to write once. */
 export interface PlannedStreamRecord {
   readonly index: number;
   readonly kind: StreamRecordKind;
+  /** How a bad record's data is made. */
+  readonly variant?: BadVariant;
+  /**
+   * A boundary record: how many bytes its whole dead letter (body and attributes, as SQS counts
+   * them) is past the dead-letter queue's message size; at most 0, it must be sent whole.
+   */
+  readonly boundaryOffset?: number;
+  /** A boundary record: its data with a filler of `length` characters, to size its dead letter. */
+  readonly fill?: (length: number) => Uint8Array;
   /** The business key (`id`), absent for poison input without one. */
   readonly key?: string;
   /** The inbox record's (and the business item's) key, for keyed records. */
@@ -166,19 +268,77 @@ export interface PlannedStreamRecord {
   /** Every delivery fails with a retry while the first pass lasts (a dependency is down). */
   readonly outage: boolean;
   /** The code every dead letter of the record must carry: always for poison, for a keyed record only when another payload won its key. */
-  readonly expectedCode?: 'MALFORMED_BODY' | 'MISSING_KEY' | 'PAYLOAD_MISMATCH';
+  readonly expectedCode?: ExpectedCode;
   readonly writes: readonly PlannedWrite[];
+}
+
+/** True for a Kinesis record whose data a producer serialises from an object (again on a retry). */
+function isJsonOrder(kind: StreamRecordKind): boolean {
+  return kind === 'valid' || kind === 'conflict' || kind === 'missing-key';
+}
+
+/** True for a record the oracle expects on the dead-letter queue whatever happens (not a keyed one). */
+export function isPoison(plan: PlannedStreamRecord): boolean {
+  return plan.kind !== 'valid' && plan.kind !== 'conflict';
 }
 
 /** The attribute values of a change image. */
 type Image = Record<string, { S: string } | { N: string }>;
 
+/** The change a table stream record carries, as planned (the JSON of a write's data). */
+interface PlannedChange {
+  readonly eventName?: 'INSERT' | 'MODIFY';
+  readonly Keys: Image;
+  readonly NewImage: Image;
+  readonly OldImage?: Image;
+}
+
+/** The bad records every seed carries at least once (when it has room), besides its share. */
+const PLANTED: Readonly<Record<StreamSource, readonly (readonly [BadKind, BadVariant, number?])[]>> = {
+  kinesis: [
+    ['empty', 'empty'],
+    ['binary', 'gzip'],
+    ['binary', 'random-bytes'],
+    ['binary', 'control-text'],
+    ['oversize', 'truncated-json'],
+    ['oversize', 'no-key'],
+    ['oversize', 'large-binary'],
+    ['oversize', 'largest'],
+    ['boundary', 'truncated-json', 0],
+    ['boundary', 'truncated-json', 1],
+  ],
+  dynamodb: [
+    ['oversize', 'two-images'],
+    ['oversize', 'largest'],
+    ['boundary', 'two-images', 0],
+    ['boundary', 'two-images', 1],
+  ],
+};
+
+/** ASCII filler of `length` characters. */
+function filler(length: number): string {
+  return 'an oversize note '.repeat(Math.ceil(length / 17)).slice(0, length);
+}
+
+/** `length` random bytes that are not UTF-8 (one of them is 0xFF, which UTF-8 never uses). */
+function bytesNotUtf8(random: Random, length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let index = 0; index < length; index += 1) bytes[index] = random.int(256);
+  bytes[random.int(length)] = 0xff;
+  return bytes;
+}
+
+const utf8 = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'utf8'));
+
 /**
- * The plan of a seed: about 90% valid records, 2% malformed data (Kinesis; a table stream cannot
+ * The plan of a seed: about 82% valid records, 2% malformed data (Kinesis; a table stream cannot
  * carry it, so there a change without its version instead), 2% without a key (no `id`, or no
- * version), 5% reusing an earlier key with another payload, and 2% of valid records behind an
- * outage. 20% of records are written twice by a producer retry, a few batches later; a third of
- * those copies under another partition key.
+ * version), 5% reusing an earlier key with another payload, 9% bad data (Kinesis: 1.5% empty,
+ * 4% binary, 2.5% oversize, 1% at the boundary; a table stream carries neither empty nor binary
+ * data, so there 8% oversize changes and 1% at the boundary), and 2% of valid records behind an
+ * outage; and one bad record of each variant (`PLANTED`) when the seed has room. 20% of records
+ * are written twice by a producer retry, a few batches later; a third of those copies under
+ * another partition key (the largest and the boundary records once: their size is their point).
  */
 export function planStreamRecords(
   seed: number,
@@ -189,12 +349,52 @@ export function planStreamRecords(
   const random = createRandom(seed);
   const plans: PlannedStreamRecord[] = [];
   const partnerable: number[] = [];
+  const limit = DEAD_LETTER_MAX_MESSAGE_BYTES;
+  const planted = new Map<number, readonly [BadKind, BadVariant, number?]>();
+  if (count >= 4 * PLANTED[source].length) {
+    const slots = random.shuffle(Array.from({ length: count }, (_, index) => index));
+    PLANTED[source].forEach((bad, index) => {
+      planted.set(slots[index]!, bad);
+    });
+  }
   for (let index = 0; index < count; index += 1) {
     const roll = random.next();
     const amount = random.between(1, 1_000_000);
     let kind: StreamRecordKind =
-      roll < 0.02 ? 'malformed' : roll < 0.04 ? 'missing-key' : roll < 0.09 ? 'conflict' : 'valid';
+      roll < 0.02
+        ? 'malformed'
+        : roll < 0.04
+          ? 'missing-key'
+          : roll < 0.09
+            ? 'conflict'
+            : roll < 0.105
+              ? 'empty'
+              : roll < 0.145
+                ? 'binary'
+                : roll < 0.17
+                  ? 'oversize'
+                  : roll < 0.18
+                    ? 'boundary'
+                    : 'valid';
     if (kind === 'malformed' && source === 'dynamodb') kind = 'missing-key';
+    if ((kind === 'empty' || kind === 'binary') && source === 'dynamodb') kind = 'oversize';
+    let variant: BadVariant | undefined =
+      kind === 'empty'
+        ? 'empty'
+        : kind === 'binary'
+          ? random.pick(['gzip', 'random-bytes', 'control-text'] as const)
+          : kind === 'oversize'
+            ? source === 'kinesis'
+              ? random.pick(['truncated-json', 'no-key', 'large-binary'] as const)
+              : 'two-images'
+            : kind === 'boundary'
+              ? source === 'kinesis'
+                ? 'truncated-json'
+                : 'two-images'
+              : undefined;
+    let boundaryOffset = kind === 'boundary' ? random.between(-2, 2) : undefined;
+    const plant = planted.get(index);
+    if (plant !== undefined) [kind, variant, boundaryOffset] = plant;
     let partner: PlannedStreamRecord | undefined;
     if (kind === 'conflict') {
       const pick =
@@ -205,24 +405,69 @@ export function planStreamRecords(
     const key = partner?.key ?? `k${index}`;
     const outage = kind === 'valid' && random.chance(0.02);
     const note = `order ${index} of seed ${seed}`;
-    const dataOf = (): string => {
+    const partitionKey = `customer-${random.int(24)}`;
+    const change = (image: Image, oldImage?: Image): Uint8Array =>
+      utf8(
+        JSON.stringify({
+          ...(oldImage === undefined ? {} : { eventName: 'MODIFY' }),
+          Keys: { pk: { S: key } },
+          NewImage: image,
+          ...(oldImage === undefined ? {} : { OldImage: oldImage }),
+        } satisfies PlannedChange),
+      );
+    /** A change without its version (so `MISSING_KEY`) whose images carry `length` filler characters between them. */
+    const twoImages = (length: number): Uint8Array => {
+      const image = (part: number): Image => ({
+        pk: { S: key },
+        amount: { N: String(amount) },
+        note: { S: filler(part) },
+      });
+      return change(image(length - Math.floor(length / 2)), image(Math.floor(length / 2)));
+    };
+    const truncatedJson = (length: number): Uint8Array =>
+      utf8(`{"id":"${key}","amount":${amount},"note":"${filler(length)}`);
+    const fill = kind === 'boundary' ? (variant === 'two-images' ? twoImages : truncatedJson) : undefined;
+    const dataOf = (): Uint8Array => {
+      switch (variant) {
+        case 'empty':
+          return new Uint8Array(0);
+        case 'gzip':
+          return new Uint8Array(gzipSync(JSON.stringify({ id: key, amount, note })));
+        case 'random-bytes':
+          return bytesNotUtf8(random, random.between(1, 200));
+        case 'control-text':
+          // Raw control characters inside a JSON string: not JSON, but UTF-8 text.
+          return utf8(`{"id":"${key}","note":"\u0000\u0008\u001f \ufffe\uffff ${note} \u{1f600}"}`);
+        case 'truncated-json':
+          return truncatedJson(kind === 'boundary' ? limit / 2 : random.between(limit, 4 * limit));
+        case 'no-key':
+          return utf8(JSON.stringify({ amount, note: filler(random.between(limit, 4 * limit)) }));
+        case 'large-binary':
+          return bytesNotUtf8(random, random.between(limit + 1, 4 * limit));
+        case 'largest':
+          return source === 'kinesis'
+            ? bytesNotUtf8(random, KINESIS_MAX_RECORD_BYTES - Buffer.byteLength(partitionKey))
+            : // Each image one item of the largest size: the note, less the other names and values.
+              twoImages(2 * (DYNAMODB_MAX_ITEM_BYTES - 64));
+        case 'two-images':
+          return twoImages(kind === 'boundary' ? limit / 2 : random.between(limit, 4 * limit));
+      }
       if (source === 'dynamodb') {
         const image: Image = { pk: { S: key }, amount: { N: String(amount) }, note: { S: note } };
         if (kind !== 'missing-key') image[VERSION] = { N: '1' };
-        return JSON.stringify({ Keys: { pk: { S: key } }, NewImage: image });
+        return change(image);
       }
-      if (kind === 'malformed') return `{"id":"${key}","amount":${amount},"note":"truncated`;
+      if (kind === 'malformed') return utf8(`{"id":"${key}","amount":${amount},"note":"truncated`);
       const payload = kind === 'missing-key' ? { amount, note } : { id: key, amount, note };
-      return serialise(payload, random);
+      return utf8(serialise(payload, random));
     };
-    const partitionKey = `customer-${random.int(24)}`;
     const writes: PlannedWrite[] = [{ position: index, partitionKey, data: dataOf() }];
-    if (random.chance(0.2)) {
+    if (kind !== 'boundary' && variant !== 'largest' && random.chance(0.2)) {
       writes.push({
         position: index + random.between(1, 3 * BATCH_SIZE) + 0.5,
         partitionKey: random.chance(1 / 3) ? `customer-${random.int(24)}` : partitionKey,
         // A Kinesis producer serialises again; a table stream emits the same change.
-        data: source === 'kinesis' && kind !== 'malformed' ? dataOf() : writes[0]!.data,
+        data: source === 'kinesis' && isJsonOrder(kind) ? dataOf() : writes[0]!.data,
       });
     }
     const keyed = kind === 'valid' || kind === 'conflict';
@@ -230,19 +475,32 @@ export function planStreamRecords(
     plans.push({
       index,
       kind,
+      ...(variant === undefined ? {} : { variant }),
+      ...(boundaryOffset === undefined ? {} : { boundaryOffset }),
+      ...(fill === undefined ? {} : { fill }),
       ...(keyed ? { key, scopedKey: scopeKey(consumer, dedupKey) } : {}),
       amount,
       outage,
-      ...(kind === 'malformed'
-        ? { expectedCode: 'MALFORMED_BODY' as const }
-        : kind === 'missing-key'
-          ? { expectedCode: 'MISSING_KEY' as const }
-          : { expectedCode: 'PAYLOAD_MISMATCH' as const }),
+      expectedCode: expectedCodeOf(source, kind, variant),
       writes,
     });
     if (kind === 'valid' && !outage) partnerable.push(index);
   }
   return plans;
+}
+
+/**
+ * The code of a record's dead letters: a change without its version, an order without its key,
+ * data that is not a JSON order, or (a keyed record, when another payload won its key) a mismatch.
+ */
+function expectedCodeOf(
+  source: StreamSource,
+  kind: StreamRecordKind,
+  variant: BadVariant | undefined,
+): ExpectedCode {
+  if (kind === 'valid' || kind === 'conflict') return 'PAYLOAD_MISMATCH';
+  if (source === 'dynamodb' || kind === 'missing-key' || variant === 'no-key') return 'MISSING_KEY';
+  return 'MALFORMED_BODY';
 }
 
 function serialise(payload: Record<string, unknown>, random: Random): string {
@@ -330,7 +588,21 @@ export interface StreamSimulationResult {
   readonly firstPassOutcomes: ReadonlyMap<string, string>;
   /** The on-failure destination's records of the first pass. */
   readonly firstPassOnFailure: number;
-  readonly deadLetters: readonly DeadLetterMessage[];
+  /** The stream's ARN, as every delivered record names it. */
+  readonly streamArn: string;
+  /** What the dead-letter queue held at the end, in the order it gave the messages back. */
+  readonly deadLetters: readonly ReceivedDeadLetter[];
+  /** Messages sent to the dead-letter queue (its `SendMessage` answered), to compare with what it held. */
+  readonly deadLettersSent: number;
+  /** Every `SendMessage` to the dead-letter queue that failed, injected failures aside (a refusal of the conformance layer, or of the emulator). */
+  readonly deadLetterSendErrors: readonly string[];
+  /** Dead letters sent whose `SendMessage` response was lost (the record is retried, so sent again). */
+  readonly deadLetterLostResponses: number;
+  /**
+   * Deliveries of a bad record that were dead-lettered while a later record of the same batch
+   * still ran in that invocation (the shard moved on past it at once).
+   */
+  readonly movedOnPastBadRecord: number;
   /** Deliveries per event id. */
   readonly deliveries: ReadonlyMap<string, number>;
   /** Every delivery of a keyed record: its invocation and when it ran (real time), by scoped key. */
@@ -345,6 +617,12 @@ export interface StreamSimulationResult {
   /** The IAM actions the requests sent need, by table, to compare with the construct's grants. */
   readonly actions: ReadonlyMap<string, ReadonlySet<string>>;
   readonly runtimeViolations: readonly string[];
+}
+
+/** A message of the dead-letter queue, as `ReceiveMessage` returned it. */
+export interface ReceivedDeadLetter {
+  readonly body: string;
+  readonly attributes: Readonly<Record<string, MessageAttributeValue>>;
 }
 
 interface Instance {
@@ -378,20 +656,20 @@ interface Invocation {
 
 const invocationContext = new AsyncLocalStorage<Invocation>();
 
-/** The Lambda record of a stream entry, as the event source mapping delivers it. */
-function lambdaRecordOf(
+/** The Lambda record of a stream entry, as the event source mapping delivers it (with `data`, when given, instead of the planned data). */
+export function lambdaRecordOf(
   source: StreamSource,
   entry: StreamEntry<StreamMeta>,
   streamArn: string,
+  data: Uint8Array = entry.meta.plan.writes[entry.meta.write]!.data,
 ): KinesisStreamRecord | DynamoDbStreamRecord {
-  const { data } = entry.meta.plan.writes[entry.meta.write]!;
   if (source === 'kinesis') {
     return {
       kinesis: {
         kinesisSchemaVersion: '1.0',
         partitionKey: entry.partitionKey,
         sequenceNumber: entry.sequenceNumber,
-        data: Buffer.from(data, 'utf8').toString('base64'),
+        data: Buffer.from(data).toString('base64'),
         approximateArrivalTimestamp: 1767225600.5,
       },
       eventSource: 'aws:kinesis',
@@ -402,10 +680,10 @@ function lambdaRecordOf(
       eventSourceARN: streamArn,
     };
   }
-  const change = JSON.parse(data) as { Keys: Image; NewImage: Image };
+  const change = JSON.parse(Buffer.from(data).toString('utf8')) as PlannedChange;
   return {
     eventID: entry.meta.eventId,
-    eventName: 'INSERT',
+    eventName: change.eventName ?? 'INSERT',
     eventVersion: '1.1',
     eventSource: 'aws:dynamodb',
     awsRegion: 'us-east-1',
@@ -413,8 +691,9 @@ function lambdaRecordOf(
       ApproximateCreationDateTime: 1767225600,
       Keys: change.Keys,
       NewImage: change.NewImage,
+      ...(change.OldImage === undefined ? {} : { OldImage: change.OldImage }),
       SequenceNumber: entry.sequenceNumber,
-      SizeBytes: 64,
+      SizeBytes: data.byteLength,
       StreamViewType: 'NEW_AND_OLD_IMAGES',
     },
     eventSourceARN: streamArn,
@@ -453,7 +732,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
 
   let phase: 1 | 2 = 1;
   const random = createRandom(seed ^ 0x57ea);
-  const deadLetters: DeadLetterMessage[] = [];
+  let movedOnPastBadRecord = 0;
   const deliveries = new Map<string, number>();
   const deliveryTimes = new Map<string, DeliveryTime[]>();
   const lastOutcome = new Map<string, string>();
@@ -560,14 +839,58 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       crash: (invocation) => crash(invocation, 'while building the batch response'),
     });
 
-  const senderOf = (instance: Instance): DeadLetterSender =>
-    createCapturingDeadLetterSender({
-      seed,
-      labels: ['dead-letter'],
-      current: () => current(instance),
-      deliveryOf: (invocation, messageId) => invocation.deliveryOf.get(messageId) ?? 0,
-      sent: deadLetters,
-    });
+  // The dead-letter queue: a real queue on the emulator, reached through the product's SQS sender
+  // and the SQS conformance layer, which refuses what SQS refuses (the emulator takes any size).
+  const sqs = new SQSClient({ ...awsConfig(), maxAttempts: 1 });
+  const queueUrl = await createDeadLetterQueue(sqs, seed);
+  const conforming = createConformingSqsClient(sqs, {
+    queues: { [queueUrl]: { maximumMessageSize: DEAD_LETTER_MAX_MESSAGE_BYTES } },
+  });
+  const deadLetterSendErrors: string[] = [];
+  const queueSender = createSqsDeadLetterSender({
+    queueUrl,
+    client: {
+      async send(command: SendMessageCommand) {
+        try {
+          return await conforming.send(command);
+        } catch (error) {
+          const record = command.input.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.sourceMessageId];
+          deadLetterSendErrors.push(
+            `${record?.StringValue}: ${(error as Error).name}: ${(error as Error).message}`,
+          );
+          throw error;
+        }
+      },
+    } as unknown as SQSClient,
+  });
+  const entryOf = new Map(stream.entries.map((entry) => [entry.meta.eventId, entry]));
+  let deadLettersSent = 0;
+  let deadLetterLostResponses = 0;
+
+  /**
+   * The dead-letter sender of an instance: a crashed invocation's send is refused; in an
+   * invocation with faults a send fails one time in ten (drawn per record and delivery), and one
+   * in thirty reaches the queue but its response is lost (the record is retried, so sent again).
+   */
+  const senderOf = (instance: Instance): DeadLetterSender => ({
+    async send(message) {
+      const invocation = current(instance);
+      if (invocation?.crashed) throw new SimulatedCrash('dead-letter send refused: the invocation crashed');
+      const delivery = invocation?.deliveryOf.get(message.sourceMessageId) ?? 0;
+      const roll = invocation?.faults ? chanceOf(seed, 'dead-letter', message.sourceMessageId, delivery) : 1;
+      if (roll < 0.1) throw new Error('SendMessage to the dead-letter queue failed (injected)');
+      const entry = entryOf.get(message.sourceMessageId);
+      const data = entry === undefined ? new Uint8Array() : entry.meta.plan.writes[entry.meta.write]!.data;
+      const sent = options.tamperDeadLetter === undefined ? message : options.tamperDeadLetter(message, data);
+      if (sent === undefined) return;
+      await queueSender.send(sent);
+      deadLettersSent += 1;
+      if (roll < 0.133) {
+        deadLetterLostResponses += 1;
+        throw new Error('The response of SendMessage to the dead-letter queue was lost (injected)');
+      }
+    },
+  });
 
   const clockOf = (instance: Instance) => (): number => {
     const invocation = current(instance);
@@ -600,7 +923,6 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     ExpressionAttributeValues: { ':one': 1, ':amount': amount },
   });
 
-  type Body = { id: string; amount: number };
   const amountOf = (body: Body | DynamoDbChange): number =>
     'newImage' in body ? Number(body.newImage?.amount) : (body as Body).amount;
 
@@ -627,7 +949,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       logLevel: 'debug' as const,
       metrics: metricsOf(instance),
       deadLetterSender: senderOf(instance),
-    };
+      deadLetterMaxMessageBytes: DEAD_LETTER_MAX_MESSAGE_BYTES,
+    } satisfies Partial<CommonHandlerOptions>;
     const modeOf = () =>
       mode === 'atomic'
         ? atomic<Body & DynamoDbChange>((message, unitOfWork) => {
@@ -649,30 +972,33 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
                 item: { pk: message.scopedKey, amount: amountOf(message.body) },
               };
             });
-    if (source === 'kinesis') {
-      const handler = createKinesisHandler<Body & DynamoDbChange>({
-        ...common,
-        dedupKey: fromData('id'),
-        mode: modeOf(),
+    const handler = createSourceHandler(source, { ...common, mode: modeOf() });
+    instance.handler = (batch) =>
+      handler(batch.entries.map((entry) => lambdaRecordOf(source, entry, streamArn)));
+  }
+
+  // A boundary record's data is sized once its coordinates are known: its whole dead letter must
+  // be `boundaryOffset` bytes past the queue's message size, as SQS counts it.
+  const boundaries = stream.entries.filter((entry) => entry.meta.plan.kind === 'boundary');
+  if (boundaries.length > 0) {
+    const probe = createLocalClient();
+    try {
+      const measure = createDeadLetterProbe(source, {
+        consumer,
+        client: probe.document,
+        tableName: inboxTable,
+        ttlSeconds: TTL_SECONDS,
+        clock: () => options.startMillis,
+        logger: { log() {} },
+        metrics: { publish() {} },
       });
-      instance.handler = (batch) =>
-        handler({
-          Records: batch.entries.map(
-            (entry) => lambdaRecordOf(source, entry, streamArn) as KinesisStreamRecord,
-          ),
-        });
-    } else {
-      const handler = createDynamoDbStreamHandler<Body & DynamoDbChange>({
-        ...common,
-        dedupKey: fromKeysAndVersion(VERSION),
-        mode: modeOf(),
-      });
-      instance.handler = (batch) =>
-        handler({
-          Records: batch.entries.map(
-            (entry) => lambdaRecordOf(source, entry, streamArn) as DynamoDbStreamRecord,
-          ),
-        });
+      for (const entry of boundaries) {
+        entry.meta.plan.writes[entry.meta.write]!.data = await sizedToBoundary(entry.meta.plan, (data) =>
+          measure(lambdaRecordOf(source, entry, streamArn, data)),
+        );
+      }
+    } finally {
+      probe.raw.destroy();
     }
   }
 
@@ -758,6 +1084,14 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       return;
     }
     checkResponse(invocation, response);
+    const logs = [...invocation.logs.values()];
+    logs.forEach((log, index) => {
+      const bad = (BAD_KINDS as readonly string[]).includes(batch.entries[index]!.meta.plan.kind);
+      const ranAfter = logs
+        .slice(index + 1)
+        .some((later) => later.outcome !== undefined && later.code !== 'GROUP_BLOCKED');
+      if (bad && log.deadLetter === 'sent' && ranAfter) movedOnPastBadRecord += 1;
+    });
     const returned = options.tamperResponse?.(response) ?? response;
     stream.complete(batch, {
       kind: 'response',
@@ -822,6 +1156,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   let firstPass: ReadonlyMap<string, EntryFate>;
   let firstPassOnFailure: number;
   let firstPassOutcomes: ReadonlyMap<string, string>;
+  let deadLetters: ReceivedDeadLetter[];
   try {
     await drain();
     firstPass = new Map(stream.fates());
@@ -832,8 +1167,11 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     phase = 2;
     stream.replayFromTrimHorizon();
     await drain();
+    deadLetters = await receiveDeadLetters(sqs, queueUrl, deadLettersSent);
   } finally {
     for (const instance of instances) instance.client.raw.destroy();
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => undefined);
+    sqs.destroy();
   }
   return {
     options,
@@ -842,7 +1180,12 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     firstPass,
     firstPassOnFailure,
     firstPassOutcomes,
+    streamArn,
     deadLetters,
+    deadLettersSent,
+    deadLetterSendErrors,
+    deadLetterLostResponses,
+    movedOnPastBadRecord,
     deliveries,
     deliveryTimes,
     entityWrites,
@@ -853,4 +1196,132 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     actions,
     runtimeViolations,
   };
+}
+
+/** The options a seed's handlers share, whatever the source: everything but the key source. */
+type CommonHandlerOptions = Omit<KinesisHandlerOptions<Body & DynamoDbChange>, 'dedupKey'> &
+  Omit<DynamoDbStreamHandlerOptions<Body & DynamoDbChange>, 'dedupKey'>;
+
+/** A Kinesis record's data, as the seed's producer writes a valid order. */
+type Body = { id: string; amount: number };
+
+/** The real stream handler of `source` (keyed by the order's `id`, or by the change's keys and version), taking Lambda records. */
+function createSourceHandler(
+  source: StreamSource,
+  common: CommonHandlerOptions,
+): (records: readonly (KinesisStreamRecord | DynamoDbStreamRecord)[]) => Promise<StreamBatchResponse> {
+  if (source === 'kinesis') {
+    const handler = createKinesisHandler<Body & DynamoDbChange>({ ...common, dedupKey: fromData('id') });
+    return (records) => handler({ Records: records as KinesisStreamRecord[] });
+  }
+  const handler = createDynamoDbStreamHandler<Body & DynamoDbChange>({
+    ...common,
+    dedupKey: fromKeysAndVersion(VERSION),
+  });
+  return (records) => handler({ Records: records as DynamoDbStreamRecord[] });
+}
+
+/**
+ * Measures the whole dead letter of a poison record: the real handler of `source` (never
+ * truncating) sends it with the product's SQS sender to a client that only keeps the
+ * `SendMessage` input, and the conformance layer counts its size as SQS does (body and
+ * attributes). No request reaches DynamoDB: a poison record fails before its claim.
+ */
+function createDeadLetterProbe(
+  source: StreamSource,
+  common: Omit<CommonHandlerOptions, 'mode' | 'deadLetterSender' | 'deadLetterMaxMessageBytes'>,
+): (record: KinesisStreamRecord | DynamoDbStreamRecord) => Promise<number> {
+  let sent: SendMessageCommandInput | undefined;
+  const handler = createSourceHandler(source, {
+    ...common,
+    mode: atomic<Body & DynamoDbChange>(() => {
+      throw new Error('A probed record must be poison: it reached its effect');
+    }),
+    deadLetterMaxMessageBytes: SQS_MAX_MESSAGE_BYTES,
+    deadLetterSender: createSqsDeadLetterSender({
+      queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/probe',
+      client: {
+        async send(command: SendMessageCommand) {
+          sent = command.input;
+          return {};
+        },
+      } as unknown as SQSClient,
+    }),
+  });
+  return async (record) => {
+    sent = undefined;
+    const response = await handler([record]);
+    if (sent === undefined || response.batchItemFailures.length > 0) {
+      throw new Error('The probed record was not dead-lettered');
+    }
+    return sqsMessageBytes(sent);
+  };
+}
+
+/**
+ * The data of a boundary record whose whole dead letter, as `measure` counts it, is
+ * `boundaryOffset` bytes past the dead-letter queue's message size: the filler's length is
+ * moved by what is missing until it fits (the size grows by one byte a filler character, and
+ * by one more when the data's byte count gains a digit).
+ */
+async function sizedToBoundary(
+  plan: PlannedStreamRecord,
+  measure: (data: Uint8Array) => Promise<number>,
+): Promise<Uint8Array> {
+  const target = DEAD_LETTER_MAX_MESSAGE_BYTES + plan.boundaryOffset!;
+  let length = DEAD_LETTER_MAX_MESSAGE_BYTES / 2;
+  let size = 0;
+  for (let attempt = 0; attempt < 6; attempt += 1) {
+    size = await measure(plan.fill!(length));
+    if (size === target) break;
+    length = Math.max(0, length + target - size);
+  }
+  // A byte count gaining a digit may skip the target: a byte off on the same side of the limit will do.
+  if (size !== target && size > DEAD_LETTER_MAX_MESSAGE_BYTES !== target > DEAD_LETTER_MAX_MESSAGE_BYTES) {
+    throw new Error(`r${plan.index}: no data makes its dead letter ${target} bytes (got ${size})`);
+  }
+  return plan.fill!(length);
+}
+
+/**
+ * A standard queue for a seed's dead letters, with the simulation's `MaximumMessageSize` (the
+ * emulator does not enforce it: the conformance layer does). Received messages stay invisible for
+ * the rest of the run, so each is read once.
+ */
+async function createDeadLetterQueue(sqs: SQSClient, seed: number): Promise<string> {
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: uniqueName(`eo-rel-stream-dlq-s${seed}`),
+      Attributes: {
+        MaximumMessageSize: String(DEAD_LETTER_MAX_MESSAGE_BYTES),
+        VisibilityTimeout: '43200',
+      },
+    }),
+  );
+  return QueueUrl!;
+}
+
+/** Every message of the dead-letter queue: at least `count` (what was sent), and whatever else it holds. */
+async function receiveDeadLetters(
+  sqs: SQSClient,
+  queueUrl: string,
+  count: number,
+): Promise<ReceivedDeadLetter[]> {
+  const received: ReceivedDeadLetter[] = [];
+  // Receives until `count` came and one more receive came back empty (or ten did in a row).
+  for (let empty = 0; empty < (received.length < count ? 10 : 1); ) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    empty = Messages.length === 0 ? empty + 1 : 0;
+    for (const message of Messages) {
+      received.push({ body: message.Body ?? '', attributes: message.MessageAttributes ?? {} });
+    }
+  }
+  return received;
 }
