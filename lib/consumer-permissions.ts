@@ -6,24 +6,31 @@ import type { ConsumerMode } from '../lambda/core/contract';
  * The DynamoDB actions each mode's runtime calls on the inbox table, and nothing else.
  *
  * `TransactWriteItems` has no IAM action of its own: DynamoDB authorises each item of the
- * transaction with the action it performs (`PutItem`, `UpdateItem`, `DeleteItem`,
- * `ConditionCheckItem`) on that item's table.
+ * transaction with the action it performs on that item's table. "Permissions for Put, Update,
+ * Delete, and Get actions are governed by the permissions used for the underlying PutItem,
+ * UpdateItem, DeleteItem, and GetItem operations. For the ConditionCheck action, you can use the
+ * dynamodb:ConditionCheckItem permission" (Amazon DynamoDB Developer Guide, "Using IAM with
+ * DynamoDB transactions",
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+ * An atomic commit writes its marker with a `Put` (so `PutItem`), never a `ConditionCheck` on
+ * the inbox table, so no mode is granted `ConditionCheckItem` there.
  *
- * | mode        | inbox table actions                                                  |
- * |-------------|----------------------------------------------------------------------|
- * | `marker`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`        |
- * | `atomic`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:ConditionCheckItem` |
- * | `entity`    | none (the business item is the marker)                               |
- * | `two-phase` | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem`        |
+ * | mode        | inbox table actions                                           |
+ * |-------------|---------------------------------------------------------------|
+ * | `marker`    | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem` |
+ * | `atomic`    | `dynamodb:PutItem`, `dynamodb:GetItem`                        |
+ * | `entity`    | none (the business item is the marker)                        |
+ * | `two-phase` | `dynamodb:PutItem`, `dynamodb:GetItem`, `dynamodb:UpdateItem` |
  *
  * No mode deletes an inbox record: a marker or claim released after a failed run is kept with
  * its fingerprint (an `UpdateItem`), and expiry is DynamoDB TTL's job. The reliability suite
- * checks every request the runtime sends in each mode against this table. The construct grants
- * these actions only on the consumer's own records (see `ownInboxRecordsCondition`).
+ * checks both sides against the requests the runtime sends in each mode: every one is granted,
+ * and every action granted here is sent by some outcome. The construct grants these actions
+ * only on the consumer's own records (see `ownInboxRecordsCondition`).
  */
 export const INBOX_TABLE_ACTIONS: Readonly<Record<ConsumerMode, readonly string[]>> = Object.freeze({
   marker: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  atomic: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:ConditionCheckItem'],
+  atomic: ['dynamodb:PutItem', 'dynamodb:GetItem'],
   entity: [],
   'two-phase': ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
 });

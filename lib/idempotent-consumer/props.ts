@@ -33,7 +33,7 @@ export interface IdempotentConsumerProps {
    * | mode        | inbox table                                              | business tables |
    * |-------------|----------------------------------------------------------|-----------------|
    * | `marker`    | PutItem, GetItem, UpdateItem                             | `access`        |
-   * | `atomic`    | PutItem, GetItem, ConditionCheckItem                     | `access`        |
+   * | `atomic`    | PutItem, GetItem                                         | `access`        |
    * | `entity`    | none (no inbox table is created; a given `table` is only named in `EO_INBOX_TABLE`) | `access` (at least one table with `write`) |
    * | `two-phase` | PutItem, GetItem, UpdateItem                             | `access`        |
    */

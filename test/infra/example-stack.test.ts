@@ -84,7 +84,7 @@ describe('ExampleStack', () => {
     const permissions = permissionsOf(template, orderProjector.role!);
     expect(permissions).toEqual(
       expect.arrayContaining([
-        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:PutItem'], stack.inbox.table),
+        ...allow(['dynamodb:GetItem', 'dynamodb:PutItem'], stack.inbox.table),
         ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'], stack.ordersTable),
       ]),
     );
@@ -233,7 +233,7 @@ describe('ExampleStack', () => {
     const permissions = permissionsOf(template, orderSummaryProjector.role);
     expect(permissions).toEqual(
       expect.arrayContaining([
-        ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:PutItem'], stack.inbox.table),
+        ...allow(['dynamodb:GetItem', 'dynamodb:PutItem'], stack.inbox.table),
         ...allow(['dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'], stack.orderSummariesTable),
       ]),
     );
