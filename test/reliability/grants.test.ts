@@ -37,10 +37,13 @@ import {
   type LocalClient,
 } from './support/tables';
 
-/** Enough messages per seed that every outcome of a mode (including the rare ones) is reached. */
-const MESSAGES = positiveInteger('GRANTS_MESSAGES', 200);
+/**
+ * Enough messages per seed that every outcome of a mode (including the rare ones) is reached: 100
+ * do with these seeds (measured; 200 took the test from about 50 s to 2.3 min for the same verdict).
+ */
+const MESSAGES = positiveInteger('GRANTS_MESSAGES', 100);
 /** Seeds per construct and mode; each seed draws its own faults. The last withholds returned items. */
-const SEEDS = [1, 2, 3];
+const SEEDS = [1, 3];
 const WITHHOLDING_SEED = 3;
 
 const inboxTable = uniqueName('eo-rel-grants-inbox');
