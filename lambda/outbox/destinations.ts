@@ -7,12 +7,16 @@ import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventb
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
-import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
+import { expectMethods, expectOption } from '../core/errors';
+import { classifyPutEventsEntryError } from '../store/classify-aws-error';
 import { eventBridgeDetail, type OutboxMessage } from './outbox-item';
 
 /**
  * Where the relay publishes. `publish` resolves once the destination has the message, and
- * throws otherwise (the relay checkpoints and the stream delivers the record again). Publishing
+ * throws otherwise. The relay classifies what it throws (`classifyPublishError`): a refusal of
+ * the request itself (an SDK validation error, or an `EffectivelyOnceError` whose code is
+ * permanent, such as `VALIDATION`) dead-letters the event and the relay moves on; anything else
+ * is retried (the relay checkpoints and the stream delivers the record again). Publishing
  * the same message twice must be harmless downstream: carry `message.id` so the receiver dedups.
  */
 export interface OutboxDestination {
@@ -118,8 +122,10 @@ export function assertEventSource(name: string, source: unknown): void {
  * it a payload mismatch instead of a duplicate.
  *
  * `PutEvents` answers success with `FailedEntryCount` above 0 when the entry was not accepted:
- * that is a failed publish (it throws `SERVICE_UNAVAILABLE` with the entry's error code, and the
- * relay checkpoints), never a success.
+ * that is a failed publish, never a success. It throws `classifyPutEventsEntryError`'s error
+ * with the entry's error code: `VALIDATION` for `InvalidArgument` and `MalformedDetail` (the
+ * relay dead-letters the event), a retried code for `ThrottlingException`, `InternalFailure` and
+ * the rest (the relay checkpoints).
  *
  * @example
  * const destination = eventBridgeDestination({ client: new EventBridgeClient({}), eventBusName: 'orders', source: 'orders' });
@@ -154,13 +160,7 @@ export function eventBridgeDestination(options: EventBridgeDestinationOptions): 
           ],
         }),
       );
-      if ((result.FailedEntryCount ?? 0) > 0) {
-        const entry = result.Entries?.[0];
-        throw new EffectivelyOnceError(
-          'SERVICE_UNAVAILABLE',
-          `EventBridge did not accept the event (${entry?.ErrorCode ?? 'no error code'}: ${entry?.ErrorMessage ?? 'no error message'})`,
-        );
-      }
+      if ((result.FailedEntryCount ?? 0) > 0) throw classifyPutEventsEntryError(result.Entries?.[0]);
     },
   };
 }

@@ -5,14 +5,18 @@
  * not publish. It keeps no inbox: the stream is at-least-once, and the receiving consumer dedups
  * on the event id. What the caller leaves out comes from the `Outbox` construct's environment.
  */
+
+import { deadlineMarginFor } from '../core/batch-processor';
 import {
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
   LOG_LEVELS,
   OUTBOX_ATTRIBUTES,
   OUTBOX_RELAY_METRICS,
 } from '../core/contract';
 import type { Environment } from '../core/environment';
-import { EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
+import { dispositionOf, EffectivelyOnceError, expectMethods, expectOption } from '../core/errors';
+import type { LambdaContext } from '../core/inbound-message';
 import {
   createJsonLogger,
   createLevelLog,
@@ -24,6 +28,9 @@ import {
 import { embeddedMetricLine } from '../core/metrics';
 import type { Clock } from '../core/time';
 import type { DeadLetterSender } from '../dead-letter/dead-letter-message';
+import { DEFAULT_DEAD_LETTER_MAX_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES } from '../dead-letter/sqs-limits';
+import { classifyPublishError } from '../store/classify-aws-error';
+import { streamDeadLetterMessage } from '../streams/stream-dead-letter';
 import type {
   AttributeValue,
   DynamoDbStreamEvent,
@@ -43,9 +50,15 @@ import {
 export interface RelayCounts {
   /** Events published (`Published`). */
   readonly published: number;
-  /** Records the relay checkpointed at, or failed the invocation at, to come again (`Retry`). */
+  /**
+   * Records the relay checkpointed at (a retried publish failure, or the deadline reached), or
+   * failed the invocation at, to come again (`Retry`).
+   */
   readonly retry: number;
-  /** New items that are not outbox events, dead-lettered with the reason (`Permanent`). */
+  /**
+   * Events the destination refused and new items that are not outbox events, dead-lettered with
+   * the reason (`Permanent`).
+   */
   readonly permanent: number;
 }
 
@@ -95,12 +108,28 @@ export interface OutboxRelayOptions {
    */
   readonly destination?: OutboxDestination;
   /**
-   * Where a new item that is not an outbox event goes (no event id, type or body: written by
-   * something else), with the reason, so the stream moves on.
+   * Where an event the destination refuses goes (a validation, size or character refusal, a
+   * rejected EventBridge entry), and a new item that is not an outbox event (no event id, type
+   * or body: written by something else), each with the reason, so the stream moves on.
    * @default a sender to `EO_DEAD_LETTER_QUEUE_URL`; without it none: such a record is
    * retried, and the stream stops there until the mapping's retries or record age run out
    */
   readonly deadLetter?: DeadLetterSender;
+  /**
+   * The dead-letter queue's `MaximumMessageSize`, bytes (1,024 to 1,048,576): a refused event's
+   * dead letter that would not fit is sent marked truncated, with the item's key, to be read
+   * again from the outbox table.
+   * @default `EO_DEAD_LETTER_MAX_MESSAGE_BYTES`, else 262,144
+   */
+  readonly deadLetterMaxMessageBytes?: number;
+  /**
+   * A record not started this long before the Lambda timeout is left for the next invocation:
+   * the relay returns the checkpoint there instead of being killed mid-batch (which would publish
+   * everything of the invocation again). Capped at half the time an invocation has left when it
+   * starts (`deadlineMarginFor`).
+   * @default 2000
+   */
+  readonly deadlineMarginMillis?: number;
   /**
    * Names the relay: the `Consumer` dimension of its metrics, `eo-consumer` on its dead
    * letters, `relay` in its log lines (and an EventBridge destination's default `Source`). A
@@ -123,7 +152,7 @@ export interface OutboxRelayOptions {
   readonly metrics?: RelayMetricsSink | false;
   /** Namespace of the default metrics sink. @default `EO_METRIC_NAMESPACE`, else 'EffectivelyOnce' */
   readonly metricNamespace?: string;
-  /** The metrics' timestamp. @default Date.now */
+  /** The metrics' timestamp and the deadline's clock. @default Date.now */
   readonly clock?: Clock;
   /**
    * The environment the `EO_*` variables are read from; pass `{}` to read none.
@@ -132,8 +161,14 @@ export interface OutboxRelayOptions {
   readonly environment?: Environment;
 }
 
-/** The relay's Lambda handler: a table stream event in, the checkpoint out. */
-export type OutboxRelay = (event: DynamoDbStreamEvent) => Promise<StreamBatchResponse>;
+/**
+ * The relay's Lambda handler: a table stream event and the Lambda context (for the deadline) in,
+ * the checkpoint out.
+ */
+export type OutboxRelay = (
+  event: DynamoDbStreamEvent,
+  context?: { getRemainingTimeInMillis?(): number },
+) => Promise<StreamBatchResponse>;
 
 /**
  * Creates the relay: the handler of the outbox table's stream mapping (enable
@@ -142,10 +177,16 @@ export type OutboxRelay = (event: DynamoDbStreamEvent) => Promise<StreamBatchRes
  * relay handler.
  *
  * Records run in order. An `INSERT` is published; a `MODIFY` or `REMOVE` (a rewrite of the same
- * event, its TTL expiry) is not. On the first record that cannot be published, the later ones
- * do not run and the response names its sequence number, where the mapping resumes: records
- * published before it may be published again, with the same id. The relay never loses an
- * event, and the receiving consumer, keyed on the event id, applies each once.
+ * event, its TTL expiry) is not. Each publish error is classified (`classifyPublishError`): a
+ * refusal of the request itself (validation, size, characters, a rejected EventBridge entry) is
+ * sent to `deadLetter` with its reason and the whole record, counted `Permanent`, and the relay
+ * moves on; throttling, 5xx, network and every other error retry. On the first record that
+ * cannot be published (or dead-lettered), the later ones do not run and the response names its
+ * sequence number, where the mapping resumes: records published before it may be published
+ * again, with the same id. A record not started `deadlineMarginMillis` before the timeout
+ * (`context.getRemainingTimeInMillis()`) is the checkpoint too, so a slow batch ends with what
+ * it published kept. The relay never loses an event, and the receiving consumer, keyed on the
+ * event id, applies each once.
  *
  * Bad input: an event without a `Records` array cannot be checkpointed, so the relay throws
  * `INVALID_EVENT` (the invocation fails and the mapping retries the batch). A record without
@@ -188,6 +229,8 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     logger = createJsonLogger(),
     logLevel = defaults.logLevel ?? 'info',
     metricNamespace = defaults.metricNamespace ?? DEFAULT_METRIC_NAMESPACE,
+    deadLetterMaxMessageBytes = defaults.deadLetterMaxMessageBytes ?? DEFAULT_DEAD_LETTER_MAX_MESSAGE_BYTES,
+    deadlineMarginMillis = DEFAULT_DEADLINE_MARGIN_MILLIS,
     clock = Date.now,
   } = options;
   expectMethods('destination', destination, ['publish']);
@@ -206,16 +249,30 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     'a string of 1 to 255 characters',
     metricNamespace,
   );
+  expectOption(
+    Number.isInteger(deadLetterMaxMessageBytes) &&
+      deadLetterMaxMessageBytes >= 1024 &&
+      deadLetterMaxMessageBytes <= SQS_MAX_MESSAGE_BYTES,
+    'deadLetterMaxMessageBytes',
+    'an integer from 1024 to 1048576',
+    deadLetterMaxMessageBytes,
+  );
+  expectOption(
+    Number.isInteger(deadlineMarginMillis) && deadlineMarginMillis >= 0,
+    'deadlineMarginMillis',
+    'a non-negative integer',
+    deadlineMarginMillis,
+  );
   expectOption(typeof clock === 'function', 'clock', 'a function', clock);
   const metrics =
     options.metrics === false ? undefined : (options.metrics ?? createRelayEmfMetricsSink(metricNamespace));
   if (metrics !== undefined) expectMethods('metrics', metrics, ['publish']);
   const log = createLevelLog(logger, logLevel);
 
-  return async (event) => {
+  return async (event, context) => {
     const counts = { published: 0, retry: 0, permanent: 0 };
     try {
-      return await relay(event, counts);
+      return await relay(event, counts, deadlineOf(context));
     } finally {
       if (metrics !== undefined) {
         try {
@@ -232,9 +289,17 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     }
   };
 
+  /** When records stop starting: the timeout less the margin; never without a context. */
+  function deadlineOf(context: LambdaContext | undefined): number {
+    const remaining = context?.getRemainingTimeInMillis?.();
+    if (typeof remaining !== 'number' || Number.isNaN(remaining)) return Infinity;
+    return clock() + remaining - deadlineMarginFor(deadlineMarginMillis, remaining);
+  }
+
   async function relay(
     event: DynamoDbStreamEvent,
     counts: { published: number; retry: number; permanent: number },
+    deadline: number,
   ): Promise<StreamBatchResponse> {
     const records = event?.Records;
     if (!Array.isArray(records)) {
@@ -258,26 +323,64 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         );
       }
       if (record.eventName !== 'INSERT') continue;
+      if (clock() >= deadline) {
+        log({
+          level: 'warn',
+          message: 'Outbox relay: too close to the Lambda timeout, checkpointing',
+          relay: name,
+          sequenceNumber,
+        });
+        counts.retry += 1;
+        // Not started: this record and every later one come in the next invocation.
+        return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
+      }
       const message = outboxMessageOf(record.dynamodb.NewImage);
+      let refusal: EffectivelyOnceError | undefined;
       try {
         if (message === undefined) {
           await sendInvalid(record, sequenceNumber);
           counts.permanent += 1;
-        } else {
+          continue;
+        }
+        try {
           await destination.publish(message);
           counts.published += 1;
+          continue;
+        } catch (error) {
+          const failure = classifyPublishError(error);
+          // A retried failure is logged as thrown: its own name and code.
+          if (dispositionOf(failure) !== 'permanent') throw error;
+          refusal = failure;
         }
+        if (deadLetter === undefined) throw refusal;
+        await sendRefused(record, sequenceNumber, message, refusal);
+        counts.permanent += 1;
+        log({
+          level: 'error',
+          message: 'Outbox relay: the destination refused the event; dead-lettered',
+          relay: name,
+          sequenceNumber,
+          eventId: message.id,
+          eventType: message.type,
+          ...errorFields(refusal.cause ?? refusal, refusal.code),
+        });
       } catch (error) {
-        const { name: errorName, code } = (error ?? {}) as { name?: unknown; code?: unknown };
         log({
           level: 'warn',
           message:
-            message === undefined ? 'Outbox relay: not an outbox event' : 'Outbox relay: publish failed',
+            message === undefined
+              ? 'Outbox relay: not an outbox event'
+              : refusal === undefined
+                ? 'Outbox relay: publish failed'
+                : deadLetter === undefined
+                  ? 'Outbox relay: the destination refused the event; no dead-letter queue'
+                  : 'Outbox relay: the destination refused the event; dead-lettering failed',
           relay: name,
           sequenceNumber,
           ...(message === undefined ? {} : { eventId: message.id, eventType: message.type }),
-          ...(typeof errorName === 'string' ? { errorName } : {}),
-          ...(typeof code === 'string' ? { code } : {}),
+          ...(refusal === undefined
+            ? errorFields(error)
+            : errorFields(refusal.cause ?? refusal, refusal.code)),
         });
         counts.retry += 1;
         // Checkpoint here: this record and every later one come again.
@@ -285,6 +388,45 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       }
     }
     return { batchItemFailures: [] };
+  }
+
+  /**
+   * Dead-letters an event the destination refused: the stream dead-letter envelope (its
+   * coordinates, item key, the reason and code, and the record's `dynamodb` field, which holds
+   * the whole event), the event id as `eo-dedup-key`; within `deadLetterMaxMessageBytes`, else
+   * marked truncated with the item key, to be read again from the outbox table.
+   */
+  async function sendRefused(
+    record: DynamoDbStreamRecord,
+    sequenceNumber: string,
+    message: OutboxMessage,
+    refusal: EffectivelyOnceError,
+  ): Promise<void> {
+    const creation = record.dynamodb.ApproximateCreationDateTime;
+    await deadLetter!.send(
+      streamDeadLetterMessage(
+        {
+          coordinates: {
+            eventSource: record.eventSource ?? 'aws:dynamodb',
+            ...(record.eventSourceARN === undefined ? {} : { eventSourceArn: record.eventSourceARN }),
+            sequenceNumber,
+            ...(record.eventID === undefined ? {} : { eventId: record.eventID }),
+            ...(typeof creation === 'number' ? { arrivalTime: creation } : {}),
+            eventName: 'INSERT',
+            keys: record.dynamodb.Keys ?? { [OUTBOX_ATTRIBUTES.pk]: { S: message.id } },
+          },
+          data: new TextEncoder().encode(JSON.stringify(record.dynamodb)),
+        },
+        {
+          reason: `The destination refused event ${message.id} (\`${message.type}\`): ${refusal.message}`,
+          code: refusal.code,
+          consumer: name,
+          dedupKey: message.id,
+        },
+        record.eventID ?? sequenceNumber,
+        deadLetterMaxMessageBytes,
+      ),
+    );
   }
 
   async function sendInvalid(record: DynamoDbStreamRecord, sequenceNumber: string): Promise<void> {
@@ -300,6 +442,19 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       attributes: {},
     });
   }
+}
+
+/**
+ * The `errorName` and `code` fields of a log line: the error's class and string `code` (or
+ * `code` when given: a refusal's classification), never its message.
+ */
+function errorFields(error: unknown, code?: string): { errorName?: string; code?: string } {
+  const { name: errorName, code: ownCode } = (error ?? {}) as { name?: unknown; code?: unknown };
+  const shown = code ?? ownCode;
+  return {
+    ...(typeof errorName === 'string' ? { errorName } : {}),
+    ...(typeof shown === 'string' ? { code: shown } : {}),
+  };
 }
 
 /** The message of an outbox item's new image; `undefined` when the image is not an outbox item. */

@@ -171,12 +171,14 @@ export interface RelayEnvironmentDefaults {
   readonly deadLetter?: DeadLetterSender;
   readonly logLevel?: ConstructSettings['logLevel'];
   readonly metricNamespace?: string;
+  readonly deadLetterMaxMessageBytes?: number;
 }
 
 /**
  * What `environment` supplies to a relay: its name (`EO_CONSUMER`), a dead-letter sender to
  * `EO_DEAD_LETTER_QUEUE_URL` (one per cold start, on the SQS client the SQS destination shares),
- * the log level (`EO_LOG_LEVEL`) and the metric namespace (`EO_METRIC_NAMESPACE`).
+ * the log level (`EO_LOG_LEVEL`), the metric namespace (`EO_METRIC_NAMESPACE`) and the
+ * dead-letter queue's message size (`EO_DEAD_LETTER_MAX_MESSAGE_BYTES`).
  */
 export function relayEnvironmentDefaults(environment: Environment): RelayEnvironmentDefaults {
   const settings = readOutboxRelaySettings(environment);
@@ -188,6 +190,7 @@ export function relayEnvironmentDefaults(environment: Environment): RelayEnviron
         : defaultDeadLetterSender(settings.deadLetterQueueUrl),
     logLevel: settings.logLevel,
     metricNamespace: settings.metricNamespace,
+    deadLetterMaxMessageBytes: settings.deadLetterMaxMessageBytes,
   };
   for (const field of Object.keys(defaults)) {
     if (defaults[field] === undefined) delete defaults[field];

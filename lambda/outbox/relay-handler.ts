@@ -4,7 +4,9 @@
  * `createOutboxRelay` and `outboxDestinationFromEnvironment`): the destination
  * (`EO_OUTBOX_DESTINATION_*`, `EO_OUTBOX_EVENT_SOURCE`), its name (`EO_CONSUMER`), the
  * dead-letter queue (`EO_DEAD_LETTER_QUEUE_URL`), the log level and the metric namespace. A
- * missing or malformed variable fails the cold start with `INVALID_OPTIONS` naming it.
+ * missing or malformed variable fails the cold start with `INVALID_OPTIONS` naming it. Lambda
+ * passes the context, so the relay returns its checkpoint at the deadline margin instead of
+ * being killed mid-batch.
  */
 import { createOutboxRelay } from './outbox-relay';
 

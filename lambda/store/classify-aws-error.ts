@@ -353,3 +353,143 @@ function asItem(value: unknown): Record<string, unknown> | undefined {
     ? (value as Record<string, unknown>)
     : undefined;
 }
+
+/**
+ * Errors with which SQS, SNS or EventBridge refuse a publish request itself: its content, size,
+ * characters or parameters. Sending the same request again is refused again, so the relay
+ * dead-letters the event. The names are the `name` the AWS SDK v3 gives each exception, and the
+ * service's error code where the SDK models no class for it (or another SDK major names it so):
+ * - SQS `SendMessage`: `InvalidMessageContents` ("The message contains characters outside the
+ *   allowed set"); `InvalidParameterValue` and `MissingParameter` (a body over the queue's
+ *   `MaximumMessageSize`, a FIFO `MessageGroupId` or `MessageDeduplicationId` outside "128
+ *   characters … alphanumeric characters and punctuation", a FIFO send without a group id);
+ *   `BatchRequestTooLong` ("The length of all the messages put together is more than the limit").
+ * - SNS `Publish`: `InvalidParameter`, `InvalidParameterValue` ("Indicates that a request
+ *   parameter does not comply with the associated constraints"; the SDK's
+ *   `InvalidParameterException`, `InvalidParameterValueException`), `ValidationException`
+ *   ("a parameter in the request is invalid"), `BatchRequestTooLongException`.
+ * - EventBridge `PutEvents`: `ValidationException`.
+ *
+ * Not here, so retried: throttling (`RequestThrottled`, `ThrottledException`, `KmsThrottled`,
+ * `KMSThrottlingException`), 5xx, network failures, and what a fix of the deployment cures for
+ * every event alike (a missing queue or topic, `AccessDenied`, `AuthorizationErrorException`,
+ * a disabled or inaccessible KMS key, `InvalidSecurity`): dead-lettering them would empty the
+ * stream into the dead-letter queue instead of alarming.
+ */
+const PUBLISH_REFUSALS: ReadonlySet<string> = new Set([
+  'InvalidMessageContents',
+  'InvalidParameterValue',
+  'InvalidParameterValueException',
+  'MissingParameter',
+  'BatchRequestTooLong',
+  'BatchRequestTooLongException',
+  'InvalidParameter',
+  'InvalidParameterException',
+  'ValidationException',
+]);
+
+/**
+ * Throttling by SQS, SNS or the KMS key of an encrypted queue or topic, by the SDK's `name`
+ * (and the service's error code): SQS `RequestThrottled`, `KmsThrottled`; SNS `Throttled`
+ * (`ThrottledException`), `KMSThrottling` (`KMSThrottlingException`). Retried as `THROTTLED`.
+ */
+const PUBLISH_THROTTLES: ReadonlySet<string> = new Set([
+  'RequestThrottled',
+  'KmsThrottled',
+  'Throttled',
+  'ThrottledException',
+  'KMSThrottling',
+  'KMSThrottlingException',
+]);
+
+/**
+ * `ErrorCode` of a failed entry of a successful `PutEvents` response, by what it means (Amazon
+ * EventBridge API Reference, PutEventsResultEntry): "Retryable errors include: InternalFailure …
+ * ThrottlingException"; "Non-retryable errors include: AccessDeniedException,
+ * InvalidAccountIdException, InvalidArgument ('A specified parameter is not valid'),
+ * MalformedDetail ('The JSON provided is not valid'), RedactionFailure,
+ * NotAuthorizedForSourceException, NotAuthorizedForDetailTypeException". Only the two that
+ * refuse the entry itself are permanent; the permission and account errors are the deployment's
+ * (retried, so the relay alarms instead of dead-lettering every event); any other code is retried.
+ */
+const PUT_EVENTS_ENTRY_ERRORS: Readonly<Record<string, ErrorCode>> = {
+  InvalidArgument: 'VALIDATION',
+  MalformedDetail: 'VALIDATION',
+  ThrottlingException: 'THROTTLED',
+  InternalFailure: 'SERVICE_UNAVAILABLE',
+  AccessDeniedException: 'ACCESS_DENIED',
+  NotAuthorizedForSourceException: 'ACCESS_DENIED',
+  NotAuthorizedForDetailTypeException: 'ACCESS_DENIED',
+  InvalidAccountIdException: 'ACCESS_DENIED',
+};
+
+/**
+ * Maps an error thrown while publishing an outbox event (an SQS, SNS or EventBridge SDK error, a
+ * network failure) to an `EffectivelyOnceError`, keeping the original as `cause`. A refusal of
+ * the request itself ({@link PUBLISH_REFUSALS}) is `VALIDATION`, permanent: the relay
+ * dead-letters the event and moves on. Everything else is retried (the relay checkpoints and
+ * the event comes again): throttling ({@link PUBLISH_THROTTLES}, `ThrottlingException`, HTTP
+ * 429) as `THROTTLED`, a network failure as `NETWORK` (the names and socket codes
+ * {@link classifyAwsError} knows), `AccessDenied` as `ACCESS_DENIED`, and any other error (5xx,
+ * a missing queue, a disabled KMS key, an unknown name) as `SERVICE_UNAVAILABLE`. An
+ * `EffectivelyOnceError` is returned unchanged.
+ *
+ * The message names the error's class and, for a refusal, the service's message (SQS, SNS and
+ * EventBridge name the parameter and the limit, never the body's content).
+ *
+ * @example
+ * try {
+ *   await destination.publish(message);
+ * } catch (error) {
+ *   const failure = classifyPublishError(error);
+ *   if (failure.disposition === 'permanent') await deadLetter(message, failure);
+ * }
+ */
+export function classifyPublishError(error: unknown, operation = 'publish'): EffectivelyOnceError {
+  if (isEffectivelyOnceError(error)) return error;
+  const name = errorName(error);
+  if (PUBLISH_REFUSALS.has(name)) {
+    return new EffectivelyOnceError(
+      'VALIDATION',
+      `${operation}: the destination refused the request (${name}: ${errorMessage(error)})`,
+      { cause: error },
+    );
+  }
+  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+  const code: ErrorCode =
+    status === 429 || name === 'ThrottlingException' || PUBLISH_THROTTLES.has(name)
+      ? 'THROTTLED'
+      : (networkFailure(name, (error as { code?: unknown } | null)?.code, errorMessage(error))?.code ??
+        (name === 'AccessDeniedException' || name === 'AccessDenied'
+          ? 'ACCESS_DENIED'
+          : 'SERVICE_UNAVAILABLE'));
+  return new EffectivelyOnceError(
+    code,
+    `${operation}: the destination did not take the event, retried (${name})`,
+    {
+      cause: error,
+    },
+  );
+}
+
+/**
+ * Classifies the failed entry of a `PutEvents` response that answered success with
+ * `FailedEntryCount` above 0 ({@link PUT_EVENTS_ENTRY_ERRORS}): `InvalidArgument` and
+ * `MalformedDetail` are `VALIDATION` (dead-lettered), `ThrottlingException` `THROTTLED`,
+ * `InternalFailure` and unknown codes `SERVICE_UNAVAILABLE`, the permission and account codes
+ * `ACCESS_DENIED` (all retried by the relay).
+ *
+ * @example
+ * if ((result.FailedEntryCount ?? 0) > 0) throw classifyPutEventsEntryError(result.Entries?.[0]);
+ */
+export function classifyPutEventsEntryError(
+  entry: { readonly ErrorCode?: string; readonly ErrorMessage?: string } | undefined,
+  operation = 'publish',
+): EffectivelyOnceError {
+  const code = entry?.ErrorCode;
+  const known = typeof code === 'string' && Object.hasOwn(PUT_EVENTS_ENTRY_ERRORS, code);
+  return new EffectivelyOnceError(
+    known ? PUT_EVENTS_ENTRY_ERRORS[code]! : 'SERVICE_UNAVAILABLE',
+    `${operation}: EventBridge did not accept the event (${code ?? 'no error code'}: ${entry?.ErrorMessage ?? 'no error message'})`,
+  );
+}

@@ -11,6 +11,7 @@ import type { Message as QueueMessage } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsHandler, fromAttribute, fromBody, type Message, scopeKey } from '../../lambda';
+import { createSqsDeadLetterSender } from '../../lambda/dead-letter/sqs-dead-letter-sender';
 import { atomic } from '../../lambda/modes/atomic';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
 import {
@@ -23,8 +24,10 @@ import {
   sqsDestination,
 } from '../../lambda/outbox';
 import type { DynamoDbStreamRecord } from '../../lambda/streams';
+import { STREAM_DEAD_LETTER_FORMAT } from '../../lambda/streams/stream-dead-letter';
 import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
+import { createConformingSqsClient } from '../support/aws-limits/sqs';
 import {
   captureLogger,
   createLocalResources,
@@ -34,7 +37,7 @@ import {
   sqsRecordFromMessage,
   type TestQueue,
 } from '../support/fixtures';
-import { createStreamTable } from '../support/stream-fixtures';
+import { createStreamTable, recoveredData, streamDeadLetterOf } from '../support/stream-fixtures';
 
 interface OrderPlaced {
   readonly orderId: string;
@@ -251,5 +254,137 @@ describe('the transactional outbox on the emulator', () => {
     expect(await local.readItem(ordersTable, { pk: large.orderId })).toBeUndefined();
     expect(await local.readItem(stockTable, { pk: large.sku })).toEqual(stockBefore);
     expect(await local.readItem(inboxTable, { pk: scopeKey('orders', large.orderId) })).toBeUndefined();
+  });
+
+  /** Puts outbox items straight into the table (as a writer that checked nothing would). */
+  async function putOutboxItems(
+    tableName: string,
+    items: readonly { readonly id: string; readonly body: string; readonly entity?: string }[],
+  ): Promise<void> {
+    for (const { id, body, entity } of items) {
+      await client.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: {
+            [OUTBOX_ATTRIBUTES.pk]: id,
+            [OUTBOX_ATTRIBUTES.type]: 'OrderConfirmed',
+            [OUTBOX_ATTRIBUTES.body]: body,
+            ...(entity === undefined ? {} : { [OUTBOX_ATTRIBUTES.entity]: entity }),
+          },
+        }),
+      );
+    }
+  }
+
+  const idsOf = (messages: readonly QueueMessage[]) =>
+    messages.map((message) => message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue).sort();
+
+  it('dead-letters the events the destination refuses (a U+FFFF body, an entity no FIFO group id may be) with their reason and whole record, and publishes the events behind them', async () => {
+    const outbox = await createOutboxTable();
+    const standard = await local.createQueue('eo-outbox-refusing');
+    const fifo = await local.createQueue('eo-outbox-refusing', { FifoQueue: 'true' });
+    const deadLetterQueue = await local.createQueue('eo-outbox-relay-dlq');
+    const [ok1, badBody, badEntity, ok4] = [1, 2, 3, 4].map((n) => `e-${runId}-refusal-${n}`) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    await putOutboxItems(outbox.name, [
+      { id: ok1, body: '{"orderId":"o-1"}', entity: 'order-1' },
+      // SQS refuses U+FFFF (the emulator too).
+      { id: badBody, body: '{"note":"\uffff"}', entity: 'order-2' },
+      // The emulator accepts any group id; the conformance layer refuses a space, as AWS does.
+      { id: badEntity, body: '{"orderId":"o-3"}', entity: 'order 3' },
+      { id: ok4, body: '{"orderId":"o-4"}', entity: 'order-4' },
+    ]);
+    const records = await readTableStream(streams, outbox.streamArn);
+    const sqs = createConformingSqsClient(local.sqs);
+    const deadLetter = createSqsDeadLetterSender({ client: local.sqs, queueUrl: deadLetterQueue.url });
+    const relayTo = (queueUrl: string) =>
+      createOutboxRelay({
+        destination: sqsDestination({ client: sqs, queueUrl }),
+        deadLetter,
+        logger: captureLogger(),
+        environment: {},
+      });
+
+    expect(await relayTo(standard.url)({ Records: records }, lambdaContext('relay'))).toEqual({
+      batchItemFailures: [],
+    });
+    expect(await relayTo(fifo.url)({ Records: records }, lambdaContext('relay'))).toEqual({
+      batchItemFailures: [],
+    });
+
+    expect(idsOf(await receiveAll(standard, 3))).toEqual([ok1, badEntity, ok4].sort());
+    expect(idsOf(await receiveAll(fifo, 2))).toEqual([ok1, ok4].sort());
+    const deadLetters = await receiveAll(deadLetterQueue, 3);
+    const refusalOf = (message: QueueMessage) => {
+      const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+      return [
+        attribute('eo-dedup-key'),
+        attribute('eo-code'),
+        /\((\w+): /.exec(attribute('eo-reason') ?? '')?.[1],
+      ];
+    };
+    expect(deadLetters.map(refusalOf).sort()).toEqual(
+      [
+        [badBody, 'VALIDATION', 'InvalidMessageContents'],
+        [badBody, 'VALIDATION', 'InvalidMessageContents'],
+        [badEntity, 'VALIDATION', 'InvalidParameterValue'],
+      ].sort(),
+    );
+    for (const message of deadLetters) {
+      const envelope = streamDeadLetterOf({ body: message.Body! } as never);
+      const index = records.findIndex(
+        (record) => record.dynamodb.SequenceNumber === envelope.source.sequenceNumber,
+      );
+      expect(envelope.format).toBe(STREAM_DEAD_LETTER_FORMAT);
+      expect(envelope.source).toMatchObject({
+        eventSourceArn: outbox.streamArn,
+        keys: records[index]!.dynamodb.Keys,
+      });
+      // The whole record, the refused body included.
+      expect(JSON.parse(recoveredData(envelope)!.toString('utf8'))).toEqual(records[index]!.dynamodb);
+    }
+  });
+
+  it('stops at its deadline margin and returns the checkpoint; resumed there, it publishes every event once', async () => {
+    const outbox = await createOutboxTable();
+    const queue = await local.createQueue('eo-outbox-deadline');
+    const ids = [1, 2, 3].map((n) => `e-${runId}-deadline-${n}`);
+    await putOutboxItems(
+      outbox.name,
+      ids.map((id) => ({ id, body: `{"id":"${id}"}` })),
+    );
+    const records = await readTableStream(streams, outbox.streamArn);
+    const clock = { now: 0 };
+    const sqs = sqsDestination({ client: createConformingSqsClient(local.sqs), queueUrl: queue.url });
+    // Each publish takes a second of the invocation's time.
+    const slow: OutboxDestination = {
+      async publish(message) {
+        await sqs.publish(message);
+        clock.now += 1_000;
+      },
+    };
+    const relay = createOutboxRelay({ destination: slow, logger: captureLogger(), clock: () => clock.now });
+    const end = 3_500;
+    const context = { getRemainingTimeInMillis: () => end - clock.now };
+
+    // 3.5 s left and a 2 s margin (capped at half: 1.75 s): records start during the first 1.75 s.
+    const response = await relay({ Records: records }, context);
+    expect(response).toEqual({
+      batchItemFailures: [{ itemIdentifier: records[2]!.dynamodb.SequenceNumber }],
+    });
+
+    // The mapping resumes at the checkpoint.
+    const checkpoint = records.findIndex(
+      (record) => record.dynamodb.SequenceNumber === response.batchItemFailures[0]!.itemIdentifier,
+    );
+    expect(await relay({ Records: records.slice(checkpoint) }, lambdaContext('relay'))).toEqual({
+      batchItemFailures: [],
+    });
+    expect(idsOf(await receiveAll(queue, 3))).toEqual(ids);
+    expect(await local.receive(queue.url)).toEqual([]);
   });
 });

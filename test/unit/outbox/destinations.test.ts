@@ -73,21 +73,31 @@ describe('the EventBridge destination', () => {
     });
   });
 
-  it('throws SERVICE_UNAVAILABLE, with the entry error code, when PutEvents answers with a failed entry', async () => {
-    const { client } = capturingClient({
-      FailedEntryCount: 1,
-      Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'try again' }],
-    });
-    const destination = eventBridgeDestination({
-      client: client as never,
-      eventBusName: 'orders',
-      source: 'orders',
-    });
+  it('throws a retried code for a failed entry EventBridge calls retryable, VALIDATION for one it refuses, with the entry error code', async () => {
+    const cases = [
+      ['InternalFailure', 'SERVICE_UNAVAILABLE'],
+      ['ThrottlingException', 'THROTTLED'],
+      ['NotAuthorizedForDetailTypeException', 'ACCESS_DENIED'],
+      ['SomethingNew', 'SERVICE_UNAVAILABLE'],
+      ['InvalidArgument', 'VALIDATION'],
+      ['MalformedDetail', 'VALIDATION'],
+    ] as const;
+    for (const [errorCode, code] of cases) {
+      const { client } = capturingClient({
+        FailedEntryCount: 1,
+        Entries: [{ ErrorCode: errorCode, ErrorMessage: 'try again' }],
+      });
+      const destination = eventBridgeDestination({
+        client: client as never,
+        eventBusName: 'orders',
+        source: 'orders',
+      });
 
-    await expect(destination.publish(message)).rejects.toMatchObject({
-      code: 'SERVICE_UNAVAILABLE',
-      message: 'EventBridge did not accept the event (InternalFailure: try again)',
-    });
+      await expect(destination.publish(message)).rejects.toMatchObject({
+        code,
+        message: `publish: EventBridge did not accept the event (${errorCode}: try again)`,
+      });
+    }
   });
 
   it('rejects a source AWS reserves, an empty bus name and a client without send', () => {
