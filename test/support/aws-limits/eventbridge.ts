@@ -24,6 +24,7 @@ import {
   type PutEventsRequestEntry,
   type PutEventsResultEntry,
 } from '@aws-sdk/client-eventbridge';
+import { interceptSend, type Send } from './intercept';
 
 /**
  * "Entries ... Array Members: Minimum number of 1 item. Maximum number of 10 items."
@@ -163,8 +164,6 @@ export function checkEventBridgePutEvents(input: PutEventsCommandInput): EventBr
   return { kind: 'checked', results: entries.map(entryFailure) };
 }
 
-type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
-
 /**
  * Wraps an EventBridge client (an `EventBridgeClient`, or anything with `send`) so that a
  * `PutEventsCommand` is checked against EventBridge's documented limits before it is sent: a
@@ -179,9 +178,7 @@ type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
 export function createConformingEventBridgeClient<Client extends { send(...args: never[]): unknown }>(
   client: Client,
 ): Client {
-  const forward: Send = (command, ...rest) => (client.send as unknown as Send).call(client, command, ...rest);
-
-  const send: Send = async (command, ...rest) => {
+  return interceptSend(client, (forward) => async (command, ...rest) => {
     if (command instanceof PutEventsCommand) {
       const check = checkEventBridgePutEvents(command.input);
       if (check.kind === 'refused') throw check.error;
@@ -190,10 +187,6 @@ export function createConformingEventBridgeClient<Client extends { send(...args:
       }
     }
     return forward(command, ...rest);
-  };
-
-  return new Proxy(client, {
-    get: (target, property) => (property === 'send' ? send : Reflect.get(target, property)),
   });
 }
 

@@ -7,9 +7,9 @@
  * `SetQueueAttributes` requests the process makes.
  */
 import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Send } from './intercept';
 import { type ConformingSqsClientOptions, createConformingSqsClient } from './sqs';
 
-type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
 type QueueAttributes = NonNullable<ConformingSqsClientOptions['queues']>[string];
 
 const MARK = Symbol.for('effectively-once.sqs-conformance');

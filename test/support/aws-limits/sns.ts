@@ -23,6 +23,7 @@ import {
   type PublishCommandInput,
   type SNSServiceException,
 } from '@aws-sdk/client-sns';
+import { interceptSend } from './intercept';
 
 /**
  * The default of a topic's `MaximumMessageSize`, the largest message a topic accepts unless it
@@ -261,8 +262,6 @@ export function snsTopicLimits(
   return { ...options.topics?.[arn], fifo: arn.endsWith('.fifo') };
 }
 
-type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
-
 /**
  * Wraps an SNS client (an `SNSClient`, or anything with `send`) so that a `PublishCommand` to a
  * topic is checked against SNS's documented limits before it is sent: a refused message throws
@@ -277,17 +276,11 @@ export function createConformingSnsClient<Client extends { send(...args: never[]
   client: Client,
   options: ConformingSnsClientOptions = {},
 ): Client {
-  const forward: Send = (command, ...rest) => (client.send as unknown as Send).call(client, command, ...rest);
-
-  const send: Send = async (command, ...rest) => {
+  return interceptSend(client, (forward) => async (command, ...rest) => {
     if (command instanceof PublishCommand && command.input.TopicArn !== undefined) {
       const error = checkSnsPublish(command.input, snsTopicLimits(command.input.TopicArn, options));
       if (error) throw error;
     }
     return forward(command, ...rest);
-  };
-
-  return new Proxy(client, {
-    get: (target, property) => (property === 'send' ? send : Reflect.get(target, property)),
   });
 }

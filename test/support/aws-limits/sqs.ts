@@ -34,6 +34,7 @@ import {
   SQSServiceException,
   TooManyEntriesInBatchRequest,
 } from '@aws-sdk/client-sqs';
+import { interceptSend, type Send } from './intercept';
 
 /**
  * The largest message SQS accepts, and the default of a queue's `MaximumMessageSize`.
@@ -538,8 +539,6 @@ export function sqsQueueLimits(
   return { ...options.queues?.[url], fifo: url.endsWith('.fifo') };
 }
 
-type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
-
 /**
  * Wraps an SQS client (an `SQSClient`, or anything with `send`) so that `SendMessageCommand` and
  * `SendMessageBatchCommand` are checked against SQS's documented limits before they are sent: a
@@ -554,9 +553,7 @@ export function createConformingSqsClient<Client extends { send(...args: never[]
   client: Client,
   options: ConformingSqsClientOptions = {},
 ): Client {
-  const forward: Send = (command, ...rest) => (client.send as unknown as Send).call(client, command, ...rest);
-
-  const send: Send = async (command, ...rest) => {
+  return interceptSend(client, (forward) => async (command, ...rest) => {
     if (command instanceof SendMessageCommand) {
       const error = checkSqsSendMessage(command.input, sqsQueueLimits(command.input.QueueUrl, options));
       if (error) throw error;
@@ -567,10 +564,6 @@ export function createConformingSqsClient<Client extends { send(...args: never[]
         return sendAcceptedEntries(forward, command, check.accepted, check.failed, rest);
     }
     return forward(command, ...rest);
-  };
-
-  return new Proxy(client, {
-    get: (target, property) => (property === 'send' ? send : Reflect.get(target, property)),
   });
 }
 
