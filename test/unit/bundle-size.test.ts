@@ -92,8 +92,8 @@ describe('bundle size', () => {
   // policy) and FIFO ids SQS accepts (`toFifoId`) about 770 bytes more: marker 43,628, atomic
   // 51,680, entity 44,691, two-phase 48,962 bytes.
   const ceilings: Readonly<Record<ModeFactory, number>> = {
-    marker: 43_648,
-    atomic: 51_712,
+    marker: 43_776,
+    atomic: 52_480,
     entity: 44_800,
     twoPhase: 49_024,
   };
@@ -132,13 +132,13 @@ describe('bundle size', () => {
   // outbox settings in the shared environment reader, 14,414 with the SQS limits the dead-letter
   // sender shares with the stream dead letters, 14,572 with FIFO ids SQS accepts (`toFifoId`); with
   // the AWS SDK, which the construct bundles, about 553 KB.
-  it('keeps the shipped outbox relay free of modes, the store and the SQS handler, within 14,592 bytes minified, AWS SDK excluded', async () => {
+  it('keeps the shipped outbox relay free of modes, the store and the SQS handler, within 14,848 bytes minified, AWS SDK excluded', async () => {
     const { bytes, inputs } = await bundle({ path: 'lambda/outbox/relay-handler.ts' });
     expect(
       inputs.filter((input) =>
         /^lambda\/(modes|store|example|sqs)\/|^lambda\/consumer-entry\.ts$/.test(input),
       ),
     ).toEqual([]);
-    expect(bytes).toBeLessThanOrEqual(14_592);
+    expect(bytes).toBeLessThanOrEqual(14_848);
   });
 });
