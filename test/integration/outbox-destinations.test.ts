@@ -177,6 +177,28 @@ async function expectAppliedOnce<TBody>(
   expect(await local.readItem(shipmentsTable, { pk: orderId })).toEqual({ pk: orderId, shipped: 1 });
 }
 
+/**
+ * A standard topic with a queue subscribed (`attributes`: the subscription's), and one event
+ * published to it twice. Returns the queue, the event id and its order id.
+ */
+async function publishTwiceToTopic(name: string, attributes: Record<string, string>) {
+  const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-dest-topic') }));
+  cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
+  const queue = await local.createQueue(`eo-dest-${name}`);
+  await sns.send(
+    new SubscribeCommand({ TopicArn, Protocol: 'sqs', Endpoint: queue.arn, Attributes: attributes }),
+  );
+  const outbox = await createOutbox('sns');
+  const orderId = `o-${runId}-${name}`;
+  const id = await publishTwice(outbox, orderId, {
+    [OUTBOX_ENV.destinationKind]: 'sns',
+    [OUTBOX_ENV.destinationArn]: TopicArn!,
+    [OUTBOX_ENV.destinationFifo]: 'false',
+    [ENV.consumer]: RELAY,
+  });
+  return { queue, id, orderId };
+}
+
 describe('the relay publishing to EventBridge and SNS on the emulator', () => {
   it('puts the event on the bus with its id in the envelope; a rule delivers both publishes to a queue, and a consumer keyed on the envelope applies it once', async () => {
     const busName = uniqueName('eo-dest-bus');
@@ -238,26 +260,7 @@ describe('the relay publishing to EventBridge and SNS on the emulator', () => {
   });
 
   it('publishes to a topic with the id as a message attribute; a raw-delivery subscription delivers both publishes, and a consumer keyed on the attribute applies it once', async () => {
-    const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-dest-topic') }));
-    cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
-    const queue = await local.createQueue('eo-dest-sns');
-    await sns.send(
-      new SubscribeCommand({
-        TopicArn,
-        Protocol: 'sqs',
-        Endpoint: queue.arn,
-        Attributes: { RawMessageDelivery: 'true' },
-      }),
-    );
-    const outbox = await createOutbox('sns');
-    const orderId = `o-${runId}-sns`;
-
-    const id = await publishTwice(outbox, orderId, {
-      [OUTBOX_ENV.destinationKind]: 'sns',
-      [OUTBOX_ENV.destinationArn]: TopicArn!,
-      [OUTBOX_ENV.destinationFifo]: 'false',
-      [ENV.consumer]: RELAY,
-    });
+    const { queue, id, orderId } = await publishTwiceToTopic('sns', { RawMessageDelivery: 'true' });
 
     const received = await receiveAll(queue, 2);
     expect(received.map((message) => message.Body)).toEqual([
@@ -279,19 +282,7 @@ describe('the relay publishing to EventBridge and SNS on the emulator', () => {
   });
 
   it('without raw delivery, delivers SNS notifications that differ per publish; a consumer keyed on the envelope takes the copy as a duplicate, not a mismatch', async () => {
-    const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-dest-topic') }));
-    cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
-    const queue = await local.createQueue('eo-dest-sns-envelope');
-    await sns.send(new SubscribeCommand({ TopicArn, Protocol: 'sqs', Endpoint: queue.arn }));
-    const outbox = await createOutbox('sns');
-    const orderId = `o-${runId}-sns-envelope`;
-
-    const id = await publishTwice(outbox, orderId, {
-      [OUTBOX_ENV.destinationKind]: 'sns',
-      [OUTBOX_ENV.destinationArn]: TopicArn!,
-      [OUTBOX_ENV.destinationFifo]: 'false',
-      [ENV.consumer]: RELAY,
-    });
+    const { queue, id, orderId } = await publishTwiceToTopic('sns-envelope', {});
 
     const received = await receiveAll(queue, 2);
     const notifications = received.map((message) => JSON.parse(message.Body!));
