@@ -98,6 +98,21 @@ describe('the outbox writer', () => {
     expect(store.items('Orders')).toEqual([]);
   });
 
+  it('passes an event whose id already holds that same event (its item expired with the marker, say)', async () => {
+    const { store, writer } = setup();
+    const noted = { type: 'OrderNoted', detail: { orderId: 'o-1' } };
+    const same = {
+      pk: outboxEventId('orders-api#req-1', 'OrderNoted#0'),
+      eventType: 'OrderNoted',
+      body: '{"orderId":"o-1"}',
+      contentHash: fingerprintOf(['OrderNoted', '{"orderId":"o-1"}', null]),
+    };
+    store.seed('Outbox', same);
+
+    expect((await writer.write([...placed('o-1'), noted], orderRow('o-1'), 'req-1')).kind).toBe('written');
+    expect(store.items('Outbox')).toHaveLength(2);
+  });
+
   it('reports a key reused with other events as a mismatch, writing nothing', async () => {
     const { store, writer } = setup();
     await writer.write(placed('o-1'), orderRow('o-1'), 'req-1');
