@@ -92,6 +92,7 @@ export type {
   StoreCapability,
 } from './core/mode';
 export type { BatchProcessorOptions, CommonOptions } from './core/options';
+export { fromOutboxEnvelope, type OutboxEnvelope } from './core/outbox-envelope';
 export type { FailureDetails, Outcome, OutcomeKind } from './core/outcome';
 export type {
   AtomicStore,

@@ -189,6 +189,11 @@ export const OUTBOX_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   entity: 'entity',
   /** Who wrote it: the consumer name (unscoped), or the writer's `producer`. */
   source: 'source',
+  /**
+   * SHA-256 (hex) of the event's type, body and entity: the outbox put's condition compares it, so
+   * the same event met again passes and another event under the id is a collision.
+   */
+  contentHash: 'contentHash',
   /** Epoch milliseconds of the commit that wrote it. */
   createdAt: 'createdAt',
   /** DynamoDB TTL attribute, epoch seconds (Number): the end of the outbox retention. */

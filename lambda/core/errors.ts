@@ -48,6 +48,11 @@ export const ERROR_CODES = Object.freeze({
   INVALID_KEY: 'permanent',
   /** A live record holds the key with another payload fingerprint. */
   PAYLOAD_MISMATCH: 'permanent',
+  /**
+   * An outbox item with the event's id exists holding another event (`attribute_not_exists`
+   * failed on the outbox put): nothing was committed, so no event is replaced without a trace.
+   */
+  OUTBOX_COLLISION: 'permanent',
   /** An item would exceed DynamoDB's 400 KB item limit. */
   ITEM_TOO_LARGE: 'permanent',
   /** The commit would exceed DynamoDB's 100 items per transaction. */

@@ -194,6 +194,17 @@ export function atomic<TBody = unknown, TRecord = unknown>(
           // A version guard's condition failing means a newer version is stored: not an error.
           if (unitOfWork.guards.has(result.index)) return stepResult({ kind: 'stale' });
           const detail = result.message ? `: ${result.message}` : '';
+          const event = unitOfWork.events.get(result.index);
+          if (event !== undefined) {
+            // A redelivery meets its inbox marker first (a duplicate), so an outbox item that is
+            // already there belongs to another event: retrying would never succeed, and an
+            // unconditional put would have replaced that event without a trace.
+            return stepResult({
+              kind: 'permanent',
+              code: 'OUTBOX_COLLISION',
+              reason: `The outbox put of event \`${event}\` (write ${result.index}) met an existing item with that id; nothing was committed${detail}`,
+            });
+          }
           return stepResult({
             kind: 'permanent',
             code: 'BUSINESS_CONDITION_FAILED',

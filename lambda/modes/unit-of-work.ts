@@ -124,10 +124,15 @@ export interface ItemMarkerUnitOfWork extends UnitOfWork {
   putAsMarker(write: MarkerPutWrite): number;
 }
 
-/** A unit of work that also knows which of its writes are version guards, and which put is the marker. */
+/**
+ * A unit of work that also knows which of its writes are version guards and outbox puts, and
+ * which put is the marker.
+ */
 export interface GuardedUnitOfWork extends ItemMarkerUnitOfWork {
   /** Indices of the writes added by `putIfNewer`. */
   readonly guards: ReadonlySet<number>;
+  /** The event id of each outbox put added by `emit`, by the put's index. */
+  readonly events: ReadonlyMap<number, string>;
   /** The put added by `putAsMarker` (its index and key attribute), once added. */
   readonly marked: Omit<ItemMarker, 'fingerprint'> | undefined;
 }
@@ -150,6 +155,7 @@ export function createUnitOfWork(
   const writes: TransactWriteAction[] = [];
   const outboxPut = outbox === undefined ? undefined : createEventNamer(outbox);
   const guards = new Set<number>();
+  const events = new Map<number, string>();
   let marked: GuardedUnitOfWork['marked'];
   const add = (write: TransactWriteAction): number => {
     if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites();
@@ -189,8 +195,9 @@ export function createUnitOfWork(
         );
       }
       const put = outboxPut(event, options);
-      add({ Put: put });
-      return put.Item[OUTBOX_ATTRIBUTES.pk] as string;
+      const id = put.Item[OUTBOX_ATTRIBUTES.pk] as string;
+      events.set(add({ Put: put }), id);
+      return id;
     },
     putIfNewer(write) {
       const version = write?.Item?.[write.versionAttribute];
@@ -206,6 +213,7 @@ export function createUnitOfWork(
     },
     writes,
     guards,
+    events,
     get marked() {
       return marked;
     },

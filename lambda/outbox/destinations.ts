@@ -115,11 +115,11 @@ export function assertEventSource(name: string, source: unknown): void {
  * the event id travels in the event: one `PutEvents` entry per event with `Source` the `source`
  * option, `DetailType` the event's type and `Detail` the metadata/data envelope
  * `{"metadata":{"idempotency-key":<id>,"type":<type>},"data":<detail>}`. An SQS queue that a rule
- * targets receives the whole event as its body, so its consumer keys on
- * `fromBody(['detail', 'metadata', 'idempotency-key'])`, and fingerprints the detail
- * (`fingerprint: (message) => message.body.detail`): EventBridge gives each put its own `id` and
- * `time`, so a re-published event's body differs, and fingerprinting the whole body would make
- * it a payload mismatch instead of a duplicate.
+ * targets receives the whole event as its body, so its consumer takes its key and fingerprint
+ * from `fromOutboxEnvelope()`: the key in `detail.metadata['idempotency-key']`, the fingerprint
+ * over the detail. EventBridge gives each put its own `id` and `time`, so a re-published event's
+ * body differs, and fingerprinting the whole body would make it a payload mismatch instead of a
+ * duplicate.
  *
  * `PutEvents` answers success with `FailedEntryCount` above 0 when the entry was not accepted:
  * that is a failed publish, never a success. It throws `classifyPutEventsEntryError`'s error
@@ -178,12 +178,12 @@ export interface SnsDestinationOptions {
  * the `idempotency-key` and `eo-event-type` message attributes. On a FIFO topic the event id is
  * the `MessageDeduplicationId` and the entity (else the type) the `MessageGroupId`.
  *
- * Subscribe the receiving queue with raw message delivery (`RawMessageDelivery`): the message
- * attributes then arrive as SQS message attributes, and its consumer keys on
- * `fromAttribute('idempotency-key')`. Without raw delivery the SQS body is SNS's JSON
- * notification, with the attributes under `MessageAttributes`: key on
- * `fromBody(['MessageAttributes', 'idempotency-key', 'Value'])` then (and parse `Message`, the
- * detail's JSON text).
+ * The receiving consumer takes its key and fingerprint from `fromOutboxEnvelope()`, with or
+ * without raw message delivery (`RawMessageDelivery`). With it, the message attributes arrive as
+ * SQS message attributes and the body is the detail. Without it, the SQS body is SNS's JSON
+ * notification (the attributes under `MessageAttributes`, the detail's JSON text in `Message`):
+ * the helper fingerprints `Message` only, since `MessageId`, `Timestamp` and `Signature` differ
+ * per publish and would make a re-published copy a payload mismatch.
  *
  * @example
  * const destination = snsDestination({ client: new SNSClient({}), topicArn });

@@ -19,6 +19,7 @@ export {
 } from '../core/contract';
 export type { Environment } from '../core/environment';
 export type { LineWriter, Logger, LogLevel } from '../core/logger';
+export { fromOutboxEnvelope, type OutboxEnvelope } from '../core/outbox-envelope';
 export type { TransactWriteAction } from '../core/store-port';
 export type { Clock } from '../core/time';
 // The types the outbox's signatures use (also exported by the entry points that define them).
@@ -39,6 +40,7 @@ export {
   type DestinationSizingOptions,
   type EmitOptions,
   eventBridgeDetail,
+  OUTBOX_PUT_CONDITION,
   type OutboxDestinationSizing,
   type OutboxEvent,
   type OutboxMessage,

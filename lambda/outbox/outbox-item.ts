@@ -12,7 +12,7 @@ import {
   type OutboxDestinationKind,
 } from '../core/contract';
 import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
-import { sha256Hex } from '../core/fingerprint';
+import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
 
 /** An event to publish once its commit succeeds. */
@@ -147,11 +147,27 @@ export interface OutboxItemSettings {
   readonly destination?: OutboxDestinationSizing;
 }
 
-/** A put of one outbox item in document shape (`TableName`, `Item`), unconditional. */
+/**
+ * A put of one outbox item in document shape, only if no other event has its id
+ * ({@link OUTBOX_PUT_CONDITION}).
+ */
 export interface OutboxPut {
   readonly TableName: string;
   readonly Item: Record<string, unknown>;
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Readonly<Record<string, string>>;
+  readonly ExpressionAttributeValues: Readonly<Record<string, unknown>>;
 }
+
+/**
+ * The condition of every outbox put: no item has the event's id, or the item holds this very
+ * event (the same `contentHash`, of its type, body and entity). The relay publishes inserts only, so an unconditional put
+ * over another event's item would replace that event without a trace (a `MODIFY` is never
+ * published); with the condition, that collision cancels the commit (`OUTBOX_COLLISION`). The
+ * same event met again (a replay after its inbox record expired, a write retried after a lost
+ * response) passes: it was published when it was first inserted.
+ */
+export const OUTBOX_PUT_CONDITION = 'attribute_not_exists(#pk) OR #contentHash = :contentHash';
 
 /**
  * The put of `event`'s outbox item. Throws `VALIDATION` for an event without a type or whose
@@ -183,6 +199,7 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
       `Event \`${type}\` would be a ${destination.kind === 'eventbridge' ? 'PutEvents entry' : 'message'} of ${size} bytes; its ${destination.kind} destination takes at most ${MAX_DESTINATION_MESSAGE_BYTES} bytes`,
     );
   }
+  const contentHash = fingerprintOf([type, body, entity ?? null]);
   return {
     TableName: settings.tableName,
     Item: {
@@ -191,9 +208,13 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
       [OUTBOX_ATTRIBUTES.body]: body,
       ...(entity === undefined ? {} : { [OUTBOX_ATTRIBUTES.entity]: entity }),
       [OUTBOX_ATTRIBUTES.source]: settings.source,
+      [OUTBOX_ATTRIBUTES.contentHash]: contentHash,
       [OUTBOX_ATTRIBUTES.createdAt]: settings.nowMillis,
       [OUTBOX_ATTRIBUTES.expiresAt]: expiresAt(settings.nowMillis, settings.retentionSeconds),
     },
+    ConditionExpression: OUTBOX_PUT_CONDITION,
+    ExpressionAttributeNames: { '#pk': OUTBOX_ATTRIBUTES.pk, '#contentHash': OUTBOX_ATTRIBUTES.contentHash },
+    ExpressionAttributeValues: { ':contentHash': contentHash },
   };
 }
 
@@ -228,7 +249,7 @@ export function publishedMessageBytes(
  * The `Detail` of the EventBridge entry the relay puts for an event, which carries no message
  * attributes: the common metadata/data envelope,
  * `{"metadata":{"idempotency-key":<id>,"type":<type>},"data":<detail>}`, so a consumer behind a
- * rule keys on `fromBody(['detail', 'metadata', 'idempotency-key'])`.
+ * rule keys on `detail.metadata['idempotency-key']` (`fromOutboxEnvelope()`).
  */
 export function eventBridgeDetail(message: Pick<OutboxMessage, 'id' | 'type' | 'body'>): string {
   const metadata = JSON.stringify({ [IDEMPOTENCY_KEY_ATTRIBUTE]: message.id, type: message.type });

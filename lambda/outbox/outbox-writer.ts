@@ -72,7 +72,9 @@ export interface OutboxWriter {
    * from `idempotencyKey` (the request's, say an `Idempotency-Key` header) and its name (as in
    * `emit`); the first event's outbox item is the commit's marker (put only if absent, with the
    * fingerprint of the events), so a retried request with the same key is a `duplicate` and
-   * writes nothing twice. Throws `VALIDATION` or `ITEM_TOO_LARGE` (an event too large for its
+   * writes nothing twice. Every outbox put is conditional (`attribute_not_exists`): an item of
+   * another event under one of the ids throws `OUTBOX_COLLISION`, nothing written, instead of
+   * replacing that event. Throws `VALIDATION` or `ITEM_TOO_LARGE` (an event too large for its
    * destination, a write too large for DynamoDB), `TOO_MANY_WRITES` above 100 actions, and the
    * store's errors (retry them with the same key).
    */
@@ -181,8 +183,16 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
         nowMillis,
       );
       if (result.kind === 'committed') return { kind: 'written', ids };
-      if (result.kind === 'condition-failed') {
+      if (result.kind === 'condition-failed' && result.index >= puts.length) {
         return { kind: 'condition-failed', index: result.index - puts.length, ids };
+      }
+      if (result.kind === 'condition-failed') {
+        // A retry meets its marker (the first event's item) first: a duplicate or a mismatch; an
+        // item holding the same event passes the put's condition. So this item is another event's.
+        throw new EffectivelyOnceError(
+          'OUTBOX_COLLISION',
+          `write: the outbox put of event \`${ids[result.index]}\` (event ${result.index}) met an existing item with that id; nothing was committed`,
+        );
       }
       const outcome = outcomeOfExisting(result.record, fingerprint, nowMillis);
       if (outcome.kind === 'duplicate' || outcome.kind === 'mismatch') return { kind: outcome.kind, ids };

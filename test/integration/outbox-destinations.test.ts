@@ -22,14 +22,7 @@ import {
 import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import type { Message as QueueMessage } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createSqsHandler,
-  fromAttribute,
-  fromBody,
-  type KeySource,
-  type Message,
-  scopeKey,
-} from '../../lambda';
+import { createSqsHandler, fromOutboxEnvelope, type KeySource, type Message, scopeKey } from '../../lambda';
 import { ENV, OUTBOX_ENV } from '../../lambda/core/contract';
 import { atomic } from '../../lambda/modes/atomic';
 import {
@@ -58,6 +51,7 @@ const streams = new DynamoDBStreamsClient(local.aws);
 const eventBridge = new EventBridgeClient(local.aws);
 const sns = new SNSClient(local.aws);
 const runId = randomBytes(3).toString('hex');
+const envelope = fromOutboxEnvelope();
 const inboxTable = uniqueName('eo-dest-inbox');
 const shipmentsTable = uniqueName('eo-dest-shipments');
 const outboxTables: string[] = [];
@@ -167,6 +161,44 @@ function shippingService<TBody>(
   return { deliver, outcomes };
 }
 
+/**
+ * Delivers `received` (both publishes of one event) to a shipping service keyed by
+ * `fromOutboxEnvelope()`: the first is processed, the copy is a duplicate, one shipment.
+ */
+async function expectAppliedOnce<TBody>(
+  consumer: string,
+  received: readonly QueueMessage[],
+  orderIdOf: (body: TBody) => string,
+  orderId: string,
+): Promise<void> {
+  const shipping = shippingService(consumer, envelope.dedupKey, orderIdOf, envelope.fingerprint);
+  expect(await shipping.deliver(received)).toEqual({ batchItemFailures: [] });
+  expect(shipping.outcomes()).toEqual(['processed', 'duplicate']);
+  expect(await local.readItem(shipmentsTable, { pk: orderId })).toEqual({ pk: orderId, shipped: 1 });
+}
+
+/**
+ * A standard topic with a queue subscribed (`attributes`: the subscription's), and one event
+ * published to it twice. Returns the queue, the event id and its order id.
+ */
+async function publishTwiceToTopic(name: string, attributes: Record<string, string>) {
+  const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-dest-topic') }));
+  cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
+  const queue = await local.createQueue(`eo-dest-${name}`);
+  await sns.send(
+    new SubscribeCommand({ TopicArn, Protocol: 'sqs', Endpoint: queue.arn, Attributes: attributes }),
+  );
+  const outbox = await createOutbox('sns');
+  const orderId = `o-${runId}-${name}`;
+  const id = await publishTwice(outbox, orderId, {
+    [OUTBOX_ENV.destinationKind]: 'sns',
+    [OUTBOX_ENV.destinationArn]: TopicArn!,
+    [OUTBOX_ENV.destinationFifo]: 'false',
+    [ENV.consumer]: RELAY,
+  });
+  return { queue, id, orderId };
+}
+
 describe('the relay publishing to EventBridge and SNS on the emulator', () => {
   it('puts the event on the bus with its id in the envelope; a rule delivers both publishes to a queue, and a consumer keyed on the envelope applies it once', async () => {
     const busName = uniqueName('eo-dest-bus');
@@ -218,39 +250,17 @@ describe('the relay publishing to EventBridge and SNS on the emulator', () => {
       }),
     ]);
 
-    const shipping = shippingService(
+    // EventBridge gives each put its own `id` and `time`: the envelope fingerprints the detail.
+    await expectAppliedOnce(
       'shipping-eb',
-      fromBody(['detail', 'metadata', IDEMPOTENCY_KEY_ATTRIBUTE]),
+      received,
       (body: { detail: { data: { orderId: string } } }) => body.detail.data.orderId,
-      // EventBridge gives each put its own `id` and `time`: the detail is the payload.
-      (message) => message.body.detail,
+      orderId,
     );
-    expect(await shipping.deliver(received)).toEqual({ batchItemFailures: [] });
-    expect(shipping.outcomes()).toEqual(['processed', 'duplicate']);
-    expect(await local.readItem(shipmentsTable, { pk: orderId })).toEqual({ pk: orderId, shipped: 1 });
   });
 
   it('publishes to a topic with the id as a message attribute; a raw-delivery subscription delivers both publishes, and a consumer keyed on the attribute applies it once', async () => {
-    const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-dest-topic') }));
-    cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
-    const queue = await local.createQueue('eo-dest-sns');
-    await sns.send(
-      new SubscribeCommand({
-        TopicArn,
-        Protocol: 'sqs',
-        Endpoint: queue.arn,
-        Attributes: { RawMessageDelivery: 'true' },
-      }),
-    );
-    const outbox = await createOutbox('sns');
-    const orderId = `o-${runId}-sns`;
-
-    const id = await publishTwice(outbox, orderId, {
-      [OUTBOX_ENV.destinationKind]: 'sns',
-      [OUTBOX_ENV.destinationArn]: TopicArn!,
-      [OUTBOX_ENV.destinationFifo]: 'false',
-      [ENV.consumer]: RELAY,
-    });
+    const { queue, id, orderId } = await publishTwiceToTopic('sns', { RawMessageDelivery: 'true' });
 
     const received = await receiveAll(queue, 2);
     expect(received.map((message) => message.Body)).toEqual([
@@ -268,14 +278,32 @@ describe('the relay publishing to EventBridge and SNS on the emulator', () => {
       },
     ]);
 
-    const shipping = shippingService(
-      'shipping-sns',
-      fromAttribute(IDEMPOTENCY_KEY_ATTRIBUTE),
-      (body: { orderId: string }) => body.orderId,
+    await expectAppliedOnce('shipping-sns', received, (body: { orderId: string }) => body.orderId, orderId);
+  });
+
+  it('without raw delivery, delivers SNS notifications that differ per publish; a consumer keyed on the envelope takes the copy as a duplicate, not a mismatch', async () => {
+    const { queue, id, orderId } = await publishTwiceToTopic('sns-envelope', {});
+
+    const received = await receiveAll(queue, 2);
+    const notifications = received.map((message) => JSON.parse(message.Body!));
+    expect(notifications).toEqual([
+      expect.objectContaining({
+        Type: 'Notification',
+        Message: JSON.stringify({ orderId }),
+        MessageAttributes: expect.objectContaining({
+          [IDEMPOTENCY_KEY_ATTRIBUTE]: { Type: 'String', Value: id },
+        }),
+      }),
+      expect.objectContaining({ Message: JSON.stringify({ orderId }) }),
+    ]);
+    expect(notifications[0].MessageId).not.toBe(notifications[1].MessageId);
+
+    await expectAppliedOnce(
+      'shipping-sns-envelope',
+      received,
+      (body: { Message: string }) => (JSON.parse(body.Message) as { orderId: string }).orderId,
+      orderId,
     );
-    expect(await shipping.deliver(received)).toEqual({ batchItemFailures: [] });
-    expect(shipping.outcomes()).toEqual(['processed', 'duplicate']);
-    expect(await local.readItem(shipmentsTable, { pk: orderId })).toEqual({ pk: orderId, shipped: 1 });
   });
 
   it('on a FIFO topic, deduplicates the second publish by the event id and groups by the entity', async () => {

@@ -22,6 +22,7 @@ import {
   type SqsEvent,
   scopeKey,
 } from '../../lambda';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import {
   EVENT_TYPE_ATTRIBUTE,
   IDEMPOTENCY_KEY_ATTRIBUTE,
@@ -195,6 +196,11 @@ describe('the README outbox chain on the emulator', () => {
         [OUTBOX_ATTRIBUTES.body]: JSON.stringify({ orderId: placed, amount: 4200 }),
         [OUTBOX_ATTRIBUTES.entity]: placed,
         [OUTBOX_ATTRIBUTES.source]: 'orders',
+        [OUTBOX_ATTRIBUTES.contentHash]: fingerprintOf([
+          'OrderConfirmed',
+          JSON.stringify({ orderId: placed, amount: 4200 }),
+          placed,
+        ]),
         [OUTBOX_ATTRIBUTES.createdAt]: expect.any(Number),
         [OUTBOX_ATTRIBUTES.expiresAt]: expect.any(Number),
       },

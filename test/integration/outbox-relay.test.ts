@@ -11,6 +11,7 @@ import type { Message as QueueMessage } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsHandler, fromAttribute, fromBody, type Message, scopeKey } from '../../lambda';
+import { fingerprintOf } from '../../lambda/core/fingerprint';
 import { createSqsDeadLetterSender } from '../../lambda/dead-letter/sqs-dead-letter-sender';
 import { atomic } from '../../lambda/modes/atomic';
 import type { UnitOfWork } from '../../lambda/modes/unit-of-work';
@@ -115,7 +116,8 @@ function orderService(outboxTable: string) {
   const run = (...orders: OrderPlaced[]) =>
     handler(sqsEvent(...orders.map((order) => sqsRecord(`m-${order.orderId}`, order))), lambdaContext());
   const outcomes = () => logger.entries.map(({ outcome, code }) => ({ outcome, code }));
-  return { run, outcomes };
+  const reasons = () => logger.entries.map(({ reason }) => reason);
+  return { run, outcomes, reasons };
 }
 
 /** The shipping service: one shipment per `OrderConfirmed`, keyed by the event id the relay carries. */
@@ -178,6 +180,11 @@ describe('the transactional outbox on the emulator', () => {
         [OUTBOX_ATTRIBUTES.body]: JSON.stringify(confirmed),
         [OUTBOX_ATTRIBUTES.entity]: confirmed.orderId,
         [OUTBOX_ATTRIBUTES.source]: 'orders',
+        [OUTBOX_ATTRIBUTES.contentHash]: fingerprintOf([
+          'OrderConfirmed',
+          JSON.stringify(confirmed),
+          confirmed.orderId,
+        ]),
         [OUTBOX_ATTRIBUTES.createdAt]: expect.any(Number),
         [OUTBOX_ATTRIBUTES.expiresAt]: expect.any(Number),
       },
@@ -386,5 +393,26 @@ describe('the transactional outbox on the emulator', () => {
     });
     expect(idsOf(await receiveAll(queue, 3))).toEqual(ids);
     expect(await local.receive(queue.url)).toEqual([]);
+  });
+
+  it('cancels the whole transaction when the outbox item meets another event under its id: nothing committed, dead-lettered as OUTBOX_COLLISION', async () => {
+    const outbox = await createOutboxTable();
+    const orders = orderService(outbox.name);
+    const order = { orderId: `o-${runId}-6`, sku: `in-stock-${runId}` };
+    const id = outboxEventId(scopeKey('orders', order.orderId), 'OrderConfirmed#0');
+    const other = { pk: id, eventType: 'SomethingElse', body: '{}' };
+    await client.send(new PutCommand({ TableName: outbox.name, Item: other }));
+    const stockBefore = await local.readItem(stockTable, { pk: order.sku });
+
+    expect(await orders.run(order)).toEqual({
+      batchItemFailures: [{ itemIdentifier: `m-${order.orderId}` }],
+    });
+
+    expect(orders.outcomes()).toEqual([{ outcome: 'permanent', code: 'OUTBOX_COLLISION' }]);
+    expect(orders.reasons()).toEqual([expect.stringContaining(`outbox put of event \`${id}\``)]);
+    expect(await local.scanItems(outbox.name)).toEqual([other]);
+    expect(await local.readItem(ordersTable, { pk: order.orderId })).toBeUndefined();
+    expect(await local.readItem(stockTable, { pk: order.sku })).toEqual(stockBefore);
+    expect(await local.readItem(inboxTable, { pk: scopeKey('orders', order.orderId) })).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@
  * transaction leaving no outbox item.
  */
 import { randomBytes } from 'node:crypto';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE, OUTBOX_ATTRIBUTES } from '../../lambda/core/contract';
 import { createOutboxWriter, outboxEventId } from '../../lambda/outbox';
@@ -71,5 +72,56 @@ describe('createOutboxWriter on the emulator', () => {
       index: 0,
     });
     expect(await local.scanItems(outboxTable)).toEqual(before);
+  });
+
+  it('answers a write retried after a lost response as a duplicate: one item per event, one order', async () => {
+    const orderId = `o-${runId}-4`;
+    const key = `req-${runId}-4`;
+    let lose = true;
+    // The emulator applies the transaction, then the response is lost on the way back.
+    const lossy = {
+      async send(command: Parameters<typeof client.send>[0]) {
+        const output = await client.send(command);
+        if (lose) {
+          lose = false;
+          throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+        }
+        return output;
+      },
+    } as unknown as typeof client;
+    const retried = createOutboxWriter({ client: lossy, tableName: outboxTable, producer: 'orders-api' });
+    const events = [...placed(orderId), { type: 'OrderNoted', detail: { orderId } }];
+
+    await expect(retried.write(events, newOrder(orderId), key)).rejects.toMatchObject({ code: 'NETWORK' });
+    const result = await retried.write(events, newOrder(orderId), key);
+
+    expect(result).toEqual({
+      kind: 'duplicate',
+      ids: [
+        outboxEventId(`orders-api#${key}`, 'OrderPlaced#0'),
+        outboxEventId(`orders-api#${key}`, 'OrderNoted#0'),
+      ],
+    });
+    const ids = new Set(result.ids);
+    expect((await local.scanItems(outboxTable)).filter((item) => ids.has(item.pk as string))).toHaveLength(2);
+    expect(await local.readItem(ordersTable, { pk: orderId })).toEqual({ pk: orderId, status: 'PLACED' });
+  });
+
+  it('refuses an event whose id holds another event (OUTBOX_COLLISION), writing nothing and replacing nothing', async () => {
+    const orderId = `o-${runId}-5`;
+    const key = `req-${runId}-5`;
+    const events = [...placed(orderId), { type: 'OrderNoted', detail: { orderId } }];
+    const other = { pk: outboxEventId(`orders-api#${key}`, 'OrderNoted#0'), eventType: 'Other', body: '{}' };
+    await client.send(new PutCommand({ TableName: outboxTable, Item: other }));
+
+    await expect(writer.write(events, newOrder(orderId), key)).rejects.toMatchObject({
+      code: 'OUTBOX_COLLISION',
+      disposition: 'permanent',
+    });
+    expect(await local.readItem(outboxTable, { pk: other.pk })).toEqual(other);
+    expect(
+      await local.readItem(outboxTable, { pk: outboxEventId(`orders-api#${key}`, 'OrderPlaced#0') }),
+    ).toBeUndefined();
+    expect(await local.readItem(ordersTable, { pk: orderId })).toBeUndefined();
   });
 });

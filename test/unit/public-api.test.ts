@@ -51,6 +51,7 @@ describe('package root', () => {
       'fromCloudEvent',
       'fromDeduplicationId',
       'fromMessageId',
+      'fromOutboxEnvelope',
       'fromRecord',
       'isEffectivelyOnceError',
       'isReplayableStatus',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
 import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
+import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import { type AtomicHandler, type AtomicOptions, atomic } from '../../../lambda/modes/atomic';
 import { createUnitOfWork } from '../../../lambda/modes/unit-of-work';
 import { MAX_DESTINATION_MESSAGE_BYTES, outboxEventId, publishedMessageBytes } from '../../../lambda/outbox';
@@ -59,6 +60,7 @@ describe('unitOfWork.emit in atomic mode', () => {
     expect(store.calls.map((call) => call.method)).toEqual(['commit']);
     const [, writes] = store.calls[0]!.args as [unknown, unknown[]];
     const id = outboxEventId(scopeKey('orders', 'o-1'), 'OrderConfirmed#0');
+    const contentHash = fingerprintOf(['OrderConfirmed', '{"orderId":"o-1"}', 'o-1']);
     expect(writes).toEqual([
       { Put: { TableName: 'Orders', Item: { pk: 'o-1', status: 'CONFIRMED' } } },
       {
@@ -70,9 +72,13 @@ describe('unitOfWork.emit in atomic mode', () => {
             [OUTBOX_ATTRIBUTES.body]: '{"orderId":"o-1"}',
             [OUTBOX_ATTRIBUTES.entity]: 'o-1',
             [OUTBOX_ATTRIBUTES.source]: 'orders',
+            [OUTBOX_ATTRIBUTES.contentHash]: contentHash,
             [OUTBOX_ATTRIBUTES.createdAt]: T0,
             [OUTBOX_ATTRIBUTES.expiresAt]: T0 / 1000 + 3600,
           },
+          ConditionExpression: 'attribute_not_exists(#pk) OR #contentHash = :contentHash',
+          ExpressionAttributeNames: { '#pk': 'pk', '#contentHash': 'contentHash' },
+          ExpressionAttributeValues: { ':contentHash': contentHash },
         },
       },
     ]);
@@ -135,6 +141,22 @@ describe('unitOfWork.emit in atomic mode', () => {
       }),
     );
     expect(unitOfWork.writes).toHaveLength(1);
+  });
+
+  it('dead-letters a message whose outbox item meets another event under its id, committing nothing (OUTBOX_COLLISION)', async () => {
+    const { store, logger, metrics, processBatch } = setup();
+    const id = outboxEventId(scopeKey('orders', 'o-1'), 'OrderConfirmed#0');
+    const other = { pk: id, eventType: 'SomethingElse', body: '{}' };
+    store.seed('Outbox', other);
+
+    expect(await processBatch(message('m-1', { orderId: 'o-1' }))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-1' }],
+    });
+
+    expect(store.items('Orders')).toEqual([]);
+    expect(store.items('Outbox')).toEqual([other]);
+    expect(metrics.published[0]?.counts).toEqual(counts({ permanent: 1 }));
+    expect(logger.entries.at(-1)).toMatchObject({ outcome: 'permanent', code: 'OUTBOX_COLLISION' });
   });
 
   it('dead-letters a message whose event is too large for its destination before anything is committed (ITEM_TOO_LARGE)', async () => {

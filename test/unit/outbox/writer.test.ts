@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import { createOutboxWriter, outboxEventId } from '../../../lambda/outbox';
 import { manualClock } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
@@ -51,6 +52,65 @@ describe('the outbox writer', () => {
       ids: first.ids,
     });
     expect(store.items('Outbox')).toEqual(outbox);
+  });
+
+  it('puts every outbox item only if its id is free or holds the same event', async () => {
+    const { store, writer } = setup();
+    const events = [...placed('o-1'), { type: 'OrderNoted', detail: { orderId: 'o-1' } }];
+
+    await writer.write(events, orderRow('o-1'), 'req-1');
+
+    const [writes] = store.calls[0]!.args as [{ Put?: Record<string, unknown> }[]];
+    const body = '{"orderId":"o-1"}';
+    const condition = (...content: unknown[]) => ({
+      ConditionExpression: 'attribute_not_exists(#pk) OR #contentHash = :contentHash',
+      ExpressionAttributeNames: { '#pk': 'pk', '#contentHash': 'contentHash' },
+      ExpressionAttributeValues: { ':contentHash': fingerprintOf(content) },
+    });
+    expect(
+      writes.map(({ Put }) => ({
+        ConditionExpression: Put?.ConditionExpression,
+        ExpressionAttributeNames: Put?.ExpressionAttributeNames,
+        ExpressionAttributeValues: Put?.ExpressionAttributeValues,
+      })),
+    ).toEqual([
+      condition('OrderPlaced', body, 'o-1'),
+      condition('OrderNoted', body, null),
+      {
+        ConditionExpression: undefined,
+        ExpressionAttributeNames: undefined,
+        ExpressionAttributeValues: undefined,
+      },
+    ]);
+  });
+
+  it('throws OUTBOX_COLLISION when an event meets another event under its id, writing nothing', async () => {
+    const { store, writer } = setup();
+    const events = [...placed('o-1'), { type: 'OrderNoted', detail: { orderId: 'o-1' } }];
+    const other = { pk: outboxEventId('orders-api#req-1', 'OrderNoted#0'), eventType: 'Other', body: '{}' };
+    store.seed('Outbox', other);
+
+    await expect(writer.write(events, orderRow('o-1'), 'req-1')).rejects.toMatchObject({
+      code: 'OUTBOX_COLLISION',
+      disposition: 'permanent',
+    });
+    expect(store.items('Outbox')).toEqual([other]);
+    expect(store.items('Orders')).toEqual([]);
+  });
+
+  it('passes an event whose id already holds that same event (its item expired with the marker, say)', async () => {
+    const { store, writer } = setup();
+    const noted = { type: 'OrderNoted', detail: { orderId: 'o-1' } };
+    const same = {
+      pk: outboxEventId('orders-api#req-1', 'OrderNoted#0'),
+      eventType: 'OrderNoted',
+      body: '{"orderId":"o-1"}',
+      contentHash: fingerprintOf(['OrderNoted', '{"orderId":"o-1"}', null]),
+    };
+    store.seed('Outbox', same);
+
+    expect((await writer.write([...placed('o-1'), noted], orderRow('o-1'), 'req-1')).kind).toBe('written');
+    expect(store.items('Outbox')).toHaveLength(2);
   });
 
   it('reports a key reused with other events as a mismatch, writing nothing', async () => {
