@@ -15,6 +15,21 @@
 export const OUTSIDE_SQS_TEXT_GLOBAL = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
 /**
+ * JSON text that SQS (and SNS, and EventBridge) accepts, for the same value: `JSON.stringify`
+ * already escapes control characters and lone surrogates; the two noncharacters U+FFFE and U+FFFF,
+ * which SQS refuses, are escaped here too (`\ufffe`, `\uffff`), so the parsed JSON is unchanged.
+ */
+export function toSqsJson(value: object): string;
+/** `undefined` for a value JSON cannot hold (`undefined`, a function), as `JSON.stringify`. */
+export function toSqsJson(value: unknown): string | undefined;
+export function toSqsJson(value: unknown): string | undefined {
+  return JSON.stringify(value)?.replace(
+    OUTSIDE_SQS_TEXT_GLOBAL,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/**
  * "The minimum message size is 1 byte (1 character). The maximum is 1,048,576 bytes (1 MiB)."
  * (Amazon SQS API Reference, SendMessage, MessageBody.) A queue's `MaximumMessageSize` may be set
  * lower, from 1,024 bytes: the writers take the dead-letter queue's own limit.

@@ -3,6 +3,7 @@
  * same transaction as the business writes, for the relay to publish. Transport-free: ids,
  * attributes and the destination's size limit, checked before the commit.
  */
+
 import {
   EVENT_TYPE_ATTRIBUTE,
   IDEMPOTENCY_KEY_ATTRIBUTE,
@@ -14,6 +15,7 @@ import {
 import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
+import { toSqsJson } from '../dead-letter/sqs-limits';
 
 /** An event to publish once its commit succeeds. */
 export interface OutboxEvent<TDetail = unknown> {
@@ -159,6 +161,9 @@ export interface OutboxPut {
   readonly ExpressionAttributeValues: Readonly<Record<string, unknown>>;
 }
 
+/** The longest EventBridge `DetailType`, the type of an event published to EventBridge. */
+export const MAX_EVENTBRIDGE_DETAIL_TYPE_LENGTH = 128;
+
 /**
  * The condition of every outbox put: no item has the event's id, or the item holds this very
  * event (the same `contentHash`, of its type, body and entity). The relay publishes inserts only, so an unconditional put
@@ -192,6 +197,14 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
   }
   const body = detailJson(event.detail, type);
   const destination = settings.destination ?? { kind: 'sqs' };
+  // "DetailType … Length Constraints: … Maximum length of 128" (EventBridge API Reference,
+  // PutEventsRequestEntry): a longer type would fail its entry at the relay, so it is refused here.
+  if (destination.kind === 'eventbridge' && type.length > MAX_EVENTBRIDGE_DETAIL_TYPE_LENGTH) {
+    throw new EffectivelyOnceError(
+      'VALIDATION',
+      `emit: the event's \`type\` is the EventBridge \`DetailType\`, at most ${MAX_EVENTBRIDGE_DETAIL_TYPE_LENGTH} characters; got ${type.length}`,
+    );
+  }
   const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {
     throw new EffectivelyOnceError(
@@ -257,10 +270,15 @@ export function eventBridgeDetail(message: Pick<OutboxMessage, 'id' | 'type' | '
   return `{"metadata":${metadata},"data":${message.body}}`;
 }
 
+/**
+ * The detail's JSON text, with the characters SQS and SNS refuse in a message (U+FFFE, U+FFFF)
+ * written as JSON escapes (`toSqsJson`): the receiver parses the same detail, and no destination
+ * refuses the body for its characters.
+ */
 function detailJson(detail: unknown, type: string): string {
   let text: string | undefined;
   try {
-    text = JSON.stringify(detail);
+    text = toSqsJson(detail);
   } catch (error) {
     throw new EffectivelyOnceError('VALIDATION', `emit: the detail of event \`${type}\` is not JSON`, {
       cause: error,

@@ -15,7 +15,7 @@ import { STREAM_RECORD_ATTRIBUTES } from '../core/contract';
 import type { DeadLetterWriter, MessageAttribute } from '../core/inbound-message';
 import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
 import { toAttributeText, toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
-import { OUTSIDE_SQS_TEXT_GLOBAL, sqsMessageBytes } from '../dead-letter/sqs-limits';
+import { sqsMessageBytes, toSqsJson } from '../dead-letter/sqs-limits';
 
 /** The `format` of a stream dead letter's body, version 1. */
 export const STREAM_DEAD_LETTER_FORMAT = 'effectively-once/stream-dead-letter@1';
@@ -103,18 +103,6 @@ export function utf8TextOf(data: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * JSON text that SQS accepts: `JSON.stringify` already escapes control characters and lone
- * surrogates; the two noncharacters U+FFFE and U+FFFF, which SQS refuses, are escaped here too
- * (`\ufffe`, `\uffff`), so the parsed JSON is unchanged.
- */
-export function toSqsJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    OUTSIDE_SQS_TEXT_GLOBAL,
-    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }
 
 /** The whole data: as text when it is well-formed UTF-8, else base64. */
