@@ -44,6 +44,19 @@ export function deadlineMarginFor(marginMillis: number, remainingMillis: number)
   return Math.min(marginMillis, Math.floor(Math.max(0, remainingMillis) * DEADLINE_MARGIN_MAX_SHARE));
 }
 
+/**
+ * When an invocation stops starting work: `nowMillis` plus the time it has left, less the margin
+ * (`deadlineMarginFor`); `Infinity` without a remaining time (no Lambda context).
+ */
+export function invocationDeadline(
+  nowMillis: number,
+  remainingMillis: number | undefined,
+  marginMillis: number,
+): number {
+  if (remainingMillis === undefined || Number.isNaN(remainingMillis)) return Infinity;
+  return nowMillis + remainingMillis - deadlineMarginFor(marginMillis, remainingMillis);
+}
+
 /** How a dead-lettered message left the queue, as logged in the `deadLetter` field. */
 type DeadLetterResult = 'redrive' | 'sent' | 'send-failed';
 
@@ -163,10 +176,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
     const remaining = context?.getRemainingTimeInMillis?.();
     // The time the invocation has left when it starts; modes may derive a lease from it.
     const remainingMillis = typeof remaining === 'number' ? remaining : undefined;
-    const deadline =
-      remainingMillis === undefined
-        ? Infinity
-        : clock() + remainingMillis - deadlineMarginFor(config.deadlineMarginMillis, remainingMillis);
+    const deadline = invocationDeadline(clock(), remainingMillis, config.deadlineMarginMillis);
     const prepared = records.map((record) => prepareMessage(record, config, context));
 
     const lastOfGroup = new Map<string, number>();

@@ -20,19 +20,31 @@ export interface SqsDeadLetterSenderOptions {
 /** SQS accepts at most this many message attributes per message. */
 const MAX_ATTRIBUTES = SQS_MAX_MESSAGE_ATTRIBUTES;
 /** Longest reason kept in the `eo-reason` attribute, in code points; the full reason is in the log line. */
-const MAX_REASON_LENGTH = 1024;
+export const MAX_REASON_LENGTH = 1024;
+/**
+ * The longest reason a dead letter keeps when the whole one would not fit its queue, in code
+ * points (an SQS message near its size limit, the smallest stream dead letter).
+ */
+export const SHORT_REASON_LENGTH = 128;
+
+/**
+ * `text` cut to at most `max` code points, the last one `…` when cut. Cut by code points, never
+ * UTF-16 units, so no surrogate pair is split in half.
+ */
+export function cutText(text: string, max: number): string {
+  // Shorter in UTF-16 units means shorter in code points too: no split needed.
+  if (text.length <= max) return text;
+  const codePoints = Array.from(text);
+  return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : text;
+}
 
 /**
  * A string attribute value SQS accepts: characters outside XML 1.0 (a lone surrogate among
  * them) become `?`, and a value longer than `max` code points is cut to `max - 1` code points
- * and `…`. Cut by code points, never UTF-16 units, so no surrogate pair is split in half.
+ * and `…` (`cutText`).
  */
 export function toAttributeText(value: string, max = Number.POSITIVE_INFINITY): string {
-  const clean = value.replace(OUTSIDE_SQS_TEXT_GLOBAL, '?');
-  // Shorter in UTF-16 units means shorter in code points too: no split needed.
-  if (clean.length <= max) return clean;
-  const codePoints = Array.from(clean);
-  return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : clean;
+  return cutText(value.replace(OUTSIDE_SQS_TEXT_GLOBAL, '?'), max);
 }
 
 /**

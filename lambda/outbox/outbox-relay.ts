@@ -6,7 +6,7 @@
  * on the event id. What the caller leaves out comes from the `Outbox` construct's environment.
  */
 
-import { deadlineMarginFor } from '../core/batch-processor';
+import { invocationDeadline } from '../core/batch-processor';
 import {
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   DEFAULT_METRIC_NAMESPACE,
@@ -292,8 +292,11 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
   /** When records stop starting: the timeout less the margin; never without a context. */
   function deadlineOf(context: LambdaContext | undefined): number {
     const remaining = context?.getRemainingTimeInMillis?.();
-    if (typeof remaining !== 'number' || Number.isNaN(remaining)) return Infinity;
-    return clock() + remaining - deadlineMarginFor(deadlineMarginMillis, remaining);
+    return invocationDeadline(
+      clock(),
+      typeof remaining === 'number' ? remaining : undefined,
+      deadlineMarginMillis,
+    );
   }
 
   async function relay(

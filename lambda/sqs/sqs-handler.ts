@@ -23,7 +23,11 @@ import type { Message } from '../core/message';
 import type { ModeDefaults } from '../core/mode';
 import type { BatchProcessorOptions } from '../core/options';
 import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
-import { toAttributeText, toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
+import {
+  SHORT_REASON_LENGTH,
+  toAttributeText,
+  toDeadLetterAttributes,
+} from '../dead-letter/sqs-dead-letter-sender';
 import { SQS_MAX_MESSAGE_BYTES, sqsMessageBytes } from '../dead-letter/sqs-limits';
 import {
   fifoGroupOf,
@@ -86,9 +90,6 @@ export function sqsBatchResponse(
   });
   return { batchItemFailures: [...failed].map((itemIdentifier) => ({ itemIdentifier })) };
 }
-
-/** The longest reason a dead letter keeps when the whole one would not fit its queue, in code points. */
-const SHORT_REASON_LENGTH = 128;
 
 /**
  * The SQS dead letter of a record: its body and attributes unchanged (so it can be redriven

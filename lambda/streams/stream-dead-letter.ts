@@ -14,7 +14,13 @@ import { createHash } from 'node:crypto';
 import { STREAM_RECORD_ATTRIBUTES } from '../core/contract';
 import type { DeadLetterWriter, MessageAttribute } from '../core/inbound-message';
 import type { DeadLetterMessage, DeadLetterSender } from '../dead-letter/dead-letter-message';
-import { toAttributeText, toDeadLetterAttributes } from '../dead-letter/sqs-dead-letter-sender';
+import {
+  cutText,
+  MAX_REASON_LENGTH,
+  SHORT_REASON_LENGTH,
+  toAttributeText,
+  toDeadLetterAttributes,
+} from '../dead-letter/sqs-dead-letter-sender';
 import { sqsMessageBytes, toSqsJson } from '../dead-letter/sqs-limits';
 
 /** The `format` of a stream dead letter's body, version 1. */
@@ -128,18 +134,6 @@ export function streamRecordAttributes(coordinates: StreamCoordinates): Record<s
   return attributes;
 }
 
-/** The longest reason a truncated dead letter's body keeps, in code points (as `eo-reason`). */
-const TRUNCATED_REASON_LENGTH = 1024;
-/** The longest reason the smallest dead letter keeps, in code points, in its body and `eo-reason`. */
-const MINIMAL_REASON_LENGTH = 128;
-
-/** `text` cut to `max` code points, the last one `…` when cut (never splitting a surrogate pair). */
-function cutText(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const codePoints = Array.from(text);
-  return codePoints.length > max ? `${codePoints.slice(0, max - 1).join('')}…` : text;
-}
-
 /**
  * The dead-letter message of a stream record, the first of three that fits `maxMessageBytes`
  * (body and attributes, counted as SQS counts them):
@@ -197,10 +191,10 @@ export function streamDeadLetterMessage(
   const truncatedData: StreamDeadLetterData = { truncated: true, bytes: data.bytes, sha256: data.sha256 };
   const truncated: DeadLetterMessage = {
     ...base,
-    body: body(coordinates, cutText(letter.reason, TRUNCATED_REASON_LENGTH), truncatedData),
+    body: body(coordinates, cutText(letter.reason, MAX_REASON_LENGTH), truncatedData),
   };
   if (fits(truncated)) return truncated;
-  const reason = cutText(letter.reason, MINIMAL_REASON_LENGTH);
+  const reason = cutText(letter.reason, SHORT_REASON_LENGTH);
   const pointer: StreamCoordinates = {
     ...(coordinates.eventSourceArn === undefined ? {} : { eventSourceArn: coordinates.eventSourceArn }),
     ...(coordinates.shardId === undefined ? {} : { shardId: coordinates.shardId }),
