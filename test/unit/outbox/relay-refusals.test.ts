@@ -15,6 +15,8 @@ import {
 } from '../../../lambda/outbox';
 import { STREAM_DEAD_LETTER_FORMAT } from '../../../lambda/streams/stream-dead-letter';
 import type { AttributeValue, DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
+import { createConformingEventBridgeClient } from '../../support/aws-limits/eventbridge';
+import { createConformingSnsClient } from '../../support/aws-limits/sns';
 import { createConformingSqsClient } from '../../support/aws-limits/sqs';
 import { captureLogger } from '../../support/fixtures';
 import {
@@ -266,6 +268,69 @@ describe('the outbox relay with a destination that refuses an event', () => {
       batchItemFailures: [{ itemIdentifier: '4' }],
     });
     expect(deadLetter.sent).toHaveLength(2);
+  });
+
+  it("dead-letters what SNS's and EventBridge's documented limits refuse (a FIFO group id with a space, a DetailType over 128 characters), and publishes the next events", async () => {
+    // What reaches the services past the conformance layers: the ids of the events sent.
+    const published: string[] = [];
+    const recorder = {
+      async send(command: { input: unknown }) {
+        const input = command.input as {
+          MessageAttributes?: Record<string, { StringValue?: string }>;
+          Entries?: { Detail?: string }[];
+        };
+        published.push(
+          input.MessageAttributes?.['idempotency-key']?.StringValue ??
+            JSON.parse(input.Entries?.[0]?.Detail ?? '{}').metadata?.['idempotency-key'],
+        );
+        return { FailedEntryCount: 0, Entries: [{ EventId: 'x' }], MessageId: 'm' };
+      },
+    };
+    const snsDeadLetters = captureDeadLetters();
+    const snsRelay = createOutboxRelay({
+      destination: snsDestination({
+        client: createConformingSnsClient(recorder) as never,
+        topicArn: 'arn:aws:sns:us-east-1:123456789012:orders.fifo',
+      }),
+      deadLetter: snsDeadLetters,
+      logger: captureLogger(),
+    });
+
+    expect(
+      await snsRelay({
+        Records: [inserted('1', 'e-1', '{}', 'order 1'), inserted('2', 'e-2', '{}', 'order-2')],
+      }),
+    ).toEqual({ batchItemFailures: [] });
+    expect(published).toEqual(['e-2']);
+    expect(snsDeadLetters.sent.map(({ code, dedupKey }) => ({ code, dedupKey }))).toEqual([
+      { code: 'VALIDATION', dedupKey: 'e-1' },
+    ]);
+
+    // An item written before `emit` checked the type's length (or by another writer).
+    const longType = dynamoDbStreamRecord('3', {
+      eventName: 'INSERT',
+      keys: { [OUTBOX_ATTRIBUTES.pk]: { S: 'e-3' } },
+      newImage: { ...image('e-3', '{}'), [OUTBOX_ATTRIBUTES.type]: { S: 'T'.repeat(129) } },
+      eventId: 'ev-3',
+    });
+    const eventBridgeDeadLetters = captureDeadLetters();
+    const eventBridgeRelay = createOutboxRelay({
+      destination: eventBridgeDestination({
+        client: createConformingEventBridgeClient(recorder) as never,
+        eventBusName: 'orders',
+        source: 'orders',
+      }),
+      deadLetter: eventBridgeDeadLetters,
+      logger: captureLogger(),
+    });
+
+    expect(await eventBridgeRelay({ Records: [longType, inserted('4', 'e-4')] })).toEqual({
+      batchItemFailures: [],
+    });
+    expect(published).toEqual(['e-2', 'e-4']);
+    expect(
+      eventBridgeDeadLetters.sent.map(({ code, dedupKey, reason }) => ({ code, dedupKey, reason })),
+    ).toEqual([{ code: 'VALIDATION', dedupKey: 'e-3', reason: expect.stringContaining('InvalidArgument') }]);
   });
 
   it('checkpoints at a refused event when it has no dead-letter queue, or the dead letter cannot be sent', async () => {
