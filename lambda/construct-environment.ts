@@ -99,11 +99,17 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
  * The defaults the construct's settings in `environment` supply to a mode: the lease of a
  * two-phase claim (`EO_LEASE_MILLIS`, the function timeout) and the outbox atomic mode emits to
  * (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND`,
- * `EO_OUTBOX_EVENT_SOURCE`). A mode's own option wins.
+ * `EO_OUTBOX_EVENT_SOURCE`, `EO_OUTBOX_DESTINATION_FIFO`). A mode's own option wins.
  */
 export function constructModeDefaults(environment: Environment): ModeDefaults {
-  const { leaseMillis, outboxTableName, outboxRetentionSeconds, outboxDestinationKind, outboxEventSource } =
-    readConstructSettings(environment);
+  const {
+    leaseMillis,
+    outboxTableName,
+    outboxRetentionSeconds,
+    outboxDestinationKind,
+    outboxEventSource,
+    outboxDestinationFifo,
+  } = readConstructSettings(environment);
   return {
     ...(leaseMillis === undefined ? {} : { leaseMillis }),
     ...(outboxTableName === undefined
@@ -114,6 +120,7 @@ export function constructModeDefaults(environment: Environment): ModeDefaults {
             ...(outboxRetentionSeconds === undefined ? {} : { retentionSeconds: outboxRetentionSeconds }),
             ...(outboxDestinationKind === undefined ? {} : { destinationKind: outboxDestinationKind }),
             ...(outboxEventSource === undefined ? {} : { eventSource: outboxEventSource }),
+            ...(outboxDestinationFifo === undefined ? {} : { destinationFifo: outboxDestinationFifo }),
           },
         }),
   };

@@ -53,6 +53,8 @@ export interface ConstructSettings {
   readonly outboxDestinationKind?: OutboxDestinationKind;
   /** `EO_OUTBOX_EVENT_SOURCE`: the `Source` of the relay's EventBridge entries, counted in their size. */
   readonly outboxEventSource?: string;
+  /** `EO_OUTBOX_DESTINATION_FIFO`: whether the relay's queue or topic is FIFO (events need a valid group id). */
+  readonly outboxDestinationFifo?: boolean;
 }
 
 /** SQS's largest `MaximumMessageSize`, 1 MiB: the most `EO_DEAD_LETTER_MAX_MESSAGE_BYTES` may say. */
@@ -68,6 +70,12 @@ function positiveInteger(name: string, value: string | undefined, max?: number):
     value,
   );
   return parsed;
+}
+
+function booleanText(name: string, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  expectOption(value === 'true' || value === 'false', name, "'true' or 'false'", value);
+  return value === 'true';
 }
 
 function oneOf<T extends string>(
@@ -142,6 +150,7 @@ export function readConstructSettings(environment: Environment): ConstructSettin
       OUTBOX_DESTINATION_KINDS,
     ),
     outboxEventSource: read(OUTBOX_ENV.eventSource),
+    outboxDestinationFifo: booleanText(OUTBOX_ENV.destinationFifo, read(OUTBOX_ENV.destinationFifo)),
   };
   for (const field of Object.keys(settings)) {
     if (settings[field] === undefined) delete settings[field];

@@ -50,6 +50,8 @@ export interface OutboxDefaults {
   readonly destinationKind?: OutboxDestinationKind;
   /** The `Source` of the relay's EventBridge entries (`eventbridge` only), counted in their size. */
   readonly eventSource?: string;
+  /** Whether the relay's queue or topic is FIFO: each event's group id must be one it takes. */
+  readonly destinationFifo?: boolean;
 }
 
 /** What a mode is created with: the store and the settings common to every mode, validated. */

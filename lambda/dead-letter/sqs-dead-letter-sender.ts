@@ -7,7 +7,7 @@ import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '
 import { DEAD_LETTER_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError } from '../core/errors';
 import type { DeadLetterMessage, DeadLetterSender } from './dead-letter-message';
-import { OUTSIDE_SQS_TEXT_GLOBAL, SQS_MAX_MESSAGE_ATTRIBUTES } from './sqs-limits';
+import { isSqsFifoId, OUTSIDE_SQS_TEXT_GLOBAL, SQS_MAX_MESSAGE_ATTRIBUTES } from './sqs-limits';
 
 /** Options of {@link createSqsDeadLetterSender}. */
 export interface SqsDeadLetterSenderOptions {
@@ -48,18 +48,11 @@ export function toAttributeText(value: string, max = Number.POSITIVE_INFINITY): 
 }
 
 /**
- * "The length of MessageGroupId is 128 characters. Valid values: alphanumeric characters and
- * punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~)." The same holds for MessageDeduplicationId
- * (Amazon SQS API Reference, SendMessage).
- */
-const FIFO_ID = /^[\x21-\x7e]{1,128}$/;
-
-/**
  * `value` as a FIFO group or deduplication id: itself when SQS accepts it, else its SHA-256 (hex,
  * 64 characters), so the same value always maps to the same id.
  */
 export function toFifoId(value: string): string {
-  return FIFO_ID.test(value) ? value : createHash('sha256').update(value, 'utf8').digest('hex');
+  return isSqsFifoId(value) ? value : createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
 function text(value: string, max?: number): MessageAttributeValue {

@@ -44,6 +44,20 @@ export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
  */
 export const DEFAULT_DEAD_LETTER_MAX_MESSAGE_BYTES = 262_144;
 
+/**
+ * "The length of MessageGroupId is 128 characters. Valid values: alphanumeric characters and
+ * punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~)." The same holds for MessageDeduplicationId
+ * (Amazon SQS API Reference, SendMessage), and for an SNS FIFO topic's group and deduplication
+ * ids (Amazon SNS API Reference, Publish: "MessageGroupId can contain up to 128 alphanumeric
+ * characters (a-z, A-Z, 0-9) and punctuation").
+ */
+const FIFO_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Whether SQS and SNS take `value` as a FIFO group or deduplication id: 1 to 128 of `!`…`~`. */
+export function isSqsFifoId(value: string): boolean {
+  return FIFO_ID.test(value);
+}
+
 /** "A message can have up to 10 metadata attributes." (Amazon SQS message quotas.) */
 export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
 

@@ -262,13 +262,15 @@ function resolveOutbox(
     'a positive integer',
     retentionSeconds,
   );
-  // An own destination kind comes with its own event source; else the construct's fill in.
+  // An own destination kind comes with its own event source and FIFO flag; else the
+  // construct's fill in.
   const sizing: DestinationSizingOptions =
     own?.destinationKind !== undefined
       ? own
       : {
           destinationKind: configured?.destinationKind,
           eventSource: own?.eventSource ?? configured?.eventSource,
+          destinationFifo: own?.destinationFifo ?? configured?.destinationFifo,
         };
   return {
     tableName: tableName as string,

@@ -15,7 +15,7 @@ import {
 import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
-import { toSqsJson } from '../dead-letter/sqs-limits';
+import { isSqsFifoId, toSqsJson } from '../dead-letter/sqs-limits';
 
 /** An event to publish once its commit succeeds. */
 export interface OutboxEvent<TDetail = unknown> {
@@ -38,13 +38,20 @@ export interface OutboxMessage {
 }
 
 /**
- * What the size of a published event depends on: the destination's kind and, on an EventBridge
- * bus, the `Source` of its entries (counted in an entry's size).
+ * What the destination's rules for a published event depend on: its kind, whether a queue or
+ * topic is FIFO (its events need a valid `MessageGroupId`) and, on an EventBridge bus, the
+ * `Source` of its entries (counted in an entry's size).
  */
 export type OutboxDestinationSizing =
   | {
       /** An SQS queue or SNS topic: the body and the two message attributes count. */
       readonly kind: Exclude<OutboxDestinationKind, 'eventbridge'>;
+      /**
+       * A FIFO queue or topic: the relay sends each event's `entity` (else its `type`) as the
+       * `MessageGroupId`, which must be 1 to 128 ASCII letters, digits and punctuation.
+       * @default false
+       */
+      readonly fifo?: boolean;
     }
   | {
       /** An EventBridge bus: the whole entry counts (`Source`, `DetailType`, the `Detail` envelope). */
@@ -68,17 +75,26 @@ export interface DestinationSizingOptions {
    * @default none
    */
   readonly eventSource?: string;
+  /**
+   * Whether the relay's queue or topic is FIFO (`EO_OUTBOX_DESTINATION_FIFO`): each event's
+   * `entity` (else its `type`) is then its `MessageGroupId`, which SQS and SNS take only as 1 to
+   * 128 ASCII letters, digits and punctuation; an event whose group id they would refuse is a
+   * `VALIDATION` error before anything is committed. Not allowed with `'eventbridge'`.
+   * @default false
+   */
+  readonly destinationFifo?: boolean;
 }
 
 /**
- * Checks `options` (at cold start, `INVALID_OPTIONS` naming `<prefix>destinationKind` or
- * `<prefix>eventSource`) and returns how events are sized for that destination.
+ * Checks `options` (at cold start, `INVALID_OPTIONS` naming `<prefix>destinationKind`,
+ * `<prefix>eventSource` or `<prefix>destinationFifo`) and returns the destination's rules events
+ * are checked against.
  */
 export function resolveDestinationSizing(
   prefix: string,
   options: DestinationSizingOptions,
 ): OutboxDestinationSizing {
-  const { destinationKind = 'sqs', eventSource } = options;
+  const { destinationKind = 'sqs', eventSource, destinationFifo } = options;
   expectOption(
     (OUTBOX_DESTINATION_KINDS as readonly unknown[]).includes(destinationKind),
     `${prefix}destinationKind`,
@@ -92,8 +108,20 @@ export function resolveDestinationSizing(
       "left out unless `destinationKind` is 'eventbridge'",
       eventSource,
     );
-    return { kind: destinationKind };
+    expectOption(
+      destinationFifo === undefined || typeof destinationFifo === 'boolean',
+      `${prefix}destinationFifo`,
+      'a boolean',
+      destinationFifo,
+    );
+    return destinationFifo === true ? { kind: destinationKind, fifo: true } : { kind: destinationKind };
   }
+  expectOption(
+    destinationFifo === undefined || destinationFifo === false,
+    `${prefix}destinationFifo`,
+    "left out unless `destinationKind` is 'sqs' or 'sns' (an EventBridge bus is not FIFO)",
+    destinationFifo,
+  );
   expectOption(
     typeof eventSource === 'string' && eventSource.length > 0 && eventSource.length <= 256,
     `${prefix}eventSource`,
@@ -205,6 +233,9 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
       `emit: the event's \`type\` is the EventBridge \`DetailType\`, at most ${MAX_EVENTBRIDGE_DETAIL_TYPE_LENGTH} characters; got ${type.length}`,
     );
   }
+  if (destination.kind !== 'eventbridge' && destination.fifo === true) {
+    assertFifoGroupId(entity, type);
+  }
   const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {
     throw new EffectivelyOnceError(
@@ -229,6 +260,28 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
     ExpressionAttributeNames: { '#pk': OUTBOX_ATTRIBUTES.pk, '#contentHash': OUTBOX_ATTRIBUTES.contentHash },
     ExpressionAttributeValues: { ':contentHash': contentHash },
   };
+}
+
+/**
+ * Throws `VALIDATION` unless a FIFO queue or topic takes the event's group id, its `entity` or
+ * else its `type` (see `isSqsFifoId`): the relay would have the send refused. The message names
+ * the first character refused by its code point and position, not the value (an entity may be a
+ * customer's identifier, and the reason travels into dead letters and logs).
+ */
+function assertFifoGroupId(entity: string | undefined, type: string): void {
+  const groupId = entity ?? type;
+  if (isSqsFifoId(groupId)) return;
+  const field = entity === undefined ? "the event's `type` (it has no `entity`)" : '`entity`';
+  const characters = Array.from(groupId);
+  const refused = characters.findIndex((character) => !isSqsFifoId(character));
+  const why =
+    refused >= 0
+      ? `character U+${(characters[refused]?.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at position ${refused + 1}`
+      : `${characters.length} characters`;
+  throw new EffectivelyOnceError(
+    'VALIDATION',
+    `emit: on a FIFO destination ${field} is the \`MessageGroupId\`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has ${why}`,
+  );
 }
 
 /**

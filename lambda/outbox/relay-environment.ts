@@ -65,27 +65,16 @@ export function readOutboxRelaySettings(environment: Environment): OutboxRelaySe
     const value = environment[name];
     return value === undefined || value.trim() === '' ? undefined : value;
   };
-  const kind = read(OUTBOX_ENV.destinationKind);
-  expectOption(
-    kind === undefined || (OUTBOX_DESTINATION_KINDS as readonly string[]).includes(kind),
-    OUTBOX_ENV.destinationKind,
-    `one of ${OUTBOX_DESTINATION_KINDS.map((known) => `'${known}'`).join(', ')}`,
-    kind,
-  );
-  const fifo = read(OUTBOX_ENV.destinationFifo);
-  expectOption(
-    fifo === undefined || fifo === 'true' || fifo === 'false',
-    OUTBOX_ENV.destinationFifo,
-    "'true' or 'false'",
-    fifo,
-  );
+  // The kind and the FIFO flag are checked by `readConstructSettings` (every writer reads them).
+  const kind = settings.outboxDestinationKind;
+  const fifo = settings.outboxDestinationFifo;
   const eventSource = read(OUTBOX_ENV.eventSource);
   if (eventSource !== undefined) assertEventSource(OUTBOX_ENV.eventSource, eventSource);
   const outbox: Record<string, unknown> = {
     destinationKind: kind,
     destinationArn: read(OUTBOX_ENV.destinationArn),
     destinationQueueUrl: read(OUTBOX_ENV.destinationQueueUrl),
-    destinationFifo: fifo === undefined ? undefined : fifo === 'true',
+    destinationFifo: fifo,
     eventSource,
   };
   for (const field of Object.keys(outbox)) {

@@ -222,6 +222,7 @@ describe('outboxDestinationFromEnvironment', () => {
     ).toEqual({
       outboxTableName: 'outbox',
       outboxDestinationKind: 'sns',
+      outboxDestinationFifo: true,
       destinationKind: 'sns',
       destinationArn: `${TOPIC_ARN}.fifo`,
       destinationFifo: true,
