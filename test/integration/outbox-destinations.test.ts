@@ -10,15 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import {
-  CreateEventBusCommand,
-  DeleteEventBusCommand,
-  DeleteRuleCommand,
-  EventBridgeClient,
-  PutRuleCommand,
-  PutTargetsCommand,
-  RemoveTargetsCommand,
-} from '@aws-sdk/client-eventbridge';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import type { Message as QueueMessage } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +26,7 @@ import {
 } from '../../lambda/outbox';
 import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
+import { createBusToQueue } from '../support/event-bus';
 import {
   captureLogger,
   createLocalResources,
@@ -201,37 +194,20 @@ async function publishTwiceToTopic(name: string, attributes: Record<string, stri
 
 describe('the relay publishing to EventBridge and SNS on the emulator', () => {
   it('puts the event on the bus with its id in the envelope; a rule delivers both publishes to a queue, and a consumer keyed on the envelope applies it once', async () => {
-    const busName = uniqueName('eo-dest-bus');
-    const { EventBusArn } = await eventBridge.send(new CreateEventBusCommand({ Name: busName }));
-    cleanups.push(() => eventBridge.send(new DeleteEventBusCommand({ Name: busName })));
     const queue = await local.createQueue('eo-dest-eb');
-    const ruleName = uniqueName('eo-dest-rule');
-    await eventBridge.send(
-      new PutRuleCommand({
-        Name: ruleName,
-        EventBusName: busName,
-        EventPattern: JSON.stringify({ source: [EVENT_SOURCE], 'detail-type': ['OrderConfirmed'] }),
-      }),
+    const bus = await createBusToQueue(
+      eventBridge,
+      'eo-dest-bus',
+      { source: [EVENT_SOURCE], 'detail-type': ['OrderConfirmed'] },
+      queue.arn,
     );
-    await eventBridge.send(
-      new PutTargetsCommand({
-        Rule: ruleName,
-        EventBusName: busName,
-        Targets: [{ Id: 'shipping', Arn: queue.arn }],
-      }),
-    );
-    cleanups.push(async () => {
-      await eventBridge.send(
-        new RemoveTargetsCommand({ Rule: ruleName, EventBusName: busName, Ids: ['shipping'] }),
-      );
-      await eventBridge.send(new DeleteRuleCommand({ Name: ruleName, EventBusName: busName }));
-    });
+    cleanups.push(() => bus.remove());
     const outbox = await createOutbox('eventbridge');
     const orderId = `o-${runId}-eb`;
 
     const id = await publishTwice(outbox, orderId, {
       [OUTBOX_ENV.destinationKind]: 'eventbridge',
-      [OUTBOX_ENV.destinationArn]: EventBusArn!,
+      [OUTBOX_ENV.destinationArn]: bus.busArn,
       [OUTBOX_ENV.destinationFifo]: 'false',
       [OUTBOX_ENV.eventSource]: EVENT_SOURCE,
       [ENV.consumer]: RELAY,

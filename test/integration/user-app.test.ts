@@ -28,6 +28,17 @@
  *   change with two images larger than a dead letter: every good record applied once, each bad
  *   one dead-lettered with its coordinates and its data (whole, or marked truncated and read
  *   again from the stream at its sequence number), and no checkpoint.
+ * - An outbox at its destination's edges (`test/fixtures/user-outbox-app/`: an order service in
+ *   atomic mode taking the event's type and entity from the order), bundled from the installed
+ *   package and run in process with the package's relay (`createOutboxRelay()`) in the
+ *   environment the constructs give them, over tables, streams, queues and a bus on the emulator
+ *   (SQS sends through the conformance layer). On a FIFO queue an order whose entity a
+ *   `MessageGroupId` cannot hold is dead-lettered before the commit, nothing written, and items
+ *   written past `emit` that SQS refuses (a group id with a space, a body holding U+FFFF) are
+ *   dead-lettered by the relay with the destination's reason and whole record while the events
+ *   behind them are published; on an EventBridge bus an event type longer than a `DetailType` is
+ *   refused before the commit; and a relay that reaches its deadline returns the checkpoint, the
+ *   invocation resumed there publishing the rest, each event once.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,6 +52,7 @@ import {
   GetRecordsCommand as GetTableStreamRecordsCommand,
   GetShardIteratorCommand as GetTableStreamShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import {
   CreateStreamCommand,
   DeleteStreamCommand,
@@ -60,6 +72,7 @@ import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/l
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, ENV, fingerprintOf } from '../../lambda';
+import { OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
 import { expiresAt } from '../../lambda/core/time';
 import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE, outboxEventId } from '../../lambda/outbox';
 import {
@@ -76,11 +89,13 @@ import {
 import { uniqueName } from '../support/aws';
 import { createConformingSqsClient } from '../support/aws-limits/sqs';
 import { type CommandRun, isAlive } from '../support/child-process';
+import { createBusToQueue } from '../support/event-bus';
 import {
   captureStdout,
   createLocalResources,
   lambdaContext,
   receiveMessages,
+  sqsRecord,
   waitFor,
 } from '../support/fixtures';
 import { createStreamTable, recoveredData } from '../support/stream-fixtures';
@@ -124,6 +139,16 @@ const ordersCounted = (customers: readonly Record<string, unknown>[]) =>
   customers.reduce((sum, customer) => sum + Number(customer.orderCount ?? 0), 0);
 
 const isMetricLine = (line: Record<string, unknown>) => '_aws' in line;
+
+/** Runs `create` (a cold start: module scope and handler options) with `environment` as the function's. */
+async function coldStart<T>(environment: Record<string, string>, create: () => Promise<T>): Promise<T> {
+  for (const [name, value] of Object.entries(environment)) vi.stubEnv(name, value);
+  try {
+    return await create();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
 
 describe("the README quickstart: a user's own CDK app, deployed locally with the installed package", () => {
   const CONSUMER = 'order-totals';
@@ -552,16 +577,6 @@ describe("stream consumers in a user's own app: every record a stream may carry 
     ...own,
   });
 
-  /** Runs `create` (a cold start: module scope and handler options) with `environment` as the function's. */
-  async function coldStart<T>(environment: Record<string, string>, create: () => Promise<T>): Promise<T> {
-    for (const [name, value] of Object.entries(environment)) vi.stubEnv(name, value);
-    try {
-      return await create();
-    } finally {
-      vi.unstubAllEnvs();
-    }
-  }
-
   /**
    * A dead-letter queue of `maximumMessageSize` bytes, and a sender to it as the package makes it
    * (`createSqsDeadLetterSender` of the installed tarball) over an SQS client wrapped in the
@@ -918,4 +933,368 @@ describe("stream consumers in a user's own app: every record a stream may carry 
     expect(change.dynamodb.OldImage?.notes).toEqual({ S: firstNotes });
     expect(sha256(Buffer.from(JSON.stringify(change.dynamodb)))).toBe(deadLetters[0]!.envelope.data.sha256);
   }, 60_000);
+});
+
+describe("an outbox in a user's own app at its destination's edges: what the destination would refuse is refused before the commit or dead-lettered by the relay, the events behind it are published, and a relay past its deadline publishes nothing twice", () => {
+  const local = createLocalResources();
+  const tableStreams = new DynamoDBStreamsClient(local.aws);
+  const admin = local.dynamoDbClient();
+  const writer = local.documentClient();
+  const eventBridge = new EventBridgeClient(local.aws);
+  const app = new InProcessUserApp(work, {
+    source: join(root, 'test', 'fixtures', 'user-outbox-app'),
+    name: 'outbox-app',
+  });
+  const ORDER_SERVICE = 'order-service';
+  const RELAY = 'order-events-relay';
+  const inboxTable = uniqueName('eo-user-outbox-inbox');
+  const ordersTable = uniqueName('eo-user-outbox-orders');
+  const cleanups: (() => Promise<unknown>)[] = [];
+  type OrderPlaced = import('../fixtures/user-outbox-app/lambda/orders').OrderPlaced;
+  type OutboxModule = typeof import('../../lambda/outbox');
+
+  /** The emulator's endpoint and credentials, as a deployed function has its region's. */
+  const awsEnvironment = () => ({
+    AWS_ENDPOINT_URL: local.aws.endpoint,
+    AWS_REGION: local.aws.region,
+    AWS_ACCESS_KEY_ID: local.aws.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: local.aws.credentials.secretAccessKey,
+  });
+
+  /** An outbox table with its stream, as the `Outbox` construct creates it; deleted after the file. */
+  async function createOutboxTable(prefix: string): Promise<{ name: string; streamArn: string }> {
+    const name = uniqueName(prefix);
+    const streamArn = await createStreamTable(admin, name);
+    cleanups.push(() => admin.send(new DeleteTableCommand({ TableName: name })));
+    return { name, streamArn };
+  }
+
+  /**
+   * The order service at cold start with the variables `IdempotentConsumer({ outbox })` gives it
+   * (`destination`: the outbox's `EO_OUTBOX_DESTINATION_*` and `EO_OUTBOX_EVENT_SOURCE`).
+   */
+  async function orderService(
+    outboxTable: string,
+    deadLetterQueueUrl: string,
+    destination: Record<string, string>,
+  ) {
+    const environment = {
+      [ENV.consumer]: ORDER_SERVICE,
+      [ENV.inboxTable]: inboxTable,
+      [ENV.ttlSeconds]: String(4 * 24 * 3600),
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+      [OUTBOX_ENV.tableName]: outboxTable,
+      [OUTBOX_ENV.retentionSeconds]: String(60 * 3600),
+      ...destination,
+      ORDERS_TABLE: ordersTable,
+      ...awsEnvironment(),
+    };
+    return coldStart(environment, async () => {
+      const module =
+        await app.load<typeof import('../fixtures/user-outbox-app/lambda/orders')>('lambda/orders.ts');
+      return module.createOrdersHandler();
+    });
+  }
+
+  /** The package's relay (`createOutboxRelay()`, the construct's default handler) at cold start with the construct's variables. */
+  function relay(deadLetterQueueUrl: string, destination: Record<string, string>, options: object = {}) {
+    const environment = {
+      [ENV.consumer]: RELAY,
+      [ENV.deadLetterMode]: 'direct',
+      [ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+      ...destination,
+      ...awsEnvironment(),
+    };
+    return coldStart(environment, async () =>
+      app.require<OutboxModule>('effectively-once/outbox').createOutboxRelay(options),
+    );
+  }
+
+  /** Sends `orders` to the order service as one SQS batch; its logged outcomes, by order. */
+  async function place(
+    handler: ReturnType<typeof import('../fixtures/user-outbox-app/lambda/orders').createOrdersHandler>,
+    orders: OrderPlaced[],
+  ) {
+    const event = {
+      Records: orders.map((order, index) => sqsRecord(`m-${order.orderId}-${index}`, order)),
+    };
+    const { result, lines } = await captureStdout(() => handler(event, lambdaContext(ORDER_SERVICE)));
+    return { result, lines: lines.filter((line) => !isMetricLine(line)) };
+  }
+
+  /** The dead letters on `queueUrl`: body, code and reason. */
+  async function deadLettersOn(queueUrl: string, count: number) {
+    return (await receiveMessages(local, queueUrl, count)).map((message) => ({
+      body: message.Body,
+      code: message.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue,
+      reason: message.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue,
+      dedupKey: message.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.dedupKey]?.StringValue,
+    }));
+  }
+
+  const eventIdOf = (orderId: string) => outboxEventId(`${ORDER_SERVICE}#${orderId}`, 'OrderConfirmed#0');
+  const outboxIds = async (table: string) => (await local.scanItems(table)).map((item) => item.pk).sort();
+
+  beforeAll(async () => {
+    app.install(tarball);
+    await Promise.all([local.createTable(inboxTable), local.createTable(ordersTable)]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(cleanups.map((cleanup) => cleanup()));
+    tableStreams.destroy();
+    eventBridge.destroy();
+    await local.dispose();
+  });
+
+  it('on a FIFO queue: refuses an order whose customer reference a MessageGroupId cannot hold before the commit, escapes what SQS refuses in a detail, and dead-letters the items SQS refuses that were written past emit, publishing the events behind them', async () => {
+    const shipping = await local.createQueue('eo-user-outbox-shipping', { FifoQueue: 'true' });
+    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-dlq');
+    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-dlq');
+    const outbox = await createOutboxTable('eo-user-outbox-fifo');
+    const destination = {
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationFifo]: 'true',
+      [OUTBOX_ENV.destinationQueueUrl]: shipping.url,
+      [OUTBOX_ENV.destinationArn]: shipping.arn,
+    };
+    // Items another writer put, past `emit`'s checks (or before the queue became FIFO): a group id
+    // with a space, and a body holding U+FFFF, which SQS refuses (the emulator too).
+    const legacy = (pk: string, body: string, entity?: string) =>
+      writer.send(
+        new PutCommand({
+          TableName: outbox.name,
+          Item: {
+            [OUTBOX_ATTRIBUTES.pk]: pk,
+            [OUTBOX_ATTRIBUTES.type]: 'OrderConfirmed',
+            [OUTBOX_ATTRIBUTES.body]: body,
+            ...(entity === undefined ? {} : { [OUTBOX_ATTRIBUTES.entity]: entity }),
+            [OUTBOX_ATTRIBUTES.source]: 'legacy',
+            [OUTBOX_ATTRIBUTES.createdAt]: Date.now(),
+          },
+        }),
+      );
+    await legacy('legacy-group', '{"orderId":"o-0"}', 'Ada Lovelace');
+    await legacy('legacy-body', '{"note":"\uffff"}', 'c-0');
+
+    const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
+    const note = 'x\ufffey\uffffz';
+    const { result, lines } = await place(handler, [
+      { orderId: 'o-1', customerRef: 'c-1', note },
+      { orderId: 'o-2', customerRef: 'Ada Lovelace' },
+      { orderId: 'o-3', customerRef: 'c-2' },
+    ]);
+    expect(result).toEqual({ batchItemFailures: [] });
+    // Processed orders log at debug; the refused one is the invocation's one line.
+    expect(lines.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
+      { outcome: 'permanent', code: 'VALIDATION' },
+    ]);
+    expect(await deadLettersOn(ordersDeadLetters.url, 1)).toEqual([
+      {
+        body: JSON.stringify({ orderId: 'o-2', customerRef: 'Ada Lovelace' }),
+        code: 'VALIDATION',
+        reason:
+          'emit: on a FIFO destination `entity` is the `MessageGroupId`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has character U+0020 at position 4',
+        dedupKey: 'o-2',
+      },
+    ]);
+    // Nothing of o-2 was committed: no order, no event, no inbox record.
+    expect(await outboxIds(outbox.name)).toEqual(
+      ['legacy-body', 'legacy-group', eventIdOf('o-1'), eventIdOf('o-3')].sort(),
+    );
+    expect((await local.scanItems(ordersTable)).map((item) => item.pk).sort()).toEqual([
+      'ORDER#o-1',
+      'ORDER#o-3',
+    ]);
+    expect((await local.scanItems(inboxTable)).map((record) => record.pk).sort()).toEqual([
+      `${ORDER_SERVICE}#o-1`,
+      `${ORDER_SERVICE}#o-3`,
+    ]);
+
+    const records = await readTableStream(tableStreams, outbox.streamArn);
+    // The legacy items first; o-1 and o-3 ran concurrently, their commits in either order.
+    const keys = records.map((record) => (record.dynamodb.Keys?.pk as { S?: string } | undefined)?.S);
+    expect(keys.slice(0, 2)).toEqual(['legacy-group', 'legacy-body']);
+    expect(keys.slice(2).sort()).toEqual([eventIdOf('o-1'), eventIdOf('o-3')].sort());
+    const relayHandler = await relay(relayDeadLetters.url, destination);
+    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
+    expect(run.result).toEqual({ batchItemFailures: [] });
+    expect(run.lines.filter(isMetricLine)).toEqual([
+      expect.objectContaining({ Published: 2, Permanent: 2, Retry: 0 }),
+    ]);
+
+    const published = await receiveMessages(local, shipping.url, 2);
+    expect(
+      published
+        .map((message) => ({
+          id: message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
+          group: message.Attributes?.MessageGroupId,
+          deduplicationId: message.Attributes?.MessageDeduplicationId,
+          detail: JSON.parse(message.Body!),
+        }))
+        .sort((a, b) => String(a.detail.orderId).localeCompare(String(b.detail.orderId))),
+    ).toEqual([
+      {
+        id: eventIdOf('o-1'),
+        group: 'c-1',
+        deduplicationId: eventIdOf('o-1'),
+        detail: { orderId: 'o-1', customerRef: 'c-1', note },
+      },
+      {
+        id: eventIdOf('o-3'),
+        group: 'c-2',
+        deduplicationId: eventIdOf('o-3'),
+        detail: { orderId: 'o-3', customerRef: 'c-2' },
+      },
+    ]);
+    const refused = await deadLettersOn(relayDeadLetters.url, 2);
+    expect(
+      refused
+        .map(({ code, dedupKey }) => ({ code, dedupKey }))
+        .sort((a, b) => String(a.dedupKey).localeCompare(String(b.dedupKey))),
+    ).toEqual([
+      { code: 'VALIDATION', dedupKey: 'legacy-body' },
+      { code: 'VALIDATION', dedupKey: 'legacy-group' },
+    ]);
+    for (const deadLetter of refused) {
+      // The whole record travels in the stream dead-letter envelope: the event can be republished from it.
+      const envelope = JSON.parse(deadLetter.body!) as StreamDeadLetterBody;
+      expect(envelope.format).toBe(STREAM_DEAD_LETTER_FORMAT);
+      expect(envelope.reason).toMatch(
+        deadLetter.dedupKey === 'legacy-group'
+          ? /^The destination refused event legacy-group \(`OrderConfirmed`\): .*InvalidParameterValue: .*MessageGroupId can only include alphanumeric and punctuation characters/
+          : /^The destination refused event legacy-body \(`OrderConfirmed`\): .*InvalidMessageContents: Invalid binary character '#xFFFF'/,
+      );
+      expect(JSON.parse(recoveredData(envelope)!.toString('utf8')).NewImage.pk).toEqual({
+        S: deadLetter.dedupKey,
+      });
+    }
+  }, 90_000);
+
+  it('on an EventBridge bus: refuses an event whose type is longer than a DetailType before the commit, and publishes the next one', async () => {
+    const receiving = await local.createQueue('eo-user-outbox-eb-target');
+    const bus = await createBusToQueue(
+      eventBridge,
+      'eo-user-outbox-bus',
+      { source: ['orders'] },
+      receiving.arn,
+    );
+    cleanups.push(() => bus.remove());
+    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-eb-dlq');
+    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-eb-dlq');
+    const outbox = await createOutboxTable('eo-user-outbox-eb');
+    const destination = {
+      [OUTBOX_ENV.destinationKind]: 'eventbridge',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+      [OUTBOX_ENV.destinationArn]: bus.busArn,
+      [OUTBOX_ENV.eventSource]: 'orders',
+    };
+
+    const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
+    const longType = 'OrderConfirmed'.padEnd(129, 'X');
+    // A bus has no group ids: a customer reference with a space is an entity like any other.
+    const { result } = await place(handler, [
+      { orderId: 'o-4', customerRef: 'c-3', eventType: longType },
+      { orderId: 'o-5', customerRef: 'Ada Lovelace' },
+    ]);
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(await deadLettersOn(ordersDeadLetters.url, 1)).toEqual([
+      {
+        body: JSON.stringify({ orderId: 'o-4', customerRef: 'c-3', eventType: longType }),
+        code: 'VALIDATION',
+        reason: "emit: the event's `type` is the EventBridge `DetailType`, at most 128 characters; got 129",
+        dedupKey: 'o-4',
+      },
+    ]);
+    expect(await outboxIds(outbox.name)).toEqual([eventIdOf('o-5')]);
+
+    const relayHandler = await relay(relayDeadLetters.url, destination);
+    const records = await readTableStream(tableStreams, outbox.streamArn);
+    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
+    expect(run.result).toEqual({ batchItemFailures: [] });
+    const [delivered] = await receiveMessages(local, receiving.url, 1);
+    expect(JSON.parse(delivered!.Body!)).toEqual(
+      expect.objectContaining({
+        source: 'orders',
+        'detail-type': 'OrderConfirmed',
+        detail: {
+          metadata: { [IDEMPOTENCY_KEY_ATTRIBUTE]: eventIdOf('o-5'), type: 'OrderConfirmed' },
+          data: { orderId: 'o-5', customerRef: 'Ada Lovelace' },
+        },
+      }),
+    );
+  }, 90_000);
+
+  it('returns the checkpoint when a slow destination brings it to its deadline, and the invocation resumed there publishes the rest, each event once', async () => {
+    const shipping = await local.createQueue('eo-user-outbox-slow');
+    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-slow-dlq');
+    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-slow-dlq');
+    const outbox = await createOutboxTable('eo-user-outbox-slow');
+    const destination = {
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+      [OUTBOX_ENV.destinationQueueUrl]: shipping.url,
+      [OUTBOX_ENV.destinationArn]: shipping.arn,
+    };
+    const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
+    const orderIds = ['o-6', 'o-7', 'o-8', 'o-9', 'o-10'];
+    expect(
+      (
+        await place(
+          handler,
+          orderIds.map((orderId) => ({ orderId, customerRef: 'c-4' })),
+        )
+      ).result,
+    ).toEqual({
+      batchItemFailures: [],
+    });
+    const records = await readTableStream(tableStreams, outbox.streamArn);
+    expect(records).toHaveLength(5);
+
+    // Each send takes a second of the relay's clock; the invocation has 4.5 seconds. The relay
+    // starts no record within its 2-second margin of the timeout: it publishes three and returns
+    // the fourth as its checkpoint.
+    let now = 1_000_000;
+    const deadline = now + 4_500;
+    const { sqsDestination } = app.require<OutboxModule>('effectively-once/outbox');
+    const slowQueue = sqsDestination({
+      client: {
+        send: async (command: SendMessageCommand) => {
+          now += 1_000;
+          return local.sqs.send(command);
+        },
+      } as never,
+      queueUrl: shipping.url,
+    });
+    const relayHandler = await relay(relayDeadLetters.url, destination, {
+      destination: slowQueue,
+      clock: () => now,
+    });
+    const first = await captureStdout(() =>
+      relayHandler(
+        { Records: records },
+        { ...lambdaContext(RELAY), getRemainingTimeInMillis: () => deadline - now },
+      ),
+    );
+    const checkpoint = records[3]!.dynamodb.SequenceNumber;
+    expect(first.result).toEqual({ batchItemFailures: [{ itemIdentifier: checkpoint }] });
+    expect(first.lines.filter(isMetricLine)).toEqual([
+      expect.objectContaining({ Published: 3, Retry: 1, Permanent: 0 }),
+    ]);
+
+    // The event source resumes at the checkpoint: the fourth record and after.
+    const second = await captureStdout(() =>
+      relayHandler({ Records: records.slice(3) }, lambdaContext(RELAY)),
+    );
+    expect(second.result).toEqual({ batchItemFailures: [] });
+
+    const published = await receiveMessages(local, shipping.url, 5);
+    const ids = published.map(
+      (message) => message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
+    );
+    expect(ids.sort()).toEqual(orderIds.map(eventIdOf).sort());
+    // Nothing more arrives: no event was published twice.
+    expect(await local.receive(shipping.url)).toEqual([]);
+  }, 90_000);
 });
