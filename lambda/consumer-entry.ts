@@ -8,7 +8,12 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { applyConstructEnvironment, constructModeDefaults } from './construct-environment';
 import { type BatchProcessor, createBatchProcessor } from './core/batch-processor';
 import { DEAD_LETTER_MODES } from './core/contract';
-import { type ConstructSettings, type Environment, readConstructSettings } from './core/environment';
+import {
+  assertModeAgreesWithConstruct,
+  type ConstructSettings,
+  type Environment,
+  readConstructSettings,
+} from './core/environment';
 import { expectMethods, expectOption } from './core/errors';
 import type { DeadLetterWriter } from './core/inbound-message';
 import { expectMode, type Mode, type ModeDefaults } from './core/mode';
@@ -170,7 +175,9 @@ export function createEntryEngine<TBody, TStore, TRecord>(
   } = resolved;
   // Checked before the default store is built for it: a missing mode is named as such.
   expectMode(rest.mode);
-  const deadLetterWriter = deadLetterWriterOf(resolved, readConstructSettings(environment));
+  const settings = readConstructSettings(environment);
+  assertModeAgreesWithConstruct(rest.mode.name, settings);
+  const deadLetterWriter = deadLetterWriterOf(resolved, settings);
   const constructDefaults = constructModeDefaults(environment);
   return createBatchProcessor<TBody, TStore, TRecord>(
     {

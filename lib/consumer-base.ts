@@ -146,6 +146,7 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
     // The runtime sends dead letters itself only in `direct` mode.
     const sendsDeadLetters = this.deadLetterMode === 'direct' && this.deadLetterQueue !== undefined;
     const environment = consumerEnvironment({
+      mode: this.mode,
       consumerName: this.consumerName,
       recordTtl: this.recordTtl,
       deadLetterMode: this.deadLetterMode,

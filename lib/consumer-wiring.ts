@@ -43,6 +43,8 @@ export interface BusinessTable {
 
 /** A construct's resolved settings that the runtime reads from the `EO_` environment. */
 export interface ConsumerEnvironmentSettings {
+  /** The mode the function is granted for (`EO_MODE`): a handler of another mode fails its cold start. */
+  readonly mode: ConsumerMode;
   readonly consumerName: string;
   readonly recordTtl: Duration;
   readonly deadLetterMode: DeadLetterMode;
@@ -63,6 +65,7 @@ export interface ConsumerEnvironmentSettings {
 export function consumerEnvironment(settings: ConsumerEnvironmentSettings): Record<string, string> {
   const environment: Record<string, string> = {
     [ENV.consumer]: settings.consumerName,
+    [ENV.mode]: settings.mode,
     [ENV.ttlSeconds]: String(settings.recordTtl.toSeconds()),
     [ENV.deadLetterMode]: settings.deadLetterMode,
     [ENV.leaseMillis]: String(settings.lease.toMilliseconds()),

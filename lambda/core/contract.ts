@@ -60,6 +60,11 @@ export const ENV = /* @__PURE__ */ Object.freeze({
   inboxTable: 'EO_INBOX_TABLE',
   /** Consumer name that scopes every dedup key. */
   consumer: 'EO_CONSUMER',
+  /**
+   * The consumer mode the construct deployed the function for (`CONSUMER_MODES`): its grants
+   * are that mode's, so a handler of another mode fails its cold start.
+   */
+  mode: 'EO_MODE',
   /** Record TTL in seconds (derived by the construct from the queue settings). */
   ttlSeconds: 'EO_TTL_SECONDS',
   /** `redrive` or `direct`. */

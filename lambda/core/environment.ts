@@ -6,8 +6,9 @@
  * naming the variable: ``Expected `EO_TTL_SECONDS` to be a positive integer, got `"abc"` ``).
  */
 
-import type { DeadLetterMode } from './contract';
+import type { ConsumerMode, DeadLetterMode } from './contract';
 import {
+  CONSUMER_MODES,
   DEAD_LETTER_MODES,
   ENV,
   LOG_LEVELS,
@@ -31,6 +32,8 @@ export interface ConstructSettings {
   readonly tableName?: string;
   /** `EO_TTL_SECONDS`. */
   readonly ttlSeconds?: number;
+  /** `EO_MODE`: the mode the construct granted the function for. */
+  readonly mode?: ConsumerMode;
   /** `EO_DEAD_LETTER_MODE`. */
   readonly deadLetter?: DeadLetterMode;
   /** `EO_DEAD_LETTER_QUEUE_URL`. */
@@ -127,6 +130,7 @@ export function readConstructSettings(environment: Environment): ConstructSettin
     consumer,
     tableName: read(ENV.inboxTable),
     ttlSeconds: positiveInteger(ENV.ttlSeconds, read(ENV.ttlSeconds)),
+    mode: oneOf(ENV.mode, read(ENV.mode), CONSUMER_MODES),
     deadLetter,
     deadLetterQueueUrl,
     deadLetterMaxMessageBytes: positiveInteger(
@@ -163,6 +167,20 @@ export function readConstructSettings(environment: Environment): ConstructSettin
  * construct's alarms, dashboard and IAM scope watch its own consumer and table, so a handler
  * that uses others would run unwatched (or be denied). Throws `INVALID_OPTIONS` naming both.
  */
+/**
+ * Throws `INVALID_OPTIONS` naming both modes when the handler's mode is not the one the construct
+ * deployed the function for (`EO_MODE`): the construct granted that mode's actions and sized its
+ * alarms and record TTL for it, so the handler would fail at its first write on AWS, or run
+ * unwatched.
+ */
+export function assertModeAgreesWithConstruct(modeName: string, settings: ConstructSettings): void {
+  if (settings.mode === undefined || settings.mode === modeName) return;
+  throw new EffectivelyOnceError(
+    'INVALID_OPTIONS',
+    `The handler's mode is \`${modeName}\`, but the construct deployed it as \`${settings.mode}\` (\`${ENV.mode}\`): its grants, alarms and record TTL are those of \`${settings.mode}\` mode. Use the same mode in the handler and the construct's \`mode\``,
+  );
+}
+
 export function assertAgreesWithConstruct(
   explicit: { readonly consumer?: string; readonly tableName?: string },
   settings: ConstructSettings,

@@ -68,6 +68,7 @@ const FUNCTION_CREATION_PROPS = [
 const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.inboxTable]: '`table`',
   [ENV.consumer]: '`consumerName`',
+  [ENV.mode]: '`mode`',
   [ENV.ttlSeconds]: '`recordTtl`',
   [ENV.deadLetterMode]: '`deadLetterMode`',
   [ENV.deadLetterQueueUrl]: '`deadLetterQueue` with `deadLetterMode: direct`',

@@ -44,6 +44,7 @@ import type { StreamConsumerTiming } from './timing';
 const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.inboxTable]: '`table`',
   [ENV.consumer]: '`consumerName`',
+  [ENV.mode]: '`mode`',
   [ENV.ttlSeconds]: '`recordTtl`',
   [ENV.deadLetterMode]: 'the dead-letter queue (always `direct` for a stream)',
   [ENV.deadLetterQueueUrl]: '`deadLetterQueue`',

@@ -178,6 +178,7 @@ describe('ExampleStack', () => {
       NODE_OPTIONS: '--enable-source-maps',
       DOWNSTREAM_URL: PLACEHOLDER_DOWNSTREAM_URL,
       [ENV.consumer]: EXAMPLE_CONSUMER_NAMES.paymentNotifier,
+      [ENV.mode]: 'two-phase',
       [ENV.inboxTable]: { Ref: logicalId(stack.inbox.table) },
       // The whole dead-letter path: 4 + 14 + 14 days (redrive allowance), + 1 day
       [ENV.ttlSeconds]: String(33 * 24 * 3600),

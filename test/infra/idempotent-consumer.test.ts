@@ -196,6 +196,7 @@ describe('IdempotentConsumer with default props', () => {
       NODE_OPTIONS: '--enable-source-maps',
       [ENV.inboxTable]: { Ref: logicalId(consumer.inboxTable!) },
       [ENV.consumer]: consumer.consumerName,
+      [ENV.mode]: 'marker',
       [ENV.ttlSeconds]: String(Duration.days(33).toSeconds()),
       [ENV.deadLetterMode]: 'redrive',
       [ENV.leaseMillis]: '30000',

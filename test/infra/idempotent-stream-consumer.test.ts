@@ -160,6 +160,7 @@ describe('IdempotentStreamConsumer on a Kinesis stream with default props', () =
     expect(environmentOf(template, consumer)).toEqual({
       NODE_OPTIONS: '--enable-source-maps',
       [ENV.consumer]: consumer.consumerName,
+      [ENV.mode]: 'marker',
       [ENV.inboxTable]: { Ref: logicalId(consumer.inboxTable!) },
       [ENV.ttlSeconds]: String(Duration.days(2).toSeconds()),
       [ENV.deadLetterMode]: 'direct',

@@ -21,6 +21,7 @@ import { createMemoryStore } from '../../support/memory-store';
 /** The variables `IdempotentConsumer` sets on a function in direct dead-letter mode. */
 const construct = {
   EO_CONSUMER: 'billing',
+  EO_MODE: 'marker',
   EO_INBOX_TABLE: 'billing-inbox',
   EO_TTL_SECONDS: '86400',
   EO_DEAD_LETTER_MODE: 'direct',
@@ -59,6 +60,7 @@ describe('readConstructSettings', () => {
   it('reads every EO_* variable the construct sets', () => {
     expect(readConstructSettings(construct)).toEqual({
       consumer: 'billing',
+      mode: 'marker',
       tableName: 'billing-inbox',
       ttlSeconds: 86_400,
       deadLetter: 'direct',
@@ -110,6 +112,10 @@ describe('readConstructSettings', () => {
       [
         { EO_COMPLETED_CACHE_MAX_ENTRIES: 'lots' },
         'Expected `EO_COMPLETED_CACHE_MAX_ENTRIES` to be an integer from 1 to 10000, got `"lots"`',
+      ],
+      [
+        { EO_MODE: 'twoPhase' },
+        "Expected `EO_MODE` to be one of 'marker', 'atomic', 'entity', 'two-phase', got `\"twoPhase\"`",
       ],
       [
         { EO_CONSUMER: 'my consumer' },
@@ -214,6 +220,34 @@ describe('applyConstructEnvironment', () => {
         message:
           "Expected `tableName` to be `billing-inbox` as the construct set it (`EO_INBOX_TABLE`), got `other-inbox`: leave `tableName` out to use the construct's, or change the construct",
       }),
+    );
+  });
+
+  it("fails the cold start of a handler whose mode is not the construct's (EO_MODE), naming both, in every entry point", () => {
+    const atomicConstruct = { ...construct, EO_MODE: 'atomic' };
+    const message =
+      "The handler's mode is `marker`, but the construct deployed it as `atomic` (`EO_MODE`): its grants, alarms and record TTL are those of `atomic` mode. Use the same mode in the handler and the construct's `mode`";
+    const store = createMemoryStore({ inboxTable: 'billing-inbox' });
+    const mismatch = expect.objectContaining({ code: 'INVALID_OPTIONS', message });
+    expect(() => createSqsHandler<Order>({ ...minimal, store, environment: atomicConstruct })).toThrow(
+      mismatch,
+    );
+    expect(() => createSqsMiddleware<Order>({ ...minimal, store, environment: atomicConstruct })).toThrow(
+      mismatch,
+    );
+    expect(() =>
+      createWorkerBatchHandler<Order>(
+        { ...minimal, store, environment: atomicConstruct },
+        { sqs: { send: async () => ({}) } as unknown as SQSClient, queueUrl: DLQ_URL },
+      ),
+    ).toThrow(mismatch);
+    // The construct's own mode, or none said (a function deployed without the construct), starts.
+    expect(createSqsHandler<Order>({ ...minimal, store, environment: construct })).toEqual(
+      expect.any(Function),
+    );
+    const { EO_MODE: _mode, ...withoutMode } = construct;
+    expect(createSqsHandler<Order>({ ...minimal, store, environment: withoutMode })).toEqual(
+      expect.any(Function),
     );
   });
 
@@ -377,7 +411,7 @@ describe('entry points configured by the construct', () => {
       clock: () => T0,
       logLevel: 'silent',
       metrics: false,
-      environment: construct,
+      environment: { ...construct, EO_MODE: 'two-phase' },
     } satisfies SqsHandlerOptions<Order>;
   }
 
