@@ -1226,6 +1226,25 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     );
   }, 90_000);
 
+  it("fails the order service's cold start when its construct deployed it as another mode, naming both", async () => {
+    const outbox = await createOutboxTable('eo-user-outbox-mode');
+    const deadLetters = await local.createQueue('eo-user-outbox-mode-dlq');
+    const destination = { [OUTBOX_ENV.destinationKind]: 'sqs', [OUTBOX_ENV.destinationFifo]: 'false' };
+    // What `IdempotentConsumer({ mode: 'marker' })` sets: its grants are a marker consumer's.
+    await expect(
+      coldStart({ [ENV.mode]: 'marker' }, () => orderService(outbox.name, deadLetters.url, destination)),
+    ).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringMatching(
+        /^The handler's mode is `atomic`, but the construct deployed it as `marker` \(`EO_MODE`\)/,
+      ),
+    });
+    // The construct's own mode starts.
+    await expect(
+      coldStart({ [ENV.mode]: 'atomic' }, () => orderService(outbox.name, deadLetters.url, destination)),
+    ).resolves.toEqual(expect.any(Function));
+  }, 60_000);
+
   it('returns the checkpoint when a slow destination brings it to its deadline, and the invocation resumed there publishes the rest, each event once', async () => {
     const shipping = await local.createQueue('eo-user-outbox-slow');
     const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-slow-dlq');
