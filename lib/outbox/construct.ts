@@ -34,7 +34,7 @@ import {
   DEFAULT_RELAY_RETRY_ATTEMPTS,
   defaultRelayEntry,
   FAILED_PUBLISH_THRESHOLD,
-  OUTBOX_QUEUE_RETENTION,
+  OUTBOX_DEAD_LETTER_RETENTION,
 } from './defaults';
 import type { OutboxProps } from './props';
 import { resolveOutboxTiming } from './timing';
@@ -70,7 +70,8 @@ export const OUTBOX_PUBLISH_ACTIONS: Readonly<Record<OutboxDestinationKind, stri
  *   `dynamodb:PutItem` on the table only (`grantWrite`): no read, no delete.
  * - Alarms: the relay's iterator age, failed publishes, the on-failure queue and the
  *   dead-letter queue depth.
- * - Retention (`retention`): see `deriveOutboxRetention`.
+ * - Retention (`retention`): see `deriveOutboxRetention`. The on-failure queue keeps a record
+ *   `onFailureRetention` (4 days), the dead-letter queue 14 days.
  *
  * Every prop is checked before anything is created: invalid props throw one error (code
  * `INVALID_OPTIONS`) listing every failure. cdk-nag (AwsSolutions and Serverless packs) reports
@@ -110,6 +111,8 @@ export class Outbox extends Construct {
   public readonly eventSource?: string;
   /** How long an outbox item lives. */
   public readonly retention: Duration;
+  /** How long the on-failure queue keeps the record of a batch given up on. */
+  public readonly onFailureRetention: Duration;
   /** The oldest record the relay's event source delivers. */
   public readonly maxRecordAge: Duration;
   /** The metric namespace of the relay. */
@@ -145,6 +148,7 @@ export class Outbox extends Construct {
     this.destinationArn = destination.arn;
     this.fifo = destination.fifo;
     this.retention = timing.retention;
+    this.onFailureRetention = timing.onFailureRetention;
     this.maxRecordAge = timing.maxRecordAge;
     this.metricNamespace = props.metricNamespace ?? DEFAULT_METRIC_NAMESPACE;
     this.relayName =
@@ -165,8 +169,8 @@ export class Outbox extends Construct {
       stream: dynamodb.StreamViewType.NEW_IMAGE,
       removalPolicy,
     });
-    this.onFailureQueue = this.createTerminalQueue('OnFailureQueue', props);
-    this.deadLetterQueue = this.createTerminalQueue('DeadLetterQueue', props);
+    this.onFailureQueue = this.createTerminalQueue('OnFailureQueue', props, this.onFailureRetention);
+    this.deadLetterQueue = this.createTerminalQueue('DeadLetterQueue', props, OUTBOX_DEAD_LETTER_RETENTION);
 
     this.eventSource = props.eventBus ? (props.eventSource ?? this.relayName) : undefined;
     this.writerEnvironment = Object.freeze({
@@ -344,10 +348,10 @@ export class Outbox extends Construct {
     return alarm;
   }
 
-  /** A queue where the relay's failures end: encrypted, SSL-only, 14 days, no redrive of its own. */
-  private createTerminalQueue(id: string, props: OutboxProps): sqs.IQueue {
+  /** A queue where the relay's failures end: encrypted, SSL-only, kept `retentionPeriod`, no redrive of its own. */
+  private createTerminalQueue(id: string, props: OutboxProps, retentionPeriod: Duration): sqs.IQueue {
     const queue = new sqs.Queue(this, id, {
-      retentionPeriod: OUTBOX_QUEUE_RETENTION,
+      retentionPeriod,
       encryption: props.queueEncryptionKey ? sqs.QueueEncryption.KMS : sqs.QueueEncryption.SQS_MANAGED,
       encryptionMasterKey: props.queueEncryptionKey,
       enforceSSL: true,

@@ -19,7 +19,9 @@ import {
 import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
 import {
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
+  MAX_ON_FAILURE_RETENTION,
   MAX_RELAY_BATCH_SIZE,
+  OPERATOR_ALLOWANCE,
   OUTBOX_STREAM_RETENTION,
 } from './defaults';
 import type { OutboxProps } from './props';
@@ -70,6 +72,13 @@ export function validateOutboxProps(
   checkDuration('relayTimeout', props.relayTimeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT, fail);
   checkDuration('maxRecordAge', props.maxRecordAge, MIN_RECORD_AGE, OUTBOX_STREAM_RETENTION, fail);
   checkDuration('retention', props.retention, Duration.seconds(1), undefined, fail);
+  checkDuration(
+    'onFailureRetention',
+    props.onFailureRetention,
+    Duration.seconds(60),
+    MAX_ON_FAILURE_RETENTION,
+    fail,
+  );
   checkDuration('iteratorAgeThreshold', props.iteratorAgeThreshold, Duration.seconds(60), undefined, fail);
 
   const timeout = timing.relayTimeout;
@@ -81,11 +90,23 @@ export function validateOutboxProps(
   }
 
   const { retention, derived } = timing;
-  if (props.retention && !retention.isUnresolved() && retention.toSeconds() < derived.retention.toSeconds()) {
-    warn(
-      'outboxRetentionShorterThanDerived',
-      `\`retention\` (${retention.toHumanString()}) is shorter than the derived one (${derived.retention.toHumanString()}: ${derived.explanation}). An event the relay gave up on can expire before an operator republishes it from the table.`,
-    );
+  const giveUp = derived.giveUpHorizon.toHumanString();
+  if (props.retention && !retention.isUnresolved()) {
+    if (retention.toSeconds() < derived.onFailureHorizon.toSeconds()) {
+      const queue = timing.onFailureRetention.isUnresolved()
+        ? `${MAX_ON_FAILURE_RETENTION.toHumanString()} (a token counts as SQS's longest)`
+        : timing.onFailureRetention.toHumanString();
+      warn(
+        'outboxRetentionShorterThanOnFailureRecords',
+        `\`retention\` (${retention.toHumanString()}) is shorter than the relay's give-up horizon ${giveUp} + on-failure queue retention ${queue} = ${derived.onFailureHorizon.toHumanString()}: an on-failure record would name events the table no longer holds. Lengthen \`retention\` or shorten \`onFailureRetention\`.`,
+      );
+    }
+    if (retention.toSeconds() < derived.floor.toSeconds()) {
+      warn(
+        'outboxRetentionShorterThanDerived',
+        `\`retention\` (${retention.toHumanString()}) is shorter than stream retention ${OUTBOX_STREAM_RETENTION.toHumanString()} + the relay's give-up horizon ${giveUp} + operator allowance ${OPERATOR_ALLOWANCE.toHumanString()} = ${derived.floor.toHumanString()}: an event the relay gave up on can expire before an operator republishes it from the table.`,
+      );
+    }
   }
   const threshold = props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD;
   const age = timing.maxRecordAge;

@@ -209,7 +209,7 @@ describe('Outbox environment', () => {
         Variables: {
           NODE_OPTIONS: '--enable-source-maps',
           [OUTBOX_ENV.tableName]: { Ref: logicalId(outbox.table) },
-          [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+          [OUTBOX_ENV.retentionSeconds]: String(108 * 60 * 60),
           [OUTBOX_ENV.destinationKind]: 'sqs',
           [OUTBOX_ENV.destinationFifo]: 'true',
           [OUTBOX_ENV.destinationArn]: { 'Fn::GetAtt': [logicalId(shipping), 'Arn'] },
@@ -232,48 +232,128 @@ describe('Outbox environment', () => {
   });
 });
 
+/** The `MessageRetentionPeriod` of `queue` in `template`, seconds. */
+function retentionPeriodOf(template: Template, queue: sqs.IQueue): unknown {
+  return template.findResources('AWS::SQS::Queue')[logicalId(queue)]?.Properties.MessageRetentionPeriod;
+}
+
 describe('Outbox retention', () => {
   const DAY = 24 * 60 * 60;
+  const HOUR = 60 * 60;
   it.each([
     {
-      case: 'defaults: maxRecordAge bounds the retries',
-      age: 12 * 3600,
+      case: 'defaults: maxRecordAge bounds the retries, the on-failure queue keeps 4 days',
+      age: 12 * HOUR,
       retries: 10000,
       timeout: 30,
-      giveUp: 12 * 3600,
+      queue: 4 * DAY,
+      giveUp: 12 * HOUR,
+      retention: 108 * HOUR,
     },
-    { case: 'few retries end before maxRecordAge', age: 12 * 3600, retries: 2, timeout: 30, giveUp: 90 },
-    { case: 'no retry: one attempt', age: 3600, retries: 0, timeout: 900, giveUp: 900 },
-    { case: 'the longest record age', age: DAY, retries: 10000, timeout: 60, giveUp: DAY },
-    { case: 'retries and age equal', age: 600, retries: 9, timeout: 60, giveUp: 600 },
+    {
+      case: 'few retries end before maxRecordAge',
+      age: 12 * HOUR,
+      retries: 2,
+      timeout: 30,
+      queue: 4 * DAY,
+      giveUp: 90,
+      retention: 4 * DAY + 90,
+    },
+    {
+      case: 'no retry: one attempt',
+      age: HOUR,
+      retries: 0,
+      timeout: 900,
+      queue: 4 * DAY,
+      giveUp: 900,
+      retention: 4 * DAY + 900,
+    },
+    {
+      case: 'the longest record age and on-failure retention',
+      age: DAY,
+      retries: 10000,
+      timeout: 60,
+      queue: 14 * DAY,
+      giveUp: DAY,
+      retention: 15 * DAY,
+    },
+    {
+      case: 'an on-failure queue shorter than stream + allowance: the floor holds',
+      age: 600,
+      retries: 9,
+      timeout: 60,
+      queue: 60,
+      giveUp: 600,
+      retention: DAY + 600 + DAY,
+    },
   ])(
-    'is 24 h + min(maxRecordAge, (retryAttempts + 1) × timeout) + 1 day: $case',
-    ({ age, retries, timeout, giveUp }) => {
+    'is max(24 h + G + 1 day, G + onFailureRetention), G = min(maxRecordAge, (retryAttempts + 1) × timeout): $case',
+    ({ age, retries, timeout, queue, giveUp, retention }) => {
       const derived = deriveOutboxRetention({
         maxRecordAge: Duration.seconds(age),
         retryAttempts: retries,
         relayTimeout: Duration.seconds(timeout),
+        onFailureRetention: Duration.seconds(queue),
       });
       expect(derived.giveUpHorizon.toSeconds()).toBe(giveUp);
-      expect(derived.retention.toSeconds()).toBe(DAY + giveUp + DAY);
+      expect(derived.floor.toSeconds()).toBe(DAY + giveUp + DAY);
+      expect(derived.onFailureHorizon.toSeconds()).toBe(giveUp + queue);
+      expect(derived.retention.toSeconds()).toBe(retention);
     },
   );
 
+  it('explains both terms with their numbers', () => {
+    const derived = deriveOutboxRetention({
+      maxRecordAge: Duration.hours(12),
+      retryAttempts: 10000,
+      relayTimeout: Duration.seconds(30),
+      onFailureRetention: Duration.days(4),
+    });
+    expect(derived.explanation).toBe(
+      'the longer of stream retention 1 day + relay give-up horizon 12 hours (the shorter of maxRecordAge and (retryAttempts + 1) × relay timeout) + operator allowance 1 day = 2 days 12 hours, and relay give-up horizon 12 hours + on-failure queue retention 4 days = 4 days 12 hours',
+    );
+  });
+
+  it('keeps on-failure records 4 days and items 108 hours by default, and dead letters 14 days', () => {
+    const { template, outbox } = synth();
+    expect(outbox.onFailureRetention.toSeconds()).toBe(4 * DAY);
+    expect(outbox.retention.toSeconds()).toBe(108 * HOUR);
+    expect(outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(108 * HOUR));
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [OUTBOX_ENV.retentionSeconds]: String(108 * HOUR) }) },
+    });
+    expect(retentionPeriodOf(template, outbox.onFailureQueue)).toBe(4 * DAY);
+    expect(retentionPeriodOf(template, outbox.deadLetterQueue)).toBe(14 * DAY);
+  });
+
+  it('keeps items the give-up horizon past a longer onFailureRetention', () => {
+    const { template, outbox } = synth({ onFailureRetention: Duration.days(14) });
+    expect(retentionPeriodOf(template, outbox.onFailureQueue)).toBe(14 * DAY);
+    expect(outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(14 * DAY + 12 * HOUR));
+  });
+
   it('applies the derived retention from the relay props, or the given one', () => {
-    expect(synth({ retryAttempts: 2 }).outbox.retention.toSeconds()).toBe(2 * 24 * 3600 + 90);
+    expect(synth({ retryAttempts: 2 }).outbox.retention.toSeconds()).toBe(4 * DAY + 90);
     const given = synth({ retention: Duration.days(7) });
-    expect(given.outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(7 * 24 * 3600));
+    expect(given.outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(7 * DAY));
     given.annotations.hasNoWarning('*', Match.anyValue());
   });
 
-  it('warns when a given retention is shorter than the derived one', () => {
-    const { annotations } = synth({ retention: Duration.hours(30) });
-    annotations.hasWarning(
-      '/TestStack/Outbox',
-      Match.stringLikeRegexp(
-        '^`retention` \\(1 day 6 hours\\) is shorter than the derived one \\(2 days 12 hours: stream retention 1 day \\+ relay give-up horizon 12 hours',
-      ),
-    );
+  it('warns, naming the numbers, when a given retention is shorter than the give-up horizon + on-failure queue retention', () => {
+    const { annotations } = synth({ retention: Duration.hours(60) });
+    const warnings = annotations.findWarning('*', Match.anyValue());
+    expect(warnings.map(({ entry }) => entry.data)).toEqual([
+      "`retention` (2 days 12 hours) is shorter than the relay's give-up horizon 12 hours + on-failure queue retention 4 days = 4 days 12 hours: an on-failure record would name events the table no longer holds. Lengthen `retention` or shorten `onFailureRetention`. [ack: effectively-once:outboxRetentionShorterThanOnFailureRecords]",
+    ]);
+  });
+
+  it('also warns when a given retention is shorter than stream retention + give-up horizon + operator allowance', () => {
+    const { annotations } = synth({ retention: Duration.hours(30), onFailureRetention: Duration.days(1) });
+    const warnings = annotations.findWarning('*', Match.anyValue());
+    expect(warnings.map(({ entry }) => entry.data)).toEqual([
+      "`retention` (1 day 6 hours) is shorter than the relay's give-up horizon 12 hours + on-failure queue retention 1 day = 1 day 12 hours: an on-failure record would name events the table no longer holds. Lengthen `retention` or shorten `onFailureRetention`. [ack: effectively-once:outboxRetentionShorterThanOnFailureRecords]",
+      "`retention` (1 day 6 hours) is shorter than stream retention 1 day + the relay's give-up horizon 12 hours + operator allowance 1 day = 2 days 12 hours: an event the relay gave up on can expire before an operator republishes it from the table. [ack: effectively-once:outboxRetentionShorterThanDerived]",
+    ]);
   });
 });
 
@@ -338,6 +418,7 @@ describe('Outbox validation', () => {
       relayTimeout: Duration.seconds(1),
       retention: Duration.seconds(0),
       iteratorAgeThreshold: Duration.seconds(10),
+      onFailureRetention: Duration.days(15),
       metricNamespace: 'AWS/Lambda',
       logLevel: 'loud' as OutboxProps['logLevel'],
     }));
@@ -353,10 +434,11 @@ describe('Outbox validation', () => {
       'Expected `retryAttempts` to be an integer from 0 to 10000, got `-1`',
       'Expected `maxRecordAge` to be from 1 minute to 1 day, got `1 day 1 hour`',
       'Expected `retention` to be at least 1 second, got `0 seconds`',
+      'Expected `onFailureRetention` to be from 1 minute to 14 days, got `15 days`',
       'Expected `iteratorAgeThreshold` to be at least 1 minute, got `10 seconds`',
       "`relayTimeout` (1 second) must be longer than the runtime's deadline margin (2 seconds): the relay would publish nothing",
     ]);
-    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 12 problems with the props of Outbox:\n- /);
+    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 13 problems with the props of Outbox:\n- /);
   });
 
   it('rejects an eventSource without eventBus, or one EventBridge does not take', () => {
@@ -435,7 +517,7 @@ describe('IdempotentConsumer with an outbox', () => {
     const { outbox, consumer } = consumerWithOutbox();
     expect(consumer.environment).toMatchObject({
       [OUTBOX_ENV.tableName]: outbox.table.tableName,
-      [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+      [OUTBOX_ENV.retentionSeconds]: String(108 * 60 * 60),
       [OUTBOX_ENV.destinationKind]: 'sns',
       [OUTBOX_ENV.destinationFifo]: 'true',
     });
