@@ -318,7 +318,8 @@ export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
 /**
  * Metric names of the outbox relay: a count per outcome of the records it publishes or gives up
  * on, and the age of each event it published, emitted in Embedded Metric Format with the relay's
- * name as the `Consumer` dimension and read by the `Outbox` construct's failed-publish alarm.
+ * name as the `Consumer` dimension and read by the `Outbox` construct's failed-publish and
+ * event-age alarms.
  */
 export const OUTBOX_RELAY_METRICS = /* @__PURE__ */ Object.freeze({
   /** Events published to the destination. */

@@ -58,6 +58,9 @@ export const MAX_ON_FAILURE_RETENTION = SQS_MAX_RETENTION;
  */
 export const OUTBOX_DEAD_LETTER_RETENTION = SQS_MAX_RETENTION;
 
+/** `eventAgeThreshold` when not set. */
+export const DEFAULT_RELAY_EVENT_AGE_THRESHOLD = Duration.minutes(5);
+
 /** `iteratorAgeThreshold` when not set. */
 export const DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD = Duration.minutes(5);
 

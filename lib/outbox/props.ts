@@ -181,12 +181,20 @@ export interface OutboxProps {
   readonly metricNamespace?: string;
 
   /**
-   * Whether to create the alarms: relay iterator age, failed publishes, on-failure
+   * Whether to create the alarms: relay iterator age, event age, failed publishes, on-failure
    * destination and dead-letter queue depth.
    *
    * @default true
    */
   readonly createAlarms?: boolean;
+
+  /**
+   * Whether to create a CloudWatch dashboard with the relay's outcomes, event age, iterator age,
+   * on-failure and dead-letter depths, function health and alarm status.
+   *
+   * @default true
+   */
+  readonly dashboard?: boolean;
 
   /**
    * Whether to create the failed-publish alarm (with `createAlarms`). It is the outbox's only
@@ -213,4 +221,12 @@ export interface OutboxProps {
    * @default Duration.minutes(5)
    */
   readonly iteratorAgeThreshold?: Duration;
+
+  /**
+   * The p99 of the relay's `EventAge` over 5 minutes that fires the event-age alarm (at least 1
+   * second): how long after their commit events may reach the destination.
+   *
+   * @default Duration.minutes(5)
+   */
+  readonly eventAgeThreshold?: Duration;
 }

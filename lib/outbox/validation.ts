@@ -80,6 +80,7 @@ export function validateOutboxProps(
     fail,
   );
   checkDuration('iteratorAgeThreshold', props.iteratorAgeThreshold, Duration.seconds(60), undefined, fail);
+  checkDuration('eventAgeThreshold', props.eventAgeThreshold, Duration.seconds(1), undefined, fail);
 
   const timeout = timing.relayTimeout;
   const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);

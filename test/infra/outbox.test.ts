@@ -358,10 +358,10 @@ describe('Outbox retention', () => {
 });
 
 describe('Outbox alarms', () => {
-  it('alarms on iterator age, failed publishes, the on-failure queue and the dead-letter queue, notifying the topic', () => {
+  it('alarms on iterator age, event age, failed publishes, the on-failure queue and the dead-letter queue, notifying the topic', () => {
     const { template, outbox } = synth((stack) => ({ alarmTopic: new sns.Topic(stack, 'Alarms') }));
-    expect(outbox.alarms).toHaveLength(4);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    expect(outbox.alarms).toHaveLength(5);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'IteratorAge',
       Namespace: 'AWS/Lambda',
@@ -389,18 +389,102 @@ describe('Outbox alarms', () => {
     expect(outbox.failedPublishAlarm).toBeUndefined();
     expect(outbox.alarms).toEqual([
       outbox.iteratorAgeAlarm,
+      outbox.eventAgeAlarm,
       outbox.onFailureAlarm,
       outbox.deadLetterQueueAlarm,
     ]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(3);
+    expect(alarms).toHaveLength(4);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
+  it("alarms on the p99 of the relay's EventAge over 5 minutes reaching 5 minutes, missing data not breaching", () => {
+    const { template, outbox } = synth((stack) => ({
+      alarmTopic: new sns.Topic(stack, 'Alarms'),
+      relayName: 'order-events-relay',
+    }));
+    expect(outbox.eventAgeAlarm).toBeDefined();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'EffectivelyOnce',
+      MetricName: 'EventAge',
+      ExtendedStatistic: 'p99',
+      Dimensions: [{ Name: 'Consumer', Value: 'order-events-relay' }],
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 300_000,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+  });
+
+  it('takes the event-age threshold from eventAgeThreshold', () => {
+    const { template } = synth({ eventAgeThreshold: Duration.seconds(30) });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'EventAge', Threshold: 30_000 });
   });
 
   it('creates no alarm with createAlarms: false', () => {
     const { template, outbox } = synth({ createAlarms: false });
     template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
     expect(outbox.alarms).toEqual([]);
+  });
+});
+
+describe('Outbox dashboard', () => {
+  /** The dashboard's widgets, its body's tokens resolved to their logical ids. */
+  function widgetsOf(template: Template): { type: string; properties: Record<string, unknown> }[] {
+    const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+    expect(dashboards).toHaveLength(1);
+    const body = dashboards[0]?.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    const text = body['Fn::Join'][1]
+      .map((part) => (typeof part === 'string' ? part : JSON.stringify(part).replace(/"/g, "'")))
+      .join('');
+    return JSON.parse(text).widgets;
+  }
+
+  it("shows the relay's outcomes, event age p50/p99/max, iterator age, on-failure and dead-letter depths, function health and alarms", () => {
+    const { template, outbox } = synth({ relayName: 'order-events-relay' });
+    expect(outbox.dashboard).toBeDefined();
+    const widgets = widgetsOf(template);
+    const titled = (title: string) => widgets.find((widget) => widget.properties.title === title)?.properties;
+    expect(widgets.map((widget) => widget.properties.title ?? widget.type)).toEqual([
+      'text',
+      'Outcomes',
+      'Event age (commit to publish)',
+      'Iterator age',
+      'On-failure and dead letters',
+      'Function',
+      'Alarms',
+    ]);
+    const relayMetric = (name: string, label: string, stat: string) => [
+      'EffectivelyOnce',
+      name,
+      'Consumer',
+      'order-events-relay',
+      { label, period: 60, stat },
+    ];
+    expect(titled('Outcomes')?.metrics).toEqual([
+      relayMetric('Published', 'Published', 'Sum'),
+      relayMetric('Retry', 'Retry', 'Sum'),
+      relayMetric('Permanent', 'Permanent', 'Sum'),
+    ]);
+    expect(titled('Event age (commit to publish)')?.metrics).toEqual([
+      relayMetric('EventAge', 'p50', 'p50'),
+      relayMetric('EventAge', 'p99', 'p99'),
+      relayMetric('EventAge', 'Maximum', 'Maximum'),
+    ]);
+    expect(titled('Alarms')?.alarms).toHaveLength(outbox.alarms.length);
+  });
+
+  it('creates no dashboard with dashboard: false', () => {
+    const { template, outbox } = synth({ dashboard: false });
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
+    expect(outbox.dashboard).toBeUndefined();
+  });
+
+  it('shows no alarm status without alarms', () => {
+    const widgets = widgetsOf(synth({ createAlarms: false }).template);
+    expect(widgets.map((widget) => widget.properties.title ?? widget.type)).not.toContain('Alarms');
   });
 });
 
@@ -419,6 +503,7 @@ describe('Outbox validation', () => {
       retention: Duration.seconds(0),
       iteratorAgeThreshold: Duration.seconds(10),
       onFailureRetention: Duration.days(15),
+      eventAgeThreshold: Duration.millis(500),
       metricNamespace: 'AWS/Lambda',
       logLevel: 'loud' as OutboxProps['logLevel'],
     }));
@@ -436,9 +521,10 @@ describe('Outbox validation', () => {
       'Expected `retention` to be at least 1 second, got `0 seconds`',
       'Expected `onFailureRetention` to be from 1 minute to 14 days, got `15 days`',
       'Expected `iteratorAgeThreshold` to be at least 1 minute, got `10 seconds`',
+      'Expected `eventAgeThreshold` to be at least 1 second, got `500 millis`',
       "`relayTimeout` (1 second) must be longer than the runtime's deadline margin (2 seconds): the relay would publish nothing",
     ]);
-    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 13 problems with the props of Outbox:\n- /);
+    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 14 problems with the props of Outbox:\n- /);
   });
 
   it('rejects an eventSource without eventBus, or one EventBridge does not take', () => {
