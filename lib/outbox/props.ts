@@ -224,7 +224,8 @@ export interface OutboxProps {
 
   /**
    * The p99 of the relay's `EventAge` over 5 minutes that fires the event-age alarm (at least 1
-   * second): how long after their commit events may reach the destination.
+   * second): how long after their commit events may reach the destination. At or above
+   * `maxRecordAge` it warns: no event that old is published.
    *
    * @default Duration.minutes(5)
    */

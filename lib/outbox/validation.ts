@@ -18,6 +18,7 @@ import {
 } from '../consumer-validation';
 import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
 import {
+  DEFAULT_RELAY_EVENT_AGE_THRESHOLD,
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
   MAX_ON_FAILURE_RETENTION,
   MAX_RELAY_BATCH_SIZE,
@@ -109,18 +110,34 @@ export function validateOutboxProps(
       );
     }
   }
-  const threshold = props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD;
   const age = timing.maxRecordAge;
-  if (
-    (props.createAlarms ?? true) &&
-    !threshold.isUnresolved() &&
-    !age.isUnresolved() &&
-    threshold.toSeconds() >= age.toSeconds()
-  ) {
-    warn(
-      'iteratorAgeAlarmAfterMaxRecordAge',
-      `\`iteratorAgeThreshold\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): events are given up on before the iterator-age alarm fires.`,
-    );
+  // Neither age passes `maxRecordAge`: the event source gives such records up unpublished.
+  const ageAlarms = [
+    {
+      prop: 'iteratorAgeThreshold',
+      threshold: props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
+      id: 'iteratorAgeAlarmAfterMaxRecordAge',
+      consequence: 'events are given up on before the iterator-age alarm fires',
+    },
+    {
+      prop: 'eventAgeThreshold',
+      threshold: props.eventAgeThreshold ?? DEFAULT_RELAY_EVENT_AGE_THRESHOLD,
+      id: 'eventAgeAlarmAfterMaxRecordAge',
+      consequence: 'no event that old is published, so the event-age alarm never fires',
+    },
+  ];
+  for (const { prop, threshold, id, consequence } of ageAlarms) {
+    if (
+      (props.createAlarms ?? true) &&
+      !threshold.isUnresolved() &&
+      !age.isUnresolved() &&
+      threshold.toMilliseconds() >= age.toMilliseconds()
+    ) {
+      warn(
+        id,
+        `\`${prop}\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): ${consequence}.`,
+      );
+    }
   }
   return { failures, notes };
 }

@@ -423,6 +423,25 @@ describe('Outbox alarms', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'EventAge', Threshold: 30_000 });
   });
 
+  it('warns when an age threshold is not below maxRecordAge, which no published event passes', () => {
+    const { annotations } = synth({
+      maxRecordAge: Duration.minutes(10),
+      iteratorAgeThreshold: Duration.minutes(15),
+      eventAgeThreshold: Duration.minutes(10),
+    });
+    expect(annotations.findWarning('*', Match.anyValue()).map(({ entry }) => entry.data)).toEqual([
+      '`iteratorAgeThreshold` (15 minutes) is not below `maxRecordAge` (10 minutes): events are given up on before the iterator-age alarm fires. [ack: effectively-once:iteratorAgeAlarmAfterMaxRecordAge]',
+      '`eventAgeThreshold` (10 minutes) is not below `maxRecordAge` (10 minutes): no event that old is published, so the event-age alarm never fires. [ack: effectively-once:eventAgeAlarmAfterMaxRecordAge]',
+    ]);
+    expect(
+      synth({
+        maxRecordAge: Duration.minutes(10),
+        eventAgeThreshold: Duration.minutes(10),
+        createAlarms: false,
+      }).annotations.findWarning('*', Match.anyValue()),
+    ).toEqual([]);
+  });
+
   it('creates no alarm with createAlarms: false', () => {
     const { template, outbox } = synth({ createAlarms: false });
     template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
