@@ -122,6 +122,12 @@ export function notifyAlarmTopic(
 export interface DashboardContent {
   /** The header, Markdown: the consumer's name and the settings an operator reads first. */
   readonly header: string;
+  /**
+   * The outcome row, in place of every consumer outcome and the duplicate rate (the outbox
+   * relay's own outcomes and event age).
+   * @default every outcome of `OUTCOMES` and the duplicate rate
+   */
+  readonly outcomeWidgets?: readonly cloudwatch.IWidget[];
   /** The transport's graphs (backlog, iterator age, dead letters, ...), before the function's. */
   readonly transportWidgets: readonly cloudwatch.IWidget[];
   /** The alarms whose status the dashboard shows, when there are any. */
@@ -140,13 +146,17 @@ export function createConsumerDashboard(
 ): cloudwatch.Dashboard {
   const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard');
   const period = Duration.minutes(1);
-  const outcomes = OUTCOMES.map(([metricName, label]) =>
-    consumerMetric(consumer, metricName, { period, label }),
-  );
   dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: content.header, width: 24, height: 2 }));
   dashboard.addWidgets(
-    new cloudwatch.GraphWidget({ title: 'Outcomes', left: outcomes, width: 16, stacked: false }),
-    new cloudwatch.GraphWidget({ title: 'Duplicate rate', left: [duplicateRate(consumer)], width: 8 }),
+    ...(content.outcomeWidgets ?? [
+      new cloudwatch.GraphWidget({
+        title: 'Outcomes',
+        left: OUTCOMES.map(([metricName, label]) => consumerMetric(consumer, metricName, { period, label })),
+        width: 16,
+        stacked: false,
+      }),
+      new cloudwatch.GraphWidget({ title: 'Duplicate rate', left: [duplicateRate(consumer)], width: 8 }),
+    ]),
   );
   dashboard.addWidgets(
     ...content.transportWidgets,

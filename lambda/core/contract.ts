@@ -321,9 +321,10 @@ export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
 });
 
 /**
- * Metric names of the outbox relay, one per record it publishes or gives up on, emitted in
- * Embedded Metric Format with the relay's name as the `Consumer` dimension and read by the
- * `Outbox` construct's failed-publish alarm.
+ * Metric names of the outbox relay: a count per outcome of the records it publishes or gives up
+ * on, and the age of each event it published, emitted in Embedded Metric Format with the relay's
+ * name as the `Consumer` dimension and read by the `Outbox` construct's failed-publish and
+ * event-age alarms.
  */
 export const OUTBOX_RELAY_METRICS = /* @__PURE__ */ Object.freeze({
   /** Events published to the destination. */
@@ -332,4 +333,9 @@ export const OUTBOX_RELAY_METRICS = /* @__PURE__ */ Object.freeze({
   retry: 'Retry',
   /** New items that are not outbox events, dead-lettered with the reason. */
   permanent: 'Permanent',
+  /**
+   * Milliseconds from an event's commit (the item's `createdAt`, the writer's clock) to its
+   * publish (the relay's clock), one value per published event, unit `Milliseconds`.
+   */
+  eventAge: 'EventAge',
 });

@@ -100,12 +100,14 @@ export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): Metri
 
 /**
  * One Embedded Metric Format line: each of `values` (metric name to count, zeros included, so
- * alarms see data) in `namespace`, dimension `Consumer`, unit `Count`.
+ * alarms see data, or to an array of at most 100 values) in `namespace`, dimension `Consumer`,
+ * unit `Count` unless `units` names another.
  */
 export function embeddedMetricLine(
   namespace: string,
   context: { readonly consumer: string; readonly timestampMillis: number },
-  values: Readonly<Record<string, number>>,
+  values: Readonly<Record<string, number | readonly number[]>>,
+  units: Readonly<Record<string, string>> = {},
 ): string {
   const line: Record<string, unknown> = {
     _aws: {
@@ -114,7 +116,7 @@ export function embeddedMetricLine(
         {
           Namespace: namespace,
           Dimensions: [[METRIC_DIMENSION_CONSUMER]],
-          Metrics: Object.keys(values).map((name) => ({ Name: name, Unit: 'Count' })),
+          Metrics: Object.keys(values).map((name) => ({ Name: name, Unit: units[name] ?? 'Count' })),
         },
       ],
     },

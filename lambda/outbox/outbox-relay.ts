@@ -65,33 +65,50 @@ export interface RelayCounts {
 /** Where the counts of one relay invocation go. */
 export interface RelayMetricsSink {
   /**
-   * Publishes the counts of one invocation of the relay `context.consumer`; an error it throws
-   * is logged, never rethrown.
+   * Publishes the counts of one invocation of the relay `context.consumer` and the age of each
+   * event it published (`EventAge`: the relay's clock at publish less the item's `createdAt`,
+   * milliseconds, at least 0; none for an item without a numeric `createdAt`); an error it
+   * throws is logged, never rethrown.
    */
   publish(
     counts: RelayCounts,
     context: { readonly consumer: string; readonly timestampMillis: number },
+    eventAgesMillis: readonly number[],
   ): void;
 }
 
+/** The most values of one metric an Embedded Metric Format line may carry (the EMF specification's limit). */
+const EMF_MAX_VALUES = 100;
+
 /**
  * The relay's default sink: one Embedded Metric Format line per invocation on standard output
- * with `Published`, `Retry` and `Permanent` (zeros included) in `namespace`, dimension
- * `Consumer` the relay's name: what the `Outbox` construct's failed-publish alarm reads.
+ * with `Published`, `Retry` and `Permanent` (zeros included) and `EventAge` (unit
+ * `Milliseconds`, one value per published event; left out when none was) in `namespace`,
+ * dimension `Consumer` the relay's name: what the `Outbox` construct's alarms read. EMF takes
+ * at most 100 values of a metric per line, so the ages past the first 100 follow in lines of
+ * their own (ages only: each count is written once).
  */
 export function createRelayEmfMetricsSink(
   namespace: string = DEFAULT_METRIC_NAMESPACE,
   write: LineWriter = writeStdoutLine,
 ): RelayMetricsSink {
   return {
-    publish(counts, context) {
-      write(
-        embeddedMetricLine(namespace, context, {
-          [OUTBOX_RELAY_METRICS.published]: counts.published,
-          [OUTBOX_RELAY_METRICS.retry]: counts.retry,
-          [OUTBOX_RELAY_METRICS.permanent]: counts.permanent,
-        }),
-      );
+    publish(counts, context, eventAgesMillis = []) {
+      let values: Record<string, number | readonly number[]> = {
+        [OUTBOX_RELAY_METRICS.published]: counts.published,
+        [OUTBOX_RELAY_METRICS.retry]: counts.retry,
+        [OUTBOX_RELAY_METRICS.permanent]: counts.permanent,
+      };
+      let start = 0;
+      do {
+        const ages = eventAgesMillis.slice(start, start + EMF_MAX_VALUES);
+        start += EMF_MAX_VALUES;
+        if (ages.length > 0) values[OUTBOX_RELAY_METRICS.eventAge] = ages;
+        write(
+          embeddedMetricLine(namespace, context, values, { [OUTBOX_RELAY_METRICS.eventAge]: 'Milliseconds' }),
+        );
+        values = {};
+      } while (start < eventAgesMillis.length);
     },
   };
 }
@@ -152,7 +169,10 @@ export interface OutboxRelayOptions {
   readonly metrics?: RelayMetricsSink | false;
   /** Namespace of the default metrics sink. @default `EO_METRIC_NAMESPACE`, else 'EffectivelyOnce' */
   readonly metricNamespace?: string;
-  /** The metrics' timestamp and the deadline's clock. @default Date.now */
+  /**
+   * The metrics' timestamp, the deadline's clock, and the publish time of each event's
+   * `EventAge`. @default Date.now
+   */
   readonly clock?: Clock;
   /**
    * The environment the `EO_*` variables are read from; pass `{}` to read none.
@@ -271,12 +291,13 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
 
   return async (event, context) => {
     const counts = { published: 0, retry: 0, permanent: 0 };
+    const eventAges: number[] = [];
     try {
-      return await relay(event, counts, deadlineOf(context));
+      return await relay(event, counts, eventAges, deadlineOf(context));
     } finally {
       if (metrics !== undefined) {
         try {
-          metrics.publish({ ...counts }, { consumer: name, timestampMillis: clock() });
+          metrics.publish({ ...counts }, { consumer: name, timestampMillis: clock() }, eventAges);
         } catch (error) {
           log({
             level: 'error',
@@ -302,6 +323,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
   async function relay(
     event: DynamoDbStreamEvent,
     counts: { published: number; retry: number; permanent: number },
+    eventAges: number[],
     deadline: number,
   ): Promise<StreamBatchResponse> {
     const records = event?.Records;
@@ -348,6 +370,11 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         try {
           await destination.publish(message);
           counts.published += 1;
+          const createdAt = Number(
+            (record.dynamodb.NewImage?.[OUTBOX_ATTRIBUTES.createdAt] as { N?: string })?.N,
+          );
+          // The writer's clock and the relay's differ a little: a negative age is clamped to 0.
+          if (Number.isFinite(createdAt)) eventAges.push(Math.max(0, clock() - createdAt));
           continue;
         } catch (error) {
           const failure = classifyPublishError(error);

@@ -18,7 +18,7 @@ import {
   type OutboxDestinationKind,
 } from '../../lambda/core/contract';
 import { createConsumerFunction } from '../consumer-function';
-import { consumerMetric } from '../consumer-monitoring';
+import { consumerMetric, createConsumerDashboard } from '../consumer-monitoring';
 import {
   DYNAMODB_STREAM_READ_ACTIONS,
   grantItemActions,
@@ -29,12 +29,13 @@ import {
 import { assertNoFailures } from '../consumer-validation';
 import {
   DEFAULT_RELAY_BATCH_SIZE,
+  DEFAULT_RELAY_EVENT_AGE_THRESHOLD,
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
   DEFAULT_RELAY_MEMORY_SIZE,
   DEFAULT_RELAY_RETRY_ATTEMPTS,
   defaultRelayEntry,
   FAILED_PUBLISH_THRESHOLD,
-  OUTBOX_QUEUE_RETENTION,
+  OUTBOX_DEAD_LETTER_RETENTION,
 } from './defaults';
 import type { OutboxProps } from './props';
 import { resolveOutboxTiming } from './timing';
@@ -68,9 +69,10 @@ export const OUTBOX_PUBLISH_ACTIONS: Readonly<Record<OutboxDestinationKind, stri
  *   `sqs:SendMessage`, `events:PutEvents` or `sns:Publish` on its destination only (with the
  *   KMS actions of a queue's or topic's customer-managed key); a writer gets
  *   `dynamodb:PutItem` on the table only (`grantWrite`): no read, no delete.
- * - Alarms: the relay's iterator age, failed publishes, the on-failure queue and the
- *   dead-letter queue depth.
- * - Retention (`retention`): see `deriveOutboxRetention`.
+ * - Alarms: the relay's iterator age, its event age (commit to publish, p99), failed publishes,
+ *   the on-failure queue and the dead-letter queue depth; a dashboard (`dashboard`).
+ * - Retention (`retention`): see `deriveOutboxRetention`. The on-failure queue keeps a record
+ *   `onFailureRetention` (4 days), the dead-letter queue 14 days.
  *
  * Every prop is checked before anything is created: invalid props throw one error (code
  * `INVALID_OPTIONS`) listing every failure. cdk-nag (AwsSolutions and Serverless packs) reports
@@ -110,6 +112,8 @@ export class Outbox extends Construct {
   public readonly eventSource?: string;
   /** How long an outbox item lives. */
   public readonly retention: Duration;
+  /** How long the on-failure queue keeps the record of a batch given up on. */
+  public readonly onFailureRetention: Duration;
   /** The oldest record the relay's event source delivers. */
   public readonly maxRecordAge: Duration;
   /** The metric namespace of the relay. */
@@ -120,6 +124,8 @@ export class Outbox extends Construct {
   public readonly relayEnvironment: Readonly<Record<string, string>>;
   /** Alarm on the relay's `IteratorAge` reaching `iteratorAgeThreshold`. */
   public readonly iteratorAgeAlarm?: cloudwatch.Alarm;
+  /** Alarm on the p99 of the relay's `EventAge` over 5 minutes reaching `eventAgeThreshold`. */
+  public readonly eventAgeAlarm?: cloudwatch.Alarm;
   /** Alarm on failed publishes (the relay's `Retry` and `Permanent` outcomes and function errors; > 0), unless `failedPublishAlarm: false`. */
   public readonly failedPublishAlarm?: cloudwatch.Alarm;
   /** Alarm on messages in the on-failure queue (> 0). */
@@ -128,6 +134,8 @@ export class Outbox extends Construct {
   public readonly deadLetterQueueAlarm?: cloudwatch.Alarm;
   /** Every alarm the construct created. */
   public readonly alarms: readonly cloudwatch.Alarm[];
+  /** The dashboard, unless `dashboard: false`. */
+  public readonly dashboard?: cloudwatch.Dashboard;
 
   constructor(scope: Construct, id: string, props: OutboxProps) {
     super(scope, id);
@@ -145,6 +153,7 @@ export class Outbox extends Construct {
     this.destinationArn = destination.arn;
     this.fifo = destination.fifo;
     this.retention = timing.retention;
+    this.onFailureRetention = timing.onFailureRetention;
     this.maxRecordAge = timing.maxRecordAge;
     this.metricNamespace = props.metricNamespace ?? DEFAULT_METRIC_NAMESPACE;
     this.relayName =
@@ -165,8 +174,8 @@ export class Outbox extends Construct {
       stream: dynamodb.StreamViewType.NEW_IMAGE,
       removalPolicy,
     });
-    this.onFailureQueue = this.createTerminalQueue('OnFailureQueue', props);
-    this.deadLetterQueue = this.createTerminalQueue('DeadLetterQueue', props);
+    this.onFailureQueue = this.createTerminalQueue('OnFailureQueue', props, this.onFailureRetention);
+    this.deadLetterQueue = this.createTerminalQueue('DeadLetterQueue', props, OUTBOX_DEAD_LETTER_RETENTION);
 
     this.eventSource = props.eventBus ? (props.eventSource ?? this.relayName) : undefined;
     this.writerEnvironment = Object.freeze({
@@ -235,6 +244,16 @@ export class Outbox extends Construct {
         },
         props.alarmTopic,
       );
+      const eventAgeThreshold = props.eventAgeThreshold ?? DEFAULT_RELAY_EVENT_AGE_THRESHOLD;
+      this.eventAgeAlarm = this.alarm(
+        'EventAgeAlarm',
+        {
+          description: `Events of outbox relay ${this.relayName} reach their ${this.destinationKind} destination more than ${eventAgeThreshold.toHumanString()} after their commit (p99 over 5 minutes): the stream, retries or the relay's backlog delay them.`,
+          metric: this.metricEventAge(),
+          threshold: eventAgeThreshold.toMilliseconds(),
+        },
+        props.alarmTopic,
+      );
       if (props.failedPublishAlarm ?? true) {
         this.failedPublishAlarm = this.alarm(
           'FailedPublishAlarm',
@@ -273,6 +292,7 @@ export class Outbox extends Construct {
       this.alarms = Object.freeze(
         [
           this.iteratorAgeAlarm,
+          this.eventAgeAlarm,
           this.failedPublishAlarm,
           this.onFailureAlarm,
           this.deadLetterQueueAlarm,
@@ -281,6 +301,7 @@ export class Outbox extends Construct {
     } else {
       this.alarms = Object.freeze([]);
     }
+    if (props.dashboard ?? true) this.dashboard = this.createDashboard();
   }
 
   /**
@@ -299,6 +320,14 @@ export class Outbox extends Construct {
       period: Duration.minutes(1),
       ...props,
     });
+  }
+
+  /**
+   * The relay's `EventAge`: for each published event, the relay's clock at publish less the
+   * item's `createdAt`, milliseconds (p99 over 5 minutes unless `props` say otherwise).
+   */
+  public metricEventAge(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.metric(OUTBOX_RELAY_METRICS.eventAge, { statistic: cloudwatch.Stats.p(99), ...props });
   }
 
   /** A metric of the relay's Embedded Metric Format output (Sum over 5 minutes). */
@@ -344,10 +373,56 @@ export class Outbox extends Construct {
     return alarm;
   }
 
-  /** A queue where the relay's failures end: encrypted, SSL-only, 14 days, no redrive of its own. */
-  private createTerminalQueue(id: string, props: OutboxProps): sqs.IQueue {
+  /**
+   * The relay's dashboard: its outcomes and event age in place of a consumer's, the iterator
+   * age, the on-failure and dead-letter depths, the function's health and the alarms' status.
+   */
+  private createDashboard(): cloudwatch.Dashboard {
+    const period = Duration.minutes(1);
+    const depth = (queue: sqs.IQueue, label: string) =>
+      queue.metricApproximateNumberOfMessagesVisible({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
+    return createConsumerDashboard(
+      this,
+      { consumerName: this.relayName, metricNamespace: this.metricNamespace, handler: this.relay },
+      {
+        header: `# Outbox relay ${this.relayName}\nPublishes to ${this.destinationKind}; items kept ${this.retention.toHumanString()}, records older than ${this.maxRecordAge.toHumanString()} given up on, on-failure records kept ${this.onFailureRetention.toHumanString()}.`,
+        outcomeWidgets: [
+          new cloudwatch.GraphWidget({
+            title: 'Outcomes',
+            left: [
+              this.metric(OUTBOX_RELAY_METRICS.published, { period, label: 'Published' }),
+              this.metric(OUTBOX_RELAY_METRICS.retry, { period, label: 'Retry' }),
+              this.metric(OUTBOX_RELAY_METRICS.permanent, { period, label: 'Permanent' }),
+            ],
+            width: 12,
+          }),
+          new cloudwatch.GraphWidget({
+            title: 'Event age (commit to publish)',
+            left: [
+              this.metricEventAge({ period, statistic: cloudwatch.Stats.p(50), label: 'p50' }),
+              this.metricEventAge({ period, label: 'p99' }),
+              this.metricEventAge({ period, statistic: cloudwatch.Stats.MAXIMUM, label: 'Maximum' }),
+            ],
+            width: 12,
+          }),
+        ],
+        transportWidgets: [
+          new cloudwatch.GraphWidget({ title: 'Iterator age', left: [this.metricIteratorAge()], width: 8 }),
+          new cloudwatch.GraphWidget({
+            title: 'On-failure and dead letters',
+            left: [depth(this.onFailureQueue, 'On-failure'), depth(this.deadLetterQueue, 'Dead letters')],
+            width: 8,
+          }),
+        ],
+        alarms: this.alarms,
+      },
+    );
+  }
+
+  /** A queue where the relay's failures end: encrypted, SSL-only, kept `retentionPeriod`, no redrive of its own. */
+  private createTerminalQueue(id: string, props: OutboxProps, retentionPeriod: Duration): sqs.IQueue {
     const queue = new sqs.Queue(this, id, {
-      retentionPeriod: OUTBOX_QUEUE_RETENTION,
+      retentionPeriod,
       encryption: props.queueEncryptionKey ? sqs.QueueEncryption.KMS : sqs.QueueEncryption.SQS_MANAGED,
       encryptionMasterKey: props.queueEncryptionKey,
       enforceSSL: true,

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Duration } from 'aws-cdk-lib';
-import { DYNAMODB_STREAMS_RETENTION } from '../record-ttl';
+import { DYNAMODB_STREAMS_RETENTION, SQS_DEFAULT_RETENTION, SQS_MAX_RETENTION } from '../record-ttl';
 
 /** `relayTimeout` when not set. */
 export const DEFAULT_RELAY_TIMEOUT = Duration.seconds(30);
@@ -41,8 +41,25 @@ export const OPERATOR_ALLOWANCE = Duration.days(1);
 /** The stream the relay reads keeps a record this long (DynamoDB Streams' fixed retention). */
 export const OUTBOX_STREAM_RETENTION = DYNAMODB_STREAMS_RETENTION;
 
-/** How long the queues the outbox creates (on-failure and dead-letter) keep a message. */
-export const OUTBOX_QUEUE_RETENTION = Duration.days(14);
+/**
+ * `onFailureRetention` when not set: SQS's default of 4 days. The on-failure alarm fires within
+ * a minute of a give-up, and 4 days outlast a long weekend; every outbox item is kept for the
+ * give-up horizon plus this long (the on-failure record names a sequence range, not the events),
+ * so a longer default would keep every event, not only the given-up ones, that much longer.
+ */
+export const DEFAULT_ON_FAILURE_RETENTION = SQS_DEFAULT_RETENTION;
+
+/** The longest `onFailureRetention`, and what an unresolved one counts as: SQS's 14 days. */
+export const MAX_ON_FAILURE_RETENTION = SQS_MAX_RETENTION;
+
+/**
+ * How long the dead-letter queue the outbox creates keeps a message: SQS's most. A dead letter
+ * carries the whole event (or, truncated, its key), so it does not depend on the table.
+ */
+export const OUTBOX_DEAD_LETTER_RETENTION = SQS_MAX_RETENTION;
+
+/** `eventAgeThreshold` when not set. */
+export const DEFAULT_RELAY_EVENT_AGE_THRESHOLD = Duration.minutes(5);
 
 /** `iteratorAgeThreshold` when not set. */
 export const DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD = Duration.minutes(5);

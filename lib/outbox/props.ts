@@ -60,11 +60,25 @@ export interface OutboxProps {
 
   /**
    * How long an outbox item lives before DynamoDB's TTL deletes it (`EO_OUTBOX_RETENTION_SECONDS`,
-   * read by the writer). A retention shorter than the derived one draws a warning.
+   * read by the writer). A retention shorter than the give-up horizon G plus
+   * `onFailureRetention` (an on-failure record would name events the table no longer holds), or
+   * than the floor 24 hours + G + 1 day, draws a warning naming the numbers.
    *
-   * @default - 24 hours + min(maxRecordAge, (retryAttempts + 1) × relayTimeout) + 1 day
+   * @default - max(24 hours + G + 1 day, G + onFailureRetention), where
+   * G = min(maxRecordAge, (retryAttempts + 1) × relayTimeout): 4 days 12 hours with the defaults
    */
   readonly retention?: Duration;
+
+  /**
+   * How long the on-failure queue keeps the record of a batch the event source gave up on (60
+   * seconds to 14 days). The record names a sequence number range, not the events, so the
+   * derived `retention` keeps every outbox item this long after the give-up horizon: the
+   * default, SQS's 4 days, outlasts a long weekend after the on-failure alarm without keeping
+   * every event two weeks. The dead-letter queue keeps its messages 14 days either way.
+   *
+   * @default Duration.days(4)
+   */
+  readonly onFailureRetention?: Duration;
 
   /**
    * Customer-managed KMS key for the outbox table; writers and the relay are granted its use.
@@ -167,12 +181,20 @@ export interface OutboxProps {
   readonly metricNamespace?: string;
 
   /**
-   * Whether to create the alarms: relay iterator age, failed publishes, on-failure
+   * Whether to create the alarms: relay iterator age, event age, failed publishes, on-failure
    * destination and dead-letter queue depth.
    *
    * @default true
    */
   readonly createAlarms?: boolean;
+
+  /**
+   * Whether to create a CloudWatch dashboard with the relay's outcomes, event age, iterator age,
+   * on-failure and dead-letter depths, function health and alarm status.
+   *
+   * @default true
+   */
+  readonly dashboard?: boolean;
 
   /**
    * Whether to create the failed-publish alarm (with `createAlarms`). It is the outbox's only
@@ -199,4 +221,13 @@ export interface OutboxProps {
    * @default Duration.minutes(5)
    */
   readonly iteratorAgeThreshold?: Duration;
+
+  /**
+   * The p99 of the relay's `EventAge` over 5 minutes that fires the event-age alarm (at least 1
+   * second): how long after their commit events may reach the destination. At or above
+   * `maxRecordAge` it warns: no event that old is published.
+   *
+   * @default Duration.minutes(5)
+   */
+  readonly eventAgeThreshold?: Duration;
 }

@@ -18,8 +18,11 @@ import {
 } from '../consumer-validation';
 import { MIN_RECORD_AGE } from '../idempotent-stream-consumer/defaults';
 import {
+  DEFAULT_RELAY_EVENT_AGE_THRESHOLD,
   DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
+  MAX_ON_FAILURE_RETENTION,
   MAX_RELAY_BATCH_SIZE,
+  OPERATOR_ALLOWANCE,
   OUTBOX_STREAM_RETENTION,
 } from './defaults';
 import type { OutboxProps } from './props';
@@ -70,7 +73,15 @@ export function validateOutboxProps(
   checkDuration('relayTimeout', props.relayTimeout, Duration.seconds(1), LAMBDA_MAX_TIMEOUT, fail);
   checkDuration('maxRecordAge', props.maxRecordAge, MIN_RECORD_AGE, OUTBOX_STREAM_RETENTION, fail);
   checkDuration('retention', props.retention, Duration.seconds(1), undefined, fail);
+  checkDuration(
+    'onFailureRetention',
+    props.onFailureRetention,
+    Duration.seconds(60),
+    MAX_ON_FAILURE_RETENTION,
+    fail,
+  );
   checkDuration('iteratorAgeThreshold', props.iteratorAgeThreshold, Duration.seconds(60), undefined, fail);
+  checkDuration('eventAgeThreshold', props.eventAgeThreshold, Duration.seconds(1), undefined, fail);
 
   const timeout = timing.relayTimeout;
   const margin = Duration.millis(DEFAULT_DEADLINE_MARGIN_MILLIS);
@@ -81,24 +92,52 @@ export function validateOutboxProps(
   }
 
   const { retention, derived } = timing;
-  if (props.retention && !retention.isUnresolved() && retention.toSeconds() < derived.retention.toSeconds()) {
-    warn(
-      'outboxRetentionShorterThanDerived',
-      `\`retention\` (${retention.toHumanString()}) is shorter than the derived one (${derived.retention.toHumanString()}: ${derived.explanation}). An event the relay gave up on can expire before an operator republishes it from the table.`,
-    );
+  const giveUp = derived.giveUpHorizon.toHumanString();
+  if (props.retention && !retention.isUnresolved()) {
+    if (retention.toSeconds() < derived.onFailureHorizon.toSeconds()) {
+      const queue = timing.onFailureRetention.isUnresolved()
+        ? `${MAX_ON_FAILURE_RETENTION.toHumanString()} (a token counts as SQS's longest)`
+        : timing.onFailureRetention.toHumanString();
+      warn(
+        'outboxRetentionShorterThanOnFailureRecords',
+        `\`retention\` (${retention.toHumanString()}) is shorter than the relay's give-up horizon ${giveUp} + on-failure queue retention ${queue} = ${derived.onFailureHorizon.toHumanString()}: an on-failure record would name events the table no longer holds. Lengthen \`retention\` or shorten \`onFailureRetention\`.`,
+      );
+    }
+    if (retention.toSeconds() < derived.floor.toSeconds()) {
+      warn(
+        'outboxRetentionShorterThanDerived',
+        `\`retention\` (${retention.toHumanString()}) is shorter than stream retention ${OUTBOX_STREAM_RETENTION.toHumanString()} + the relay's give-up horizon ${giveUp} + operator allowance ${OPERATOR_ALLOWANCE.toHumanString()} = ${derived.floor.toHumanString()}: an event the relay gave up on can expire before an operator republishes it from the table.`,
+      );
+    }
   }
-  const threshold = props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD;
   const age = timing.maxRecordAge;
-  if (
-    (props.createAlarms ?? true) &&
-    !threshold.isUnresolved() &&
-    !age.isUnresolved() &&
-    threshold.toSeconds() >= age.toSeconds()
-  ) {
-    warn(
-      'iteratorAgeAlarmAfterMaxRecordAge',
-      `\`iteratorAgeThreshold\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): events are given up on before the iterator-age alarm fires.`,
-    );
+  // Neither age passes `maxRecordAge`: the event source gives such records up unpublished.
+  const ageAlarms = [
+    {
+      prop: 'iteratorAgeThreshold',
+      threshold: props.iteratorAgeThreshold ?? DEFAULT_RELAY_ITERATOR_AGE_THRESHOLD,
+      id: 'iteratorAgeAlarmAfterMaxRecordAge',
+      consequence: 'events are given up on before the iterator-age alarm fires',
+    },
+    {
+      prop: 'eventAgeThreshold',
+      threshold: props.eventAgeThreshold ?? DEFAULT_RELAY_EVENT_AGE_THRESHOLD,
+      id: 'eventAgeAlarmAfterMaxRecordAge',
+      consequence: 'no event that old is published, so the event-age alarm never fires',
+    },
+  ];
+  for (const { prop, threshold, id, consequence } of ageAlarms) {
+    if (
+      (props.createAlarms ?? true) &&
+      !threshold.isUnresolved() &&
+      !age.isUnresolved() &&
+      threshold.toMilliseconds() >= age.toMilliseconds()
+    ) {
+      warn(
+        id,
+        `\`${prop}\` (${threshold.toHumanString()}) is not below \`maxRecordAge\` (${age.toHumanString()}): ${consequence}.`,
+      );
+    }
   }
   return { failures, notes };
 }

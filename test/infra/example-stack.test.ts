@@ -308,11 +308,11 @@ describe('ExampleStack', () => {
     expect(stack.shipmentScheduler.duplicateRateAlarm).toBeDefined();
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
     // Four per SQS consumer, five for the stream consumer (iterator age, errors, on-failure
-    // queue, dead-letter queue, mismatches), four for the outbox (iterator age, failed
-    // publishes, on-failure queue, dead-letter queue).
+    // queue, dead-letter queue, mismatches), five for the outbox (iterator age, event age,
+    // failed publishes, on-failure queue, dead-letter queue).
     expect(stack.orderSummaryProjector.alarms).toHaveLength(5);
-    expect(stack.orderEvents.alarms).toHaveLength(4);
-    expect(alarms).toHaveLength(25);
+    expect(stack.orderEvents.alarms).toHaveLength(5);
+    expect(alarms).toHaveLength(26);
     // The duplicate rates and the outbox's failed publishes.
     expect(alarms.filter((alarm) => alarm.Properties.Metrics !== undefined)).toHaveLength(5);
   });
@@ -362,15 +362,16 @@ describe('ExampleStack in the local stage', () => {
     expect(stack.auditRecorder.duplicateRateAlarm).toBeUndefined();
     expect(stack.paymentNotifier.duplicateRateAlarm).toBeUndefined();
     expect(stack.shipmentScheduler.duplicateRateAlarm).toBeUndefined();
-    // The outbox keeps three: only its failed-publish alarm is built on metric math.
+    // The outbox keeps four: only its failed-publish alarm is built on metric math.
     expect(stack.orderEvents.failedPublishAlarm).toBeUndefined();
     expect(stack.orderEvents.alarms).toEqual([
       stack.orderEvents.iteratorAgeAlarm,
+      stack.orderEvents.eventAgeAlarm,
       stack.orderEvents.onFailureAlarm,
       stack.orderEvents.deadLetterQueueAlarm,
     ]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(20);
+    expect(alarms).toHaveLength(21);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
   });
 

@@ -209,7 +209,7 @@ describe('Outbox environment', () => {
         Variables: {
           NODE_OPTIONS: '--enable-source-maps',
           [OUTBOX_ENV.tableName]: { Ref: logicalId(outbox.table) },
-          [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+          [OUTBOX_ENV.retentionSeconds]: String(108 * 60 * 60),
           [OUTBOX_ENV.destinationKind]: 'sqs',
           [OUTBOX_ENV.destinationFifo]: 'true',
           [OUTBOX_ENV.destinationArn]: { 'Fn::GetAtt': [logicalId(shipping), 'Arn'] },
@@ -232,56 +232,136 @@ describe('Outbox environment', () => {
   });
 });
 
+/** The `MessageRetentionPeriod` of `queue` in `template`, seconds. */
+function retentionPeriodOf(template: Template, queue: sqs.IQueue): unknown {
+  return template.findResources('AWS::SQS::Queue')[logicalId(queue)]?.Properties.MessageRetentionPeriod;
+}
+
 describe('Outbox retention', () => {
   const DAY = 24 * 60 * 60;
+  const HOUR = 60 * 60;
   it.each([
     {
-      case: 'defaults: maxRecordAge bounds the retries',
-      age: 12 * 3600,
+      case: 'defaults: maxRecordAge bounds the retries, the on-failure queue keeps 4 days',
+      age: 12 * HOUR,
       retries: 10000,
       timeout: 30,
-      giveUp: 12 * 3600,
+      queue: 4 * DAY,
+      giveUp: 12 * HOUR,
+      retention: 108 * HOUR,
     },
-    { case: 'few retries end before maxRecordAge', age: 12 * 3600, retries: 2, timeout: 30, giveUp: 90 },
-    { case: 'no retry: one attempt', age: 3600, retries: 0, timeout: 900, giveUp: 900 },
-    { case: 'the longest record age', age: DAY, retries: 10000, timeout: 60, giveUp: DAY },
-    { case: 'retries and age equal', age: 600, retries: 9, timeout: 60, giveUp: 600 },
+    {
+      case: 'few retries end before maxRecordAge',
+      age: 12 * HOUR,
+      retries: 2,
+      timeout: 30,
+      queue: 4 * DAY,
+      giveUp: 90,
+      retention: 4 * DAY + 90,
+    },
+    {
+      case: 'no retry: one attempt',
+      age: HOUR,
+      retries: 0,
+      timeout: 900,
+      queue: 4 * DAY,
+      giveUp: 900,
+      retention: 4 * DAY + 900,
+    },
+    {
+      case: 'the longest record age and on-failure retention',
+      age: DAY,
+      retries: 10000,
+      timeout: 60,
+      queue: 14 * DAY,
+      giveUp: DAY,
+      retention: 15 * DAY,
+    },
+    {
+      case: 'an on-failure queue shorter than stream + allowance: the floor holds',
+      age: 600,
+      retries: 9,
+      timeout: 60,
+      queue: 60,
+      giveUp: 600,
+      retention: DAY + 600 + DAY,
+    },
   ])(
-    'is 24 h + min(maxRecordAge, (retryAttempts + 1) × timeout) + 1 day: $case',
-    ({ age, retries, timeout, giveUp }) => {
+    'is max(24 h + G + 1 day, G + onFailureRetention), G = min(maxRecordAge, (retryAttempts + 1) × timeout): $case',
+    ({ age, retries, timeout, queue, giveUp, retention }) => {
       const derived = deriveOutboxRetention({
         maxRecordAge: Duration.seconds(age),
         retryAttempts: retries,
         relayTimeout: Duration.seconds(timeout),
+        onFailureRetention: Duration.seconds(queue),
       });
       expect(derived.giveUpHorizon.toSeconds()).toBe(giveUp);
-      expect(derived.retention.toSeconds()).toBe(DAY + giveUp + DAY);
+      expect(derived.floor.toSeconds()).toBe(DAY + giveUp + DAY);
+      expect(derived.onFailureHorizon.toSeconds()).toBe(giveUp + queue);
+      expect(derived.retention.toSeconds()).toBe(retention);
     },
   );
 
+  it('explains both terms with their numbers', () => {
+    const derived = deriveOutboxRetention({
+      maxRecordAge: Duration.hours(12),
+      retryAttempts: 10000,
+      relayTimeout: Duration.seconds(30),
+      onFailureRetention: Duration.days(4),
+    });
+    expect(derived.explanation).toBe(
+      'the longer of stream retention 1 day + relay give-up horizon 12 hours (the shorter of maxRecordAge and (retryAttempts + 1) × relay timeout) + operator allowance 1 day = 2 days 12 hours, and relay give-up horizon 12 hours + on-failure queue retention 4 days = 4 days 12 hours',
+    );
+  });
+
+  it('keeps on-failure records 4 days and items 108 hours by default, and dead letters 14 days', () => {
+    const { template, outbox } = synth();
+    expect(outbox.onFailureRetention.toSeconds()).toBe(4 * DAY);
+    expect(outbox.retention.toSeconds()).toBe(108 * HOUR);
+    expect(outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(108 * HOUR));
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [OUTBOX_ENV.retentionSeconds]: String(108 * HOUR) }) },
+    });
+    expect(retentionPeriodOf(template, outbox.onFailureQueue)).toBe(4 * DAY);
+    expect(retentionPeriodOf(template, outbox.deadLetterQueue)).toBe(14 * DAY);
+  });
+
+  it('keeps items the give-up horizon past a longer onFailureRetention', () => {
+    const { template, outbox } = synth({ onFailureRetention: Duration.days(14) });
+    expect(retentionPeriodOf(template, outbox.onFailureQueue)).toBe(14 * DAY);
+    expect(outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(14 * DAY + 12 * HOUR));
+  });
+
   it('applies the derived retention from the relay props, or the given one', () => {
-    expect(synth({ retryAttempts: 2 }).outbox.retention.toSeconds()).toBe(2 * 24 * 3600 + 90);
+    expect(synth({ retryAttempts: 2 }).outbox.retention.toSeconds()).toBe(4 * DAY + 90);
     const given = synth({ retention: Duration.days(7) });
-    expect(given.outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(7 * 24 * 3600));
+    expect(given.outbox.writerEnvironment[OUTBOX_ENV.retentionSeconds]).toBe(String(7 * DAY));
     given.annotations.hasNoWarning('*', Match.anyValue());
   });
 
-  it('warns when a given retention is shorter than the derived one', () => {
-    const { annotations } = synth({ retention: Duration.hours(30) });
-    annotations.hasWarning(
-      '/TestStack/Outbox',
-      Match.stringLikeRegexp(
-        '^`retention` \\(1 day 6 hours\\) is shorter than the derived one \\(2 days 12 hours: stream retention 1 day \\+ relay give-up horizon 12 hours',
-      ),
-    );
+  it('warns, naming the numbers, when a given retention is shorter than the give-up horizon + on-failure queue retention', () => {
+    const { annotations } = synth({ retention: Duration.hours(60) });
+    const warnings = annotations.findWarning('*', Match.anyValue());
+    expect(warnings.map(({ entry }) => entry.data)).toEqual([
+      "`retention` (2 days 12 hours) is shorter than the relay's give-up horizon 12 hours + on-failure queue retention 4 days = 4 days 12 hours: an on-failure record would name events the table no longer holds. Lengthen `retention` or shorten `onFailureRetention`. [ack: effectively-once:outboxRetentionShorterThanOnFailureRecords]",
+    ]);
+  });
+
+  it('also warns when a given retention is shorter than stream retention + give-up horizon + operator allowance', () => {
+    const { annotations } = synth({ retention: Duration.hours(30), onFailureRetention: Duration.days(1) });
+    const warnings = annotations.findWarning('*', Match.anyValue());
+    expect(warnings.map(({ entry }) => entry.data)).toEqual([
+      "`retention` (1 day 6 hours) is shorter than the relay's give-up horizon 12 hours + on-failure queue retention 1 day = 1 day 12 hours: an on-failure record would name events the table no longer holds. Lengthen `retention` or shorten `onFailureRetention`. [ack: effectively-once:outboxRetentionShorterThanOnFailureRecords]",
+      "`retention` (1 day 6 hours) is shorter than stream retention 1 day + the relay's give-up horizon 12 hours + operator allowance 1 day = 2 days 12 hours: an event the relay gave up on can expire before an operator republishes it from the table. [ack: effectively-once:outboxRetentionShorterThanDerived]",
+    ]);
   });
 });
 
 describe('Outbox alarms', () => {
-  it('alarms on iterator age, failed publishes, the on-failure queue and the dead-letter queue, notifying the topic', () => {
+  it('alarms on iterator age, event age, failed publishes, the on-failure queue and the dead-letter queue, notifying the topic', () => {
     const { template, outbox } = synth((stack) => ({ alarmTopic: new sns.Topic(stack, 'Alarms') }));
-    expect(outbox.alarms).toHaveLength(4);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    expect(outbox.alarms).toHaveLength(5);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'IteratorAge',
       Namespace: 'AWS/Lambda',
@@ -309,18 +389,121 @@ describe('Outbox alarms', () => {
     expect(outbox.failedPublishAlarm).toBeUndefined();
     expect(outbox.alarms).toEqual([
       outbox.iteratorAgeAlarm,
+      outbox.eventAgeAlarm,
       outbox.onFailureAlarm,
       outbox.deadLetterQueueAlarm,
     ]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(3);
+    expect(alarms).toHaveLength(4);
     for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
+  it("alarms on the p99 of the relay's EventAge over 5 minutes reaching 5 minutes, missing data not breaching", () => {
+    const { template, outbox } = synth((stack) => ({
+      alarmTopic: new sns.Topic(stack, 'Alarms'),
+      relayName: 'order-events-relay',
+    }));
+    expect(outbox.eventAgeAlarm).toBeDefined();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'EffectivelyOnce',
+      MetricName: 'EventAge',
+      ExtendedStatistic: 'p99',
+      Dimensions: [{ Name: 'Consumer', Value: 'order-events-relay' }],
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 300_000,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+  });
+
+  it('takes the event-age threshold from eventAgeThreshold', () => {
+    const { template } = synth({ eventAgeThreshold: Duration.seconds(30) });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'EventAge', Threshold: 30_000 });
+  });
+
+  it('warns when an age threshold is not below maxRecordAge, which no published event passes', () => {
+    const { annotations } = synth({
+      maxRecordAge: Duration.minutes(10),
+      iteratorAgeThreshold: Duration.minutes(15),
+      eventAgeThreshold: Duration.minutes(10),
+    });
+    expect(annotations.findWarning('*', Match.anyValue()).map(({ entry }) => entry.data)).toEqual([
+      '`iteratorAgeThreshold` (15 minutes) is not below `maxRecordAge` (10 minutes): events are given up on before the iterator-age alarm fires. [ack: effectively-once:iteratorAgeAlarmAfterMaxRecordAge]',
+      '`eventAgeThreshold` (10 minutes) is not below `maxRecordAge` (10 minutes): no event that old is published, so the event-age alarm never fires. [ack: effectively-once:eventAgeAlarmAfterMaxRecordAge]',
+    ]);
+    expect(
+      synth({
+        maxRecordAge: Duration.minutes(10),
+        eventAgeThreshold: Duration.minutes(10),
+        createAlarms: false,
+      }).annotations.findWarning('*', Match.anyValue()),
+    ).toEqual([]);
   });
 
   it('creates no alarm with createAlarms: false', () => {
     const { template, outbox } = synth({ createAlarms: false });
     template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
     expect(outbox.alarms).toEqual([]);
+  });
+});
+
+describe('Outbox dashboard', () => {
+  /** The dashboard's widgets, its body's tokens resolved to their logical ids. */
+  function widgetsOf(template: Template): { type: string; properties: Record<string, unknown> }[] {
+    const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+    expect(dashboards).toHaveLength(1);
+    const body = dashboards[0]?.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    const text = body['Fn::Join'][1]
+      .map((part) => (typeof part === 'string' ? part : JSON.stringify(part).replace(/"/g, "'")))
+      .join('');
+    return JSON.parse(text).widgets;
+  }
+
+  it("shows the relay's outcomes, event age p50/p99/max, iterator age, on-failure and dead-letter depths, function health and alarms", () => {
+    const { template, outbox } = synth({ relayName: 'order-events-relay' });
+    expect(outbox.dashboard).toBeDefined();
+    const widgets = widgetsOf(template);
+    const titled = (title: string) => widgets.find((widget) => widget.properties.title === title)?.properties;
+    expect(widgets.map((widget) => widget.properties.title ?? widget.type)).toEqual([
+      'text',
+      'Outcomes',
+      'Event age (commit to publish)',
+      'Iterator age',
+      'On-failure and dead letters',
+      'Function',
+      'Alarms',
+    ]);
+    const relayMetric = (name: string, label: string, stat: string) => [
+      'EffectivelyOnce',
+      name,
+      'Consumer',
+      'order-events-relay',
+      { label, period: 60, stat },
+    ];
+    expect(titled('Outcomes')?.metrics).toEqual([
+      relayMetric('Published', 'Published', 'Sum'),
+      relayMetric('Retry', 'Retry', 'Sum'),
+      relayMetric('Permanent', 'Permanent', 'Sum'),
+    ]);
+    expect(titled('Event age (commit to publish)')?.metrics).toEqual([
+      relayMetric('EventAge', 'p50', 'p50'),
+      relayMetric('EventAge', 'p99', 'p99'),
+      relayMetric('EventAge', 'Maximum', 'Maximum'),
+    ]);
+    expect(titled('Alarms')?.alarms).toHaveLength(outbox.alarms.length);
+  });
+
+  it('creates no dashboard with dashboard: false', () => {
+    const { template, outbox } = synth({ dashboard: false });
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
+    expect(outbox.dashboard).toBeUndefined();
+  });
+
+  it('shows no alarm status without alarms', () => {
+    const widgets = widgetsOf(synth({ createAlarms: false }).template);
+    expect(widgets.map((widget) => widget.properties.title ?? widget.type)).not.toContain('Alarms');
   });
 });
 
@@ -338,6 +521,8 @@ describe('Outbox validation', () => {
       relayTimeout: Duration.seconds(1),
       retention: Duration.seconds(0),
       iteratorAgeThreshold: Duration.seconds(10),
+      onFailureRetention: Duration.days(15),
+      eventAgeThreshold: Duration.millis(500),
       metricNamespace: 'AWS/Lambda',
       logLevel: 'loud' as OutboxProps['logLevel'],
     }));
@@ -353,10 +538,12 @@ describe('Outbox validation', () => {
       'Expected `retryAttempts` to be an integer from 0 to 10000, got `-1`',
       'Expected `maxRecordAge` to be from 1 minute to 1 day, got `1 day 1 hour`',
       'Expected `retention` to be at least 1 second, got `0 seconds`',
+      'Expected `onFailureRetention` to be from 1 minute to 14 days, got `15 days`',
       'Expected `iteratorAgeThreshold` to be at least 1 minute, got `10 seconds`',
+      'Expected `eventAgeThreshold` to be at least 1 second, got `500 millis`',
       "`relayTimeout` (1 second) must be longer than the runtime's deadline margin (2 seconds): the relay would publish nothing",
     ]);
-    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 12 problems with the props of Outbox:\n- /);
+    expect(error.message).toMatch(/^\[TestStack\/Outbox\] 14 problems with the props of Outbox:\n- /);
   });
 
   it('rejects an eventSource without eventBus, or one EventBridge does not take', () => {
@@ -435,7 +622,7 @@ describe('IdempotentConsumer with an outbox', () => {
     const { outbox, consumer } = consumerWithOutbox();
     expect(consumer.environment).toMatchObject({
       [OUTBOX_ENV.tableName]: outbox.table.tableName,
-      [OUTBOX_ENV.retentionSeconds]: String(60 * 60 * 60),
+      [OUTBOX_ENV.retentionSeconds]: String(108 * 60 * 60),
       [OUTBOX_ENV.destinationKind]: 'sns',
       [OUTBOX_ENV.destinationFifo]: 'true',
     });

@@ -57,8 +57,8 @@ const inboxTable = uniqueName('eo-outbox-examples-inbox');
 const ordersTable = uniqueName('eo-outbox-examples-orders');
 const shipmentsTable = uniqueName('eo-outbox-examples-shipments');
 const outboxTable = uniqueName('eo-outbox-examples-outbox');
-/** The retention the `Outbox` derives with its defaults: 60 hours. */
-const retentionSeconds = 216_000;
+/** The retention the `Outbox` derives with its defaults: 108 hours (12 h give-up + 4 days on-failure). */
+const retentionSeconds = 388_800;
 const savedEnv = { ...process.env };
 const placed = `o-${run}-placed`;
 const cancelled = `o-${run}-cancelled`;

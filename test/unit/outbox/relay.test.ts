@@ -27,12 +27,31 @@ const inserted = (sequenceNumber: string, id: string, entity?: string): DynamoDb
     newImage: outboxImage(id, entity),
   });
 
-function captureRelayMetrics(): RelayMetricsSink & {
-  readonly published: { counts: RelayCounts; consumer: string; timestampMillis: number }[];
-} {
-  const published: { counts: RelayCounts; consumer: string; timestampMillis: number }[] = [];
-  return { published, publish: (counts, context) => published.push({ counts, ...context }) };
+type CapturedMetrics = {
+  counts: RelayCounts;
+  consumer: string;
+  timestampMillis: number;
+  eventAgesMillis: readonly number[];
+};
+
+function captureRelayMetrics(): RelayMetricsSink & { readonly published: CapturedMetrics[] } {
+  const published: CapturedMetrics[] = [];
+  return {
+    published,
+    publish: (counts, context, eventAgesMillis) => published.push({ counts, ...context, eventAgesMillis }),
+  };
 }
+
+/** An outbox event committed at `createdAt` (the item's attribute as given). */
+const committed = (sequenceNumber: string, id: string, createdAt?: AttributeValue): DynamoDbStreamRecord =>
+  dynamoDbStreamRecord(sequenceNumber, {
+    eventName: 'INSERT',
+    keys: { pk: { S: id } },
+    newImage: {
+      ...outboxImage(id),
+      ...(createdAt === undefined ? {} : { [OUTBOX_ATTRIBUTES.createdAt]: createdAt }),
+    },
+  });
 
 function recordingDestination(failOn?: string) {
   const published: OutboxMessage[] = [];
@@ -160,8 +179,56 @@ describe('the outbox relay', () => {
         counts: { published: 1, retry: 1, permanent: 0 },
         consumer: 'order-events-relay',
         timestampMillis: 42,
+        eventAgesMillis: [],
       },
     ]);
+  });
+
+  it("emits each published event's age, the relay's clock after its publish less its createdAt, clamped at 0, and none for an item without a numeric createdAt or not published", async () => {
+    let now = 10_000;
+    const destination = recordingDestination('e-5');
+    const metrics = captureRelayMetrics();
+    const relay = createOutboxRelay({
+      destination: {
+        async publish(message) {
+          now += 250;
+          await destination.publish(message);
+        },
+      },
+      metrics,
+      logger: captureLogger(),
+      clock: () => now,
+    });
+
+    await relay({
+      Records: [
+        committed('1', 'e-1', { N: '4000' }),
+        // Committed by a writer whose clock runs ahead of the relay's.
+        committed('2', 'e-2', { N: '99000' }),
+        committed('3', 'e-3'),
+        committed('4', 'e-4', { S: '4000' }),
+        committed('5', 'e-5', { N: '4000' }),
+      ],
+    });
+
+    expect(destination.published.map(({ id }) => id)).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
+    expect(metrics.published.map(({ counts, eventAgesMillis }) => ({ counts, eventAgesMillis }))).toEqual([
+      { counts: { published: 4, retry: 1, permanent: 0 }, eventAgesMillis: [10_250 - 4000, 0] },
+    ]);
+  });
+
+  it('emits no event age when nothing is published', async () => {
+    const metrics = captureRelayMetrics();
+    const relay = createOutboxRelay({
+      destination: recordingDestination('e-1'),
+      metrics,
+      logger: captureLogger(),
+      clock: () => 42,
+    });
+
+    await relay({ Records: [committed('1', 'e-1', { N: '7' })] });
+
+    expect(metrics.published.map(({ eventAgesMillis }) => eventAgesMillis)).toEqual([[]]);
   });
 
   it('counts a dead-lettered item as Permanent and skipped MODIFY and REMOVE records as nothing', async () => {
@@ -193,6 +260,7 @@ describe('the outbox relay', () => {
     createRelayEmfMetricsSink('Orders', (line) => lines.push(line)).publish(
       { published: 3, retry: 1, permanent: 0 },
       { consumer: 'order-events-relay', timestampMillis: 7 },
+      [],
     );
 
     expect(lines.map((line) => JSON.parse(line))).toEqual([
@@ -216,6 +284,38 @@ describe('the outbox relay', () => {
         Retry: 1,
         Permanent: 0,
       },
+    ]);
+  });
+
+  it('writes the event ages as a Milliseconds array on the counts line, the ages past 100 in lines of their own', () => {
+    const lines: string[] = [];
+    const ages = Array.from({ length: 250 }, (_, index) => index);
+    createRelayEmfMetricsSink('Orders', (line) => lines.push(line)).publish(
+      { published: 250, retry: 0, permanent: 0 },
+      { consumer: 'order-events-relay', timestampMillis: 7 },
+      ages,
+    );
+
+    const parsed = lines.map((line) => JSON.parse(line));
+    expect(parsed.map((line) => line._aws.CloudWatchMetrics[0].Metrics)).toEqual([
+      [
+        { Name: 'Published', Unit: 'Count' },
+        { Name: 'Retry', Unit: 'Count' },
+        { Name: 'Permanent', Unit: 'Count' },
+        { Name: 'EventAge', Unit: 'Milliseconds' },
+      ],
+      [{ Name: 'EventAge', Unit: 'Milliseconds' }],
+      [{ Name: 'EventAge', Unit: 'Milliseconds' }],
+    ]);
+    expect(parsed.map((line) => line.EventAge)).toEqual([
+      ages.slice(0, 100),
+      ages.slice(100, 200),
+      ages.slice(200),
+    ]);
+    expect(parsed.map((line) => [line.Published, line.Consumer, line._aws.Timestamp])).toEqual([
+      [250, 'order-events-relay', 7],
+      [undefined, 'order-events-relay', 7],
+      [undefined, 'order-events-relay', 7],
     ]);
   });
 
