@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { CreateFunctionCommand, DeleteFunctionCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { DeleteMessageCommand, type Message as QueueMessage, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENV, OUTBOX_ENV } from '../../lambda/core/contract';
@@ -20,6 +22,7 @@ import { createOutboxRelay, createOutboxWriter, sqsDestination } from '../../lam
 import { readTableStream } from '../../scripts/support/stream-reader';
 import { uniqueName } from '../support/aws';
 import { runMain } from '../support/cli';
+import { createBusToQueue } from '../support/event-bus';
 import { createLocalResources, type TestQueue } from '../support/fixtures';
 import { createStreamTable } from '../support/stream-fixtures';
 
@@ -28,6 +31,8 @@ const admin = local.dynamoDbClient();
 const client = local.documentClient();
 const streams = new DynamoDBStreamsClient(local.aws);
 const lambda = new LambdaClient(local.aws);
+const sns = new SNSClient(local.aws);
+const eventBridge = new EventBridgeClient(local.aws);
 const outboxTable = uniqueName('eo-redrive-outbox');
 const relayName = uniqueName('eo-redrive-relay');
 const workDir = mkdtempSync(join(tmpdir(), 'eo-outbox-redrive-'));
@@ -87,6 +92,8 @@ afterAll(async () => {
   if (functionCreated) await lambda.send(new DeleteFunctionCommand({ FunctionName: relayName }));
   await admin.send(new DeleteTableCommand({ TableName: outboxTable })).catch(() => undefined);
   lambda.destroy();
+  sns.destroy();
+  eventBridge.destroy();
   streams.destroy();
   rmSync(workDir, { recursive: true, force: true });
   await local.dispose();
@@ -283,6 +290,59 @@ describe('effectively-once outbox redrive', () => {
         groupId: message.Attributes?.MessageGroupId,
       })),
     ).toEqual(ids.map((id) => ({ key: id, deduplicationId: id, groupId: 'order-1' })));
+  });
+
+  it('publishes to an SNS topic and an EventBridge bus named by hand, as the relay does', async () => {
+    const ids = await writeOrder(uniqueName('o'));
+    const topicQueue = await local.createQueue('eo-redrive-topic');
+    const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-redrive-topic') }));
+    await sns.send(
+      new SubscribeCommand({
+        TopicArn,
+        Protocol: 'sqs',
+        Endpoint: topicQueue.arn,
+        Attributes: { RawMessageDelivery: 'true' },
+      }),
+    );
+    const busQueue = await local.createQueue('eo-redrive-bus');
+    const bus = await createBusToQueue(
+      eventBridge,
+      'eo-redrive-bus',
+      { source: ['orders-api'] },
+      busQueue.arn,
+    );
+    try {
+      const byId = ids.flatMap((id) => ['--id', id]);
+      const table = ['--table', outboxTable];
+      expect(
+        (await cli('outbox', 'redrive', ...table, '--topic-arn', TopicArn!, ...byId, ...aws())).code,
+      ).toBe(0);
+      expect(
+        (
+          await cli(
+            'outbox',
+            'redrive',
+            ...table,
+            '--event-bus',
+            bus.busArn,
+            '--event-source',
+            'orders-api',
+            ...byId,
+            ...aws(),
+          )
+        ).code,
+      ).toBe(0);
+
+      expect(byKey((await drain(topicQueue.url)).map(received))).toEqual(byKey(await relayCopies(ids)));
+      const entries = (await drain(busQueue.url)).map((message) => JSON.parse(message.Body!));
+      expect(entries.map((entry) => entry.detail.metadata['idempotency-key']).sort()).toEqual(
+        [...ids].sort(),
+      );
+      expect(entries.map((entry) => entry.source)).toEqual(['orders-api', 'orders-api']);
+    } finally {
+      await bus.remove();
+      await sns.send(new DeleteTopicCommand({ TopicArn }));
+    }
   });
 
   it('republishes the batch of an on-failure record and deletes the record; a malformed record stays', async () => {
