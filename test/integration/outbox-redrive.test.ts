@@ -386,6 +386,33 @@ describe('effectively-once outbox redrive', () => {
     expect((await drain(onFailureQueue.url)).map((message) => message.Body)).toEqual(['{"version":"1.0"}']);
   });
 
+  it('stops with exit 2 naming the event when a publish fails without a refusal, the record visible again', async () => {
+    const onFailureQueue = await local.createQueue('eo-redrive-on-failure');
+    const ids = await writeOrder(uniqueName('o'));
+    const body = JSON.stringify(await onFailureRecord(ids));
+    await local.sqs.send(new SendMessageCommand({ QueueUrl: onFailureQueue.url, MessageBody: body }));
+    // A queue that does not exist: the relay retries it (SERVICE_UNAVAILABLE), it is no refusal.
+    const gone = `${ordersQueue.url}-gone`;
+
+    const result = await cli(
+      'outbox',
+      'redrive',
+      ...explicit(gone),
+      '--on-failure-queue',
+      onFailureQueue.url,
+      '--margin',
+      '5',
+      ...aws(),
+    );
+
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^effectively-once outbox redrive: Publishing event [0-9a-f]{64} failed \(SERVICE_UNAVAILABLE, QueueDoesNotExist\) after the SDK's retries/,
+    );
+    expect(result.stdout).not.toContain('deleted');
+    expect((await drain(onFailureQueue.url)).map((message) => message.Body)).toEqual([body]);
+  });
+
   it('keeps the on-failure record under --dry-run, visible again', async () => {
     const onFailureQueue = await local.createQueue('eo-redrive-on-failure');
     const ids = await writeOrder(uniqueName('o'));
