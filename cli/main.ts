@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LOCAL_USAGE, parseLocalArgs, runLocal } from './local/command';
+import { parseOutboxArgs, REDRIVE_USAGE } from './outbox/args';
+import { runRedrive } from './outbox/redrive';
 import { parseReplayArgs, REPLAY_USAGE } from './replay/args';
 import { isReplayError, ReplayError } from './replay/errors';
 import { type CliIo, EXIT, runReplay } from './replay/run';
@@ -15,6 +17,7 @@ export const USAGE = `Usage: effectively-once <command> [options]
 
 Commands:
   local     run your CDK app on a local AWS emulator: local up, deploy, destroy, down
+  outbox    outbox redrive: publish outbox events again, by id, time window or on-failure record
   replay    replay a message log twice and show every field the second replay changed
 
 Options:
@@ -79,6 +82,14 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
         cwd: io.cwd?.() ?? process.cwd(),
       });
     }
+    if (command === 'outbox') {
+      const parsed = parseOutboxArgs(rest);
+      if (parsed.kind === 'help') {
+        io.stdout.write(REDRIVE_USAGE);
+        return EXIT.unchanged;
+      }
+      return await runRedrive(parsed.options, io);
+    }
     if (command !== 'replay') {
       throw new ReplayError('USAGE', `Unknown command \`${command}\``);
     }
@@ -89,7 +100,7 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
     }
     return await runReplay(parsed.options, io);
   } catch (error) {
-    io.stderr.write(describeFailure(error, command, debug));
+    io.stderr.write(describeFailure(error, commandName(command, rest), debug));
     return EXIT.error;
   }
 }
@@ -110,9 +121,15 @@ export function packageVersion(): string {
   }
 }
 
-function describeFailure(error: unknown, command: string | undefined, debug: boolean): string {
-  const prefix =
-    command === 'replay' || command === 'local' ? `effectively-once ${command}` : 'effectively-once';
+/** The command a failure message names: `effectively-once replay`, `effectively-once outbox redrive`. */
+function commandName(command: string | undefined, rest: readonly string[]): string {
+  if (command === 'replay' || command === 'local') return `effectively-once ${command}`;
+  if (command === 'outbox')
+    return rest[0] === 'redrive' ? 'effectively-once outbox redrive' : 'effectively-once outbox';
+  return 'effectively-once';
+}
+
+function describeFailure(error: unknown, prefix: string, debug: boolean): string {
   const stack = debug && error instanceof Error && error.stack ? `\n${stackWithCauses(error)}` : '';
   const code = (error as { code?: unknown } | null)?.code;
   if (isReplayError(error) || (typeof code === 'string' && EXPECTED_CODES.has(code))) {

@@ -2,7 +2,7 @@
  * Command-line arguments of `effectively-once replay`. Pure: argv in, options out.
  */
 
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReplayError } from './errors';
 
 /** Resolved options of one `replay` run. */
@@ -113,33 +113,53 @@ export function parseReplayArgs(argv: readonly string[]): ReplayCommand {
 }
 
 function parseStrict(argv: readonly string[]) {
+  return parseStrictArgs(argv, {
+    log: { type: 'string' },
+    'queue-url': { type: 'string' },
+    table: { type: 'string', multiple: true },
+    'endpoint-url': { type: 'string' },
+    region: { type: 'string' },
+    timeout: { type: 'string' },
+    'poll-interval': { type: 'string' },
+    'stable-polls': { type: 'string' },
+    'dedup-window': { type: 'string' },
+    json: { type: 'boolean' },
+    debug: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+}
+
+/** The options of a command, as `parseArgs` takes them. */
+type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+
+/** A `parseArgs` configuration: strict, no positionals. */
+type StrictConfig<T extends CommandOptions> = {
+  args: string[];
+  strict: true;
+  allowPositionals: false;
+  options: T;
+};
+
+/**
+ * `parseArgs` of a command's options, strict and without positionals; its errors become `USAGE`
+ * with one short sentence ({@link usageMessage}). Shared by the commands of the CLI.
+ */
+export function parseStrictArgs<const T extends CommandOptions>(
+  argv: readonly string[],
+  options: T,
+): ReturnType<typeof parseArgs<StrictConfig<T>>> {
   try {
-    return parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        log: { type: 'string' },
-        'queue-url': { type: 'string' },
-        table: { type: 'string', multiple: true },
-        'endpoint-url': { type: 'string' },
-        region: { type: 'string' },
-        timeout: { type: 'string' },
-        'poll-interval': { type: 'string' },
-        'stable-polls': { type: 'string' },
-        'dedup-window': { type: 'string' },
-        json: { type: 'boolean' },
-        debug: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    return parseArgs({ args: [...argv], strict: true, allowPositionals: false, options });
   } catch (error) {
     throw new ReplayError('USAGE', usageMessage(error), { cause: error });
   }
 }
 
-/** Rewords `parseArgs` errors, which are long and quote with `'`, into one short sentence. */
-function usageMessage(error: unknown): string {
+/**
+ * Rewords `parseArgs` errors, which are long and quote with `'`, into one short sentence (shared
+ * by the commands of the CLI).
+ */
+export function usageMessage(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
   const quoted = /'([^']*)'/.exec(message ?? '')?.[1] ?? '';
   switch (code) {
@@ -162,7 +182,8 @@ function usageMessage(error: unknown): string {
 
 const DECIMAL = /^\d+(\.\d+)?$/;
 
-function seconds(
+/** `text` as a number of seconds (`fallback` when absent); `USAGE` naming `name` otherwise. */
+export function seconds(
   name: string,
   text: string | undefined,
   fallback: number,
@@ -185,7 +206,8 @@ function positiveInteger(name: string, text: string | undefined, fallback: numbe
   return Number(text);
 }
 
-function url(name: string, text: string): string {
+/** `text` when it is an http(s) URL; `USAGE` naming `name` otherwise. */
+export function url(name: string, text: string): string {
   let parsed: URL | undefined;
   try {
     parsed = new URL(text);

@@ -145,6 +145,8 @@ export interface CallContext {
   readonly action: string;
   readonly queueUrl?: string;
   readonly table?: string;
+  /** A Lambda function's name or ARN. */
+  readonly functionName?: string;
 }
 
 const CONNECTION_CODES: ReadonlySet<string> = new Set([
@@ -172,7 +174,12 @@ export function toReplayError(error: unknown, context: CallContext): unknown {
   if (typeof error !== 'object' || error === null) return error;
   const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
   const text = typeof message === 'string' ? message : String(error);
-  const what = context.table === undefined ? `queue ${context.queueUrl}` : `table ${context.table}`;
+  const what =
+    context.table !== undefined
+      ? `table ${context.table}`
+      : context.functionName !== undefined
+        ? `function ${context.functionName}`
+        : `queue ${context.queueUrl}`;
 
   if (name === 'ReplayError') return error;
   if ((typeof code === 'string' && CONNECTION_CODES.has(code)) || name === 'TimeoutError') {
@@ -205,7 +212,8 @@ export function toReplayError(error: unknown, context: CallContext): unknown {
   return error;
 }
 
-async function call<T>(context: CallContext, send: () => Promise<T>): Promise<T> {
+/** Runs one SDK call, turning its failure into a `ReplayError` ({@link toReplayError}). */
+export async function call<T>(context: CallContext, send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (error) {

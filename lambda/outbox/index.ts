@@ -65,6 +65,7 @@ export {
 } from './outbox-writer';
 export {
   DEFAULT_RELAY_NAME,
+  type OutboxDestinationClients,
   type OutboxRelaySettings,
   outboxDestinationFromEnvironment,
   readOutboxRelaySettings,

@@ -30,6 +30,14 @@ const defaultSqsClient = (): SQSClient => {
   sqsClient ??= new SQSClient({});
   return sqsClient;
 };
+const defaultEventBridgeClient = (): EventBridgeClient => {
+  eventBridgeClient ??= new EventBridgeClient({});
+  return eventBridgeClient;
+};
+const defaultSnsClient = (): SNSClient => {
+  snsClient ??= new SNSClient({});
+  return snsClient;
+};
 
 /** What the `Outbox` construct configured for its relay; a field is absent when its variable is unset. */
 export interface OutboxRelaySettings extends ConstructSettings {
@@ -83,6 +91,16 @@ export function readOutboxRelaySettings(environment: Environment): OutboxRelaySe
   return Object.freeze({ ...settings, ...outbox }) as OutboxRelaySettings;
 }
 
+/** SDK clients for {@link outboxDestinationFromEnvironment}; the relay's own when left out. */
+export interface OutboxDestinationClients {
+  /** Publishes to an SQS destination. */
+  readonly sqs?: Pick<SQSClient, 'send'>;
+  /** Publishes to an EventBridge destination. */
+  readonly eventBridge?: Pick<EventBridgeClient, 'send'>;
+  /** Publishes to an SNS destination. */
+  readonly sns?: Pick<SNSClient, 'send'>;
+}
+
 /**
  * The destination the `Outbox` construct configured in `environment`, with its SDK client
  * created once per cold start: `EO_OUTBOX_DESTINATION_KIND` `sqs` publishes to
@@ -91,12 +109,17 @@ export function readOutboxRelaySettings(environment: Environment): OutboxRelaySe
  * `EO_CONSUMER` ({@link eventBridgeDestination}), `sns` to the topic `EO_OUTBOX_DESTINATION_ARN`
  * ({@link snsDestination}). `EO_OUTBOX_DESTINATION_FIFO`, when set, must agree with the queue's
  * or topic's `.fifo` suffix. Throws `INVALID_OPTIONS` naming a missing or malformed variable.
- * Wrap it to add behaviour to the default destination.
+ * Wrap it to add behaviour to the default destination. `clients` gives the SDK clients to publish
+ * with (a region or endpoint of your own, as `effectively-once outbox redrive` does); each one left
+ * out is the relay's, created once per cold start.
  *
  * @example
  * export const handler = createOutboxRelay({ destination: crashOnce(outboxDestinationFromEnvironment()) });
  */
-export function outboxDestinationFromEnvironment(environment: Environment = process.env): OutboxDestination {
+export function outboxDestinationFromEnvironment(
+  environment: Environment = process.env,
+  clients: OutboxDestinationClients = {},
+): OutboxDestination {
   const settings = readOutboxRelaySettings(environment);
   const kind = settings.destinationKind;
   if (kind === undefined) {
@@ -116,7 +139,7 @@ export function outboxDestinationFromEnvironment(environment: Environment = proc
       );
     }
     assertFifoAgrees(settings.destinationFifo, queueUrl, OUTBOX_ENV.destinationQueueUrl);
-    return sqsDestination({ client: defaultSqsClient(), queueUrl });
+    return sqsDestination({ client: clients.sqs ?? defaultSqsClient(), queueUrl });
   }
   const arn = settings.destinationArn;
   if (arn === undefined || !arn.startsWith('arn:')) {
@@ -127,16 +150,14 @@ export function outboxDestinationFromEnvironment(environment: Environment = proc
     );
   }
   if (kind === 'eventbridge') {
-    eventBridgeClient ??= new EventBridgeClient({});
     return eventBridgeDestination({
-      client: eventBridgeClient,
+      client: clients.eventBridge ?? defaultEventBridgeClient(),
       eventBusName: arn,
       source: settings.eventSource ?? settings.consumer ?? DEFAULT_RELAY_NAME,
     });
   }
   assertFifoAgrees(settings.destinationFifo, arn, OUTBOX_ENV.destinationArn);
-  snsClient ??= new SNSClient({});
-  return snsDestination({ client: snsClient, topicArn: arn });
+  return snsDestination({ client: clients.sns ?? defaultSnsClient(), topicArn: arn });
 }
 
 /** The relay's name when neither `name` nor `EO_CONSUMER` gives one. */

@@ -141,6 +141,42 @@ describe('outboxDestinationFromEnvironment', () => {
     ]);
   });
 
+  it('publishes with the clients it is given, one per kind, instead of its own', async () => {
+    const sent: { client: string; command: string }[] = [];
+    const client = (name: string) => ({
+      send: async (command: object) => {
+        sent.push({ client: name, command: command.constructor.name });
+        return {};
+      },
+    });
+    const clients = { sqs: client('sqs'), eventBridge: client('eventBridge'), sns: client('sns') };
+    const own = [spyOnSend(SQSClient), spyOnSend(EventBridgeClient), spyOnSend(SNSClient)];
+
+    await outboxDestinationFromEnvironment(
+      { [OUTBOX_ENV.destinationKind]: 'sqs', [OUTBOX_ENV.destinationQueueUrl]: QUEUE_URL },
+      clients,
+    ).publish(message);
+    await outboxDestinationFromEnvironment(
+      {
+        [OUTBOX_ENV.destinationKind]: 'eventbridge',
+        [OUTBOX_ENV.destinationArn]: BUS_ARN,
+        [OUTBOX_ENV.eventSource]: 'orders',
+      },
+      clients,
+    ).publish(message);
+    await outboxDestinationFromEnvironment(
+      { [OUTBOX_ENV.destinationKind]: 'sns', [OUTBOX_ENV.destinationArn]: TOPIC_ARN },
+      clients,
+    ).publish(message);
+
+    expect(sent).toEqual([
+      { client: 'sqs', command: 'SendMessageCommand' },
+      { client: 'eventBridge', command: 'PutEventsCommand' },
+      { client: 'sns', command: 'PublishCommand' },
+    ]);
+    expect(own).toEqual([[], [], []]);
+  });
+
   it('fails fast with INVALID_OPTIONS naming each missing or malformed variable', () => {
     const cases: [Environment, string][] = [
       [

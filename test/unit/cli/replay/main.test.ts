@@ -2,18 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_USAGE } from '../../../../cli/local/command';
-import { main, USAGE } from '../../../../cli/main';
+import { USAGE } from '../../../../cli/main';
 import { REPLAY_USAGE } from '../../../../cli/replay/args';
+import { runMain } from '../../../support/cli';
 
-async function run(argv: string[]) {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const code = await main(argv, {
-    stdout: { write: (text: string) => stdout.push(text) },
-    stderr: { write: (text: string) => stderr.push(text) },
-  });
-  return { code, stdout: stdout.join(''), stderr: stderr.join('') };
-}
+const run = runMain;
 
 describe('main', () => {
   it('prints the command list on stdout and exits 0 with --help', async () => {
