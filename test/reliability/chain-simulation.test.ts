@@ -29,8 +29,19 @@
  * `test/support/summary-reporter.ts` after vitest's totals), for example
  * `chain: 480 orders (610 events), … 40 events refused → dead-letter queue (…), … 0 lost`.
  */
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyPublishError } from '../../lambda/store/classify-aws-error';
 import { uniqueName } from '../support/aws';
+import { createConformingSqsClient } from '../support/aws-limits/sqs';
+import {
+  injectedRefusal,
+  isRefusal,
+  PUBLISH_FAULTS,
+  type PublishFault,
+  publishFaultError,
+  SHIPPING_QUEUE_MAX_MESSAGE_BYTES,
+} from './support/chain-destination';
 import { type ChainSeedReport, checkChainSeed } from './support/chain-oracle';
 import { type ChainSeedOptions, runChainSimulation } from './support/chain-simulation';
 import { positiveInteger } from './support/environment';
@@ -178,5 +189,44 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
     expect(
       report.violations.some((violation) => violation.includes('effects in shipping (duplicate effect)')),
     ).toBe(true);
+  });
+});
+
+describe("the chain's destination faults, as the relay classifies them", () => {
+  it('retries every transient publish fault, in both of its shapes, with the code its kind has', () => {
+    const codes: Record<PublishFault, string> = {
+      throttled: 'THROTTLED',
+      'server-error': 'SERVICE_UNAVAILABLE',
+      'connection-timeout': 'NETWORK',
+      'answer-lost': 'NETWORK',
+    };
+    const classified = PUBLISH_FAULTS.flatMap(([fault]) =>
+      [0, 0.5].map((roll) => [fault, classifyPublishError(publishFaultError(fault, roll)).code]),
+    );
+
+    expect(classified).toEqual(
+      PUBLISH_FAULTS.flatMap(([fault]) => [0, 0.5].map(() => [fault, codes[fault]])),
+    );
+  });
+
+  it('dead-letters an event too large for the queue, as the conformance layer refuses it, and an injected InvalidMessageContents', async () => {
+    const queueUrl = 'https://sqs.us-east-1.amazonaws.com/000000000000/small';
+    const sqs = createConformingSqsClient(
+      { send: async (_command: SendMessageCommand) => ({ MessageId: 'sent' }) },
+      { queues: { [queueUrl]: { maximumMessageSize: SHIPPING_QUEUE_MAX_MESSAGE_BYTES } } },
+    );
+    const tooLarge = await sqs
+      .send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: 'x'.repeat(SHIPPING_QUEUE_MAX_MESSAGE_BYTES + 1),
+        }),
+      )
+      .catch((error: unknown) => error);
+
+    for (const refusal of [tooLarge, injectedRefusal()]) {
+      expect(isRefusal(refusal)).toBe(true);
+      expect(classifyPublishError(refusal).code).toBe('VALIDATION');
+    }
   });
 });

@@ -51,7 +51,11 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEAD_LETTER_ATTRIBUTES, OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import {
+  DEAD_LETTER_ATTRIBUTES,
+  OUTBOX_ATTRIBUTES,
+  STREAM_RECORD_ATTRIBUTES,
+} from '../../../lambda/core/contract';
 import { scopeKey } from '../../../lambda/core/dedup-key';
 import { outboxMessageOf } from '../../../lambda/outbox/outbox-relay';
 import type { DynamoDbStreamRecord } from '../../../lambda/streams';
@@ -533,9 +537,21 @@ function deadLetterProblems(
   }
   if (
     !isDeepStrictEqual(envelope.source.keys, record!.dynamodb.Keys) ||
-    envelope.source.eventName !== 'INSERT'
+    envelope.source.eventName !== 'INSERT' ||
+    envelope.source.eventSourceArn !== record!.eventSourceARN
   ) {
-    problems.push(`keys ${JSON.stringify(envelope.source.keys)}, event name ${envelope.source.eventName}`);
+    problems.push(
+      `keys ${JSON.stringify(envelope.source.keys)}, event name ${envelope.source.eventName}, stream ${envelope.source.eventSourceArn}`,
+    );
+  }
+  // Where to read the record again, in the attributes too.
+  const where = {
+    [DEAD_LETTER_ATTRIBUTES.sourceMessageId]: record!.eventID,
+    [STREAM_RECORD_ATTRIBUTES.eventSourceArn]: record!.eventSourceARN,
+    [STREAM_RECORD_ATTRIBUTES.sequenceNumber]: record!.dynamodb.SequenceNumber,
+  };
+  for (const [name, value] of Object.entries(where)) {
+    if (attribute(name) !== value) problems.push(`attribute ${name} ${attribute(name)}, expected ${value}`);
   }
   // The whole event, read back from the envelope: the record's `dynamodb` field byte for byte.
   const data = recoveredData(envelope)?.toString('utf8');
