@@ -27,7 +27,9 @@
  *
  * The run ends with one line on standard output (printed again by
  * `test/support/summary-reporter.ts` after vitest's totals), for example
- * `chain: 480 orders (610 events), … 40 events refused → dead-letter queue (…), … 0 lost`.
+ * `chain: 480 orders (627 events), … 58 transient publish faults retried (…), … 44 events refused
+ * (… refusals) → dead-letter queue (…; 51 dead letters, 7 duplicates), at most 3 retries at one checkpoint, …
+ * 0 duplicate effects, 0 lost`.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,7 +90,7 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.failedPublishes + r.lostAnswers)} transient publish faults retried (${sum((r) => r.publishFaults.throttled ?? 0)} throttled, ` +
     `${sum((r) => r.publishFaults['server-error'] ?? 0)} 5xx, ${sum((r) => r.publishFaults['connection-timeout'] ?? 0)} connection timeouts, ` +
     `${sum((r) => r.lostAnswers)} answers lost), ${sum((r) => r.failedDeadLetterSends)} failed dead-letter sends retried, ` +
-    `${sum((r) => r.refused)} events refused → dead-letter queue (${sum((r) => r.refusedBy['too-large-for-queue'] ?? 0)} too large for the queue, ` +
+    `${sum((r) => r.refused)} events refused (${sum((r) => r.refusedAttempts)} refusals) → dead-letter queue (${sum((r) => r.refusedBy['too-large-for-queue'] ?? 0)} too large for the queue, ` +
     `${sum((r) => r.refusedBy.injected ?? 0)} InvalidMessageContents; ${sum((r) => r.relayDeadLetters)} dead letters, ${sum((r) => r.duplicateDeadLetters)} duplicates), ` +
     `at most ${Math.max(...reports.map((r) => r.maxRetryAtOnePosition))} retries at one checkpoint, ` +
     `${sum((r) => r.rePublishes)} relay re-publishes, ${sum((r) => r.races)} relay races (${sum((r) => r.racedEvents)} events published by both), ` +

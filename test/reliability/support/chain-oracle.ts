@@ -97,8 +97,9 @@ export interface ChainSeedReport {
   readonly publishFaults: Readonly<Record<string, number>>;
   /** Dead-letter sends of the relay that failed and were retried. */
   readonly failedDeadLetterSends: number;
-  /** Events shipping's queue refused for good, by why. */
+  /** Events shipping's queue refused for good, by why; and its refusals (every attempt). */
   readonly refused: number;
+  readonly refusedAttempts: number;
   readonly refusedBy: Readonly<Record<string, number>>;
   /** Messages on the relay's dead-letter queue, and those beyond the first per event. */
   readonly relayDeadLetters: number;
@@ -411,6 +412,7 @@ export async function checkChainSeed(
     publishFaults: { ...result.relay.publishFaults },
     failedDeadLetterSends: result.relay.failedDeadLetterSends,
     refused: deadLetters.refusedBy.size,
+    refusedAttempts: sumOf(result.relay.refusals.values()),
     refusedBy: Object.fromEntries(
       Object.keys(REFUSAL_REASONS).map((why) => [
         why,
@@ -463,7 +465,12 @@ function checkRelayDeadLetters(
   for (const [id, { plan, event }] of expected) {
     const letters = lettersOf.get(id) ?? [];
     lettersOf.delete(id);
+    const refusals = result.relay.refusals.get(id) ?? 0;
     if (event.refusal === undefined) {
+      if (refusals > 0)
+        problems.push(
+          `o${plan.index} ${event.name}: shipping's queue refused event ${id}, which it should take`,
+        );
       if (letters.length > 0)
         problems.push(
           `o${plan.index} ${event.name}: event ${id} dead-lettered, though shipping's queue takes it`,
@@ -479,6 +486,10 @@ function checkRelayDeadLetters(
       continue;
     }
     duplicates += letters.length - 1;
+    // Each dead letter follows a refusal of a publish of the event.
+    if (letters.length > refusals) {
+      problems.push(`event ${id} dead-lettered ${letters.length} times but refused ${refusals} times`);
+    }
     for (const letter of letters) {
       for (const problem of deadLetterProblems(letter, event, relayName, recordsOf)) {
         problems.push(`o${plan.index} ${event.name}: dead letter of ${id} (${event.refusal}): ${problem}`);
