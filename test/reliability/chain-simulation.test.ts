@@ -8,16 +8,42 @@
  * the outbox and once downstream, poison input nowhere past orders, and the double tap changes
  * nothing.
  *
+ * Shipping's queue refuses some events for good (`support/chain-destination.ts`: events larger
+ * than its `MaximumMessageSize`, which the writer cannot know, refused by the SQS conformance
+ * layer; a seeded few refused with `InvalidMessageContents`), and its `SendMessage` fails now and
+ * then (throttled, a 5xx, a connection timeout, an answer lost after the message landed), as does
+ * the dead-letter queue's. Every refused event is on the relay's dead-letter queue with its
+ * reason and the whole event, never downstream; every other event is published and applied once;
+ * none is lost; and no shard is held: the relay names a checkpoint only at a record a transient
+ * fault met, so no batch is retried at one checkpoint more often than the faults allow, and none
+ * goes to the on-failure destination. A refused event may be dead-lettered more than once
+ * (counted as duplicate dead letters): a crashed or raced relay invocation, or a record emitted
+ * twice, runs it again, and a dead letter is sent at least once like any message. The double tap
+ * dead-letters nothing again: orders commits nothing new, so the stream carries nothing new.
+ *
  * Size: `RELIABILITY_MESSAGES` orders per seed (default 120; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n), or one seed alone with
  * `RELIABILITY_SEED=<n>`. A failing seed prints the command that replays it.
  *
  * The run ends with one line on standard output (printed again by
  * `test/support/summary-reporter.ts` after vitest's totals), for example
- * `chain: 480 orders (610 events), … 0 duplicate effects, 0 lost`.
+ * `chain: 480 orders (627 events), … 58 transient publish faults retried (…), … 44 events refused
+ * (… refusals) → dead-letter queue (…; 51 dead letters, 7 duplicates), at most 3 retries at one checkpoint, …
+ * 0 duplicate effects, 0 lost`.
  */
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyPublishError } from '../../lambda/store/classify-aws-error';
 import { uniqueName } from '../support/aws';
+import { createConformingSqsClient } from '../support/aws-limits/sqs';
+import {
+  injectedRefusal,
+  isRefusal,
+  PUBLISH_FAULTS,
+  type PublishFault,
+  publishFaultError,
+  SHIPPING_QUEUE_MAX_MESSAGE_BYTES,
+} from './support/chain-destination';
 import { type ChainSeedReport, checkChainSeed } from './support/chain-oracle';
 import { type ChainSeedOptions, runChainSimulation } from './support/chain-simulation';
 import { positiveInteger } from './support/environment';
@@ -60,7 +86,13 @@ afterAll(async ({}, file) => {
     `chain: ${sum((r) => r.messages)} orders (${sum((r) => r.events)} events), ` +
     `${sum((r) => r.duplicateDeliveries)} duplicate deliveries, ${sum((r) => r.crashes)} crashes injected ` +
     `(${sum((r) => r.crashesBy.orders)} orders, ${sum((r) => r.crashesBy.relay)} relay, ${sum((r) => r.crashesBy.shipping)} shipping), ` +
-    `${sum((r) => r.lostResponses)} lost responses, ${sum((r) => r.failedPublishes)} failed publishes, ` +
+    `${sum((r) => r.lostResponses)} lost responses, ` +
+    `${sum((r) => r.failedPublishes + r.lostAnswers)} transient publish faults retried (${sum((r) => r.publishFaults.throttled ?? 0)} throttled, ` +
+    `${sum((r) => r.publishFaults['server-error'] ?? 0)} 5xx, ${sum((r) => r.publishFaults['connection-timeout'] ?? 0)} connection timeouts, ` +
+    `${sum((r) => r.lostAnswers)} answers lost), ${sum((r) => r.failedDeadLetterSends)} failed dead-letter sends retried, ` +
+    `${sum((r) => r.refused)} events refused (${sum((r) => r.refusedAttempts)} refusals) → dead-letter queue (${sum((r) => r.refusedBy['too-large-for-queue'] ?? 0)} too large for the queue, ` +
+    `${sum((r) => r.refusedBy.injected ?? 0)} InvalidMessageContents; ${sum((r) => r.relayDeadLetters)} dead letters, ${sum((r) => r.duplicateDeadLetters)} duplicates), ` +
+    `at most ${Math.max(...reports.map((r) => r.maxRetryAtOnePosition))} retries at one checkpoint, ` +
     `${sum((r) => r.rePublishes)} relay re-publishes, ${sum((r) => r.races)} relay races (${sum((r) => r.racedEvents)} events published by both), ` +
     `${sum((r) => r.emittedTwice)} stream records emitted twice, ${sum((r) => r.redrives)} redrives, ` +
     `${sum((r) => r.doubleTapMessages)} double-tap messages, ` +
@@ -95,7 +127,7 @@ async function runSeed(seed: number, overrides: Partial<ChainSeedOptions> = {}):
 describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders through orders, the outbox relay and shipping`, () => {
   // One seed at a time: each runs three functions at once, and the machine is shared.
   it.each(SEEDS)(
-    'seed %i: every order applied once, every event it emits once in the outbox and once downstream, poison input nowhere past orders, and the double tap changes nothing',
+    'seed %i: every order applied once, every event it emits once in the outbox and once downstream or, refused by the queue, on the dead-letter queue, poison input nowhere past orders, and the double tap changes nothing',
     async (seed) => {
       const started = Date.now();
       const report = await runSeed(seed);
@@ -113,12 +145,14 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
       expect(report.duplicateDeliveries, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.rePublishes, `seed ${seed}: ${replayHint(seed)}`).toBeGreaterThan(0);
       expect(report.doubleTapMessages, `seed ${seed}`).toBeGreaterThan(report.messages);
+      expect(report.refused, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.relayDeadLetters, `seed ${seed}`).toBe(report.refused + report.duplicateDeadLetters);
     },
     SEED_TIMEOUT_MILLIS,
   );
 
   it.runIf(SINGLE_SEED === undefined && SEEDS.length >= 4)(
-    'crashed both consumers and the relay, failed and lost publishes, raced two relay instances on the same records, emitted stream records twice and redrove orders from the dead-letter queue across the seeds',
+    'crashed both consumers and the relay, failed and lost publishes of every kind, refused events of both kinds, failed dead-letter sends, raced two relay instances on the same records, emitted stream records twice and redrove orders from the dead-letter queue across the seeds',
     () => {
       expect(reports).toHaveLength(SEEDS.length);
       const total = (pick: (report: ChainSeedReport) => number) =>
@@ -127,6 +161,15 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
       expect(total((r) => r.crashesBy.relay)).toBeGreaterThan(0);
       expect(total((r) => r.crashesBy.shipping)).toBeGreaterThan(0);
       expect(total((r) => r.failedPublishes)).toBeGreaterThan(0);
+      for (const fault of ['throttled', 'server-error', 'connection-timeout', 'answer-lost']) {
+        expect(
+          total((r) => r.publishFaults[fault] ?? 0),
+          fault,
+        ).toBeGreaterThan(0);
+      }
+      expect(total((r) => r.failedDeadLetterSends)).toBeGreaterThan(0);
+      expect(total((r) => r.refusedBy['too-large-for-queue'] ?? 0)).toBeGreaterThan(0);
+      expect(total((r) => r.refusedBy.injected ?? 0)).toBeGreaterThan(0);
       expect(total((r) => r.lostAnswers)).toBeGreaterThan(0);
       expect(total((r) => r.races)).toBeGreaterThan(0);
       expect(total((r) => r.racedEvents)).toBeGreaterThan(0);
@@ -148,5 +191,44 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
     expect(
       report.violations.some((violation) => violation.includes('effects in shipping (duplicate effect)')),
     ).toBe(true);
+  });
+});
+
+describe("the chain's destination faults, as the relay classifies them", () => {
+  it('retries every transient publish fault, in both of its shapes, with the code its kind has', () => {
+    const codes: Record<PublishFault, string> = {
+      throttled: 'THROTTLED',
+      'server-error': 'SERVICE_UNAVAILABLE',
+      'connection-timeout': 'NETWORK',
+      'answer-lost': 'NETWORK',
+    };
+    const classified = PUBLISH_FAULTS.flatMap(([fault]) =>
+      [0, 0.5].map((roll) => [fault, classifyPublishError(publishFaultError(fault, roll)).code]),
+    );
+
+    expect(classified).toEqual(
+      PUBLISH_FAULTS.flatMap(([fault]) => [0, 0.5].map(() => [fault, codes[fault]])),
+    );
+  });
+
+  it('dead-letters an event too large for the queue, as the conformance layer refuses it, and an injected InvalidMessageContents', async () => {
+    const queueUrl = 'https://sqs.us-east-1.amazonaws.com/000000000000/small';
+    const sqs = createConformingSqsClient(
+      { send: async (_command: SendMessageCommand) => ({ MessageId: 'sent' }) },
+      { queues: { [queueUrl]: { maximumMessageSize: SHIPPING_QUEUE_MAX_MESSAGE_BYTES } } },
+    );
+    const tooLarge = await sqs
+      .send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: 'x'.repeat(SHIPPING_QUEUE_MAX_MESSAGE_BYTES + 1),
+        }),
+      )
+      .catch((error: unknown) => error);
+
+    for (const refusal of [tooLarge, injectedRefusal()]) {
+      expect(isRefusal(refusal)).toBe(true);
+      expect(classifyPublishError(refusal).code).toBe('VALIDATION');
+    }
   });
 });

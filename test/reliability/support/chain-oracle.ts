@@ -20,29 +20,59 @@
  *   mints no second identity);
  * - published at least once (landed in the shipping queue with the id as `idempotency-key`);
  * - exactly one effect in the shipping service: one entity under the id's scoped key, carrying
- *   the event's type and body, put once on the wire; no entity for anything else.
+ *   the event's type and body, put once on the wire; no entity for anything else;
+ * - but an event shipping's queue refuses for good (`PlannedEvent.refusal`, see
+ *   `chain-destination.ts`): never published, no effect in shipping, and on the relay's
+ *   dead-letter queue: every message of it there carries the event id as `eo-dedup-key`, the
+ *   relay's name, code `VALIDATION` and a reason naming the event and the refusal (the SQS error
+ *   and its message) in `eo-reason` and in the body, the stream dead-letter envelope
+ *   (`effectively-once/stream-dead-letter@1`) with the coordinates of a stream record of the
+ *   event and that record's `dynamodb` field whole, byte for byte, so the event can be read
+ *   back from it. Nothing else is dead-lettered by the relay. An event may be dead-lettered more
+ *   than once (duplicate dead letters, counted): the relay's dead-letter queue is at least once
+ *   like any publish, and a record comes again after a crash or a rival invocation, and as a
+ *   second emission. The double tap sends no dead letter: it commits nothing, so the stream
+ *   carries nothing new.
  *
  * And across the chain: every message of both queues acknowledged (none left, none
  * moved by a redrive policy but the copies behind an outage, shipping dead-letters nothing), every stream record
- * checkpointed past and none discarded to the on-failure destination, and the double tap (the
- * orders service's whole input log sent again) changes nothing in either service, the outbox, or
- * what the relay published.
+ * checkpointed past and none discarded to the on-failure destination, no relay batch retried at
+ * one checkpoint more than `FAULT_FREE_FROM_RETRY` times (the retries the transient faults can
+ * cause; the simulation checks that each checkpoint the relay names is a record a transient fault
+ * met), and the double tap (the orders service's whole input log sent again) changes nothing in
+ * either service, the outbox, what the relay published or what it dead-lettered.
  *
  * Counted: N orders, D duplicate deliveries (beyond the first per order and per event), C crashes
  * (both consumers and the relay), P relay re-publishes (publishes beyond the first per event),
  * R relay races, E duplicate effects (an order's effect beyond the first, an event's entity
  * beyond the first, an outbox item or entity of nothing planned), L lost (an effect, outbox
- * item, publish or entity missing, poison not dead-lettered, a message left in a queue).
+ * item, publish or entity missing, a refused event not dead-lettered, poison not dead-lettered, a
+ * message left in a queue), F refused events and their dead letters, T transient publish faults.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import {
+  DEAD_LETTER_ATTRIBUTES,
+  OUTBOX_ATTRIBUTES,
+  STREAM_RECORD_ATTRIBUTES,
+} from '../../../lambda/core/contract';
 import { scopeKey } from '../../../lambda/core/dedup-key';
+import { outboxMessageOf } from '../../../lambda/outbox/outbox-relay';
+import type { DynamoDbStreamRecord } from '../../../lambda/streams';
+import {
+  STREAM_DEAD_LETTER_FORMAT,
+  type StreamDeadLetterBody,
+} from '../../../lambda/streams/stream-dead-letter';
+import { recoveredData } from '../../support/stream-fixtures';
+import { REFUSAL_REASONS } from './chain-destination';
 import {
   type ChainPlan,
   type ChainSimulationResult,
   type ConsumerLog,
   chainConsumersOf,
+  FAULT_FREE_FROM_RETRY,
   type PlannedEvent,
+  type RelayDeadLetter,
 } from './chain-simulation';
 import { ungrantedActions } from './grants';
 import { readItems, scanItems } from './tables';
@@ -63,6 +93,19 @@ export interface ChainSeedReport {
   readonly rePublishes: number;
   readonly failedPublishes: number;
   readonly lostAnswers: number;
+  /** Transient publish faults retried, by kind (the failed publishes and lost answers). */
+  readonly publishFaults: Readonly<Record<string, number>>;
+  /** Dead-letter sends of the relay that failed and were retried. */
+  readonly failedDeadLetterSends: number;
+  /** Events shipping's queue refused for good, by why; and its refusals (every attempt). */
+  readonly refused: number;
+  readonly refusedAttempts: number;
+  readonly refusedBy: Readonly<Record<string, number>>;
+  /** Messages on the relay's dead-letter queue, and those beyond the first per event. */
+  readonly relayDeadLetters: number;
+  readonly duplicateDeadLetters: number;
+  /** The most retries of one relay batch at one checkpoint. */
+  readonly maxRetryAtOnePosition: number;
   readonly races: number;
   readonly racedEvents: number;
   readonly emittedTwice: number;
@@ -200,12 +243,26 @@ export async function checkChainSeed(
     }
   }
 
-  // The relay: every event published at least once, nothing else; every record checkpointed past.
+  // The relay: every event published at least once but the refused ones, which are on its
+  // dead-letter queue; nothing else; every record checkpointed past.
   for (const [id, { plan, event }] of expected) {
-    if (!result.relay.landed.has(id)) {
+    const published = result.relay.landed.has(id);
+    if (event.refusal !== undefined) {
+      if (published) {
+        violate(`o${plan.index} ${event.name}: event ${id} published, though shipping's queue refuses it`);
+      }
+    } else if (!published) {
       lost += 1;
       violate(`o${plan.index} ${event.name}: event ${id} never published`);
     }
+  }
+  const deadLetters = checkRelayDeadLetters(result, expected);
+  lost += deadLetters.lost;
+  for (const problem of deadLetters.problems) violate(problem);
+  if (result.relay.maxRetryAtOnePosition > FAULT_FREE_FROM_RETRY) {
+    violate(
+      `a relay batch was retried ${result.relay.maxRetryAtOnePosition} times at one checkpoint; transient faults explain at most ${FAULT_FREE_FROM_RETRY}`,
+    );
   }
   for (const id of result.relay.landed.keys()) {
     if (!expected.has(id)) violate(`published ${id}, which no winning order emits`);
@@ -226,6 +283,10 @@ export async function checkChainSeed(
   }
   for (const [id, { plan, event }] of expected) {
     const items = entities.get(id) ?? [];
+    if (event.refusal !== undefined) {
+      if (items.length > 0) violate(`o${plan.index} ${event.name}: refused event ${id} applied in shipping`);
+      continue;
+    }
     if (items.length === 0) {
       lost += 1;
       violate(`o${plan.index} ${event.name}: event ${id} has no effect in shipping`);
@@ -320,6 +381,9 @@ export async function checkChainSeed(
   if (before.published !== after.published) {
     violate(`the double tap published ${after.published - before.published} more message(s)`);
   }
+  if (before.deadLettered !== after.deadLettered) {
+    violate(`the double tap dead-lettered ${after.deadLettered - before.deadLettered} more event(s)`);
+  }
   if (before.shipments !== after.shipments) violate('the double tap changed the shipping service');
 
   const deliveriesOf = (log: ConsumerLog) => sumOf(log.deliveries.values());
@@ -345,6 +409,19 @@ export async function checkChainSeed(
     rePublishes: publishes - result.relay.landed.size,
     failedPublishes: result.relay.failedPublishes,
     lostAnswers: result.relay.lostAnswers,
+    publishFaults: { ...result.relay.publishFaults },
+    failedDeadLetterSends: result.relay.failedDeadLetterSends,
+    refused: deadLetters.refusedBy.size,
+    refusedAttempts: sumOf(result.relay.refusals.values()),
+    refusedBy: Object.fromEntries(
+      Object.keys(REFUSAL_REASONS).map((why) => [
+        why,
+        [...deadLetters.refusedBy.values()].filter((refusal) => refusal === why).length,
+      ]),
+    ),
+    relayDeadLetters: result.relay.deadLetters.length,
+    duplicateDeadLetters: deadLetters.duplicates,
+    maxRetryAtOnePosition: result.relay.maxRetryAtOnePosition,
     races: result.relay.races,
     racedEvents: result.relay.racedEvents,
     emittedTwice: result.relay.emittedTwice,
@@ -357,4 +434,152 @@ export async function checkChainSeed(
     lost,
     violations,
   };
+}
+
+/**
+ * Checks the relay's dead-letter queue against the refused events: each on it, every message of
+ * it right (see the header), nothing else on it. `lost` counts refused events not on it.
+ */
+function checkRelayDeadLetters(
+  result: ChainSimulationResult,
+  expected: ReadonlyMap<string, { readonly plan: ChainPlan; readonly event: PlannedEvent }>,
+): {
+  readonly problems: string[];
+  readonly lost: number;
+  readonly duplicates: number;
+  readonly refusedBy: ReadonlyMap<string, string>;
+} {
+  const problems: string[] = [];
+  const { relay: relayName } = chainConsumersOf(result.options.seed);
+  const lettersOf = new Map<string, RelayDeadLetter[]>();
+  for (const letter of result.relay.deadLetters) {
+    const id = letter.input.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.dedupKey]?.StringValue ?? '';
+    lettersOf.set(id, [...(lettersOf.get(id) ?? []), letter]);
+  }
+  const recordsOf = new Map<string, DynamoDbStreamRecord>(
+    result.stream.entries.map((entry) => [entry.sequenceNumber, entry.meta.record]),
+  );
+  const refusedBy = new Map<string, string>();
+  let lost = 0;
+  let duplicates = 0;
+  for (const [id, { plan, event }] of expected) {
+    const letters = lettersOf.get(id) ?? [];
+    lettersOf.delete(id);
+    const refusals = result.relay.refusals.get(id) ?? 0;
+    if (event.refusal === undefined) {
+      if (refusals > 0)
+        problems.push(
+          `o${plan.index} ${event.name}: shipping's queue refused event ${id}, which it should take`,
+        );
+      if (letters.length > 0)
+        problems.push(
+          `o${plan.index} ${event.name}: event ${id} dead-lettered, though shipping's queue takes it`,
+        );
+      continue;
+    }
+    refusedBy.set(id, event.refusal);
+    if (letters.length === 0) {
+      lost += 1;
+      problems.push(
+        `o${plan.index} ${event.name}: refused event ${id} (${event.refusal}) not on the dead-letter queue`,
+      );
+      continue;
+    }
+    duplicates += letters.length - 1;
+    // Each dead letter follows a refusal of a publish of the event.
+    if (letters.length > refusals) {
+      problems.push(`event ${id} dead-lettered ${letters.length} times but refused ${refusals} times`);
+    }
+    for (const letter of letters) {
+      for (const problem of deadLetterProblems(letter, event, relayName, recordsOf)) {
+        problems.push(`o${plan.index} ${event.name}: dead letter of ${id} (${event.refusal}): ${problem}`);
+      }
+    }
+  }
+  for (const [id, letters] of lettersOf) {
+    problems.push(`${letters.length} dead letter(s) of ${JSON.stringify(id)}, which no winning order emits`);
+  }
+  return { problems, lost, duplicates, refusedBy };
+}
+
+/** What is wrong with one dead letter of the refused `event`; empty when it is right. */
+function deadLetterProblems(
+  letter: RelayDeadLetter,
+  event: PlannedEvent,
+  relayName: string,
+  recordsOf: ReadonlyMap<string, DynamoDbStreamRecord>,
+): string[] {
+  const problems: string[] = [];
+  const attribute = (name: string) => letter.input.MessageAttributes?.[name]?.StringValue;
+  const reason = attribute(DEAD_LETTER_ATTRIBUTES.reason) ?? '';
+  const wanted = REFUSAL_REASONS[event.refusal!];
+  if (
+    !reason.startsWith(`The destination refused event ${event.id} (\`${event.type}\`)`) ||
+    !wanted.test(reason)
+  ) {
+    problems.push(`reason ${JSON.stringify(reason)}, expected the event's and one matching ${wanted}`);
+  }
+  if (attribute(DEAD_LETTER_ATTRIBUTES.code) !== 'VALIDATION') {
+    problems.push(`code ${attribute(DEAD_LETTER_ATTRIBUTES.code)}, expected VALIDATION`);
+  }
+  if (attribute(DEAD_LETTER_ATTRIBUTES.consumer) !== relayName) {
+    problems.push(`consumer ${attribute(DEAD_LETTER_ATTRIBUTES.consumer)}, expected ${relayName}`);
+  }
+  let envelope: StreamDeadLetterBody;
+  try {
+    envelope = JSON.parse(letter.input.MessageBody ?? '') as StreamDeadLetterBody;
+  } catch {
+    return [...problems, 'a body that is not JSON'];
+  }
+  if (
+    envelope.format !== STREAM_DEAD_LETTER_FORMAT ||
+    envelope.code !== 'VALIDATION' ||
+    envelope.reason !== reason
+  ) {
+    problems.push(
+      `an envelope of format ${envelope.format}, code ${envelope.code}, reason ${JSON.stringify(envelope.reason)}`,
+    );
+  }
+  const record = recordsOf.get(envelope.source?.sequenceNumber);
+  const recordOf = record === undefined ? undefined : outboxMessageOf(record.dynamodb.NewImage);
+  if (recordOf?.id !== event.id || envelope.source.eventId !== record?.eventID) {
+    problems.push(`coordinates ${JSON.stringify(envelope.source)} name no stream record of the event`);
+    return problems;
+  }
+  if (
+    !isDeepStrictEqual(envelope.source.keys, record!.dynamodb.Keys) ||
+    envelope.source.eventName !== 'INSERT' ||
+    envelope.source.eventSourceArn !== record!.eventSourceARN
+  ) {
+    problems.push(
+      `keys ${JSON.stringify(envelope.source.keys)}, event name ${envelope.source.eventName}, stream ${envelope.source.eventSourceArn}`,
+    );
+  }
+  // Where to read the record again, in the attributes too.
+  const where = {
+    [DEAD_LETTER_ATTRIBUTES.sourceMessageId]: record!.eventID,
+    [STREAM_RECORD_ATTRIBUTES.eventSourceArn]: record!.eventSourceARN,
+    [STREAM_RECORD_ATTRIBUTES.sequenceNumber]: record!.dynamodb.SequenceNumber,
+  };
+  for (const [name, value] of Object.entries(where)) {
+    if (attribute(name) !== value) problems.push(`attribute ${name} ${attribute(name)}, expected ${value}`);
+  }
+  // The whole event, read back from the envelope: the record's `dynamodb` field byte for byte.
+  const data = recoveredData(envelope)?.toString('utf8');
+  if (data !== JSON.stringify(record!.dynamodb)) {
+    problems.push(
+      `data ${data === undefined ? 'truncated' : `of ${data.length} characters`}, not the record's`,
+    );
+    return problems;
+  }
+  const message = outboxMessageOf(JSON.parse(data).NewImage);
+  const planned = {
+    id: event.id,
+    type: event.type,
+    body: event.body,
+    ...(event.entity === undefined ? {} : { entity: event.entity }),
+  };
+  if (!isDeepStrictEqual(message, planned))
+    problems.push(`the event read back is ${JSON.stringify(message)}`);
+  return problems;
 }

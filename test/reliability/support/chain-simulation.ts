@@ -18,8 +18,9 @@
  *   batch response applied as SQS would), the relay's event source mapping
  *   (`simulated-stream.ts`: checkpoints and retries from the reported sequence number, bisects;
  *   the emulator's own mappings ignore `batchItemFailures`, docs/local-aws-streams.md), each
- *   instance's clock (skewed by up to 5 s) and the SQS client of the relay's destination, which
- *   lands each published message in queue 2. Each record the stream carries is what `GetRecords`
+ *   instance's clock (skewed by up to 5 s) and the SQS clients of the relay's destination and
+ *   dead-letter queue (behind the SQS conformance layer, which refuses what SQS refuses), which
+ *   land each message in queue 2 and in the dead-letter queue's list. Each record the stream carries is what `GetRecords`
  *   returned (its event name, keys and new image), put into the simulated stream in the order
  *   read, under the simulated stream's sequence number (a record emitted twice needs a position
  *   of its own).
@@ -39,13 +40,17 @@
  *   outage of a dependency (every delivery fails until the queue drained, so every copy ends in
  *   the dead-letter queue by the redrive policy), and, once the queue drained, the dead-letter
  *   queue and some completed messages redriven (a new message id, as AWS gives them);
- * - the relay: a publish that fails before it lands (the relay checkpoints there, the batch is
- *   retried from it), a publish whose answer is lost after the message landed, a crash after
- *   publishing and before the checkpoint is returned (the whole batch comes again), a stream
- *   record emitted twice, and a slow invocation that outlives its timeout: the event source
- *   retries the batch on another instance while the slow one still publishes (two relay
- *   instances racing on the same records). A batch retried `FAULT_FREE_FROM_RETRY` times or more
- *   runs without faults, so no event uses up `MAX_RETRY_ATTEMPTS`.
+ * - the relay's destination (`chain-destination.ts`): events shipping's queue refuses for good
+ *   (too large for its `MaximumMessageSize`, or `InvalidMessageContents`), which the relay
+ *   dead-letters and moves past; a publish that fails before it lands (throttled, a 5xx, a
+ *   connection timeout: the relay checkpoints there, the batch is retried from it), a publish
+ *   whose answer is lost after the message landed, a failed dead-letter send (a checkpoint too);
+ * - the relay: a crash after publishing and before the checkpoint is returned (the whole batch
+ *   comes again), a stream record emitted twice, and a slow invocation that outlives its timeout:
+ *   the event source retries the batch on another instance while the slow one still publishes
+ *   (two relay instances racing on the same records). A batch retried `FAULT_FREE_FROM_RETRY`
+ *   times or more runs without faults (a refused event is refused still), so no event uses up
+ *   `MAX_RETRY_ATTEMPTS`.
  *
  * The three functions run concurrently, as a deployed chain does: shipping receives an event
  * while orders still commits others. Once everything drained, the dead-letter queue and the
@@ -60,9 +65,10 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
-import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SendMessageCommand, SendMessageCommandInput, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
+  DEAD_LETTER_ATTRIBUTES,
   EVENT_TYPE_ATTRIBUTE,
   IDEMPOTENCY_KEY_ATTRIBUTE,
   OUTBOX_ATTRIBUTES,
@@ -72,6 +78,7 @@ import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
+import { createSqsDeadLetterSender } from '../../../lambda/dead-letter/sqs-dead-letter-sender';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { createOutboxRelay, type OutboxRelay, outboxEventId, sqsDestination } from '../../../lambda/outbox';
@@ -80,7 +87,21 @@ import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import type { DynamoDbStreamRecord } from '../../../lambda/streams';
 import { dynamoDbStreamRecordFrom } from '../../../scripts/support/stream-reader';
 import { awsConfig } from '../../support/aws';
+import { createConformingSqsClient } from '../../support/aws-limits/sqs';
 import { deferred } from '../../support/fixtures';
+import {
+  deadLetterSendError,
+  deadLetterSendFails,
+  type EventRefusal,
+  injectedRefusal,
+  isRefusal,
+  memoOf,
+  PUBLISH_FAULTS,
+  type PublishFault,
+  publishFaultError,
+  refusalOf,
+  SHIPPING_QUEUE_MAX_MESSAGE_BYTES,
+} from './chain-destination';
 import {
   attachFaultInjection,
   type DynamoRequest,
@@ -146,6 +167,8 @@ export interface PlannedEvent {
   /** The detail, as JSON text: the published message body. */
   readonly body: string;
   readonly entity?: string;
+  /** Why shipping's queue refuses it for good (the relay dead-letters it), if it does. */
+  readonly refusal?: EventRefusal;
 }
 
 /** One copy of an order as sent to queue 1. */
@@ -188,6 +211,8 @@ interface OrderBody {
   readonly shape: EmitShape;
   readonly skus: readonly string[];
   readonly note: string;
+  /** A long text some orders carry into their events (`memoOf`). */
+  readonly memo?: string;
 }
 
 /** The detail of every event: what shipping stores, so the oracle can tell whose effect it is. */
@@ -195,11 +220,20 @@ interface EventDetail {
   readonly orderId: string;
   readonly amount: number;
   readonly sku?: string;
+  readonly memo?: string;
 }
 
 /** The consumer names of a seed: every key of a seed is scoped by them, so seeds share tables. */
-export function chainConsumersOf(seed: number): { readonly orders: string; readonly shipping: string } {
-  return { orders: `chain-s${seed}-orders`, shipping: `chain-s${seed}-shipping` };
+export function chainConsumersOf(seed: number): {
+  readonly orders: string;
+  readonly shipping: string;
+  readonly relay: string;
+} {
+  return {
+    orders: `chain-s${seed}-orders`,
+    shipping: `chain-s${seed}-shipping`,
+    relay: `chain-s${seed}-relay`,
+  };
 }
 
 /** The events an order emits, in emit order: the handler and the oracle both use it. */
@@ -213,6 +247,7 @@ export function eventsOf(body: OrderBody): {
     orderId: body.id,
     amount: body.amount,
     ...(sku === undefined ? {} : { sku }),
+    ...(body.memo === undefined ? {} : { memo: body.memo }),
   });
   if (body.shape === 'two-named') {
     return body.skus.map((sku) => ({ type: 'ItemReserved', name: `item-${sku}`, detail: detail(sku) }));
@@ -227,7 +262,8 @@ export function eventsOf(body: OrderBody): {
  * concurrently), 3% one in the same batch, 5% one resent a while later; 2% of valid orders meet
  * an outage (every copy ends in the dead-letter queue and is redriven), 4% are redriven once more
  * after they completed. Of the keyed orders 60% emit one event, 25% two of
- * two types, 15% two of one type, named.
+ * two types, 15% two of one type, named. About 5% of orders carry a memo into their events, long
+ * enough that most of those events are too large for shipping's queue (`memoOf`).
  */
 export function planChain(seed: number, count: number): ChainPlan[] {
   const { orders } = chainConsumersOf(seed);
@@ -250,7 +286,15 @@ export function planChain(seed: number, count: number): ChainPlan[] {
     const shapeRoll = random.next();
     const shape: EmitShape = shapeRoll < 0.6 ? 'one' : shapeRoll < 0.85 ? 'two-types' : 'two-named';
     const skus = [`sku${random.int(50)}`, `sku${50 + random.int(50)}`];
-    const body: OrderBody = { id: key, amount, shape, skus, note: `order ${index} of seed ${seed}` };
+    const memo = memoOf(seed, index);
+    const body: OrderBody = {
+      id: key,
+      amount,
+      shape,
+      skus,
+      note: `order ${index} of seed ${seed}`,
+      ...(memo === undefined ? {} : { memo }),
+    };
     const serialise = (): string => {
       if (kind === 'malformed') return `{"id":"${key}","amount":${amount},"note":"truncated`;
       const { id: _id, ...withoutKey } = body;
@@ -290,12 +334,16 @@ export function planChain(seed: number, count: number): ChainPlan[] {
       ? eventsOf(body).map((event) => {
           // Unnamed, each type is emitted once: the default name `<type>#0`.
           const name = event.name ?? `${event.type}#0`;
+          const id = outboxEventId(scopedKey!, name);
+          const detail = JSON.stringify(event.detail);
+          const refusal = refusalOf(seed, { id, type: event.type, body: detail });
           return {
-            id: outboxEventId(scopedKey!, name),
+            id,
             type: event.type,
             name,
-            body: JSON.stringify(event.detail),
+            body: detail,
             ...(event.entity === undefined ? {} : { entity: event.entity }),
+            ...(refusal === undefined ? {} : { refusal }),
           };
         })
       : [];
@@ -390,10 +438,20 @@ export interface RelayLog {
   invocations: number;
   /** Relay invocations that crashed after publishing, before returning their checkpoint. */
   crashes: number;
-  /** Publishes that failed before landing. */
+  /** Publishes that failed before landing (throttled, a 5xx, a connection timeout). */
   failedPublishes: number;
   /** Publishes that landed but whose answer was lost. */
   lostAnswers: number;
+  /** Transient publish faults injected, by kind (`failedPublishes` and `lostAnswers` by kind). */
+  readonly publishFaults: Record<PublishFault, number>;
+  /** Publishes shipping's queue refused (each attempt), by event id. */
+  readonly refusals: Map<string, number>;
+  /** Every `SendMessage` the dead-letter queue accepted, in order. */
+  readonly deadLetters: RelayDeadLetter[];
+  /** Dead-letter sends that failed (a 503) and were retried from the checkpoint. */
+  failedDeadLetterSends: number;
+  /** The most retries any relay batch ran at one checkpoint. */
+  maxRetryAtOnePosition: number;
   /** Slow invocations still publishing while the event source retried their batch elsewhere. */
   races: number;
   /** Events published by a slow invocation and its rival both. */
@@ -402,12 +460,20 @@ export interface RelayLog {
   emittedTwice: number;
 }
 
+/** One message of the relay's dead-letter queue, as sent (through the SQS conformance layer). */
+export interface RelayDeadLetter {
+  readonly input: SendMessageCommandInput;
+  /** The relay invocation that sent it. */
+  readonly invocation: number;
+}
+
 /** What the state of both services was at one moment (for the double tap). */
 export interface ChainSnapshot {
   readonly orders: string;
   readonly outbox: string;
   readonly shipments: string;
   readonly published: number;
+  readonly deadLettered: number;
 }
 
 /** Everything a seed observed, for the oracle. */
@@ -709,14 +775,6 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
   };
 }
 
-/** Faults of one publish of the relay. */
-type PublishFault = 'publish-fails' | 'answer-lost';
-
-const PUBLISH_FAULTS: readonly (readonly [PublishFault, number])[] = [
-  ['publish-fails', 0.04],
-  ['answer-lost', 0.04],
-];
-
 /** Faults of one relay invocation. */
 type RelayFault = 'crash-after-publish' | 'slow';
 
@@ -735,16 +793,14 @@ interface RelayInvocation {
   readonly slow: ReturnType<typeof deferred<void>> | undefined;
   /** The event ids it sent, in order (landed or not). */
   readonly attempted: string[];
+  /** The event ids whose publish or dead letter met a transient fault: the only checkpoints it may name. */
+  readonly transient: Set<string>;
   readonly landed: Set<string>;
   landedCount: number;
   crashed: boolean;
 }
 
 const relayContext = new AsyncLocalStorage<RelayInvocation>();
-
-function connectionReset(): Error {
-  return Object.assign(new Error('socket hang up (injected: the answer was lost)'), { code: 'ECONNRESET' });
-}
 
 /** The event id of an outbox item's stream record: the item's key. */
 function eventIdOf(record: DynamoDbStreamRecord): string {
@@ -889,13 +945,24 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       }),
   });
 
-  // The relay: real createOutboxRelay and sqsDestination; the SQS client lands messages in queue 2.
+  // The relay: real createOutboxRelay, sqsDestination and createSqsDeadLetterSender (the sender
+  // the construct's EO_DEAD_LETTER_QUEUE_URL gives it, with EO_DEAD_LETTER_MODE `direct`). Both SQS
+  // clients send through the SQS conformance layer, then land messages in queue 2 and the
+  // dead-letter queue; what is refused and what fails is chain-destination.ts's.
   const relayLog: RelayLog = {
     landed: new Map(),
     invocations: 0,
     crashes: 0,
     failedPublishes: 0,
     lostAnswers: 0,
+    publishFaults: Object.fromEntries(PUBLISH_FAULTS.map(([fault]) => [fault, 0])) as Record<
+      PublishFault,
+      number
+    >,
+    refusals: new Map(),
+    deadLetters: [],
+    failedDeadLetterSends: 0,
+    maxRetryAtOnePosition: 0,
     races: 0,
     racedEvents: 0,
     emittedTwice: 0,
@@ -903,74 +970,132 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
   let publishCount = 0;
   /** Slow invocations waiting for their rival to publish, by lane. */
   const waitingSlow = new Map<string, RelayInvocation>();
+  const queueUrlOf = (name: string) => `https://sqs.us-east-1.amazonaws.com/000000000000/${name}`;
+  const shippingQueueUrl = queueUrlOf(consumers.shipping);
+  /** The record of `eventId` in the invocation's batch, and how often the relay was given it. */
+  const deliveryOf = (invocation: RelayInvocation, eventId: string) => {
+    const entry = invocation.batch.entries.find((candidate) => candidate.meta.eventId === eventId);
+    return { entry, delivery: entry === undefined ? 0 : (relayDeliveries.get(entry.sequenceNumber) ?? 0) };
+  };
+  const invocationOf = (what: string): RelayInvocation => {
+    const invocation = relayContext.getStore();
+    if (invocation === undefined) throw new Error(`${what} outside a relay invocation`);
+    if (invocation.crashed) throw new SimulatedCrash(`${what} refused: the relay crashed`);
+    return invocation;
+  };
+
+  /** Queue 2 behind the conformance layer: what SQS accepts lands, unless a fault stops it first. */
+  const shippingQueueSqs = createConformingSqsClient(
+    {
+      async send(command: SendMessageCommand): Promise<{ MessageId: string }> {
+        const invocation = invocationOf('A publish');
+        const input = command.input;
+        const eventId = input.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue ?? '';
+        const type = input.MessageAttributes?.[EVENT_TYPE_ATTRIBUTE]?.StringValue ?? '';
+        const { entry, delivery } = deliveryOf(invocation, eventId);
+        const fault = invocation.faults
+          ? drawFault(PUBLISH_FAULTS, chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery))
+          : undefined;
+        const shape = chanceOf(seed, 'publish fault shape', eventId, entry?.meta.emission ?? 0, delivery);
+        if (fault !== undefined && fault !== 'answer-lost') {
+          relayLog.failedPublishes += 1;
+          relayLog.publishFaults[fault] += 1;
+          invocation.transient.add(eventId);
+          throw publishFaultError(fault, shape);
+        }
+        if (refusalOf(seed, { id: eventId, type, body: input.MessageBody ?? '' }) === 'injected') {
+          throw injectedRefusal();
+        }
+        const attributes = Object.fromEntries(
+          Object.entries(input.MessageAttributes ?? {}).map(([name, value]) => [
+            name,
+            {
+              dataType: value.DataType ?? 'String',
+              ...(value.StringValue === undefined ? {} : { stringValue: value.StringValue }),
+            },
+          ]),
+        );
+        const messageId = `s${seed}-published-${++publishCount}`;
+        shippingQueue.send({ messageId, body: input.MessageBody ?? '', meta: { eventId, attributes } });
+        relayLog.landed.set(eventId, (relayLog.landed.get(eventId) ?? 0) + 1);
+        invocation.landed.add(eventId);
+        invocation.landedCount += 1;
+        // Two invocations of one lane publishing the same event, one of them past its timeout: a race.
+        for (const other of liveRelays) {
+          const racing = other !== invocation && other.batch.lane === invocation.batch.lane;
+          if (
+            racing &&
+            (other.slow !== undefined || invocation.slow !== undefined) &&
+            other.landed.has(eventId)
+          ) {
+            relayLog.racedEvents += 1;
+          }
+        }
+        if (fault === 'answer-lost') {
+          relayLog.lostAnswers += 1;
+          relayLog.publishFaults[fault] += 1;
+          invocation.transient.add(eventId);
+          throw publishFaultError(fault, shape);
+        }
+        if (invocation.crashAfter !== undefined && invocation.landedCount >= invocation.crashAfter) {
+          invocation.crashed = true;
+          relayLog.crashes += 1;
+          throw new SimulatedCrash('the relay crashed after publishing, before returning its checkpoint');
+        }
+        return { MessageId: messageId };
+      },
+    },
+    { queues: { [shippingQueueUrl]: { maximumMessageSize: SHIPPING_QUEUE_MAX_MESSAGE_BYTES } } },
+  );
   const sqsClient = {
-    async send(command: SendMessageCommand): Promise<{ MessageId: string }> {
-      const invocation = relayContext.getStore();
-      const input = command.input;
-      const eventId = input.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue ?? '';
-      if (invocation === undefined) throw new Error('A publish outside a relay invocation');
-      if (invocation.crashed) throw new SimulatedCrash('publish refused: the relay crashed');
+    async send(command: SendMessageCommand): Promise<unknown> {
+      const invocation = invocationOf('A publish');
+      const eventId = command.input.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue ?? '';
       invocation.attempted.push(eventId);
       const waiting = waitingSlow.get(invocation.batch.lane);
       if (waiting !== undefined && waiting !== invocation) waiting.slow?.resolve();
       if (invocation.slow !== undefined) await settlesWithin(invocation.slow.promise, RIVAL_WAIT_MILLIS);
-      const entry = invocation.batch.entries.find((candidate) => candidate.meta.eventId === eventId);
-      const delivery = entry === undefined ? 0 : (relayDeliveries.get(entry.sequenceNumber) ?? 0);
-      const fault = invocation.faults
-        ? drawFault(PUBLISH_FAULTS, chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery))
-        : undefined;
-      if (fault === 'publish-fails') {
-        relayLog.failedPublishes += 1;
-        throw Object.assign(new Error('SendMessage failed (injected)'), { name: 'InternalError' });
+      try {
+        return await shippingQueueSqs.send(command);
+      } catch (error) {
+        if (isRefusal(error)) relayLog.refusals.set(eventId, (relayLog.refusals.get(eventId) ?? 0) + 1);
+        throw error;
       }
-      const attributes = Object.fromEntries(
-        Object.entries(input.MessageAttributes ?? {}).map(([name, value]) => [
-          name,
-          {
-            dataType: value.DataType ?? 'String',
-            ...(value.StringValue === undefined ? {} : { stringValue: value.StringValue }),
-          },
-        ]),
-      );
-      const messageId = `s${seed}-published-${++publishCount}`;
-      shippingQueue.send({ messageId, body: input.MessageBody ?? '', meta: { eventId, attributes } });
-      relayLog.landed.set(eventId, (relayLog.landed.get(eventId) ?? 0) + 1);
-      invocation.landed.add(eventId);
-      invocation.landedCount += 1;
-      // Two invocations of one lane publishing the same event, one of them past its timeout: a race.
-      for (const other of liveRelays) {
-        const racing = other !== invocation && other.batch.lane === invocation.batch.lane;
-        if (
-          racing &&
-          (other.slow !== undefined || invocation.slow !== undefined) &&
-          other.landed.has(eventId)
-        ) {
-          relayLog.racedEvents += 1;
-        }
-      }
-      if (fault === 'answer-lost') {
-        relayLog.lostAnswers += 1;
-        throw connectionReset();
-      }
-      if (invocation.crashAfter !== undefined && invocation.landedCount >= invocation.crashAfter) {
-        invocation.crashed = true;
-        relayLog.crashes += 1;
-        throw new SimulatedCrash('the relay crashed after publishing, before returning its checkpoint');
-      }
-      return { MessageId: messageId };
     },
   };
+  /** The relay's dead-letter queue behind the conformance layer; a send fails now and then. */
+  const deadLetterSqs = createConformingSqsClient({
+    async send(command: SendMessageCommand): Promise<{ MessageId: string }> {
+      const invocation = invocationOf('A dead letter');
+      const eventId = command.input.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.dedupKey]?.StringValue ?? '';
+      if (invocation.faults && deadLetterSendFails(seed, eventId, deliveryOf(invocation, eventId).delivery)) {
+        relayLog.failedDeadLetterSends += 1;
+        invocation.transient.add(eventId);
+        throw deadLetterSendError();
+      }
+      relayLog.deadLetters.push({ input: command.input, invocation: invocation.id });
+      deadLettered.add(eventId);
+      return { MessageId: `s${seed}-dead-letter-${relayLog.deadLetters.length}` };
+    },
+  });
+  /** The event ids the dead-letter queue has a message of. */
+  const deadLettered = new Set<string>();
   /** Relay invocations still running (a slow one included, after its batch was retried). */
   const liveRelays = new Set<RelayInvocation>();
   const relayDeliveries = new Map<string, number>();
   const quietLogger: Logger = { log: () => undefined };
-  const relays: OutboxRelay[] = Array.from({ length: 3 }, (_, index) =>
+  const relays: OutboxRelay[] = Array.from({ length: 3 }, () =>
     createOutboxRelay({
       destination: sqsDestination({
         client: sqsClient as unknown as Pick<SQSClient, 'send'>,
-        queueUrl: `https://sqs.us-east-1.amazonaws.com/000000000000/${consumers.shipping}`,
+        queueUrl: shippingQueueUrl,
       }),
-      name: `chain-s${seed}-relay-${index}`,
+      deadLetter: createSqsDeadLetterSender({
+        client: deadLetterSqs as unknown as SQSClient,
+        queueUrl: queueUrlOf(`${consumers.relay}-dead-letters`),
+      }),
+      // One function, three instances: one name, as the construct's EO_CONSUMER gives it.
+      name: consumers.relay,
       logger: quietLogger,
       // No EMF line per invocation, and no EO_* of the test process.
       metrics: false,
@@ -981,7 +1106,9 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
 
   /**
    * The relay's checkpoint contract: at most one sequence number, a record of the batch; the
-   * records before it published (landed) and it attempted, in order, and none after it attempted.
+   * records before it published (landed) or dead-lettered, and it attempted, in order, and none
+   * after it attempted. A checkpoint is named only where a transient fault met the record's
+   * publish or dead letter: a refused event never holds the shard.
    */
   const checkRelayResponse = (invocation: RelayInvocation, named: readonly string[]): void => {
     const where = `relay invocation ${invocation.id} (${invocation.batch.lane})`;
@@ -1000,14 +1127,23 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       );
     }
     for (const entry of entries.slice(0, at)) {
-      if (!relayLog.landed.has(entry.meta.eventId)) {
-        violations.push(`${where}: ${entry.meta.eventId} before the checkpoint was never published`);
+      if (!relayLog.landed.has(entry.meta.eventId) && !deadLettered.has(entry.meta.eventId)) {
+        violations.push(
+          `${where}: ${entry.meta.eventId} before the checkpoint was neither published nor dead-lettered`,
+        );
       }
+    }
+    const checkpoint = entries[at];
+    if (checkpoint !== undefined && !invocation.transient.has(checkpoint.meta.eventId)) {
+      violations.push(
+        `${where}: checkpointed at ${checkpoint.meta.eventId} (retry ${invocation.batch.retry}) though no transient fault met it: the shard is held`,
+      );
     }
   };
 
   const invokeRelay = async (index: number, batch: StreamBatch<StreamMeta>): Promise<void> => {
     const faults = batch.retry < FAULT_FREE_FROM_RETRY;
+    relayLog.maxRetryAtOnePosition = Math.max(relayLog.maxRetryAtOnePosition, batch.retry);
     const first = batch.entries[0]!;
     for (const entry of batch.entries)
       relayDeliveries.set(entry.sequenceNumber, (relayDeliveries.get(entry.sequenceNumber) ?? 0) + 1);
@@ -1025,6 +1161,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
           : undefined,
       slow: fault === 'slow' ? deferred<void>() : undefined,
       attempted: [],
+      transient: new Set(),
       landed: new Set(),
       landedCount: 0,
       crashed: false,
@@ -1168,6 +1305,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       outbox: canonical(outboxItems),
       shipments: canonical(shipmentItems),
       published: publishCount,
+      deadLettered: relayLog.deadLetters.length,
     };
   };
 
