@@ -14,6 +14,14 @@
  */
 export const OUTSIDE_SQS_TEXT_GLOBAL = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
+/** {@link OUTSIDE_SQS_TEXT_GLOBAL} without the global flag, for a stateless `test`. */
+const OUTSIDE_SQS_TEXT = new RegExp(OUTSIDE_SQS_TEXT_GLOBAL.source, 'u');
+
+/** Whether SQS takes every character of `text` in a message body or String attribute value. */
+export function isSqsText(text: string): boolean {
+  return !OUTSIDE_SQS_TEXT.test(text);
+}
+
 /**
  * JSON text that SQS (and SNS, and EventBridge) accepts, for the same value: `JSON.stringify`
  * already escapes control characters and lone surrogates; the two noncharacters U+FFFE and U+FFFF,

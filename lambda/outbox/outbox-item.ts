@@ -15,7 +15,7 @@ import {
 import { describeValue, EffectivelyOnceError, expectOption } from '../core/errors';
 import { fingerprintOf, sha256Hex } from '../core/fingerprint';
 import { expiresAt } from '../core/time';
-import { isSqsFifoId, toSqsJson } from '../dead-letter/sqs-limits';
+import { isSqsFifoId, isSqsText, toSqsJson } from '../dead-letter/sqs-limits';
 
 /** An event to publish once its commit succeeds. */
 export interface OutboxEvent<TDetail = unknown> {
@@ -233,8 +233,17 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
       `emit: the event's \`type\` is the EventBridge \`DetailType\`, at most ${MAX_EVENTBRIDGE_DETAIL_TYPE_LENGTH} characters; got ${type.length}`,
     );
   }
-  if (destination.kind !== 'eventbridge' && destination.fifo === true) {
-    assertFifoGroupId(entity, type);
+  if (destination.kind !== 'eventbridge') {
+    // The type travels as the `eo-event-type` attribute, whose value SQS and SNS take only in
+    // the characters of a message ("the same holds for String attribute values").
+    const refused = firstOutsideSqsText(type);
+    if (refused !== undefined) {
+      throw new EffectivelyOnceError(
+        'VALIDATION',
+        `emit: the event's \`type\` is the \`${EVENT_TYPE_ATTRIBUTE}\` message attribute, whose characters SQS and SNS restrict; it has ${refused}`,
+      );
+    }
+    if (destination.fifo === true) assertFifoGroupId(entity, type);
   }
   const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {
@@ -263,6 +272,23 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
 }
 
 /**
+ * "character U+XXXX at position N" for the first character of `text` that `refuses` (positions
+ * counted in code points, from 1), or `undefined`: a reason that names no value.
+ */
+function firstRefused(text: string, refuses: (character: string) => boolean): string | undefined {
+  const characters = Array.from(text);
+  const index = characters.findIndex(refuses);
+  if (index < 0) return undefined;
+  const codePoint = (characters[index]?.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+  return `character U+${codePoint} at position ${index + 1}`;
+}
+
+/** The first character of `text` SQS refuses in a message or attribute value, described. */
+function firstOutsideSqsText(text: string): string | undefined {
+  return firstRefused(text, (character) => !isSqsText(character));
+}
+
+/**
  * Throws `VALIDATION` unless a FIFO queue or topic takes the event's group id, its `entity` or
  * else its `type` (see `isSqsFifoId`): the relay would have the send refused. The message names
  * the first character refused by its code point and position, not the value (an entity may be a
@@ -272,12 +298,9 @@ function assertFifoGroupId(entity: string | undefined, type: string): void {
   const groupId = entity ?? type;
   if (isSqsFifoId(groupId)) return;
   const field = entity === undefined ? "the event's `type` (it has no `entity`)" : '`entity`';
-  const characters = Array.from(groupId);
-  const refused = characters.findIndex((character) => !isSqsFifoId(character));
   const why =
-    refused >= 0
-      ? `character U+${(characters[refused]?.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at position ${refused + 1}`
-      : `${characters.length} characters`;
+    firstRefused(groupId, (character) => !isSqsFifoId(character)) ??
+    `${Array.from(groupId).length} characters`;
   throw new EffectivelyOnceError(
     'VALIDATION',
     `emit: on a FIFO destination ${field} is the \`MessageGroupId\`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has ${why}`,

@@ -98,12 +98,14 @@ describe('bundle size', () => {
   // every handler, the check and its reason in atomic mode): marker 44,004, atomic 53,655, entity
   // 45,067, two-phase 49,338 bytes. The construct's mode checked at cold start (`EO_MODE`, a
   // mismatch's message naming both) about 440 bytes more to each: marker 44,442, atomic 54,093,
-  // entity 45,505, two-phase 49,776 bytes.
+  // entity 45,505, two-phase 49,776 bytes. A unit per metric in the shared metrics line, and an
+  // event type checked for the characters an SQS attribute value takes: atomic 54,430, two-phase
+  // 49,816 bytes.
   const ceilings: Readonly<Record<ModeFactory, number>> = {
     marker: 44_544,
-    atomic: 54_144,
+    atomic: 54_528,
     entity: 45_568,
-    twoPhase: 49_792,
+    twoPhase: 49_920,
   };
 
   for (const factory of Object.keys(MODE_MODULES) as ModeFactory[]) {

@@ -240,3 +240,38 @@ describe('events a FIFO queue or topic would refuse for their group id', () => {
     ).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
   });
 });
+
+describe('event types SQS and SNS would refuse as an attribute value', () => {
+  it('refuses a type holding a control character for a queue or topic before the commit, and takes it for a bus', () => {
+    for (const kind of ['sqs', 'sns'] as const) {
+      expect(() => unitOfWorkFor({ kind }).emit({ type: 'Order\u0001Confirmed', detail: {} })).toThrow(
+        expect.objectContaining({
+          code: 'VALIDATION',
+          message:
+            "emit: the event's `type` is the `eo-event-type` message attribute, whose characters SQS and SNS restrict; it has character U+0001 at position 6",
+        }),
+      );
+    }
+    // What SQS would answer for that attribute (the conformance layer): refused.
+    expect(
+      checkSqsSendMessage(
+        {
+          QueueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/shipping',
+          MessageBody: '{}',
+          MessageAttributes: { 'eo-event-type': { DataType: 'String', StringValue: 'Order\u0001Confirmed' } },
+        },
+        { fifo: false },
+      ),
+    ).toMatchObject({ name: 'InvalidMessageContents' });
+    // Tabs and characters beyond the Basic Multilingual Plane are SQS text.
+    expect(unitOfWorkFor({ kind: 'sqs' }).emit({ type: 'Order\tConfirmé 📦', detail: {} })).toEqual(
+      expect.any(String),
+    );
+    expect(
+      unitOfWorkFor({ kind: 'eventbridge', eventSource: 'orders' }).emit({
+        type: 'Order\u0001Confirmed',
+        detail: {},
+      }),
+    ).toEqual(expect.any(String));
+  });
+});
