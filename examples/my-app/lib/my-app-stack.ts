@@ -3,7 +3,7 @@
  * function, grants, alarms) and the business table its handler writes.
  */
 import * as path from 'node:path';
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { IdempotentConsumer } from 'effectively-once/construct';
@@ -25,8 +25,6 @@ export class MyAppStack extends Stack {
       entry: path.join(__dirname, '..', 'lambda', 'orders.ts'),
       // It scopes every dedup key: set it once and never change it.
       consumerName: 'order-totals',
-      // Keep inbox records 3 days (the default is derived from the queue's redelivery window).
-      recordTtl: Duration.days(3),
       // A permanent failure goes to the dead-letter queue at once, with its reason.
       deadLetterMode: 'direct',
       businessTables: [{ table: totals }],
