@@ -91,19 +91,21 @@ export function assertName(field: string, name: unknown): void {
  * Throws `MISSING_KEY` for a missing or empty key (or part), and `INVALID_KEY` for a part that is
  * not a string, a finite number or a bigint, an integer beyond `Number.MAX_SAFE_INTEGER` (a double
  * that may have lost digits), or a string holding a lone surrogate. Messages never quote the value
- * (it may be body data).
+ * (it may be body data); they name `source`, where the key was read (`body field \`orderId\``),
+ * when given: the handler passes it for the built-in key sources.
  *
  * @example
  * toDedupKey('evt-1');                  // 'evt-1'
  * toDedupKey(['tenant-1', 'order-1']);  // 'tenant-1:order-1'
  * toDedupKey('urn:order:1');            // 'urn%3Aorder%3A1'
  */
-export function toDedupKey(value: KeyValue): string {
+export function toDedupKey(value: KeyValue, source?: string): string {
+  const label = source === undefined ? 'The dedup key' : `The dedup key (${source})`;
   if (Array.isArray(value)) {
-    if (value.length === 0) throw missingKey();
-    return value.map((part, index) => escapePart(toKeyPart(part, index))).join(':');
+    if (value.length === 0) throw missingKey(label);
+    return value.map((part, index) => escapePart(toKeyPart(part, index, label))).join(':');
   }
-  return escapePart(toKeyPart(value as KeyPart | null | undefined));
+  return escapePart(toKeyPart(value as KeyPart | null | undefined, undefined, label));
 }
 
 /**
@@ -111,8 +113,8 @@ export function toDedupKey(value: KeyValue): string {
  * before escaping it. For callers building a composite from an already checked part (its text
  * then goes into `toDedupKey([...])` once, escaped once).
  */
-export function toKeyPart(value: unknown, index?: number): string {
-  const label = index === undefined ? 'The dedup key' : `Part ${index} of the dedup key`;
+export function toKeyPart(value: unknown, index?: number, key = 'The dedup key'): string {
+  const label = index === undefined ? key : `Part ${index} of ${key.charAt(0).toLowerCase()}${key.slice(1)}`;
   if (value === undefined || value === null || value === '') throw missingKey(label);
   if (typeof value === 'string') {
     if (!isWellFormedText(value)) throw illFormedKey(label);
@@ -174,7 +176,27 @@ export function attributeValue(
  * fromAttribute('idempotency-key')
  */
 export function fromAttribute(name: string): KeySource {
-  return (_record, _body, message) => attributeValue(message.attributes, name);
+  return describedKeySource(
+    (_record, _body, message) => attributeValue(message.attributes, name),
+    `message attribute \`${name}\``,
+  );
+}
+
+/** What each built-in key source reads, named in a `MISSING_KEY` or `INVALID_KEY` reason. */
+const KEY_SOURCE_DESCRIPTIONS = new WeakMap<KeySource<never, never>, string>();
+
+/** `source`, described as reading `description` (`body field \`orderId\``) for its key errors. */
+export function describedKeySource<TSource extends KeySource<never, never>>(
+  source: TSource,
+  description: string,
+): TSource {
+  KEY_SOURCE_DESCRIPTIONS.set(source, description);
+  return source;
+}
+
+/** What a built-in key source reads (`body field \`orderId\``), for a key error's reason. */
+export function keySourceDescription(source: KeySource<never, never>): string | undefined {
+  return KEY_SOURCE_DESCRIPTIONS.get(source);
 }
 
 /** The body paths of the key sources `fromBody(path)` made, for the lossless number check. */
@@ -226,7 +248,7 @@ export function fromBody<TBody>(
     return value as KeyValue;
   };
   BODY_PATHS.set(source, segments);
-  return source;
+  return describedKeySource(source, `body field \`${shown}\``);
 }
 
 /**
@@ -239,7 +261,7 @@ export function fromBody<TBody>(
  * fromCloudEvent() // key 'https%3A//example.com/orders:evt-1'
  */
 export function fromCloudEvent(): KeySource {
-  return (_record, body, message) => {
+  return describedKeySource((_record, body, message) => {
     for (const separator of ['-', '_']) {
       const id = attributeValue(message.attributes, `ce${separator}id`);
       if (id !== undefined) return [attributeValue(message.attributes, `ce${separator}source`), id];
@@ -248,7 +270,7 @@ export function fromCloudEvent(): KeySource {
     const event = body as Record<string, unknown>;
     if (typeof event.specversion !== 'string') return undefined;
     return [event.source as KeyPart | undefined, event.id as KeyPart | undefined];
-  };
+  }, 'CloudEvents `source` and `id`');
 }
 
 /**

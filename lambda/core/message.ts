@@ -8,6 +8,7 @@ import {
   inexactNumberKey,
   type KeySource,
   type KeyValue,
+  keySourceDescription,
   scopeKey,
   toDedupKey,
 } from './dedup-key';
@@ -236,7 +237,7 @@ export function prepareMessage<TBody, TRecord>(
       config.parse === 'json'
         ? exactBodyNumberKey(keyValue, config.dedupKey as KeySource<never, never>, readBody)
         : keyValue;
-    dedupKey = toDedupKey(exact);
+    dedupKey = toDedupKey(exact, keySourceDescription(config.dedupKey as KeySource<never, never>));
     scopedKey = scopeKey(config.consumer, dedupKey);
     const message: Message<TBody, TRecord> = {
       body,

@@ -3,7 +3,7 @@
  * function of the SQS record (`fromRecord`).
  */
 import { DEDUPLICATION_ID_ATTRIBUTE } from '../core/contract';
-import { attributeValue, type KeySource } from '../core/dedup-key';
+import { attributeValue, describedKeySource, type KeySource } from '../core/dedup-key';
 import type { SqsRecord } from './sqs-event';
 
 /**
@@ -23,9 +23,12 @@ import type { SqsRecord } from './sqs-event';
  * messages may be redriven.
  */
 export function fromDeduplicationId(): KeySource<unknown, SqsRecord> {
-  return (record) =>
-    attributeValue(record.messageAttributes, DEDUPLICATION_ID_ATTRIBUTE) ??
-    record.attributes?.MessageDeduplicationId;
+  return describedKeySource(
+    (record) =>
+      attributeValue(record.messageAttributes, DEDUPLICATION_ID_ATTRIBUTE) ??
+      record.attributes?.MessageDeduplicationId,
+    `\`${DEDUPLICATION_ID_ATTRIBUTE}\` attribute, else the \`MessageDeduplicationId\``,
+  );
 }
 
 /**

@@ -100,12 +100,13 @@ describe('bundle size', () => {
   // mismatch's message naming both) about 440 bytes more to each: marker 44,442, atomic 54,093,
   // entity 45,505, two-phase 49,776 bytes. A unit per metric in the shared metrics line, and an
   // event type checked for the characters an SQS attribute value takes: atomic 54,430, two-phase
-  // 49,816 bytes.
+  // 49,816 bytes. Key errors naming where the key is read (`body field \`orderId\``) about 170
+  // bytes more to each: marker 44,714, atomic 54,662, entity 45,777, two-phase 50,048 bytes.
   const ceilings: Readonly<Record<ModeFactory, number>> = {
-    marker: 44_544,
-    atomic: 54_528,
-    entity: 45_568,
-    twoPhase: 49_920,
+    marker: 44_800,
+    atomic: 54_784,
+    entity: 45_824,
+    twoPhase: 50_176,
   };
 
   for (const factory of Object.keys(MODE_MODULES) as ModeFactory[]) {
@@ -133,11 +134,12 @@ describe('bundle size', () => {
   // `createSqsBatchHandler`, byte bodies); 26,117 with SQS dead letters sized against the queue;
   // 26,493 with `EO_OUTBOX_DESTINATION_FIFO` read with the construct's other settings; 26,931 with
   // the construct's mode checked at cold start (`EO_MODE`); a unit per metric in the shared
-  // Embedded Metric Format line (the outbox relay's `EventAge` is in milliseconds) about 11 bytes.
-  it('keeps the core and createSqsHandler, without a mode, within 27,008 bytes minified, AWS SDK and store excluded', async () => {
+  // Embedded Metric Format line (the outbox relay's `EventAge` is in milliseconds) about 11 bytes;
+  // 27,139 with key errors naming where the key is read.
+  it('keeps the core and createSqsHandler, without a mode, within 27,264 bytes minified, AWS SDK and store excluded', async () => {
     const { bytes, inputs } = await bundle({ path: 'lambda/sqs/sqs-handler.ts' }, ['./store/dynamodb-store']);
     expect(inputs.filter((input) => input.startsWith('lambda/modes/'))).toEqual([]);
-    expect(bytes).toBeLessThanOrEqual(27_008);
+    expect(bytes).toBeLessThanOrEqual(27_264);
   });
 
   // The shipped outbox relay (`lambda/outbox/relay-handler.ts`: environment defaults, the three

@@ -350,7 +350,7 @@ describe('preparing messages', () => {
     expect(logger.entries[0]).toMatchObject({
       outcome: 'permanent',
       code: 'MISSING_KEY',
-      reason: 'The dedup key is missing or empty',
+      reason: 'The dedup key (body field `id`) is missing or empty',
     });
   });
 

@@ -7,6 +7,7 @@ import {
   fromCloudEvent,
   fromMessageId,
   isValidName,
+  keySourceDescription,
   SCOPED_KEY_HASH_THRESHOLD_BYTES,
   scopeKey,
   toDedupKey,
@@ -269,4 +270,34 @@ describe('scopeKey', () => {
         },
       ),
     ));
+});
+
+describe('key errors name where the key is read, never its value', () => {
+  it('names the body field, the message attribute, the CloudEvents pair and the deduplication id', () => {
+    const missing = (source: string) =>
+      expect.objectContaining({
+        code: 'MISSING_KEY',
+        message: `The dedup key (${source}) is missing or empty`,
+      });
+    expect(() => toDedupKey(undefined as never, keySourceDescription(fromBody('order.id')))).toThrow(
+      missing('body field `order.id`'),
+    );
+    expect(() => toDedupKey('', keySourceDescription(fromAttribute('idempotency-key')))).toThrow(
+      missing('message attribute `idempotency-key`'),
+    );
+    expect(() => toDedupKey(['s', undefined] as never, keySourceDescription(fromCloudEvent()))).toThrow(
+      expect.objectContaining({
+        code: 'MISSING_KEY',
+        message: 'Part 1 of the dedup key (CloudEvents `source` and `id`) is missing or empty',
+      }),
+    );
+    expect(keySourceDescription(fromDeduplicationId())).toBe(
+      '`eo-deduplication-id` attribute, else the `MessageDeduplicationId`',
+    );
+    // A function of the user's is not described: the reason says only "the dedup key".
+    expect(keySourceDescription(fromBody((body: { id: string }) => body.id))).toBeUndefined();
+    expect(() => toDedupKey(undefined as never)).toThrow(
+      expect.objectContaining({ message: 'The dedup key is missing or empty' }),
+    );
+  });
 });

@@ -64,7 +64,11 @@ describe('prepareMessage: numbers', () => {
     });
     expect(prepare(body, fromBody('orderId'), { parse: (text) => JSON.parse(text) })).toMatchObject({
       ok: false,
-      error: { code: 'INVALID_KEY', message: INEXACT },
+      error: {
+        code: 'INVALID_KEY',
+        message:
+          'The dedup key (body field `orderId`) is a number that a double cannot hold exactly; send it as a string',
+      },
     });
   });
 

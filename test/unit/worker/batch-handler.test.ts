@@ -168,7 +168,7 @@ describe('createWorkerBatchHandler', () => {
       {
         sourceMessageId: 'm-2',
         code: 'MISSING_KEY',
-        reason: 'The dedup key is missing or empty',
+        reason: 'The dedup key (body field `id`) is missing or empty',
         groupId: 'g',
       },
     ]);
