@@ -131,7 +131,7 @@ describe('README and docs code samples', () => {
 
   it('lists every error code under the disposition the code has', () => {
     const documented = (['retry later', 'permanent', 'configuration'] as const).flatMap((disposition) =>
-      codesIn(row(disposition, '## Outcomes and errors')[1]!).map((code) => ({ code, disposition })),
+      codesIn(row(disposition, '# Outcomes and errors')[1]!).map((code) => ({ code, disposition })),
     );
 
     expect(documented.length).toBeGreaterThan(20);
@@ -158,7 +158,7 @@ describe('README and docs code samples', () => {
       'permanent',
     ]) {
       expect(Object.values(METRICS)).toContain(
-        row(`\`${outcome}\``, '## Outcomes and errors')[4]!.replaceAll('`', ''),
+        row(`\`${outcome}\``, '# Outcomes and errors')[4]!.replaceAll('`', ''),
       );
     }
   });
@@ -288,7 +288,7 @@ describe('README and docs code samples', () => {
   it('lists every option of the replay command', () => {
     const options = [...new Set([...REPLAY_USAGE.matchAll(/^\s+(--[a-z-]+)/gm)].map((match) => match[1]!))];
     expect(options.length).toBeGreaterThan(8);
-    const documented = rowsOf(section('## Double-tap replay'))
+    const documented = rowsOf(section('# Double-tap replay'))
       .slice(1)
       .map((cells) => cells[0]!.replaceAll('`', '').split(' ')[0]);
     expect(documented.sort()).toEqual(options.filter((option) => option !== '--help').sort());

@@ -19,7 +19,7 @@ const results = JSON.parse(
 describe('docs performance figures', () => {
   const headline = rowsOf(renderHeadlineTable(results));
 
-  it.each(['## Modes', '## Performance'])(
+  it.each(['## Modes', '# Performance'])(
     'shows the cost and latency table of latest.json under "%s"',
     (heading) => {
       expect(headline.length).toBeGreaterThan(5);
@@ -30,6 +30,6 @@ describe('docs performance figures', () => {
   it("shows latest.md's modelled latency table in the performance section", () => {
     const latency = rowsOf(sectionOf(report, '### Latency added per batch (modelled)') ?? '');
     expect(latency.length).toBeGreaterThan(5);
-    expect(rowsOf(section('## Performance'))).toEqual(expect.arrayContaining(latency));
+    expect(rowsOf(section('# Performance'))).toEqual(expect.arrayContaining(latency));
   });
 });
