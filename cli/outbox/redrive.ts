@@ -17,6 +17,7 @@ import type { OutboxMessage } from '../../lambda/outbox/outbox-item';
 import { outboxMessageOf } from '../../lambda/outbox/outbox-relay';
 import { outboxDestinationFromEnvironment } from '../../lambda/outbox/relay-environment';
 import { classifyPublishError } from '../../lambda/store/classify-aws-error';
+import { commandClientConfig } from '../replay/aws';
 import { ReplayError } from '../replay/errors';
 import { type CliIo, EXIT } from '../replay/run';
 import type { ExplicitDestination, RedriveOptions, RedriveSelection, RedriveTarget } from './args';
@@ -57,13 +58,11 @@ export async function runRedrive(
   io: CliIo,
   now: () => number = Date.now,
 ): Promise<number> {
-  const config: ClientConfig = {
-    ...(options.endpointUrl === undefined ? {} : { endpoint: options.endpointUrl }),
-    ...(options.region === undefined ? {} : { region: options.region }),
-  };
+  const clientConfig = commandClientConfig(options);
+  const config: ClientConfig = clientConfig.common;
   const clients: Clients = {
     dynamodb: new DynamoDBClient(config),
-    sqs: new SQSClient(config),
+    sqs: new SQSClient(clientConfig.sqs),
     sns: new SNSClient(config),
     eventBridge: new EventBridgeClient(config),
   };

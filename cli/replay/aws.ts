@@ -19,6 +19,36 @@ import type { Item } from './snapshot';
 /** Attempts for batch entries that SQS failed on its side (not the sender's fault). */
 const SEND_ATTEMPTS = 3;
 
+/** The SDK client settings of a command: its `--endpoint-url` and `--region`, when given. */
+export interface CommandClientConfig {
+  readonly endpoint?: string;
+  readonly region?: string;
+}
+
+/**
+ * The settings of a command's SDK clients from its `--endpoint-url` and `--region`. With an
+ * endpoint override (the option, or `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL`), SQS requests go
+ * to that endpoint rather than to the queue URL's host: an emulator answers queue URLs with a
+ * host of its own (`localhost` for `127.0.0.1`), and the SDK would otherwise warn on every call
+ * that the two differ.
+ */
+export function commandClientConfig(
+  options: { readonly endpointUrl?: string; readonly region?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): {
+  readonly common: CommandClientConfig;
+  readonly sqs: CommandClientConfig & { useQueueUrlAsEndpoint?: boolean };
+} {
+  const common: CommandClientConfig = {
+    ...(options.endpointUrl === undefined ? {} : { endpoint: options.endpointUrl }),
+    ...(options.region === undefined ? {} : { region: options.region }),
+  };
+  const overridden = [options.endpointUrl, env.AWS_ENDPOINT_URL_SQS, env.AWS_ENDPOINT_URL].some(
+    (value) => value !== undefined && value !== '',
+  );
+  return { common, sqs: overridden ? { ...common, useQueueUrlAsEndpoint: false } : common };
+}
+
 /** What the replay needs to know about a queue before sending to it. */
 export interface QueueDescription extends QueueKind {
   /** `VisibilityTimeout`: how long a received message stays hidden before it is delivered again. */

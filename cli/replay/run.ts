@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { ReplayCliOptions } from './args';
+import { commandClientConfig } from './aws';
 import { doubleTap } from './double-tap';
 import { ReplayError } from './errors';
 import { formatDifferences, formatJsonReport, formatVerdict } from './format';
@@ -29,12 +30,9 @@ export const EXIT = Object.freeze({ unchanged: 0, changed: 1, error: 2 });
  */
 export async function runReplay(options: ReplayCliOptions, io: CliIo): Promise<number> {
   const log = await readLog(options.log);
-  const clientConfig = {
-    ...(options.endpointUrl === undefined ? {} : { endpoint: options.endpointUrl }),
-    ...(options.region === undefined ? {} : { region: options.region }),
-  };
-  const sqs = new SQSClient(clientConfig);
-  const dynamodb = new DynamoDBClient(clientConfig);
+  const clientConfig = commandClientConfig(options);
+  const sqs = new SQSClient(clientConfig.sqs);
+  const dynamodb = new DynamoDBClient(clientConfig.common);
   const progress = createProgressReporter({
     stream: io.stderr,
     interactive: io.stderr.isTTY === true,
