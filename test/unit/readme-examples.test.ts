@@ -69,6 +69,13 @@ function constructProps(file: string, name: string): { name: string; defaultValu
   }));
 }
 
+describe('the README', () => {
+  // What it is, why, install, the quickstart, the two commands and links; the rest is in docs/.
+  it('stays under 200 lines', () => {
+    expect(page('README.md').text.trimEnd().split('\n').length).toBeLessThan(200);
+  });
+});
+
 describe('README and docs code samples', () => {
   it('has tagged samples for the handler, construct, replay and adapter examples', () => {
     expect(taggedBlocks.map((block) => block.file)).toEqual(
