@@ -13,7 +13,7 @@ const results = JSON.parse(readFileSync(join(directory, 'latest.json'), 'utf8'))
 writeFileSync(
   join(directory, 'latest.md'),
   renderMarkdown(results, {
-    svgPath: results.quick ? join(directory, 'latest.svg') : 'bench/results/latest.svg',
+    svgPath: results.quick ? join(directory, 'latest.svg') : 'latest.svg',
   }),
 );
 writeFileSync(join(directory, 'latest.svg'), renderSvg(results));

@@ -677,7 +677,7 @@ async function main(): Promise<void> {
   const directory = quick ? join(tmpdir(), 'effectively-once-bench-quick') : join(ROOT, 'bench', 'results');
   mkdirSync(directory, { recursive: true });
   const markdown = renderMarkdown(results, {
-    svgPath: quick ? join(directory, 'latest.svg') : 'bench/results/latest.svg',
+    svgPath: quick ? join(directory, 'latest.svg') : 'latest.svg',
   });
   writeFileSync(join(directory, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(directory, 'latest.svg'), renderSvg(results));

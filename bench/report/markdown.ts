@@ -319,7 +319,7 @@ function requestCell(figures: CaseFigures, name: keyof typeof CASE_TITLES, kind:
   return `${total} (${split})${what ? `, ${what}` : ''}`;
 }
 
-/** Renders the whole report. `svgPath` is where the chart is, relative to the repository root. */
+/** Renders the whole report. `svgPath` is where the chart is, relative to the report (`latest.md` sits beside `latest.svg`). */
 export function renderMarkdown(results: BenchResults, options: { readonly svgPath: string }): string {
   const labels = new Map(results.implementations.map(({ id, label }) => [id, label]));
   const kinds = new Map(

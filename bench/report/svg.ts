@@ -5,9 +5,16 @@
 import type { Summary } from '../stats';
 import type { BenchResults } from './results';
 
-const WIDTH = 860;
-const LABEL_WIDTH = 300;
+/** The narrowest label column, px. */
+const MIN_LABEL_WIDTH = 300;
+/**
+ * Pixels per character of a 12 px system-ui label, generous (average Latin glyphs measure about
+ * 6 px): the label column is sized from the longest label, so none is clipped at the left edge.
+ */
+const LABEL_CHARACTER_WIDTH = 6.6;
 const BAR_WIDTH = 430;
+/** Room right of the bars for the value text. */
+const VALUE_WIDTH = 130;
 const ROW = 22;
 const TITLE = 30;
 const GAP = 18;
@@ -33,7 +40,18 @@ interface Bar {
   readonly text: string;
 }
 
-function panel(title: string, bars: readonly Bar[], top: number): { svg: string; height: number } {
+/** The label column's width for `labels`: the longest one fits, with a margin. */
+export function labelColumnWidth(labels: readonly string[]): number {
+  const longest = Math.max(0, ...labels.map((label) => Array.from(label).length));
+  return Math.max(MIN_LABEL_WIDTH, Math.ceil(longest * LABEL_CHARACTER_WIDTH) + 20);
+}
+
+function panel(
+  title: string,
+  bars: readonly Bar[],
+  top: number,
+  labelWidth: number,
+): { svg: string; height: number } {
   const scaleMax = Math.max(
     1e-9,
     ...bars.map((bar) =>
@@ -43,11 +61,11 @@ function panel(title: string, bars: readonly Bar[], top: number): { svg: string;
       ),
     ),
   );
-  const x = (value: number) => LABEL_WIDTH + (value / scaleMax) * BAR_WIDTH;
+  const x = (value: number) => labelWidth + (value / scaleMax) * BAR_WIDTH;
   const parts = [`<text x="12" y="${top + 20}" class="title">${escapeXml(title)}</text>`];
   bars.forEach((bar, index) => {
     const y = top + TITLE + index * ROW;
-    parts.push(`<text x="${LABEL_WIDTH - 8}" y="${y + 15}" class="label">${escapeXml(bar.label)}</text>`);
+    parts.push(`<text x="${labelWidth - 8}" y="${y + 15}" class="label">${escapeXml(bar.label)}</text>`);
     let start = 0;
     for (const segment of bar.segments) {
       const width = x(start + segment.value) - x(start);
@@ -80,16 +98,19 @@ const format = (value: number): string =>
       ? value.toFixed(1)
       : value.toFixed(2);
 
+/** The colour group of an implementation: every Powertools variant is Powertools. */
+export function kindOf(id: string): keyof typeof COLORS {
+  return id === 'bare'
+    ? 'bare'
+    : id === 'powertools' || id.startsWith('powertools-')
+      ? 'powertools'
+      : id.startsWith('manual-')
+        ? 'manual'
+        : 'toolkit';
+}
+
 /** Renders the chart of `results`. */
 export function renderSvg(results: BenchResults): string {
-  const kindOf = (id: string): keyof typeof COLORS =>
-    id === 'bare'
-      ? 'bare'
-      : id === 'powertools'
-        ? 'powertools'
-        : id.startsWith('manual-')
-          ? 'manual'
-          : 'toolkit';
   const implementations = results.implementations;
   const compared = implementations.filter(({ id }) => kindOf(id) !== 'manual');
 
@@ -165,10 +186,12 @@ export function renderSvg(results: BenchResults): string {
     }),
   });
 
+  const labelWidth = labelColumnWidth(panels.flatMap(({ bars }) => bars.map((bar) => bar.label)));
+  const WIDTH = labelWidth + BAR_WIDTH + VALUE_WIDTH;
   let top = 40;
   const rendered: string[] = [];
   for (const { title, bars } of panels) {
-    const { svg, height } = panel(title, bars, top);
+    const { svg, height } = panel(title, bars, top, labelWidth);
     rendered.push(svg);
     top += height;
   }
