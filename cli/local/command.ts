@@ -24,11 +24,10 @@ import {
   httpUrl,
   isEmulatorRunning,
   LOCAL_CREDENTIALS,
-  logsDir,
   readEmulatorState,
   stopDetachedMiniStack,
-  userCacheDir,
 } from './emulator';
+import { localPaths, recordedEmulatorsOfOtherApps } from './paths';
 
 /** Help text of `effectively-once local`. */
 export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|down> [options]
@@ -166,22 +165,31 @@ export type LocalEndpoint =
       readonly region: string;
       readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
     }
-  /** The emulator `local up` started and recorded, still running. */
+  /** The emulator `local up` started and recorded for this app, still running. */
   | { readonly kind: 'embedded'; readonly state: EmulatorState }
+  /** `AWS_ENDPOINT_URL` names the running emulator `local up` started for another app. */
+  | { readonly kind: 'another-app'; readonly state: EmulatorState }
   /** Neither. */
   | { readonly kind: 'none' };
 
 /**
- * Picks the endpoint: `AWS_ENDPOINT_URL` when set (the embedded emulator when it names that one),
- * else the running embedded emulator, else none.
+ * Picks the endpoint: `AWS_ENDPOINT_URL` when set (the embedded emulator when it names that one,
+ * `another-app` when it names the running emulator of another app), else the running embedded
+ * emulator, else none.
  *
  * @throws LocalUsageError when `AWS_ENDPOINT_URL` is not an http(s) URL.
  */
-export function chooseEndpoint(env: NodeJS.ProcessEnv, running: EmulatorState | undefined): LocalEndpoint {
+export function chooseEndpoint(
+  env: NodeJS.ProcessEnv,
+  running: EmulatorState | undefined,
+  otherApps: readonly EmulatorState[] = [],
+): LocalEndpoint {
   const given = env.AWS_ENDPOINT_URL;
   if (given) {
     const endpoint = normaliseUrl(given);
     if (running && normaliseUrl(running.endpoint) === endpoint) return { kind: 'embedded', state: running };
+    const another = otherApps.find((state) => normaliseUrl(state.endpoint) === endpoint);
+    if (another) return { kind: 'another-app', state: another };
     return {
       kind: 'given',
       endpoint,
@@ -206,7 +214,7 @@ function normaliseUrl(value: string): string {
 /** The shell line that points SDKs and the CDK CLI at an endpoint. */
 export function exportLine(endpoint: string, region: string): string {
   return (
-    `export AWS_ENDPOINT_URL=${endpoint} AWS_REGION=${region} ` +
+    `export AWS_ENDPOINT_URL=${endpoint} AWS_REGION=${region} AWS_DEFAULT_REGION=${region} ` +
     `AWS_ACCESS_KEY_ID=${LOCAL_CREDENTIALS.accessKeyId} AWS_SECRET_ACCESS_KEY=${LOCAL_CREDENTIALS.secretAccessKey}`
   );
 }
@@ -230,11 +238,14 @@ export async function runLocal(
   command: Exclude<LocalCommand, { kind: 'help' }>,
   io: LocalIo,
 ): Promise<number> {
-  const home = command.cacheDir ?? userCacheDir(io.env);
+  const paths = localPaths({ appDir: io.cwd, cacheDir: command.cacheDir, env: io.env });
+  const home = paths.appHome;
   const log = (message: string) => io.stderr.write(`${message}\n`);
   const recorded = readEmulatorState(home);
-  const running = recorded && (await isEmulatorRunning(recorded)) ? recorded : undefined;
-  const endpoint = chooseEndpoint(io.env, running);
+  const running = recorded && (await isEmulatorRunning(recorded, home)) ? recorded : undefined;
+  const otherApps = io.env.AWS_ENDPOINT_URL ? await recordedEmulatorsOfOtherApps(paths) : [];
+  const endpoint = chooseEndpoint(io.env, running, otherApps);
+  const cacheDirOption = command.cacheDir ? ` --cache-dir ${shellWord(command.cacheDir)}` : '';
 
   switch (command.kind) {
     case 'up': {
@@ -244,10 +255,18 @@ export async function runLocal(
         io.stdout.write(`${exportLine(endpoint.endpoint, endpoint.region)}\n`);
         return 0;
       }
+      if (endpoint.kind === 'another-app')
+        log(`${describeAnotherApp(endpoint.state)}; starting this app's own.`);
       const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || DEFAULT_REGION;
-      if (endpoint.kind === 'none') log(`Starting MiniStack (home: ${home})...`);
+      if (endpoint.kind !== 'embedded') log(`Starting MiniStack for this app (home: ${home})...`);
       // Checked again under the lock: another `local up` may have started one meanwhile.
-      const { state, started } = await ensureDetachedMiniStack({ home, region, log });
+      const { state, started } = await ensureDetachedMiniStack({
+        home,
+        installHome: paths.installHome,
+        appDir: io.cwd,
+        region,
+        log,
+      });
       if (!started) {
         log(`MiniStack ${state.version} already runs at ${state.endpoint} (pid ${state.pid}).`);
         io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
@@ -255,7 +274,7 @@ export async function runLocal(
       }
       log(
         `Started MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}, log: ${state.logFile}). ` +
-          'Stop it with `effectively-once local down`. Point your shell at it:',
+          `Stop it with \`effectively-once local down${cacheDirOption}\`. Point your shell at it:`,
       );
       io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
       return 0;
@@ -265,13 +284,15 @@ export async function runLocal(
         log(`AWS_ENDPOINT_URL=${endpoint.endpoint} was not started by \`local up\`; stopping nothing.`);
         return 0;
       }
+      if (endpoint.kind === 'another-app')
+        log(`${describeAnotherApp(endpoint.state)}; stopping only this app's.`);
       const outcome = await stopDetachedMiniStack({ home });
       log(
         outcome === 'stopped'
           ? `Stopped MiniStack at ${recorded?.endpoint} (pid ${recorded?.pid}); everything deployed to it is gone.`
           : 'No emulator started by `local up` is running; nothing to stop.',
       );
-      if (outcome === 'stopped' && io.env.AWS_ENDPOINT_URL)
+      if (outcome === 'stopped' && endpoint.kind === 'embedded' && io.env.AWS_ENDPOINT_URL)
         log('Unset AWS_ENDPOINT_URL in your shell: unset AWS_ENDPOINT_URL');
       return 0;
     }
@@ -285,8 +306,8 @@ export async function runLocal(
         context: command.context,
         ...(command.app ? { app: command.app } : {}),
         fixups: command.fixups,
-        outputsFile: join(home, 'cdk-outputs.json'),
-        logFile: join(logsDir(home), 'cdk-local.log'),
+        outputsFile: paths.outputsFile,
+        logFile: paths.cdkLogFile,
         progress: true,
         log,
       });
@@ -309,7 +330,16 @@ type Target = {
   credentials: { accessKeyId: string; secretAccessKey: string };
 };
 
-function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' }>): Target {
+function describeAnotherApp(state: EmulatorState): string {
+  return `AWS_ENDPOINT_URL=${state.endpoint} is the emulator \`local up\` started for ${state.appDir ?? 'another app'}`;
+}
+
+/** `value` quoted for a POSIX shell when it needs to be. */
+function shellWord(value: string): string {
+  return /^[\w./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' | 'another-app' }>): Target {
   if (endpoint.kind === 'given') {
     return {
       endpoint: endpoint.endpoint,
@@ -327,6 +357,13 @@ function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' }>): Target {
 }
 
 function requireTarget(endpoint: LocalEndpoint): Target {
+  if (endpoint.kind === 'another-app') {
+    throw new LocalDeployError(
+      'NO_EMULATOR',
+      `${describeAnotherApp(endpoint.state)}, not this app's: start this app's own with ` +
+        '`eval "$(effectively-once local up)"` here, or unset AWS_ENDPOINT_URL.',
+    );
+  }
   if (endpoint.kind === 'none') {
     throw new LocalDeployError(
       'NO_EMULATOR',

@@ -3,6 +3,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -11,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeStack } from '../../cli/local/cloudformation';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
+import { localPaths } from '../../cli/local/paths';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
@@ -62,29 +65,36 @@ function withoutSdkNodeWarning(text: string): string {
 }
 
 const EXPORT_LINE =
-  /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
+  /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
 
 describe('effectively-once local, run from a CDK app outside the repository', () => {
   const work = mkdtempSync(join(tmpdir(), 'eo-local-cli-'));
   const app = join(work, 'my-app');
+  // Another app of the same user, with the same directory name and the same stack name.
+  const otherApp = join(work, 'elsewhere', 'my-app');
   const cache = join(work, 'cache');
-  const home = join(cache, 'effectively-once');
+  const installHome = join(cache, 'effectively-once');
   const stackName = uniqueName('LocalCli');
-  // No AWS_ENDPOINT_URL: the commands use the emulator `local up` starts in the per-user cache.
+  // No AWS_ENDPOINT_URL: the commands use the emulator `local up` starts for the app.
   const env = { XDG_CACHE_HOME: cache };
+  const home = localPaths({ appDir: app, env }).appHome;
+  const otherHome = localPaths({ appDir: otherApp, env }).appHome;
   let started: EmulatorState | undefined;
+  let otherStarted: EmulatorState | undefined;
 
   beforeAll(async () => {
     makeUserApp(app);
+    makeUserApp(otherApp);
     // The per-user cache gets the MiniStack the repository installed, instead of a second pip install.
     const installation = await ensureMiniStack();
-    mkdirSync(home, { recursive: true });
-    symlinkSync(join(installation.python, '..', '..'), join(home, 'venv'), 'dir');
+    mkdirSync(installHome, { recursive: true });
+    symlinkSync(join(installation.python, '..', '..'), join(installHome, 'venv'), 'dir');
   }, 120_000);
 
   afterAll(async () => {
     // Whatever happened above, never leave the emulator running.
     if (started && isAlive(started.pid)) await runCli(['local', 'down'], app, env);
+    if (otherStarted && isAlive(otherStarted.pid)) await runCli(['local', 'down'], otherApp, env);
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -135,6 +145,37 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
       dynamodb.destroy();
     }
   }, 90_000);
+
+  it('gives another app with the same stack name its own emulator and outputs, leaving this one alone', async () => {
+    const up = await runCli(['local', 'up'], otherApp, env);
+    expect(up.code).toBe(0);
+    otherStarted = readEmulatorState(otherHome);
+    expect(otherStarted?.endpoint).not.toBe(started?.endpoint);
+    expect(otherStarted?.appDir).toBe(otherApp);
+
+    const context = ['-c', `deployAppStackName=${stackName}`];
+    const deployed = await runCli(['local', 'deploy', ...context], otherApp, env);
+    expect(deployed.code).toBe(0);
+    expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
+    expect(existsSync(join(otherHome, 'cdk-outputs.json'))).toBe(true);
+    expect(readFileSync(join(home, 'cdk-outputs.json'), 'utf8')).toContain(stackName);
+
+    const destroyed = await runCli(['local', 'destroy'], otherApp, env);
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName} in `));
+    const down = await runCli(['local', 'down'], otherApp, env);
+    expect(down.stderr).toContain(`Stopped MiniStack at ${otherStarted?.endpoint}`);
+    expect(isAlive(otherStarted?.pid ?? 0)).toBe(false);
+
+    // This app's emulator and stack are untouched.
+    expect(isAlive(started?.pid ?? 0)).toBe(true);
+    expect(readEmulatorState(home)).toEqual(started);
+    const target = {
+      endpoint: started?.endpoint ?? '',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    };
+    expect(await describeStack(target, stackName)).toMatchObject({ status: 'CREATE_COMPLETE' });
+  }, 120_000);
 
   it('destroys the stacks of the last local deploy by name', async () => {
     const destroyed = await runCli(['local', 'destroy'], app, env);

@@ -168,7 +168,7 @@ describe("the README quickstart: a user's own CDK app, deployed locally with the
     expect(relative(root, app.dir).startsWith('..')).toBe(true);
     const up = await app.up();
     expect(up.stdout).toBe(
-      `export AWS_ENDPOINT_URL=${app.emulator?.endpoint} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n`,
+      `export AWS_ENDPOINT_URL=${app.emulator?.endpoint} AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n`,
     );
 
     const deploy = await app.deploy();

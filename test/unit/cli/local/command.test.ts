@@ -135,7 +135,7 @@ describe('chooseEndpoint', () => {
 describe('exportLine', () => {
   it('gives the shell line that points SDKs and the CDK CLI at the endpoint', () => {
     expect(exportLine('http://127.0.0.1:41234', 'us-east-1')).toBe(
-      'export AWS_ENDPOINT_URL=http://127.0.0.1:41234 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test',
+      'export AWS_ENDPOINT_URL=http://127.0.0.1:41234 AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test',
     );
   });
 });
