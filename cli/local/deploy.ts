@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { formatAnnotation, readSynthAnnotations, type SynthAnnotation } from './annotations';
 import { applyStackFixups, type LocalFixupResult } from './apply-fixups';
 import { type CdkLocalTarget, runCdk } from './cdk-cli';
 import {
@@ -34,6 +35,7 @@ import {
 } from './cloudformation';
 import { LocalDeployError } from './errors';
 
+export type { SynthAnnotation } from './annotations';
 export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
 export type { AssemblyStack } from './cloud-assembly';
 export { deletionOrder, readAssemblyStacks, selectStacks } from './cloud-assembly';
@@ -131,6 +133,8 @@ export interface DeployLocalResult {
   };
   /** The CDK CLI log. */
   readonly logFile: string;
+  /** The app's synth warnings and errors (each logged once, as `[Warning at /Stack/Path] message`). */
+  readonly annotations: readonly SynthAnnotation[];
 }
 
 /**
@@ -176,6 +180,14 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
   log(`Deploying ${what} to ${target.endpoint} (log: ${logFile})`);
   mkdirSync(dirname(outputsFile), { recursive: true });
   rmSync(outputsFile, { force: true });
+  const synthStarted = Date.now();
+  const showAnnotations = () => {
+    // A filesystem's coarse timestamps may put this run's manifest a little before its start.
+    const annotations = readSynthAnnotations(outputDir, synthStarted - 2_000);
+    for (const annotation of annotations) log(formatAnnotation(annotation));
+    return annotations;
+  };
+  let annotations: SynthAnnotation[] = [];
   const deployMillis = await withDockerFallbackHint(cwd, () =>
     runCdk({
       cwd,
@@ -197,7 +209,16 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
         'events',
         '--no-notices',
       ],
-    }),
+    }).then(
+      (millis) => {
+        annotations = showAnnotations();
+        return millis;
+      },
+      (error: unknown) => {
+        showAnnotations();
+        throw error;
+      },
+    ),
   );
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
   // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
@@ -225,6 +246,7 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     bootstrapped: needsBootstrap,
     timings: { bootstrapMillis, deployMillis, fixupMillis },
     logFile,
+    annotations,
   };
 }
 
