@@ -19,6 +19,9 @@ interface MetadataEntry {
   readonly data?: unknown;
 }
 
+/** Metadata entries by construct path. */
+export type StackMetadata = Readonly<Record<string, readonly MetadataEntry[]>>;
+
 /** The parts of a cloud assembly's `manifest.json` this module reads. */
 export interface AnnotatedManifest {
   readonly artifacts?: Readonly<
@@ -26,7 +29,9 @@ export interface AnnotatedManifest {
       string,
       {
         readonly type?: string;
-        readonly metadata?: Readonly<Record<string, readonly MetadataEntry[]>>;
+        readonly metadata?: StackMetadata;
+        /** Where recent CDK versions write a stack's metadata instead of `metadata`. */
+        readonly additionalMetadataFile?: string;
         readonly properties?: { readonly directoryName?: string };
       }
     >
@@ -38,22 +43,34 @@ const LEVELS: Readonly<Record<string, SynthAnnotation['level']>> = {
   'aws:cdk:error': 'error',
 };
 
+/** How {@link annotationsOfManifest} reads the files a manifest names. */
+export interface AssemblyFiles {
+  /** The annotations of a nested assembly (a stage), by its directory name. */
+  readonly nested: (directoryName: string) => readonly SynthAnnotation[];
+  /** A stack's `additionalMetadataFile`, by its name. */
+  readonly metadataFile: (fileName: string) => StackMetadata;
+}
+
 /**
- * The warnings and errors of every stack in a parsed manifest, nested assemblies (stages) read
- * with `readNested`, each once (the same message on the same path is one annotation), errors
- * first, then in manifest order.
+ * The warnings and errors of every stack in a parsed manifest (from its `metadata`, or its
+ * `additionalMetadataFile` read with `files`, and nested assemblies), each once (the same
+ * message on the same path is one annotation), errors first, then in manifest order.
  */
 export function annotationsOfManifest(
   manifest: AnnotatedManifest,
-  readNested: (directoryName: string) => readonly SynthAnnotation[] = () => [],
+  files: AssemblyFiles = { nested: () => [], metadataFile: () => ({}) },
 ): SynthAnnotation[] {
   const found: SynthAnnotation[] = [];
   for (const artifact of Object.values(manifest.artifacts ?? {})) {
     if (artifact.type === 'cdk:cloud-assembly' && artifact.properties?.directoryName) {
-      found.push(...readNested(artifact.properties.directoryName));
+      found.push(...files.nested(artifact.properties.directoryName));
       continue;
     }
-    for (const [path, entries] of Object.entries(artifact.metadata ?? {})) {
+    const metadata = {
+      ...artifact.metadata,
+      ...(artifact.additionalMetadataFile ? files.metadataFile(artifact.additionalMetadataFile) : {}),
+    };
+    for (const [path, entries] of Object.entries(metadata)) {
       for (const entry of entries) {
         const level = LEVELS[entry.type ?? ''];
         if (level) found.push({ level, path, message: String(entry.data).trim() });
@@ -83,9 +100,20 @@ export function readSynthAnnotations(dir: string, since = 0): SynthAnnotation[] 
   try {
     if (statSync(manifestFile).mtimeMs < since) return [];
     const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as AnnotatedManifest;
-    return annotationsOfManifest(manifest, (nested) => readSynthAnnotations(join(dir, nested)));
+    return annotationsOfManifest(manifest, {
+      nested: (nested) => readSynthAnnotations(join(dir, nested)),
+      metadataFile: (file) => readJson(join(dir, file)) as StackMetadata,
+    });
   } catch {
     return [];
+  }
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {};
   }
 }
 

@@ -68,11 +68,23 @@ describe('readSynthAnnotations', () => {
         },
       }),
     );
-    writeFileSync(join(dir, 'assembly-Prod', 'manifest.json'), JSON.stringify(manifest));
+    // As recent CDK versions write it: the stack's metadata in a file of its own.
+    writeFileSync(
+      join(dir, 'assembly-Prod', 'manifest.json'),
+      JSON.stringify({
+        artifacts: {
+          Shop: { type: 'aws:cloudformation:stack', additionalMetadataFile: 'Shop.metadata.json' },
+        },
+      }),
+    );
+    writeFileSync(
+      join(dir, 'assembly-Prod', 'Shop.metadata.json'),
+      JSON.stringify(manifest.artifacts.Shop.metadata),
+    );
     return dir;
   }
 
-  it('reads the stacks of nested assemblies (stages)', () => {
+  it('reads the metadata files of the stacks of nested assemblies (stages)', () => {
     expect(readSynthAnnotations(assembly()).map((annotation) => annotation.level)).toEqual([
       'error',
       'warning',
