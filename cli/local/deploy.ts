@@ -12,7 +12,7 @@
  *
  * Used by `effectively-once local deploy|destroy`, `npm run deploy:local` and the main job.
  */
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -34,6 +34,7 @@ import {
   type StackSummary,
 } from './cloudformation';
 import { LocalDeployError } from './errors';
+import { describeLeftOut, type LocalTemplate, leaveOutForEmulator } from './leave-out';
 
 export type { SynthAnnotation } from './annotations';
 export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
@@ -135,6 +136,8 @@ export interface DeployLocalResult {
   readonly logFile: string;
   /** The app's synth warnings and errors (each logged once, as `[Warning at /Stack/Path] message`). */
   readonly annotations: readonly SynthAnnotation[];
+  /** What the emulator rejects and was left out of each stack's template (logged once). */
+  readonly leftOut: readonly LocalTemplate[];
 }
 
 /**
@@ -188,25 +191,20 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     return annotations;
   };
   let annotations: SynthAnnotation[] = [];
-  const deployMillis = await withDockerFallbackHint(cwd, () =>
+  // Synthesize first, so the templates can lose what the emulator rejects before they deploy.
+  const synthMillis = await withDockerFallbackHint(cwd, () =>
     runCdk({
       cwd,
       logFile,
       target,
-      ...(onProgress ? { onProgress: onProgress('deploying') } : {}),
+      ...(onProgress ? { onProgress: onProgress('synthesizing') } : {}),
       args: [
-        'deploy',
-        ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
+        'synth',
         ...(options.app ? ['--app', options.app] : []),
         ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
         '--output',
         outputDir,
-        '--outputs-file',
-        outputsFile,
-        '--require-approval',
-        'never',
-        '--progress',
-        'events',
+        '--quiet',
         '--no-notices',
       ],
     }).then(
@@ -220,6 +218,31 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
       },
     ),
   );
+  const leftOut = leaveOutOfAssembly(readAssemblyStacks(outputDir));
+  const leftOutLine = describeLeftOut(leftOut);
+  if (leftOutLine) log(leftOutLine);
+  const deployMillis =
+    synthMillis +
+    (await runCdk({
+      cwd,
+      logFile,
+      target,
+      ...(onProgress ? { onProgress: onProgress('deploying') } : {}),
+      args: [
+        'deploy',
+        ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
+        // The assembly just synthesized (and edited): the CLI deploys it without synthesizing again.
+        '--app',
+        outputDir,
+        '--outputs-file',
+        outputsFile,
+        '--require-approval',
+        'never',
+        '--progress',
+        'events',
+        '--no-notices',
+      ],
+    }));
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
   // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
   const outputs: Record<string, Record<string, string>> = {};
@@ -247,7 +270,21 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     timings: { bootstrapMillis, deployMillis, fixupMillis },
     logFile,
     annotations,
+    leftOut,
   };
+}
+
+/**
+ * Rewrites each stack template of the assembly without what the emulator rejects
+ * ({@link leaveOutForEmulator}), and returns what was left out of each.
+ */
+function leaveOutOfAssembly(stacks: readonly AssemblyStack[]): LocalTemplate[] {
+  return stacks.map((stack) => {
+    const local = leaveOutForEmulator(readTemplate(stack));
+    if (local.resources.length > 0)
+      writeFileSync(stack.templateFile, JSON.stringify(local.template, null, 1));
+    return local;
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  appendFileSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -28,11 +29,12 @@ const tsx = join(root, 'node_modules', '.bin', 'tsx');
  * package.json and lock file, bin/ with the app and handler, and node_modules (linked to the
  * repository's, standing in for the user's own install of aws-cdk-lib, aws-cdk and esbuild).
  */
-function makeUserApp(dir: string): void {
+function makeUserApp(dir: string, extraStack = ''): void {
   mkdirSync(join(dir, 'bin'), { recursive: true });
   for (const file of ['app.ts', 'handler.ts']) {
     copyFileSync(join(root, 'test', 'fixtures', 'deploy-app', file), join(dir, 'bin', file));
   }
+  appendFileSync(join(dir, 'bin', 'app.ts'), extraStack);
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
   writeFileSync(
     join(dir, 'package.json'),
@@ -64,6 +66,46 @@ function withoutSdkNodeWarning(text: string): string {
   );
 }
 
+/**
+ * A second stack for the fixture app, with what the emulator rejects (a metric-math alarm, and a
+ * composite alarm, a dashboard and an output that refer to it) and a synth warning.
+ */
+const EXTRAS_STACK = `
+import { Annotations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+
+const extras = new Stack(app, 'Extras', {
+  stackName: \`\${stackName}-extras\`,
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+});
+const extrasQueue = new sqs.Queue(extras, 'Queue', { removalPolicy: RemovalPolicy.DESTROY });
+Annotations.of(extrasQueue).addWarningV2('test:extras', 'a synth warning the terminal shows');
+const mathAlarm = new cloudwatch.Alarm(extras, 'MathAlarm', {
+  metric: new cloudwatch.MathExpression({
+    expression: 'sent - deleted',
+    usingMetrics: {
+      sent: extrasQueue.metricNumberOfMessagesSent(),
+      deleted: extrasQueue.metricNumberOfMessagesDeleted(),
+    },
+  }),
+  threshold: 1,
+  evaluationPeriods: 1,
+});
+const plainAlarm = new cloudwatch.Alarm(extras, 'PlainAlarm', {
+  metric: extrasQueue.metricApproximateAgeOfOldestMessage(),
+  threshold: 60,
+  evaluationPeriods: 1,
+});
+new cloudwatch.CompositeAlarm(extras, 'Composite', {
+  alarmRule: cloudwatch.AlarmRule.anyOf(mathAlarm, plainAlarm),
+});
+new cloudwatch.Dashboard(extras, 'Dashboard').addWidgets(
+  new cloudwatch.AlarmStatusWidget({ alarms: [mathAlarm, plainAlarm] }),
+);
+new CfnOutput(extras, 'MathAlarmName', { value: mathAlarm.alarmName });
+new CfnOutput(extras, 'PlainAlarmName', { value: plainAlarm.alarmName });
+`;
+
 const EXPORT_LINE =
   /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
 
@@ -84,7 +126,7 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
 
   beforeAll(async () => {
     makeUserApp(app);
-    makeUserApp(otherApp);
+    makeUserApp(otherApp, EXTRAS_STACK);
     // The per-user cache gets the MiniStack the repository installed, instead of a second pip install.
     const installation = await ensureMiniStack();
     mkdirSync(installHome, { recursive: true });
@@ -124,7 +166,7 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     expect(deployed.code).toBe(0);
     expect(deployed.stdout).toMatch(new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm'));
     expect(deployed.stderr).toContain(`Deploying all stacks to ${started?.endpoint}`);
-    expect(deployed.stderr).toMatch(/^ {2}still deploying \(\d+\.\d s\)/m);
+    expect(deployed.stderr).toMatch(/^ {2}still (synthesizing|deploying) \(\d+\.\d s\)/m);
     expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
     expect(deployed.stderr).toContain('TTL on `expiresAt` was off');
     expect(existsSync(join(app, 'cdk.out.local', 'manifest.json'))).toBe(true);
@@ -156,12 +198,23 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     const context = ['-c', `deployAppStackName=${stackName}`];
     const deployed = await runCli(['local', 'deploy', ...context], otherApp, env);
     expect(deployed.code).toBe(0);
-    expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
+    expect(deployed.stderr).toContain(`Deployed ${stackName}, ${stackName}-extras in `);
+    // The synth warning, on the terminal once; what the emulator rejects, left out with a notice.
+    const warning = '[Warning at /Extras/Queue] a synth warning the terminal shows [ack: test:extras]';
+    expect(deployed.stderr).toContain(warning);
+    expect(deployed.stderr.split('\n').filter((line) => line === warning)).toHaveLength(1);
+    expect(deployed.stderr).toContain(
+      'Left out locally: 1 metric-math alarm the emulator rejects (Extras/MathAlarm), what refers to them ' +
+        '(Extras/Composite, Extras/Dashboard) and 1 output naming them (MathAlarmName); they deploy on AWS.\n',
+    );
+    expect(deployed.stdout).toMatch(new RegExp(`^${stackName}-extras\\.PlainAlarmName = \\S+$`, 'm'));
+    expect(deployed.stdout).not.toContain('MathAlarmName');
     expect(existsSync(join(otherHome, 'cdk-outputs.json'))).toBe(true);
     expect(readFileSync(join(home, 'cdk-outputs.json'), 'utf8')).toContain(stackName);
 
     const destroyed = await runCli(['local', 'destroy'], otherApp, env);
-    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName} in `));
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName}-extras in `, 'm'));
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName} in `, 'm'));
     const down = await runCli(['local', 'down'], otherApp, env);
     expect(down.stderr).toContain(`Stopped MiniStack at ${otherStarted?.endpoint}`);
     expect(isAlive(otherStarted?.pid ?? 0)).toBe(false);
