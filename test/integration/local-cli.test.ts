@@ -279,3 +279,48 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     );
   }, 30_000);
 });
+
+describe('effectively-once local deploy of the docs’ outbox chain, with default props', () => {
+  // Inside the repository (git-ignored), without a lock file of its own: the constructs' handler
+  // entries (the package's sources here, node_modules in a user's app) must be under the CDK
+  // project root, which is then the repository's.
+  mkdirSync(join(root, '.local'), { recursive: true });
+  const app = mkdtempSync(join(root, '.local', 'chain-app-'));
+  const cache = mkdtempSync(join(tmpdir(), 'eo-local-chain-'));
+  const env = { XDG_CACHE_HOME: cache };
+  let started: EmulatorState | undefined;
+
+  beforeAll(async () => {
+    writeFileSync(
+      join(app, 'cdk.json'),
+      JSON.stringify({ app: 'npx tsx ../../examples/outbox-chain-stack.ts' }),
+    );
+    const installation = await ensureMiniStack();
+    mkdirSync(join(cache, 'effectively-once'), { recursive: true });
+    symlinkSync(join(installation.python, '..', '..'), join(cache, 'effectively-once', 'venv'), 'dir');
+  }, 120_000);
+
+  afterAll(async () => {
+    if (started && isAlive(started.pid)) await runCli(['local', 'down'], app, env);
+    rmSync(app, { recursive: true, force: true });
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('deploys with its alarms on, leaving out the metric-math ones with one notice', async () => {
+    expect((await runCli(['local', 'up'], app, env)).code).toBe(0);
+    started = readEmulatorState(localPaths({ appDir: app, env }).appHome);
+
+    const deployed = await runCli(['local', 'deploy'], app, env);
+    expect(deployed.code).toBe(0);
+    const notices = deployed.stderr.split('\n').filter((line) => line.startsWith('Left out locally: '));
+    expect(notices).toEqual([
+      'Left out locally: 3 metric-math alarms the emulator rejects (OrderChainStack/Shipping/DuplicateRateAlarm, ' +
+        'OrderChainStack/OrderEvents/FailedPublishAlarm, OrderChainStack/Orders/DuplicateRateAlarm) and what ' +
+        'refers to them (OrderChainStack/Shipping/Dashboard, OrderChainStack/Orders/Dashboard); they deploy on AWS.',
+    ]);
+    expect(deployed.stderr).toContain('Deployed OrderChainStack in ');
+
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed.stderr).toMatch(/^Deleted stack OrderChainStack in /m);
+  }, 180_000);
+});
