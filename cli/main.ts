@@ -5,7 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { LOCAL_USAGE, parseLocalArgs, runLocal } from './local/command';
+import { localUsage, parseLocalArgs, runLocal } from './local/command';
+import { closestName, LOCAL_SUBCOMMANDS } from './local/usage';
 import { parseReplayArgs, REPLAY_USAGE } from './replay/args';
 import { isReplayError, ReplayError } from './replay/errors';
 import { type CliIo, EXIT, runReplay } from './replay/run';
@@ -69,7 +70,7 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
     if (command === 'local') {
       const parsed = parseLocalArgs(rest);
       if (parsed.kind === 'help') {
-        io.stdout.write(LOCAL_USAGE);
+        io.stdout.write(localUsage(parsed.subcommand));
         return EXIT.unchanged;
       }
       return await runLocal(parsed, {
@@ -80,7 +81,13 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
       });
     }
     if (command !== 'replay') {
-      throw new ReplayError('USAGE', `Unknown command \`${command}\``);
+      const suggestion = (LOCAL_SUBCOMMANDS as readonly string[]).includes(command)
+        ? `local ${command}`
+        : closestName(command, ['local', 'replay']);
+      throw new ReplayError(
+        'USAGE',
+        `Unknown command \`${command}\`${suggestion ? ` (did you mean \`${suggestion}\`?)` : ''}`,
+      );
     }
     const parsed = parseReplayArgs(rest);
     if (parsed.kind === 'help') {

@@ -28,37 +28,14 @@ import {
   stopDetachedMiniStack,
 } from './emulator';
 import { localPaths, recordedEmulatorsOfOtherApps } from './paths';
+import { closestName, LOCAL_SUBCOMMANDS, type LocalSubcommand } from './usage';
 
-/** Help text of `effectively-once local`. */
-export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|down> [options]
-
-Runs your CDK app (the cdk.json in the current directory) on a local AWS emulator.
-
-  up                   start the embedded emulator (MiniStack) in the background, installing it
-                       into the per-user cache on first use; prints the export line for your shell
-                       (eval "$(effectively-once local up)"); does nothing when it already runs
-  deploy [stack ...]   cdk deploy this app to the emulator (your project's aws-cdk), then re-apply
-                       what the emulator's CloudFormation drops (DynamoDB TTL and point-in-time
-                       recovery, SQS redrive policies)
-  destroy [stack ...]  delete this app's stacks from the emulator, dependents first
-  down                 stop the emulator \`local up\` started
-
-Options:
-  --app <command>      deploy: CDK app command (default: the "app" of cdk.json)
-  -c, --context k=v    deploy: CDK context value (repeatable)
-  --skip-fixups        deploy: do not re-apply what the emulator dropped
-  --cache-dir DIR      where the emulator is installed and recorded
-                       (default: $XDG_CACHE_HOME/effectively-once or ~/.cache/effectively-once)
-  -h, --help           show this help
-
-With AWS_ENDPOINT_URL set to another endpoint (LocalStack, a container), every command uses it
-and starts or stops nothing. Stack names are those of cdk.out.local/, the assembly of the last
-local deploy; the CDK CLI's output goes to a log file named on failure.
-`;
+export { LOCAL_USAGE, localUsage } from './usage';
 
 /** One `local` subcommand and its options. */
 export type LocalCommand =
-  | { readonly kind: 'help' }
+  /** `--help`, of one subcommand when it names one. */
+  | { readonly kind: 'help'; readonly subcommand?: LocalSubcommand }
   | { readonly kind: 'up' | 'down'; readonly cacheDir: string | undefined }
   | {
       readonly kind: 'deploy';
@@ -76,8 +53,7 @@ export class LocalUsageError extends Error {
   readonly code = 'USAGE';
 }
 
-const SUBCOMMANDS = ['up', 'deploy', 'destroy', 'down'] as const;
-type Subcommand = (typeof SUBCOMMANDS)[number];
+const SUBCOMMANDS = LOCAL_SUBCOMMANDS;
 
 /**
  * Parses the arguments that follow `local`.
@@ -90,18 +66,24 @@ export function parseLocalArgs(argv: readonly string[]): LocalCommand {
   try {
     parsed = parseStrict(argv);
   } catch (error) {
-    throw new LocalUsageError((error as Error).message.split('\n')[0] ?? String(error));
+    throw new LocalUsageError(describeParseError(error));
   }
   const { values, positionals } = parsed;
-  if (values.help) return { kind: 'help' };
   const [subcommand, ...stacks] = positionals;
+  const known = (SUBCOMMANDS as readonly string[]).includes(subcommand ?? '');
+  if (values.help)
+    return known ? { kind: 'help', subcommand: subcommand as LocalSubcommand } : { kind: 'help' };
   if (subcommand === undefined) {
     throw new LocalUsageError(`Expected a subcommand: ${SUBCOMMANDS.join(', ')}`);
   }
-  if (!(SUBCOMMANDS as readonly string[]).includes(subcommand)) {
-    throw new LocalUsageError(`Unknown subcommand \`${subcommand}\` (expected ${SUBCOMMANDS.join(', ')})`);
+  if (!known) {
+    const suggestion = closestName(subcommand, SUBCOMMANDS);
+    throw new LocalUsageError(
+      `Unknown subcommand \`${subcommand}\` (${suggestion ? `did you mean \`${suggestion}\`? ` : ''}` +
+        `expected ${SUBCOMMANDS.join(', ')})`,
+    );
   }
-  const kind = subcommand as Subcommand;
+  const kind = subcommand as LocalSubcommand;
   const deployOnly = (['app', 'context', 'skip-fixups'] as const).filter(
     (name) => values[name] !== undefined,
   );
@@ -145,6 +127,25 @@ function parseStrict(argv: readonly string[]) {
     },
   });
 }
+
+/**
+ * A `parseArgs` failure in the CLI's own words: the option as typed, no advice about `--`, and
+ * the option meant when it is a near miss (`--cahce-dir`).
+ */
+function describeParseError(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  const option = /'(-[^', ]+)/.exec(message ?? '')?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const suggestion = closestName(option, KNOWN_OPTIONS);
+    return `Unknown option \`${option}\`${suggestion ? ` (did you mean \`${suggestion}\`?)` : ''}`;
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    return `Expected a value after \`${option}\``;
+  }
+  return (message ?? String(error)).split('\n')[0] ?? String(error);
+}
+
+const KNOWN_OPTIONS = ['--app', '--context', '--skip-fixups', '--cache-dir', '--debug', '--help'];
 
 function parseContext(pairs: readonly string[]): Record<string, string> {
   const context: Record<string, string> = {};

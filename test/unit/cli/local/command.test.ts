@@ -87,10 +87,21 @@ describe('parseLocalArgs', () => {
     expect(() => parseLocalArgs(argv)).toThrow(expect.objectContaining({ code: 'USAGE', message }));
   });
 
-  it('rejects an unknown option with a usage error', () => {
-    expect(() => parseLocalArgs(['up', '--port', '1'])).toThrow(
-      expect.objectContaining({ code: 'USAGE', message: expect.stringContaining("Unknown option '--port'") }),
-    );
+  it.each([
+    [['up', '--porT', '1'], 'Unknown option `--porT`'],
+    [['up', '--cahce-dir', '/tmp'], 'Unknown option `--cahce-dir` (did you mean `--cache-dir`?)'],
+    [['deploy', '--app'], 'Expected a value after `--app`'],
+    [['deploy', '-c'], 'Expected a value after `-c`'],
+    [['dpeloy'], 'Unknown subcommand `dpeloy` (did you mean `deploy`? expected up, deploy, destroy, down)'],
+  ])('rejects %j in its own words: %s', (argv, message) => {
+    expect(() => parseLocalArgs(argv)).toThrow(expect.objectContaining({ code: 'USAGE', message }));
+  });
+
+  it('reads --help of the whole command, or of the subcommand it follows', () => {
+    expect(parseLocalArgs(['--help'])).toEqual({ kind: 'help' });
+    expect(parseLocalArgs(['deploy', '--help'])).toEqual({ kind: 'help', subcommand: 'deploy' });
+    expect(parseLocalArgs(['down', '-h'])).toEqual({ kind: 'help', subcommand: 'down' });
+    expect(parseLocalArgs(['start', '-h'])).toEqual({ kind: 'help' });
   });
 });
 
