@@ -1,9 +1,11 @@
 /**
- * Deploys CDK apps to a local AWS emulator (MiniStack, LocalStack) and repairs what the
- * emulator's CloudFormation silently drops.
+ * Deploys CDK apps to a local AWS emulator (MiniStack, LocalStack), leaving out what the
+ * emulator's CloudFormation rejects and repairing what it silently drops.
  *
- * - {@link deployLocal}: bootstraps the emulator once, runs `cdk deploy` with the CLI's output in a
- *   log file, returns the stack outputs, then runs {@link applyLocalFixups}.
+ * - {@link deployLocal}: bootstraps the emulator once, runs `cdk synth`, shows the app's synth
+ *   warnings, leaves out of the templates what the emulator rejects (`leave-out.ts`), runs
+ *   `cdk deploy` on that assembly with the CLI's output in a log file, returns the stack outputs,
+ *   then runs {@link applyLocalFixups}.
  * - {@link applyLocalFixups}: compares deployed resources with the synthesized templates and
  *   re-applies dropped properties (DynamoDB TTL and point-in-time recovery, SQS redrive policies)
  *   through the service APIs, reporting what it checked and fixed.
@@ -142,9 +144,11 @@ export interface DeployLocalResult {
 
 /**
  * Deploys a CDK app to a local emulator: bootstraps it if `CDKToolkit` is missing, runs
- * `cdk deploy --require-approval never` with the CLI's output in `logFile`, reads the outputs,
- * then checks and fixes dropped properties ({@link applyLocalFixups}). Logs one line per step and
- * one per fix.
+ * `cdk synth` into `outputDir` and logs the app's synth warnings and errors once each, leaves out
+ * of the templates what the emulator rejects (metric-math alarms and what refers to them, logged
+ * in one line), runs `cdk deploy --app <outputDir> --require-approval never` with the CLI's output
+ * in `logFile`, reads the outputs, then checks and fixes dropped properties
+ * ({@link applyLocalFixups}). Logs one line per step and one per fix.
  *
  * @throws LocalDeployError `ENDPOINT_UNREACHABLE`, `CDK_COMMAND_FAILED` (with the log's tail),
  * `OUTPUTS_UNREADABLE`, or `FIXUP_FAILED` when a check or fix raised an error.
