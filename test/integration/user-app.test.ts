@@ -180,6 +180,13 @@ describe("the README quickstart: a user's own CDK app, deployed locally with the
       'TotalsTableName',
     ]);
     expect(deploy.stderr).toContain('TTL on `expiresAt` was off');
+    // The construct's synth warning about the quickstart's short recordTtl, on the terminal once.
+    const ttlWarnings = deploy.stderr
+      .split('\n')
+      .filter((line) =>
+        line.startsWith('[Warning at /MyAppStack/Orders] `recordTtl` (3 days) is shorter than'),
+      );
+    expect(ttlWarnings).toHaveLength(1);
   }, 150_000);
 
   it('counts a resent order once, dead-letters the poison order with its reason, and keeps records for the recordTtl', async () => {
