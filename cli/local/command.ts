@@ -247,6 +247,10 @@ export async function runLocal(
   const otherApps = io.env.AWS_ENDPOINT_URL ? await recordedEmulatorsOfOtherApps(paths) : [];
   const endpoint = chooseEndpoint(io.env, running, otherApps);
   const cacheDirOption = command.cacheDir ? ` --cache-dir ${shellWord(command.cacheDir)}` : '';
+  if ((command.kind === 'up' || command.kind === 'down') && command.cacheDir === undefined) {
+    const legacy = await sharedEmulatorOfEarlierVersion(paths.installHome);
+    if (legacy) log(legacy);
+  }
 
   switch (command.kind) {
     case 'up': {
@@ -330,6 +334,21 @@ type Target = {
   account: string;
   credentials: { accessKeyId: string; secretAccessKey: string };
 };
+
+/**
+ * A notice about the emulator an earlier version of `local up` started for all apps of the user
+ * (recorded in the cache's top directory), when it still runs: no app owns it now, so say how to
+ * stop it.
+ */
+async function sharedEmulatorOfEarlierVersion(installHome: string): Promise<string | undefined> {
+  const state = readEmulatorState(installHome);
+  if (!state || !(await isEmulatorRunning(state, installHome))) return undefined;
+  return (
+    `MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}) was started by an earlier ` +
+    'version of `local up`, for all your apps; each app now gets its own. Stop that one with ' +
+    `\`effectively-once local down --cache-dir ${shellWord(installHome)}\`.`
+  );
+}
 
 function describeAnotherApp(state: EmulatorState): string {
   return `AWS_ENDPOINT_URL=${state.endpoint} is the emulator \`local up\` started for ${state.appDir ?? 'another app'}`;

@@ -168,4 +168,30 @@ describe.runIf(onLinux)('the emulator of one app, seen from another', () => {
     });
     expect(stderr).toEqual([]);
   });
+
+  it('is not stopped by `down` when an earlier version started it for all apps, which says how to stop it', async () => {
+    const { env, first } = twoApps();
+    const shared = first.paths.installHome;
+    const pid = fakeWatchdog(shared);
+    writeEmulatorState(shared, stateOf(pid, 9, ''));
+    const stderr: string[] = [];
+    const io = {
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => stderr.push(text) },
+      env,
+      cwd: first.dir,
+    };
+    const kill = vi.spyOn(process, 'kill');
+    try {
+      expect(await runLocal({ kind: 'down', cacheDir: undefined }, io)).toBe(0);
+      expect(kill.mock.calls.filter(([, signal]) => signal !== 0)).toEqual([]);
+    } finally {
+      kill.mockRestore();
+    }
+    expect(stderr).toEqual([
+      `MiniStack 1.5.33 at http://127.0.0.1:9 (pid ${pid}) was started by an earlier version of \`local up\`, ` +
+        `for all your apps; each app now gets its own. Stop that one with \`effectively-once local down --cache-dir ${shared}\`.\n`,
+      'No emulator started by `local up` is running; nothing to stop.\n',
+    ]);
+  });
 });
