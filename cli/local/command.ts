@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type RetainedResource, readAssemblyStacks, readTemplate, retainedResources } from './cloud-assembly';
 import {
   type DeployLocalResult,
   deployLocal,
@@ -321,8 +322,13 @@ export async function runLocal(
     }
     case 'destroy': {
       const target = requireTarget(endpoint);
-      const stackNames = stackNamesToDestroy(join(io.cwd, LOCAL_ASSEMBLY_DIR), command.stacks);
-      for (const stackName of stackNames) await destroyLocal({ ...target, stackName, log });
+      const assemblyDir = join(io.cwd, LOCAL_ASSEMBLY_DIR);
+      const stackNames = stackNamesToDestroy(assemblyDir, command.stacks);
+      for (const stackName of stackNames) {
+        const outcome = await destroyLocal({ ...target, stackName, log });
+        const kept = outcome === 'deleted' ? retainedBy(assemblyDir, stackName) : [];
+        if (kept.length > 0) log(describeRetained(stackName, kept));
+      }
       return 0;
     }
   }
@@ -347,6 +353,26 @@ async function sharedEmulatorOfEarlierVersion(installHome: string): Promise<stri
     `MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}) was started by an earlier ` +
     'version of `local up`, for all your apps; each app now gets its own. Stop that one with ' +
     `\`effectively-once local down --cache-dir ${shellWord(installHome)}\`.`
+  );
+}
+
+/** The resources the assembly's template of `stackName` retains on deletion (none when unknown). */
+function retainedBy(assemblyDir: string, stackName: string): RetainedResource[] {
+  try {
+    const stack = readAssemblyStacks(assemblyDir).find((candidate) => candidate.stackName === stackName);
+    return stack ? retainedResources(readTemplate(stack)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Says what a deleted stack left in the emulator, as its `DeletionPolicy` asks. */
+export function describeRetained(stackName: string, kept: readonly RetainedResource[]): string {
+  const list = kept.map((resource) => `${resource.path} (${resource.type})`).join(', ');
+  const what = kept.length === 1 ? '1 resource' : `${kept.length} resources`;
+  return (
+    `Kept ${what} of ${stackName} that its DeletionPolicy retains: ${list}. ` +
+    'They stay in the emulator until `local down`.'
   );
 }
 

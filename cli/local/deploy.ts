@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { formatAnnotation, readSynthAnnotations, type SynthAnnotation } from './annotations';
 import { applyStackFixups, type LocalFixupResult } from './apply-fixups';
-import { type CdkLocalTarget, runCdk } from './cdk-cli';
+import { type CdkLocalTarget, lastLineOfLastRun, linesOfLastRun, runCdk, unchangedStacks } from './cdk-cli';
 import {
   type AssemblyStack,
   deletionOrder,
@@ -37,6 +37,7 @@ import {
 } from './cloudformation';
 import { LocalDeployError } from './errors';
 import { describeLeftOut, type LocalTemplate, leaveOutForEmulator } from './leave-out';
+import { reportWhileWaiting } from './progress';
 
 export type { SynthAnnotation } from './annotations';
 export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
@@ -195,43 +196,44 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     return annotations;
   };
   let annotations: SynthAnnotation[] = [];
+  let leftOut: LocalTemplate[] = [];
   // Synthesize first, so the templates can lose what the emulator rejects before they deploy.
-  const synthMillis = await withDockerFallbackHint(cwd, () =>
-    runCdk({
+  const synthAndDeploy = async () => {
+    await withDockerFallbackHint(cwd, () =>
+      runCdk({
+        cwd,
+        logFile,
+        target,
+        args: [
+          'synth',
+          ...(options.app ? ['--app', options.app] : []),
+          ...Object.entries(options.context ?? {}).flatMap(([key, value]) => [
+            '--context',
+            `${key}=${value}`,
+          ]),
+          '--output',
+          outputDir,
+          '--quiet',
+          '--no-notices',
+        ],
+      }).then(
+        (millis) => {
+          annotations = showAnnotations();
+          return millis;
+        },
+        (error: unknown) => {
+          showAnnotations();
+          throw error;
+        },
+      ),
+    );
+    leftOut = leaveOutOfAssembly(readAssemblyStacks(outputDir));
+    const leftOutLine = describeLeftOut(leftOut);
+    if (leftOutLine) log(leftOutLine);
+    await runCdk({
       cwd,
       logFile,
       target,
-      ...(onProgress ? { onProgress: onProgress('synthesizing') } : {}),
-      args: [
-        'synth',
-        ...(options.app ? ['--app', options.app] : []),
-        ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
-        '--output',
-        outputDir,
-        '--quiet',
-        '--no-notices',
-      ],
-    }).then(
-      (millis) => {
-        annotations = showAnnotations();
-        return millis;
-      },
-      (error: unknown) => {
-        showAnnotations();
-        throw error;
-      },
-    ),
-  );
-  const leftOut = leaveOutOfAssembly(readAssemblyStacks(outputDir));
-  const leftOutLine = describeLeftOut(leftOut);
-  if (leftOutLine) log(leftOutLine);
-  const deployMillis =
-    synthMillis +
-    (await runCdk({
-      cwd,
-      logFile,
-      target,
-      ...(onProgress ? { onProgress: onProgress('deploying') } : {}),
       args: [
         'deploy',
         ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
@@ -246,7 +248,17 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
         'events',
         '--no-notices',
       ],
-    }));
+    });
+  };
+  const deployStarted = Date.now();
+  // One progress line every few seconds across both CDK runs, with the last line either wrote.
+  const reportDeploying = onProgress?.('deploying');
+  await (reportDeploying
+    ? reportWhileWaiting(synthAndDeploy(), {
+        report: (elapsed) => reportDeploying(elapsed, lastLineOfLastRun(logFile)),
+      })
+    : synthAndDeploy());
+  const deployMillis = Date.now() - deployStarted;
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
   // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
   const outputs: Record<string, Record<string, string>> = {};
@@ -257,7 +269,14 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
       outputs[stack.stackName] = written[stack.stackName] ?? {};
     }
   }
-  log(`Deployed ${Object.keys(outputs).join(', ') || what} in ${seconds(deployMillis)}`);
+  const unchanged = unchangedStacks(linesOfLastRun(logFile));
+  const noChanges =
+    unchanged.length === 0
+      ? ''
+      : unchanged.length === stacks.length
+        ? ' (no changes)'
+        : ` (no changes: ${unchanged.join(', ')})`;
+  log(`Deployed ${Object.keys(outputs).join(', ') || what} in ${seconds(deployMillis)}${noChanges}`);
 
   let fixups: LocalFixupResult[] = [];
   let fixupMillis = 0;

@@ -10,7 +10,7 @@
  * without it, so it is left out too, and outputs that refer to one are dropped.
  */
 
-import type { CloudFormationResource } from './fixup-plan';
+import { type CloudFormationResource, constructPath } from './fixup-plan';
 
 /** The parts of a template this module reads and edits. */
 export interface EditableTemplate {
@@ -150,11 +150,6 @@ function withoutDependencies(
   );
   const { DependsOn: _dropped, ...rest } = resource;
   return names.length > 0 ? { ...rest, DependsOn: names } : rest;
-}
-
-function constructPath(logicalId: string, resource: CloudFormationResource): string {
-  const path = resource.Metadata?.['aws:cdk:path'];
-  return typeof path === 'string' ? path.replace(/\/Resource$/, '') : logicalId;
 }
 
 function count(n: number, noun: string): string {

@@ -166,10 +166,13 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     expect(deployed.code).toBe(0);
     expect(deployed.stdout).toMatch(new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm'));
     expect(deployed.stderr).toContain(`Deploying all stacks to ${started?.endpoint}`);
-    expect(deployed.stderr).toMatch(/^ {2}still (synthesizing|deploying) \(\d+\.\d s\)/m);
+    expect(deployed.stderr).toMatch(/^ {2}still deploying \(\d+\.\d s\)/m);
     expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
     expect(deployed.stderr).toContain('TTL on `expiresAt` was off');
     expect(existsSync(join(app, 'cdk.out.local', 'manifest.json'))).toBe(true);
+
+    const again = await runCli(['local', 'deploy', '-c', `deployAppStackName=${stackName}`], app, env);
+    expect(again.stderr).toMatch(new RegExp(`^Deployed ${stackName} in \\d+\\.\\d s \\(no changes\\)$`, 'm'));
 
     const tableName = new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm').exec(deployed.stdout)?.[1];
     const dynamodb = new DynamoDBClient({
@@ -322,5 +325,9 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
 
     const destroyed = await runCli(['local', 'destroy'], app, env);
     expect(destroyed.stderr).toMatch(/^Deleted stack OrderChainStack in /m);
+    // The tables keep the CDK's default removal policy: the emulator keeps them, and says so.
+    expect(destroyed.stderr).toMatch(
+      /^Kept \d+ resources of OrderChainStack that its DeletionPolicy retains: .*OrderChainStack\/OrdersTable \(AWS::DynamoDB::Table\).*\. They stay in the emulator until `local down`\.$/m,
+    );
   }, 180_000);
 });

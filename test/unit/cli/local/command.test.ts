@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { chooseEndpoint, exportLine, parseLocalArgs, runLocal } from '../../../../cli/local/command';
+import { retainedResources } from '../../../../cli/local/cloud-assembly';
+import {
+  chooseEndpoint,
+  describeRetained,
+  exportLine,
+  parseLocalArgs,
+  runLocal,
+} from '../../../../cli/local/command';
 import { dockerFallbackHint } from '../../../../cli/local/deploy';
 import {
   type EmulatorState,
@@ -319,5 +326,30 @@ describe('reportWhileWaiting', () => {
     await vi.advanceTimersByTimeAsync(20_000);
 
     expect(reports).toEqual([5_000, 10_000, 15_000]);
+  });
+});
+
+describe('describeRetained', () => {
+  it('names what a deleted stack left in the emulator, as its DeletionPolicy asks', () => {
+    const kept = retainedResources({
+      Resources: {
+        Table: {
+          Type: 'AWS::DynamoDB::Table',
+          DeletionPolicy: 'Retain',
+          Metadata: { 'aws:cdk:path': 'Shop/Totals/Resource' },
+        },
+        Logs: { Type: 'AWS::Logs::LogGroup', DeletionPolicy: 'RetainExceptOnCreate' },
+        Queue: { Type: 'AWS::SQS::Queue', DeletionPolicy: 'Delete' },
+        Topic: { Type: 'AWS::SNS::Topic' },
+      },
+    });
+    expect(kept).toEqual([
+      { path: 'Shop/Totals', type: 'AWS::DynamoDB::Table' },
+      { path: 'Logs', type: 'AWS::Logs::LogGroup' },
+    ]);
+    expect(describeRetained('Shop', kept)).toBe(
+      'Kept 2 resources of Shop that its DeletionPolicy retains: Shop/Totals (AWS::DynamoDB::Table), ' +
+        'Logs (AWS::Logs::LogGroup). They stay in the emulator until `local down`.',
+    );
   });
 });
