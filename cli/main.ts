@@ -5,7 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { LOCAL_USAGE, parseLocalArgs, runLocal } from './local/command';
+import { localUsage, parseLocalArgs, runLocal } from './local/command';
+import { closestName, LOCAL_SUBCOMMANDS } from './local/usage';
 import { parseOutboxArgs, REDRIVE_USAGE } from './outbox/args';
 import { runRedrive } from './outbox/redrive';
 import { parseReplayArgs, REPLAY_USAGE } from './replay/args';
@@ -72,7 +73,7 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
     if (command === 'local') {
       const parsed = parseLocalArgs(rest);
       if (parsed.kind === 'help') {
-        io.stdout.write(LOCAL_USAGE);
+        io.stdout.write(localUsage(parsed.subcommand));
         return EXIT.unchanged;
       }
       return await runLocal(parsed, {
@@ -91,7 +92,13 @@ export async function main(argv: readonly string[], io: CliProcess): Promise<num
       return await runRedrive(parsed.options, io);
     }
     if (command !== 'replay') {
-      throw new ReplayError('USAGE', `Unknown command \`${command}\``);
+      const suggestion = (LOCAL_SUBCOMMANDS as readonly string[]).includes(command)
+        ? `local ${command}`
+        : closestName(command, ['local', 'outbox', 'replay']);
+      throw new ReplayError(
+        'USAGE',
+        `Unknown command \`${command}\`${suggestion ? ` (did you mean \`${suggestion}\`?)` : ''}`,
+      );
     }
     const parsed = parseReplayArgs(rest);
     if (parsed.kind === 'help') {

@@ -137,8 +137,19 @@ function cdkCliPath(cwd: string): string {
   return join(dirname(manifestFile), bin);
 }
 
+/**
+ * The display names of the stacks a `cdk deploy` left unchanged, from the lines it wrote
+ * (`✅  Shop (no changes)`).
+ */
+export function unchangedStacks(lines: readonly string[]): string[] {
+  return lines.flatMap((line) => {
+    const name = /^\s*\u2705\s+(.+?) \(no changes\)\s*$/u.exec(line)?.[1];
+    return name ? [name] : [];
+  });
+}
+
 /** The lines the most recent run wrote to the log (after its header line). */
-function linesOfLastRun(logFile: string): string[] {
+export function linesOfLastRun(logFile: string): string[] {
   let text = '';
   try {
     text = readFileSync(logFile, 'utf8');
@@ -158,7 +169,7 @@ function tailOfLastRun(logFile: string): string {
 }
 
 /** The last non-blank line the most recent run wrote, trimmed to one short line. */
-function lastLineOfLastRun(logFile: string): string {
+export function lastLineOfLastRun(logFile: string): string {
   const line =
     linesOfLastRun(logFile)
       .filter((candidate) => candidate.trim() !== '')

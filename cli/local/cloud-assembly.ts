@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { CloudFormationTemplate } from './fixup-plan';
+import { type CloudFormationTemplate, constructPath } from './fixup-plan';
 
 /** One CloudFormation stack of a cloud assembly. */
 export interface AssemblyStack {
@@ -117,6 +117,23 @@ export function deletionOrder(stacks: readonly AssemblyStack[]): AssemblyStack[]
 /** Reads and parses a stack's template. */
 export function readTemplate(stack: Pick<AssemblyStack, 'templateFile'>): CloudFormationTemplate {
   return JSON.parse(readFileSync(stack.templateFile, 'utf8')) as CloudFormationTemplate;
+}
+
+/** A resource that outlives its stack's deletion. */
+export interface RetainedResource {
+  /** The construct path, or the logical id outside CDK. */
+  readonly path: string;
+  readonly type: string;
+}
+
+/** The resources of a template whose `DeletionPolicy` keeps them when the stack is deleted. */
+export function retainedResources(template: CloudFormationTemplate): RetainedResource[] {
+  return Object.entries(template.Resources ?? {}).flatMap(([logicalId, resource]) => {
+    const policy = resource.DeletionPolicy;
+    return policy === 'Retain' || policy === 'RetainExceptOnCreate'
+      ? [{ path: constructPath(logicalId, resource), type: resource.Type }]
+      : [];
+  });
 }
 
 function globToRegExp(pattern: string): RegExp {

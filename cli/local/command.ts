@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type RetainedResource, readAssemblyStacks, readTemplate, retainedResources } from './cloud-assembly';
 import {
   type DeployLocalResult,
   deployLocal,
@@ -24,42 +25,18 @@ import {
   httpUrl,
   isEmulatorRunning,
   LOCAL_CREDENTIALS,
-  logsDir,
   readEmulatorState,
   stopDetachedMiniStack,
-  userCacheDir,
 } from './emulator';
+import { localPaths, recordedEmulatorsOfOtherApps } from './paths';
+import { closestName, LOCAL_SUBCOMMANDS, type LocalSubcommand } from './usage';
 
-/** Help text of `effectively-once local`. */
-export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|down> [options]
-
-Runs your CDK app (the cdk.json in the current directory) on a local AWS emulator.
-
-  up                   start the embedded emulator (MiniStack) in the background, installing it
-                       into the per-user cache on first use; prints the export line for your shell
-                       (eval "$(effectively-once local up)"); does nothing when it already runs
-  deploy [stack ...]   cdk deploy this app to the emulator (your project's aws-cdk), then re-apply
-                       what the emulator's CloudFormation drops (DynamoDB TTL and point-in-time
-                       recovery, SQS redrive policies)
-  destroy [stack ...]  delete this app's stacks from the emulator, dependents first
-  down                 stop the emulator \`local up\` started
-
-Options:
-  --app <command>      deploy: CDK app command (default: the "app" of cdk.json)
-  -c, --context k=v    deploy: CDK context value (repeatable)
-  --skip-fixups        deploy: do not re-apply what the emulator dropped
-  --cache-dir DIR      where the emulator is installed and recorded
-                       (default: $XDG_CACHE_HOME/effectively-once or ~/.cache/effectively-once)
-  -h, --help           show this help
-
-With AWS_ENDPOINT_URL set to another endpoint (LocalStack, a container), every command uses it
-and starts or stops nothing. Stack names are those of cdk.out.local/, the assembly of the last
-local deploy; the CDK CLI's output goes to a log file named on failure.
-`;
+export { LOCAL_USAGE, localUsage } from './usage';
 
 /** One `local` subcommand and its options. */
 export type LocalCommand =
-  | { readonly kind: 'help' }
+  /** `--help`, of one subcommand when it names one. */
+  | { readonly kind: 'help'; readonly subcommand?: LocalSubcommand }
   | { readonly kind: 'up' | 'down'; readonly cacheDir: string | undefined }
   | {
       readonly kind: 'deploy';
@@ -77,8 +54,7 @@ export class LocalUsageError extends Error {
   readonly code = 'USAGE';
 }
 
-const SUBCOMMANDS = ['up', 'deploy', 'destroy', 'down'] as const;
-type Subcommand = (typeof SUBCOMMANDS)[number];
+const SUBCOMMANDS = LOCAL_SUBCOMMANDS;
 
 /**
  * Parses the arguments that follow `local`.
@@ -91,18 +67,24 @@ export function parseLocalArgs(argv: readonly string[]): LocalCommand {
   try {
     parsed = parseStrict(argv);
   } catch (error) {
-    throw new LocalUsageError((error as Error).message.split('\n')[0] ?? String(error));
+    throw new LocalUsageError(describeParseError(error));
   }
   const { values, positionals } = parsed;
-  if (values.help) return { kind: 'help' };
   const [subcommand, ...stacks] = positionals;
+  const known = (SUBCOMMANDS as readonly string[]).includes(subcommand ?? '');
+  if (values.help)
+    return known ? { kind: 'help', subcommand: subcommand as LocalSubcommand } : { kind: 'help' };
   if (subcommand === undefined) {
     throw new LocalUsageError(`Expected a subcommand: ${SUBCOMMANDS.join(', ')}`);
   }
-  if (!(SUBCOMMANDS as readonly string[]).includes(subcommand)) {
-    throw new LocalUsageError(`Unknown subcommand \`${subcommand}\` (expected ${SUBCOMMANDS.join(', ')})`);
+  if (!known) {
+    const suggestion = closestName(subcommand, SUBCOMMANDS);
+    throw new LocalUsageError(
+      `Unknown subcommand \`${subcommand}\` (${suggestion ? `did you mean \`${suggestion}\`? ` : ''}` +
+        `expected ${SUBCOMMANDS.join(', ')})`,
+    );
   }
-  const kind = subcommand as Subcommand;
+  const kind = subcommand as LocalSubcommand;
   const deployOnly = (['app', 'context', 'skip-fixups'] as const).filter(
     (name) => values[name] !== undefined,
   );
@@ -147,6 +129,25 @@ function parseStrict(argv: readonly string[]) {
   });
 }
 
+/**
+ * A `parseArgs` failure in the CLI's own words: the option as typed, no advice about `--`, and
+ * the option meant when it is a near miss (`--cahce-dir`).
+ */
+function describeParseError(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  const option = /'(-[^', ]+)/.exec(message ?? '')?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const suggestion = closestName(option, KNOWN_OPTIONS);
+    return `Unknown option \`${option}\`${suggestion ? ` (did you mean \`${suggestion}\`?)` : ''}`;
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    return `Expected a value after \`${option}\``;
+  }
+  return (message ?? String(error)).split('\n')[0] ?? String(error);
+}
+
+const KNOWN_OPTIONS = ['--app', '--context', '--skip-fixups', '--cache-dir', '--debug', '--help'];
+
 function parseContext(pairs: readonly string[]): Record<string, string> {
   const context: Record<string, string> = {};
   for (const pair of pairs) {
@@ -166,22 +167,31 @@ export type LocalEndpoint =
       readonly region: string;
       readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
     }
-  /** The emulator `local up` started and recorded, still running. */
+  /** The emulator `local up` started and recorded for this app, still running. */
   | { readonly kind: 'embedded'; readonly state: EmulatorState }
+  /** `AWS_ENDPOINT_URL` names the running emulator `local up` started for another app. */
+  | { readonly kind: 'another-app'; readonly state: EmulatorState }
   /** Neither. */
   | { readonly kind: 'none' };
 
 /**
- * Picks the endpoint: `AWS_ENDPOINT_URL` when set (the embedded emulator when it names that one),
- * else the running embedded emulator, else none.
+ * Picks the endpoint: `AWS_ENDPOINT_URL` when set (the embedded emulator when it names that one,
+ * `another-app` when it names the running emulator of another app), else the running embedded
+ * emulator, else none.
  *
  * @throws LocalUsageError when `AWS_ENDPOINT_URL` is not an http(s) URL.
  */
-export function chooseEndpoint(env: NodeJS.ProcessEnv, running: EmulatorState | undefined): LocalEndpoint {
+export function chooseEndpoint(
+  env: NodeJS.ProcessEnv,
+  running: EmulatorState | undefined,
+  otherApps: readonly EmulatorState[] = [],
+): LocalEndpoint {
   const given = env.AWS_ENDPOINT_URL;
   if (given) {
     const endpoint = normaliseUrl(given);
     if (running && normaliseUrl(running.endpoint) === endpoint) return { kind: 'embedded', state: running };
+    const another = otherApps.find((state) => normaliseUrl(state.endpoint) === endpoint);
+    if (another) return { kind: 'another-app', state: another };
     return {
       kind: 'given',
       endpoint,
@@ -206,7 +216,7 @@ function normaliseUrl(value: string): string {
 /** The shell line that points SDKs and the CDK CLI at an endpoint. */
 export function exportLine(endpoint: string, region: string): string {
   return (
-    `export AWS_ENDPOINT_URL=${endpoint} AWS_REGION=${region} ` +
+    `export AWS_ENDPOINT_URL=${endpoint} AWS_REGION=${region} AWS_DEFAULT_REGION=${region} ` +
     `AWS_ACCESS_KEY_ID=${LOCAL_CREDENTIALS.accessKeyId} AWS_SECRET_ACCESS_KEY=${LOCAL_CREDENTIALS.secretAccessKey}`
   );
 }
@@ -230,11 +240,18 @@ export async function runLocal(
   command: Exclude<LocalCommand, { kind: 'help' }>,
   io: LocalIo,
 ): Promise<number> {
-  const home = command.cacheDir ?? userCacheDir(io.env);
+  const paths = localPaths({ appDir: io.cwd, cacheDir: command.cacheDir, env: io.env });
+  const home = paths.appHome;
   const log = (message: string) => io.stderr.write(`${message}\n`);
   const recorded = readEmulatorState(home);
-  const running = recorded && (await isEmulatorRunning(recorded)) ? recorded : undefined;
-  const endpoint = chooseEndpoint(io.env, running);
+  const running = recorded && (await isEmulatorRunning(recorded, home)) ? recorded : undefined;
+  const otherApps = io.env.AWS_ENDPOINT_URL ? await recordedEmulatorsOfOtherApps(paths) : [];
+  const endpoint = chooseEndpoint(io.env, running, otherApps);
+  const cacheDirOption = command.cacheDir ? ` --cache-dir ${shellWord(command.cacheDir)}` : '';
+  if ((command.kind === 'up' || command.kind === 'down') && command.cacheDir === undefined) {
+    const legacy = await sharedEmulatorOfEarlierVersion(paths.installHome);
+    if (legacy) log(legacy);
+  }
 
   switch (command.kind) {
     case 'up': {
@@ -244,10 +261,18 @@ export async function runLocal(
         io.stdout.write(`${exportLine(endpoint.endpoint, endpoint.region)}\n`);
         return 0;
       }
+      if (endpoint.kind === 'another-app')
+        log(`${describeAnotherApp(endpoint.state)}; starting this app's own.`);
       const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || DEFAULT_REGION;
-      if (endpoint.kind === 'none') log(`Starting MiniStack (home: ${home})...`);
+      if (endpoint.kind !== 'embedded') log(`Starting MiniStack for this app (home: ${home})...`);
       // Checked again under the lock: another `local up` may have started one meanwhile.
-      const { state, started } = await ensureDetachedMiniStack({ home, region, log });
+      const { state, started } = await ensureDetachedMiniStack({
+        home,
+        installHome: paths.installHome,
+        appDir: io.cwd,
+        region,
+        log,
+      });
       if (!started) {
         log(`MiniStack ${state.version} already runs at ${state.endpoint} (pid ${state.pid}).`);
         io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
@@ -255,7 +280,7 @@ export async function runLocal(
       }
       log(
         `Started MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}, log: ${state.logFile}). ` +
-          'Stop it with `effectively-once local down`. Point your shell at it:',
+          `Stop it with \`effectively-once local down${cacheDirOption}\`. Point your shell at it:`,
       );
       io.stdout.write(`${exportLine(state.endpoint, state.region)}\n`);
       return 0;
@@ -265,13 +290,15 @@ export async function runLocal(
         log(`AWS_ENDPOINT_URL=${endpoint.endpoint} was not started by \`local up\`; stopping nothing.`);
         return 0;
       }
+      if (endpoint.kind === 'another-app')
+        log(`${describeAnotherApp(endpoint.state)}; stopping only this app's.`);
       const outcome = await stopDetachedMiniStack({ home });
       log(
         outcome === 'stopped'
           ? `Stopped MiniStack at ${recorded?.endpoint} (pid ${recorded?.pid}); everything deployed to it is gone.`
           : 'No emulator started by `local up` is running; nothing to stop.',
       );
-      if (outcome === 'stopped' && io.env.AWS_ENDPOINT_URL)
+      if (outcome === 'stopped' && endpoint.kind === 'embedded' && io.env.AWS_ENDPOINT_URL)
         log('Unset AWS_ENDPOINT_URL in your shell: unset AWS_ENDPOINT_URL');
       return 0;
     }
@@ -285,8 +312,8 @@ export async function runLocal(
         context: command.context,
         ...(command.app ? { app: command.app } : {}),
         fixups: command.fixups,
-        outputsFile: join(home, 'cdk-outputs.json'),
-        logFile: join(logsDir(home), 'cdk-local.log'),
+        outputsFile: paths.outputsFile,
+        logFile: paths.cdkLogFile,
         progress: true,
         log,
       });
@@ -295,8 +322,13 @@ export async function runLocal(
     }
     case 'destroy': {
       const target = requireTarget(endpoint);
-      const stackNames = stackNamesToDestroy(join(io.cwd, LOCAL_ASSEMBLY_DIR), command.stacks);
-      for (const stackName of stackNames) await destroyLocal({ ...target, stackName, log });
+      const assemblyDir = join(io.cwd, LOCAL_ASSEMBLY_DIR);
+      const stackNames = stackNamesToDestroy(assemblyDir, command.stacks);
+      for (const stackName of stackNames) {
+        const outcome = await destroyLocal({ ...target, stackName, log });
+        const kept = outcome === 'deleted' ? retainedBy(assemblyDir, stackName) : [];
+        if (kept.length > 0) log(describeRetained(stackName, kept));
+      }
       return 0;
     }
   }
@@ -309,7 +341,51 @@ type Target = {
   credentials: { accessKeyId: string; secretAccessKey: string };
 };
 
-function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' }>): Target {
+/**
+ * A notice about the emulator an earlier version of `local up` started for all apps of the user
+ * (recorded in the cache's top directory), when it still runs: no app owns it now, so say how to
+ * stop it.
+ */
+async function sharedEmulatorOfEarlierVersion(installHome: string): Promise<string | undefined> {
+  const state = readEmulatorState(installHome);
+  if (!state || !(await isEmulatorRunning(state, installHome))) return undefined;
+  return (
+    `MiniStack ${state.version} at ${state.endpoint} (pid ${state.pid}) was started by an earlier ` +
+    'version of `local up`, for all your apps; each app now gets its own. Stop that one with ' +
+    `\`effectively-once local down --cache-dir ${shellWord(installHome)}\`.`
+  );
+}
+
+/** The resources the assembly's template of `stackName` retains on deletion (none when unknown). */
+function retainedBy(assemblyDir: string, stackName: string): RetainedResource[] {
+  try {
+    const stack = readAssemblyStacks(assemblyDir).find((candidate) => candidate.stackName === stackName);
+    return stack ? retainedResources(readTemplate(stack)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Says what a deleted stack left in the emulator, as its `DeletionPolicy` asks. */
+export function describeRetained(stackName: string, kept: readonly RetainedResource[]): string {
+  const list = kept.map((resource) => `${resource.path} (${resource.type})`).join(', ');
+  const what = kept.length === 1 ? '1 resource' : `${kept.length} resources`;
+  return (
+    `Kept ${what} of ${stackName} that its DeletionPolicy retains: ${list}. ` +
+    'They stay in the emulator until `local down`.'
+  );
+}
+
+function describeAnotherApp(state: EmulatorState): string {
+  return `AWS_ENDPOINT_URL=${state.endpoint} is the emulator \`local up\` started for ${state.appDir ?? 'another app'}`;
+}
+
+/** `value` quoted for a POSIX shell when it needs to be. */
+function shellWord(value: string): string {
+  return /^[\w./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' | 'another-app' }>): Target {
   if (endpoint.kind === 'given') {
     return {
       endpoint: endpoint.endpoint,
@@ -327,6 +403,13 @@ function toTarget(endpoint: Exclude<LocalEndpoint, { kind: 'none' }>): Target {
 }
 
 function requireTarget(endpoint: LocalEndpoint): Target {
+  if (endpoint.kind === 'another-app') {
+    throw new LocalDeployError(
+      'NO_EMULATOR',
+      `${describeAnotherApp(endpoint.state)}, not this app's: start this app's own with ` +
+        '`eval "$(effectively-once local up)"` here, or unset AWS_ENDPOINT_URL.',
+    );
+  }
   if (endpoint.kind === 'none') {
     throw new LocalDeployError(
       'NO_EMULATOR',

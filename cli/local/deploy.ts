@@ -1,9 +1,11 @@
 /**
- * Deploys CDK apps to a local AWS emulator (MiniStack, LocalStack) and repairs what the
- * emulator's CloudFormation silently drops.
+ * Deploys CDK apps to a local AWS emulator (MiniStack, LocalStack), leaving out what the
+ * emulator's CloudFormation rejects and repairing what it silently drops.
  *
- * - {@link deployLocal}: bootstraps the emulator once, runs `cdk deploy` with the CLI's output in a
- *   log file, returns the stack outputs, then runs {@link applyLocalFixups}.
+ * - {@link deployLocal}: bootstraps the emulator once, runs `cdk synth`, shows the app's synth
+ *   warnings, leaves out of the templates what the emulator rejects (`leave-out.ts`), runs
+ *   `cdk deploy` on that assembly with the CLI's output in a log file, returns the stack outputs,
+ *   then runs {@link applyLocalFixups}.
  * - {@link applyLocalFixups}: compares deployed resources with the synthesized templates and
  *   re-applies dropped properties (DynamoDB TTL and point-in-time recovery, SQS redrive policies)
  *   through the service APIs, reporting what it checked and fixed.
@@ -12,12 +14,13 @@
  *
  * Used by `effectively-once local deploy|destroy`, `npm run deploy:local` and the main job.
  */
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { formatAnnotation, readSynthAnnotations, type SynthAnnotation } from './annotations';
 import { applyStackFixups, type LocalFixupResult } from './apply-fixups';
-import { type CdkLocalTarget, runCdk } from './cdk-cli';
+import { type CdkLocalTarget, lastLineOfLastRun, linesOfLastRun, runCdk, unchangedStacks } from './cdk-cli';
 import {
   type AssemblyStack,
   deletionOrder,
@@ -33,7 +36,10 @@ import {
   type StackSummary,
 } from './cloudformation';
 import { LocalDeployError } from './errors';
+import { describeLeftOut, type LocalTemplate, leaveOutForEmulator } from './leave-out';
+import { reportWhileWaiting } from './progress';
 
+export type { SynthAnnotation } from './annotations';
 export type { LocalFixupResult, LocalFixupStatus } from './apply-fixups';
 export type { AssemblyStack } from './cloud-assembly';
 export { deletionOrder, readAssemblyStacks, selectStacks } from './cloud-assembly';
@@ -131,13 +137,19 @@ export interface DeployLocalResult {
   };
   /** The CDK CLI log. */
   readonly logFile: string;
+  /** The app's synth warnings and errors (each logged once, as `[Warning at /Stack/Path] message`). */
+  readonly annotations: readonly SynthAnnotation[];
+  /** What the emulator rejects and was left out of each stack's template (logged once). */
+  readonly leftOut: readonly LocalTemplate[];
 }
 
 /**
  * Deploys a CDK app to a local emulator: bootstraps it if `CDKToolkit` is missing, runs
- * `cdk deploy --require-approval never` with the CLI's output in `logFile`, reads the outputs,
- * then checks and fixes dropped properties ({@link applyLocalFixups}). Logs one line per step and
- * one per fix.
+ * `cdk synth` into `outputDir` and logs the app's synth warnings and errors once each, leaves out
+ * of the templates what the emulator rejects (metric-math alarms and what refers to them, logged
+ * in one line), runs `cdk deploy --app <outputDir> --require-approval never` with the CLI's output
+ * in `logFile`, reads the outputs, then checks and fixes dropped properties
+ * ({@link applyLocalFixups}). Logs one line per step and one per fix.
  *
  * @throws LocalDeployError `ENDPOINT_UNREACHABLE`, `CDK_COMMAND_FAILED` (with the log's tail),
  * `OUTPUTS_UNREADABLE`, or `FIXUP_FAILED` when a check or fix raised an error.
@@ -176,18 +188,57 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
   log(`Deploying ${what} to ${target.endpoint} (log: ${logFile})`);
   mkdirSync(dirname(outputsFile), { recursive: true });
   rmSync(outputsFile, { force: true });
-  const deployMillis = await withDockerFallbackHint(cwd, () =>
-    runCdk({
+  const synthStarted = Date.now();
+  const showAnnotations = () => {
+    // A filesystem's coarse timestamps may put this run's manifest a little before its start.
+    const annotations = readSynthAnnotations(outputDir, synthStarted - 2_000);
+    for (const annotation of annotations) log(formatAnnotation(annotation));
+    return annotations;
+  };
+  let annotations: SynthAnnotation[] = [];
+  let leftOut: LocalTemplate[] = [];
+  // Synthesize first, so the templates can lose what the emulator rejects before they deploy.
+  const synthAndDeploy = async () => {
+    await withDockerFallbackHint(cwd, () =>
+      runCdk({
+        cwd,
+        logFile,
+        target,
+        args: [
+          'synth',
+          ...(options.app ? ['--app', options.app] : []),
+          ...Object.entries(options.context ?? {}).flatMap(([key, value]) => [
+            '--context',
+            `${key}=${value}`,
+          ]),
+          '--output',
+          outputDir,
+          '--quiet',
+          '--no-notices',
+        ],
+      }).then(
+        (millis) => {
+          annotations = showAnnotations();
+          return millis;
+        },
+        (error: unknown) => {
+          showAnnotations();
+          throw error;
+        },
+      ),
+    );
+    leftOut = leaveOutOfAssembly(readAssemblyStacks(outputDir));
+    const leftOutLine = describeLeftOut(leftOut);
+    if (leftOutLine) log(leftOutLine);
+    await runCdk({
       cwd,
       logFile,
       target,
-      ...(onProgress ? { onProgress: onProgress('deploying') } : {}),
       args: [
         'deploy',
         ...(stackPatterns.length > 0 ? stackPatterns : ['--all']),
-        ...(options.app ? ['--app', options.app] : []),
-        ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['--context', `${key}=${value}`]),
-        '--output',
+        // The assembly just synthesized (and edited): the CLI deploys it without synthesizing again.
+        '--app',
         outputDir,
         '--outputs-file',
         outputsFile,
@@ -197,8 +248,17 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
         'events',
         '--no-notices',
       ],
-    }),
-  );
+    });
+  };
+  const deployStarted = Date.now();
+  // One progress line every few seconds across both CDK runs, with the last line either wrote.
+  const reportDeploying = onProgress?.('deploying');
+  await (reportDeploying
+    ? reportWhileWaiting(synthAndDeploy(), {
+        report: (elapsed) => reportDeploying(elapsed, lastLineOfLastRun(logFile)),
+      })
+    : synthAndDeploy());
+  const deployMillis = Date.now() - deployStarted;
   const stacks = selectStacks(readAssemblyStacks(outputDir), stackPatterns);
   // The outputs file omits stacks without outputs; list every deployed stack, with `{}` for those.
   const outputs: Record<string, Record<string, string>> = {};
@@ -209,7 +269,14 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
       outputs[stack.stackName] = written[stack.stackName] ?? {};
     }
   }
-  log(`Deployed ${Object.keys(outputs).join(', ') || what} in ${seconds(deployMillis)}`);
+  const unchanged = unchangedStacks(linesOfLastRun(logFile));
+  const noChanges =
+    unchanged.length === 0
+      ? ''
+      : unchanged.length === stacks.length
+        ? ' (no changes)'
+        : ` (no changes: ${unchanged.join(', ')})`;
+  log(`Deployed ${Object.keys(outputs).join(', ') || what} in ${seconds(deployMillis)}${noChanges}`);
 
   let fixups: LocalFixupResult[] = [];
   let fixupMillis = 0;
@@ -225,7 +292,22 @@ export async function deployLocal(options: DeployLocalOptions): Promise<DeployLo
     bootstrapped: needsBootstrap,
     timings: { bootstrapMillis, deployMillis, fixupMillis },
     logFile,
+    annotations,
+    leftOut,
   };
+}
+
+/**
+ * Rewrites each stack template of the assembly without what the emulator rejects
+ * ({@link leaveOutForEmulator}), and returns what was left out of each.
+ */
+function leaveOutOfAssembly(stacks: readonly AssemblyStack[]): LocalTemplate[] {
+  return stacks.map((stack) => {
+    const local = leaveOutForEmulator(readTemplate(stack));
+    if (local.resources.length > 0)
+      writeFileSync(stack.templateFile, JSON.stringify(local.template, null, 1));
+    return local;
+  });
 }
 
 /**

@@ -316,9 +316,14 @@ if ministack.poll() is None:
 sys.exit(ministack.returncode if ministack.returncode >= 0 else 128 - ministack.returncode)
 `;
 
+/** The watchdog script of the emulators started with `home`; its path is in their command line. */
+export function watchdogFile(home: string): string {
+  return join(home, 'ministack-watchdog.py');
+}
+
 /** Writes the watchdog script to the home directory (atomically, so concurrent starts never read half a file). */
 function writeWatchdog(home: string): string {
-  const file = join(home, 'ministack-watchdog.py');
+  const file = watchdogFile(home);
   if (readIfExists(file) !== WATCHDOG) {
     const temporary = `${file}.${process.pid}.tmp`;
     writeFileSync(temporary, WATCHDOG);
@@ -745,6 +750,8 @@ export interface EmulatorState {
   readonly logFile: string;
   /** ISO 8601. */
   readonly startedAt: string;
+  /** The CDK app directory whose `local up` started it (absent in records of older versions). */
+  readonly appDir?: string;
 }
 
 /**
@@ -805,10 +812,15 @@ export function removeEmulatorState(home: string): void {
  * `true` when the recorded emulator still runs: its pid is alive and is the watchdog (its command
  * line, where the system shows it), or its health endpoint answers with the recorded version. A
  * pid reused by another process is neither; a busy emulator slow to answer is still the watchdog.
+ * Given the `home` it was started with, the watchdog must be that home's: a pid reused by the
+ * emulator of another app (another home) is not this one.
  */
-export async function isEmulatorRunning(state: EmulatorState): Promise<boolean> {
+export async function isEmulatorRunning(state: EmulatorState, home?: string): Promise<boolean> {
   if (!isAlive(state.pid)) return false;
-  if (commandLineOf(state.pid).includes('ministack-watchdog.py')) return true;
+  const commandLine = commandLineOf(state.pid);
+  if (commandLine.includes(home === undefined ? 'ministack-watchdog.py' : watchdogFile(home))) return true;
+  // A watchdog of another home: the pid was reused by someone else's emulator.
+  if (commandLine.includes('ministack-watchdog.py')) return false;
   try {
     const response = await fetch(`${state.endpoint}/_ministack/health`, {
       signal: AbortSignal.timeout(2_000),
@@ -836,7 +848,8 @@ export async function ensureDetachedMiniStack(
   const release = await acquireLock(join(options.home, 'emulator.lock'));
   try {
     const recorded = readEmulatorState(options.home);
-    if (recorded && (await isEmulatorRunning(recorded))) return { state: recorded, started: false };
+    if (recorded && (await isEmulatorRunning(recorded, options.home)))
+      return { state: recorded, started: false };
     return { state: await startDetachedMiniStack(options), started: true };
   } finally {
     release();
@@ -845,8 +858,18 @@ export async function ensureDetachedMiniStack(
 
 /** Options for {@link startDetachedMiniStack}. */
 export interface StartDetachedOptions {
-  /** Directory holding the emulator's `venv/`, `logs/` and state file. */
+  /** Directory holding the emulator's `logs/` and state file (and `venv/`, unless `installHome` is given). */
   readonly home: string;
+  /**
+   * Directory holding the MiniStack install (`venv/`), which several homes may share.
+   * @default home
+   */
+  readonly installHome?: string;
+  /**
+   * The CDK app directory to record as the emulator's owner.
+   * @default none recorded
+   */
+  readonly appDir?: string;
   /** @default 'us-east-1' ({@link DEFAULT_REGION}) */
   readonly region?: string;
   /** @default 30000 */
@@ -866,7 +889,10 @@ export async function startDetachedMiniStack(options: StartDetachedOptions): Pro
   const { home } = options;
   const region = options.region ?? DEFAULT_REGION;
   const readyTimeoutMillis = options.readyTimeoutMillis ?? 30_000;
-  const installation = await ensureMiniStack({ home, ...(options.log ? { log: options.log } : {}) });
+  const installation = await ensureMiniStack({
+    home: options.installHome ?? home,
+    ...(options.log ? { log: options.log } : {}),
+  });
   mkdirSync(logsDir(home), { recursive: true });
   let lastError: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
@@ -911,6 +937,7 @@ export async function startDetachedMiniStack(options: StartDetachedOptions): Pro
       version: MINISTACK_VERSION,
       logFile,
       startedAt: new Date().toISOString(),
+      ...(options.appDir ? { appDir: options.appDir } : {}),
     };
     writeEmulatorState(home, state);
     return state;
@@ -934,7 +961,7 @@ export async function stopDetachedMiniStack(options: {
   readonly timeoutMillis?: number;
 }): Promise<StopDetachedOutcome> {
   const state = readEmulatorState(options.home);
-  if (state === undefined || !(await isEmulatorRunning(state))) {
+  if (state === undefined || !(await isEmulatorRunning(state, options.home))) {
     removeEmulatorState(options.home);
     return 'not-running';
   }

@@ -19,6 +19,7 @@ export interface CloudFormationResource {
   readonly Type: string;
   readonly Properties?: Readonly<Record<string, unknown>>;
   readonly Metadata?: Readonly<Record<string, unknown>>;
+  readonly DeletionPolicy?: string;
 }
 
 /** Where a redrive policy sends dead letters: another resource of the stack, or a literal ARN. */
@@ -259,7 +260,8 @@ function localReplica(value: unknown, region: string | undefined): Record<string
   return replicas.find(isDeployRegion) ?? (replicas.length === 1 ? replicas[0] : undefined);
 }
 
-function constructPath(logicalId: string, resource: CloudFormationResource): string {
+/** The construct path of a resource (`aws:cdk:path` without `/Resource`), or its logical id outside CDK. */
+export function constructPath(logicalId: string, resource: CloudFormationResource): string {
   const path = resource.Metadata?.['aws:cdk:path'];
   return typeof path === 'string' ? path.replace(/\/Resource$/, '') : logicalId;
 }

@@ -1,8 +1,10 @@
 import {
+  appendFileSync,
   copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -11,7 +13,9 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeStack } from '../../cli/local/cloudformation';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
+import { localPaths } from '../../cli/local/paths';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
@@ -25,11 +29,12 @@ const tsx = join(root, 'node_modules', '.bin', 'tsx');
  * package.json and lock file, bin/ with the app and handler, and node_modules (linked to the
  * repository's, standing in for the user's own install of aws-cdk-lib, aws-cdk and esbuild).
  */
-function makeUserApp(dir: string): void {
+function makeUserApp(dir: string, extraStack = ''): void {
   mkdirSync(join(dir, 'bin'), { recursive: true });
   for (const file of ['app.ts', 'handler.ts']) {
     copyFileSync(join(root, 'test', 'fixtures', 'deploy-app', file), join(dir, 'bin', file));
   }
+  appendFileSync(join(dir, 'bin', 'app.ts'), extraStack);
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
   writeFileSync(
     join(dir, 'package.json'),
@@ -61,30 +66,77 @@ function withoutSdkNodeWarning(text: string): string {
   );
 }
 
+/**
+ * A second stack for the fixture app, with what the emulator rejects (a metric-math alarm, and a
+ * composite alarm, a dashboard and an output that refer to it) and a synth warning.
+ */
+const EXTRAS_STACK = `
+import { Annotations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+
+const extras = new Stack(app, 'Extras', {
+  stackName: \`\${stackName}-extras\`,
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+});
+const extrasQueue = new sqs.Queue(extras, 'Queue', { removalPolicy: RemovalPolicy.DESTROY });
+Annotations.of(extrasQueue).addWarningV2('test:extras', 'a synth warning the terminal shows');
+const mathAlarm = new cloudwatch.Alarm(extras, 'MathAlarm', {
+  metric: new cloudwatch.MathExpression({
+    expression: 'sent - deleted',
+    usingMetrics: {
+      sent: extrasQueue.metricNumberOfMessagesSent(),
+      deleted: extrasQueue.metricNumberOfMessagesDeleted(),
+    },
+  }),
+  threshold: 1,
+  evaluationPeriods: 1,
+});
+const plainAlarm = new cloudwatch.Alarm(extras, 'PlainAlarm', {
+  metric: extrasQueue.metricApproximateAgeOfOldestMessage(),
+  threshold: 60,
+  evaluationPeriods: 1,
+});
+new cloudwatch.CompositeAlarm(extras, 'Composite', {
+  alarmRule: cloudwatch.AlarmRule.anyOf(mathAlarm, plainAlarm),
+});
+new cloudwatch.Dashboard(extras, 'Dashboard').addWidgets(
+  new cloudwatch.AlarmStatusWidget({ alarms: [mathAlarm, plainAlarm] }),
+);
+new CfnOutput(extras, 'MathAlarmName', { value: mathAlarm.alarmName });
+new CfnOutput(extras, 'PlainAlarmName', { value: plainAlarm.alarmName });
+`;
+
 const EXPORT_LINE =
-  /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
+  /^export AWS_ENDPOINT_URL=(http:\/\/127\.0\.0\.1:\d+) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test\n$/;
 
 describe('effectively-once local, run from a CDK app outside the repository', () => {
   const work = mkdtempSync(join(tmpdir(), 'eo-local-cli-'));
   const app = join(work, 'my-app');
+  // Another app of the same user, with the same directory name and the same stack name.
+  const otherApp = join(work, 'elsewhere', 'my-app');
   const cache = join(work, 'cache');
-  const home = join(cache, 'effectively-once');
+  const installHome = join(cache, 'effectively-once');
   const stackName = uniqueName('LocalCli');
-  // No AWS_ENDPOINT_URL: the commands use the emulator `local up` starts in the per-user cache.
+  // No AWS_ENDPOINT_URL: the commands use the emulator `local up` starts for the app.
   const env = { XDG_CACHE_HOME: cache };
+  const home = localPaths({ appDir: app, env }).appHome;
+  const otherHome = localPaths({ appDir: otherApp, env }).appHome;
   let started: EmulatorState | undefined;
+  let otherStarted: EmulatorState | undefined;
 
   beforeAll(async () => {
     makeUserApp(app);
+    makeUserApp(otherApp, EXTRAS_STACK);
     // The per-user cache gets the MiniStack the repository installed, instead of a second pip install.
     const installation = await ensureMiniStack();
-    mkdirSync(home, { recursive: true });
-    symlinkSync(join(installation.python, '..', '..'), join(home, 'venv'), 'dir');
+    mkdirSync(installHome, { recursive: true });
+    symlinkSync(join(installation.python, '..', '..'), join(installHome, 'venv'), 'dir');
   }, 120_000);
 
   afterAll(async () => {
     // Whatever happened above, never leave the emulator running.
     if (started && isAlive(started.pid)) await runCli(['local', 'down'], app, env);
+    if (otherStarted && isAlive(otherStarted.pid)) await runCli(['local', 'down'], otherApp, env);
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -119,6 +171,9 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     expect(deployed.stderr).toContain('TTL on `expiresAt` was off');
     expect(existsSync(join(app, 'cdk.out.local', 'manifest.json'))).toBe(true);
 
+    const again = await runCli(['local', 'deploy', '-c', `deployAppStackName=${stackName}`], app, env);
+    expect(again.stderr).toMatch(new RegExp(`^Deployed ${stackName} in \\d+\\.\\d s \\(no changes\\)$`, 'm'));
+
     const tableName = new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm').exec(deployed.stdout)?.[1];
     const dynamodb = new DynamoDBClient({
       endpoint: started?.endpoint ?? '',
@@ -135,6 +190,48 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
       dynamodb.destroy();
     }
   }, 90_000);
+
+  it('gives another app with the same stack name its own emulator and outputs, leaving this one alone', async () => {
+    const up = await runCli(['local', 'up'], otherApp, env);
+    expect(up.code).toBe(0);
+    otherStarted = readEmulatorState(otherHome);
+    expect(otherStarted?.endpoint).not.toBe(started?.endpoint);
+    expect(otherStarted?.appDir).toBe(otherApp);
+
+    const context = ['-c', `deployAppStackName=${stackName}`];
+    const deployed = await runCli(['local', 'deploy', ...context], otherApp, env);
+    expect(deployed.code).toBe(0);
+    expect(deployed.stderr).toContain(`Deployed ${stackName}, ${stackName}-extras in `);
+    // The synth warning, on the terminal once; what the emulator rejects, left out with a notice.
+    const warning = '[Warning at /Extras/Queue] a synth warning the terminal shows [ack: test:extras]';
+    expect(deployed.stderr).toContain(warning);
+    expect(deployed.stderr.split('\n').filter((line) => line === warning)).toHaveLength(1);
+    expect(deployed.stderr).toContain(
+      'Left out locally: 1 metric-math alarm the emulator rejects (Extras/MathAlarm), what refers to them ' +
+        '(Extras/Composite, Extras/Dashboard) and 1 output naming them (MathAlarmName); they deploy on AWS.\n',
+    );
+    expect(deployed.stdout).toMatch(new RegExp(`^${stackName}-extras\\.PlainAlarmName = \\S+$`, 'm'));
+    expect(deployed.stdout).not.toContain('MathAlarmName');
+    expect(existsSync(join(otherHome, 'cdk-outputs.json'))).toBe(true);
+    expect(readFileSync(join(home, 'cdk-outputs.json'), 'utf8')).toContain(stackName);
+
+    const destroyed = await runCli(['local', 'destroy'], otherApp, env);
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName}-extras in `, 'm'));
+    expect(destroyed.stderr).toMatch(new RegExp(`^Deleted stack ${stackName} in `, 'm'));
+    const down = await runCli(['local', 'down'], otherApp, env);
+    expect(down.stderr).toContain(`Stopped MiniStack at ${otherStarted?.endpoint}`);
+    expect(isAlive(otherStarted?.pid ?? 0)).toBe(false);
+
+    // This app's emulator and stack are untouched.
+    expect(isAlive(started?.pid ?? 0)).toBe(true);
+    expect(readEmulatorState(home)).toEqual(started);
+    const target = {
+      endpoint: started?.endpoint ?? '',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    };
+    expect(await describeStack(target, stackName)).toMatchObject({ status: 'CREATE_COMPLETE' });
+  }, 120_000);
 
   it('destroys the stacks of the last local deploy by name', async () => {
     const destroyed = await runCli(['local', 'destroy'], app, env);
@@ -184,4 +281,53 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
       `AWS_ENDPOINT_URL=${aws.endpoint} was not started by \`local up\`; stopping nothing.\n`,
     );
   }, 30_000);
+});
+
+describe('effectively-once local deploy of the docs’ outbox chain, with default props', () => {
+  // Inside the repository (git-ignored), without a lock file of its own: the constructs' handler
+  // entries (the package's sources here, node_modules in a user's app) must be under the CDK
+  // project root, which is then the repository's.
+  mkdirSync(join(root, '.local'), { recursive: true });
+  const app = mkdtempSync(join(root, '.local', 'chain-app-'));
+  const cache = mkdtempSync(join(tmpdir(), 'eo-local-chain-'));
+  const env = { XDG_CACHE_HOME: cache };
+  let started: EmulatorState | undefined;
+
+  beforeAll(async () => {
+    writeFileSync(
+      join(app, 'cdk.json'),
+      JSON.stringify({ app: 'npx tsx ../../examples/outbox-chain-stack.ts' }),
+    );
+    const installation = await ensureMiniStack();
+    mkdirSync(join(cache, 'effectively-once'), { recursive: true });
+    symlinkSync(join(installation.python, '..', '..'), join(cache, 'effectively-once', 'venv'), 'dir');
+  }, 120_000);
+
+  afterAll(async () => {
+    if (started && isAlive(started.pid)) await runCli(['local', 'down'], app, env);
+    rmSync(app, { recursive: true, force: true });
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('deploys with its alarms on, leaving out the metric-math ones with one notice', async () => {
+    expect((await runCli(['local', 'up'], app, env)).code).toBe(0);
+    started = readEmulatorState(localPaths({ appDir: app, env }).appHome);
+
+    const deployed = await runCli(['local', 'deploy'], app, env);
+    expect(deployed.code).toBe(0);
+    const notices = deployed.stderr.split('\n').filter((line) => line.startsWith('Left out locally: '));
+    expect(notices).toEqual([
+      'Left out locally: 3 metric-math alarms the emulator rejects (OrderChainStack/Shipping/DuplicateRateAlarm, ' +
+        'OrderChainStack/OrderEvents/FailedPublishAlarm, OrderChainStack/Orders/DuplicateRateAlarm) and what ' +
+        'refers to them (OrderChainStack/Shipping/Dashboard, OrderChainStack/Orders/Dashboard); they deploy on AWS.',
+    ]);
+    expect(deployed.stderr).toContain('Deployed OrderChainStack in ');
+
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed.stderr).toMatch(/^Deleted stack OrderChainStack in /m);
+    // The tables keep the CDK's default removal policy: the emulator keeps them, and says so.
+    expect(destroyed.stderr).toMatch(
+      /^Kept \d+ resources of OrderChainStack that its DeletionPolicy retains: .*OrderChainStack\/OrdersTable \(AWS::DynamoDB::Table\).*\. They stay in the emulator until `local down`\.$/m,
+    );
+  }, 180_000);
 });

@@ -32,6 +32,7 @@ import { type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { build } from 'esbuild';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
+import { localPaths } from '../../cli/local/paths';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { type CommandRun, isAlive, runCommand } from './child-process';
 import { waitFor } from './fixtures';
@@ -172,9 +173,9 @@ async function linkInstalledMiniStack(cache: string): Promise<void> {
   symlinkSync(join(installation.python, '..', '..'), join(cache, 'effectively-once', 'venv'), 'dir');
 }
 
-/** The emulator `effectively-once local up` started with this cache, if it recorded one. */
-function emulatorOf(cache: string): EmulatorState | undefined {
-  return readEmulatorState(join(cache, 'effectively-once'));
+/** The emulator `effectively-once local up` started for the app in `app` with this cache, if it recorded one. */
+function emulatorOf(app: string, cache: string): EmulatorState | undefined {
+  return readEmulatorState(localPaths({ appDir: app, env: { XDG_CACHE_HOME: cache } }).appHome);
 }
 
 /** Runs the installed `node_modules/.bin/effectively-once <args>` in the app, with exactly `env` (plus PATH and HOME). */
@@ -200,7 +201,7 @@ async function tearDownUserApp(
   env: NodeJS.ProcessEnv & { readonly XDG_CACHE_HOME: string },
   deployed: boolean,
 ): Promise<void> {
-  const started = emulatorOf(env.XDG_CACHE_HOME);
+  const started = emulatorOf(app, env.XDG_CACHE_HOME);
   if (!started || !isAlive(started.pid)) return;
   if (deployed) await runCli(app, ['local', 'destroy'], env);
   await runCli(app, ['local', 'down'], env);
@@ -301,13 +302,13 @@ export class LocalUserApp {
   /** `effectively-once local up`, which must succeed; records the emulator it started. */
   async up(): Promise<CommandRun> {
     const run = expectSuccess('effectively-once local up', await this.run(['local', 'up']));
-    this.emulator = emulatorOf(this.env.XDG_CACHE_HOME);
+    this.emulator = emulatorOf(this.dir, this.env.XDG_CACHE_HOME);
     return run;
   }
 
-  /** `effectively-once local deploy -c local=true`, which must succeed; reads the stack's outputs. */
+  /** `effectively-once local deploy`, as the README runs it, which must succeed; reads the stack's outputs. */
   async deploy(): Promise<CommandRun> {
-    const run = await this.run(['local', 'deploy', '-c', 'local=true']);
+    const run = await this.run(['local', 'deploy']);
     this.deployed = true;
     expectSuccess('effectively-once local deploy', run);
     this.outputs = outputsOf(run.stdout, this.definition.stack);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cdkEnv } from '../../../../cli/local/cdk-cli';
+import { cdkEnv, unchangedStacks } from '../../../../cli/local/cdk-cli';
 
 describe('cdkEnv', () => {
   it('points every AWS client at the endpoint and drops the caller’s AWS settings', () => {
@@ -26,5 +26,21 @@ describe('cdkEnv', () => {
     });
     expect(env.AWS_PROFILE).toBeUndefined();
     expect(env.AWS_SESSION_TOKEN).toBeUndefined();
+  });
+});
+
+describe('unchangedStacks', () => {
+  it('names the stacks a deploy reported without changes', () => {
+    const lines = [
+      'Shop: deploying... [1/2]',
+      '',
+      ' \u2705  Shop (no changes)',
+      '',
+      ' \u2705  Stage/Orders',
+      'Stack ARN:',
+      '\u2705  Stage/Events (no changes)',
+    ];
+    expect(unchangedStacks(lines)).toEqual(['Shop', 'Stage/Events']);
+    expect(unchangedStacks(['\u2705  Shop'])).toEqual([]);
   });
 });

@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { chooseEndpoint, exportLine, parseLocalArgs, runLocal } from '../../../../cli/local/command';
+import { retainedResources } from '../../../../cli/local/cloud-assembly';
+import {
+  chooseEndpoint,
+  describeRetained,
+  exportLine,
+  parseLocalArgs,
+  runLocal,
+} from '../../../../cli/local/command';
 import { dockerFallbackHint } from '../../../../cli/local/deploy';
 import {
   type EmulatorState,
@@ -87,10 +94,21 @@ describe('parseLocalArgs', () => {
     expect(() => parseLocalArgs(argv)).toThrow(expect.objectContaining({ code: 'USAGE', message }));
   });
 
-  it('rejects an unknown option with a usage error', () => {
-    expect(() => parseLocalArgs(['up', '--port', '1'])).toThrow(
-      expect.objectContaining({ code: 'USAGE', message: expect.stringContaining("Unknown option '--port'") }),
-    );
+  it.each([
+    [['up', '--porT', '1'], 'Unknown option `--porT`'],
+    [['up', '--cahce-dir', '/tmp'], 'Unknown option `--cahce-dir` (did you mean `--cache-dir`?)'],
+    [['deploy', '--app'], 'Expected a value after `--app`'],
+    [['deploy', '-c'], 'Expected a value after `-c`'],
+    [['dpeloy'], 'Unknown subcommand `dpeloy` (did you mean `deploy`? expected up, deploy, destroy, down)'],
+  ])('rejects %j in its own words: %s', (argv, message) => {
+    expect(() => parseLocalArgs(argv)).toThrow(expect.objectContaining({ code: 'USAGE', message }));
+  });
+
+  it('reads --help of the whole command, or of the subcommand it follows', () => {
+    expect(parseLocalArgs(['--help'])).toEqual({ kind: 'help' });
+    expect(parseLocalArgs(['deploy', '--help'])).toEqual({ kind: 'help', subcommand: 'deploy' });
+    expect(parseLocalArgs(['down', '-h'])).toEqual({ kind: 'help', subcommand: 'down' });
+    expect(parseLocalArgs(['start', '-h'])).toEqual({ kind: 'help' });
   });
 });
 
@@ -135,7 +153,7 @@ describe('chooseEndpoint', () => {
 describe('exportLine', () => {
   it('gives the shell line that points SDKs and the CDK CLI at the endpoint', () => {
     expect(exportLine('http://127.0.0.1:41234', 'us-east-1')).toBe(
-      'export AWS_ENDPOINT_URL=http://127.0.0.1:41234 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test',
+      'export AWS_ENDPOINT_URL=http://127.0.0.1:41234 AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test',
     );
   });
 });
@@ -308,5 +326,30 @@ describe('reportWhileWaiting', () => {
     await vi.advanceTimersByTimeAsync(20_000);
 
     expect(reports).toEqual([5_000, 10_000, 15_000]);
+  });
+});
+
+describe('describeRetained', () => {
+  it('names what a deleted stack left in the emulator, as its DeletionPolicy asks', () => {
+    const kept = retainedResources({
+      Resources: {
+        Table: {
+          Type: 'AWS::DynamoDB::Table',
+          DeletionPolicy: 'Retain',
+          Metadata: { 'aws:cdk:path': 'Shop/Totals/Resource' },
+        },
+        Logs: { Type: 'AWS::Logs::LogGroup', DeletionPolicy: 'RetainExceptOnCreate' },
+        Queue: { Type: 'AWS::SQS::Queue', DeletionPolicy: 'Delete' },
+        Topic: { Type: 'AWS::SNS::Topic' },
+      },
+    });
+    expect(kept).toEqual([
+      { path: 'Shop/Totals', type: 'AWS::DynamoDB::Table' },
+      { path: 'Logs', type: 'AWS::Logs::LogGroup' },
+    ]);
+    expect(describeRetained('Shop', kept)).toBe(
+      'Kept 2 resources of Shop that its DeletionPolicy retains: Shop/Totals (AWS::DynamoDB::Table), ' +
+        'Logs (AWS::Logs::LogGroup). They stay in the emulator until `local down`.',
+    );
   });
 });

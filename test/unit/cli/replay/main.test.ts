@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LOCAL_USAGE } from '../../../../cli/local/command';
+import { LOCAL_USAGE, localUsage } from '../../../../cli/local/command';
 import { USAGE } from '../../../../cli/main';
 import { REPLAY_USAGE } from '../../../../cli/replay/args';
 import { runMain } from '../../../support/cli';
@@ -48,12 +48,30 @@ describe('main', () => {
     expect(await run(['replay', '--help'])).toEqual({ code: 0, stdout: REPLAY_USAGE, stderr: '' });
   });
 
-  it('exits 2 with one line and a pointer to the help for an unknown command', async () => {
+  it('prints the help of one local subcommand for local <subcommand> --help', async () => {
+    for (const subcommand of ['up', 'deploy', 'destroy', 'down'] as const) {
+      const help = await run(['local', subcommand, '--help']);
+      expect(help).toEqual({ code: 0, stdout: localUsage(subcommand), stderr: '' });
+      expect(help.stdout).toMatch(new RegExp(`^Usage: effectively-once local ${subcommand} `));
+    }
+  });
+
+  it('exits 2 with one line, the command meant and a pointer to the help for a misspelt command', async () => {
     expect(await run(['relpay'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: 'effectively-once: Unknown command `relpay`\nRun `effectively-once --help` for usage.\n',
+      stderr:
+        'effectively-once: Unknown command `relpay` (did you mean `replay`?)\n' +
+        'Run `effectively-once --help` for usage.\n',
     });
+    expect((await run(['lcoal', 'up'])).stderr).toBe(
+      'effectively-once: Unknown command `lcoal` (did you mean `local`?)\n' +
+        'Run `effectively-once --help` for usage.\n',
+    );
+    expect((await run(['deploy'])).stderr).toBe(
+      'effectively-once: Unknown command `deploy` (did you mean `local deploy`?)\n' +
+        'Run `effectively-once --help` for usage.\n',
+    );
   });
 
   it('exits 2 on a usage error of replay, without a stack trace', async () => {
