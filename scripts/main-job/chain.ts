@@ -14,8 +14,14 @@ import { scopeKey, toDedupKey } from '../../lambda/core/dedup-key';
 import { outboxEventId } from '../../lambda/outbox/outbox-item';
 import { readTableStream } from '../support/stream-reader';
 import { type Check, check } from './checks';
-import { functionLogGroup, readLogMessages } from './functions';
-import { deliveriesOf, type OutcomeTotals, readDeadLetters, readOutcomeTotals } from './observations';
+import { flushLogLines, functionLogGroup, readLogMessages } from './functions';
+import {
+  deliveriesOf,
+  FLUSH_AFTER_MILLIS,
+  type OutcomeTotals,
+  readDeadLetters,
+  readOutcomeTotals,
+} from './observations';
 import type { SampleLog } from './sample-logs';
 import type { ExampleHarness } from './scenario';
 
@@ -212,6 +218,7 @@ export async function awaitChain(
 ): Promise<ChainRun> {
   const started = Date.now();
   let previous: string | undefined;
+  let flushedAt = started;
   for (;;) {
     const observation = await observeChain(harness);
     const missing = missingFromChain(expected, observation);
@@ -221,6 +228,16 @@ export async function awaitChain(
       return { observation, missing, waitMillis, timeoutMillis };
     }
     previous = current;
+    // Still short a while on: the relay's or the scheduler's last lines may wait in their
+    // workers (see flushLogLines).
+    if (missing.length > 0 && Date.now() - flushedAt >= FLUSH_AFTER_MILLIS) {
+      flushedAt = Date.now();
+      await Promise.all(
+        [harness.outputs.orderEventsRelayFunctionName, harness.outputs.shipmentSchedulerFunctionName].map(
+          (name) => flushLogLines(harness.lambda, name),
+        ),
+      );
+    }
     await sleep(500);
   }
 }

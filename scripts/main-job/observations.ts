@@ -14,7 +14,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { scanTable } from '../../cli/replay/aws';
 import type { Item } from '../../cli/replay/snapshot';
 import { DEAD_LETTER_ATTRIBUTES, INBOX_ATTRIBUTES, METRICS } from '../../lambda/core/contract';
-import { type FunctionClients, functionLogGroup, readLogMessages } from './functions';
+import { type FunctionClients, flushLogLines, functionLogGroup, readLogMessages } from './functions';
 import type { SampleLogName } from './sample-logs';
 
 /** Outcome counts of one consumer, summed over its metric lines. */
@@ -106,6 +106,9 @@ export function sumOutcomeMetrics(messages: readonly string[]): OutcomeTotals {
   return totals;
 }
 
+/** How long a wait for log lines goes before it flushes the function's worker (`flushLogLines`). */
+export const FLUSH_AFTER_MILLIS = 2_000;
+
 /** Reads and sums a function's outcome metrics once (see {@link sumOutcomeMetrics}). */
 export async function readOutcomeTotals(
   clients: FunctionClients,
@@ -128,13 +131,20 @@ export async function awaitOutcomeTotals(
   // do on a loaded machine (5 s was seen to fall short with several emulators running).
   timeoutMillis = 20_000,
 ): Promise<OutcomeTotals> {
-  const deadline = Date.now() + timeoutMillis;
+  const started = Date.now();
+  const deadline = started + timeoutMillis;
   let previous: OutcomeTotals | undefined;
+  let flushedAt = started;
   for (;;) {
     const totals = await readOutcomeTotals(clients, functionName);
     const settled = previous !== undefined && deliveriesOf(previous) === deliveriesOf(totals);
     if ((settled && deliveriesOf(totals) >= minimumDeliveries) || Date.now() > deadline) return totals;
     previous = totals;
+    // Counts still short a while on: the last metrics lines may wait in the worker (see flushLogLines).
+    if (deliveriesOf(totals) < minimumDeliveries && Date.now() - flushedAt >= FLUSH_AFTER_MILLIS) {
+      flushedAt = Date.now();
+      await flushLogLines(clients.lambda, functionName);
+    }
     await sleep(200);
   }
 }
