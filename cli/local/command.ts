@@ -4,7 +4,7 @@
  * commands run on injected effects, so the CLI is unit-tested without an emulator.
  */
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type RetainedResource, readAssemblyStacks, readTemplate, retainedResources } from './cloud-assembly';
@@ -28,6 +28,7 @@ import {
   readEmulatorState,
   stopDetachedMiniStack,
 } from './emulator';
+import { formatFunctionLogs, parseFunctionLogs } from './function-logs';
 import { localPaths, recordedEmulatorsOfOtherApps } from './paths';
 import { closestName, LOCAL_SUBCOMMANDS, type LocalSubcommand } from './usage';
 
@@ -46,7 +47,14 @@ export type LocalCommand =
       readonly context: Readonly<Record<string, string>>;
       readonly fixups: boolean;
     }
-  | { readonly kind: 'destroy'; readonly cacheDir: string | undefined; readonly stacks: readonly string[] };
+  | { readonly kind: 'destroy'; readonly cacheDir: string | undefined; readonly stacks: readonly string[] }
+  | {
+      readonly kind: 'logs';
+      readonly cacheDir: string | undefined;
+      /** Parts of function names; empty: every function. */
+      readonly functions: readonly string[];
+      readonly failuresOnly: boolean;
+    };
 
 /** A bad `local` command line. */
 export class LocalUsageError extends Error {
@@ -91,6 +99,9 @@ export function parseLocalArgs(argv: readonly string[]): LocalCommand {
   if (kind !== 'deploy' && deployOnly.length > 0) {
     throw new LocalUsageError(`\`--${deployOnly[0]}\` only goes with \`local deploy\``);
   }
+  if (kind !== 'logs' && values.failures) {
+    throw new LocalUsageError('`--failures` only goes with `local logs`');
+  }
   if ((kind === 'up' || kind === 'down') && stacks.length > 0) {
     throw new LocalUsageError(`\`local ${kind}\` takes no stack names, got \`${stacks.join(' ')}\``);
   }
@@ -101,6 +112,8 @@ export function parseLocalArgs(argv: readonly string[]): LocalCommand {
       return { kind, cacheDir };
     case 'destroy':
       return { kind, cacheDir, stacks };
+    case 'logs':
+      return { kind, cacheDir, functions: stacks, failuresOnly: values.failures === true };
     case 'deploy':
       return {
         kind,
@@ -122,6 +135,7 @@ function parseStrict(argv: readonly string[]) {
       app: { type: 'string' },
       context: { type: 'string', short: 'c', multiple: true },
       'skip-fixups': { type: 'boolean' },
+      failures: { type: 'boolean' },
       'cache-dir': { type: 'string' },
       debug: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -318,6 +332,10 @@ export async function runLocal(
         log,
       });
       io.stdout.write(formatOutputs(result));
+      if (endpoint.kind === 'embedded')
+        log(
+          `What the functions print, and a handler's start-up error: \`effectively-once local logs${cacheDirOption}\` (from ${endpoint.state.logFile}).`,
+        );
       return 0;
     }
     case 'destroy': {
@@ -329,6 +347,29 @@ export async function runLocal(
         const kept = outcome === 'deleted' ? retainedBy(assemblyDir, stackName) : [];
         if (kept.length > 0) log(describeRetained(stackName, kept));
       }
+      return 0;
+    }
+    case 'logs': {
+      // The log of the emulator `local up` started for this app, running or stopped since.
+      if (!recorded) {
+        throw new LocalDeployError(
+          'NO_EMULATOR',
+          endpoint.kind === 'given'
+            ? `AWS_ENDPOINT_URL=${endpoint.endpoint} was not started by \`local up\`: read its functions' logs where it writes them (CloudWatch Logs, or its own log)`
+            : 'No emulator was started for this app: run `effectively-once local up` first.',
+        );
+      }
+      log(`Function output and failed invocations from ${recorded.logFile}:`);
+      let text: string;
+      try {
+        text = readFileSync(recorded.logFile, 'utf8');
+      } catch {
+        throw new LocalDeployError('NO_EMULATOR', `Cannot read the emulator's log ${recorded.logFile}`);
+      }
+      const entries = parseFunctionLogs(text);
+      const shown = formatFunctionLogs(entries, command);
+      io.stdout.write(shown);
+      if (shown === '') log(command.failuresOnly ? 'No failed invocation.' : 'Nothing printed yet.');
       return 0;
     }
   }

@@ -4,7 +4,7 @@
  */
 
 /** The `local` subcommands. */
-export const LOCAL_SUBCOMMANDS = ['up', 'deploy', 'destroy', 'down'] as const;
+export const LOCAL_SUBCOMMANDS = ['up', 'deploy', 'destroy', 'logs', 'down'] as const;
 
 /** One `local` subcommand. */
 export type LocalSubcommand = (typeof LOCAL_SUBCOMMANDS)[number];
@@ -18,7 +18,7 @@ const ENDPOINT_NOTE = `With AWS_ENDPOINT_URL set to another endpoint (LocalStack
 and starts or stops nothing.`;
 
 /** Help text of `effectively-once local`. */
-export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|down> [options]
+export const LOCAL_USAGE = `Usage: effectively-once local <up|deploy|destroy|logs|down> [options]
 
 Runs your CDK app (the cdk.json in the current directory) on a local AWS emulator of its own.
 
@@ -30,12 +30,15 @@ Runs your CDK app (the cdk.json in the current directory) on a local AWS emulato
                        (metric-math alarms), then re-applying what it drops (DynamoDB TTL and
                        point-in-time recovery, SQS redrive policies)
   destroy [stack ...]  delete this app's stacks from its emulator, dependents first
+  logs [function ...]  what this app's functions printed, and their failed invocations (a
+                       handler's start-up error among them), from the emulator's log
   down                 stop the emulator \`local up\` started for this app
 
 Options:
   --app <command>      deploy: CDK app command (default: the "app" of cdk.json)
   -c, --context k=v    deploy: CDK context value (repeatable)
   --skip-fixups        deploy: do not re-apply what the emulator dropped
+  --failures           logs: failed invocations only
 ${CACHE_DIR_OPTION}
   -h, --help           show this help
 
@@ -88,6 +91,19 @@ ${CACHE_DIR_OPTION}
   -h, --help           show this help
 
 ${ENDPOINT_NOTE}
+`,
+  logs: `Usage: effectively-once local logs [function ...] [--failures] [--cache-dir DIR]
+
+Prints what this app's functions printed on its emulator (their JSON log lines, metrics lines
+included) and each failed invocation with its error type and message, oldest first, from the
+emulator's own log file: a handler that fails its cold start (INVALID_OPTIONS naming the option)
+leaves its messages in flight and says why only there. Name functions by part of their name to
+see only theirs. The log file's path is printed first; \`local up\` started it.
+
+Options:
+  --failures           failed invocations only
+${CACHE_DIR_OPTION}
+  -h, --help           show this help
 `,
   down: `Usage: effectively-once local down [--cache-dir DIR]
 

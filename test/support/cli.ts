@@ -21,3 +21,19 @@ export async function runMain(argv: readonly string[]): Promise<CliRun> {
   });
   return { code, stdout: stdout.join(''), stderr: stderr.join('') };
 }
+
+/** The input and output of one `runLocal` call (`cwd` the app, `env` its shell), captured. */
+export function capturedLocalIo(env: NodeJS.ProcessEnv, cwd: string) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return {
+    io: {
+      stdout: { write: (text: string) => stdout.push(text) },
+      stderr: { write: (text: string) => stderr.push(text) },
+      env,
+      cwd,
+    },
+    stdout,
+    stderr,
+  };
+}

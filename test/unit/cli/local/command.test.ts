@@ -22,6 +22,7 @@ import {
   writeEmulatorState,
 } from '../../../../cli/local/emulator';
 import { reportWhileWaiting } from '../../../../cli/local/progress';
+import { capturedLocalIo } from '../../../support/cli';
 
 const dirs: string[] = [];
 function scratch(): string {
@@ -84,8 +85,8 @@ describe('parseLocalArgs', () => {
   });
 
   it.each([
-    [[], 'Expected a subcommand: up, deploy, destroy, down'],
-    [['start'], 'Unknown subcommand `start` (expected up, deploy, destroy, down)'],
+    [[], 'Expected a subcommand: up, deploy, destroy, logs, down'],
+    [['start'], 'Unknown subcommand `start` (expected up, deploy, destroy, logs, down)'],
     [['up', '--app', 'x'], '`--app` only goes with `local deploy`'],
     [['destroy', '--skip-fixups'], '`--skip-fixups` only goes with `local deploy`'],
     [['up', 'App'], '`local up` takes no stack names, got `App`'],
@@ -99,7 +100,10 @@ describe('parseLocalArgs', () => {
     [['up', '--cahce-dir', '/tmp'], 'Unknown option `--cahce-dir` (did you mean `--cache-dir`?)'],
     [['deploy', '--app'], 'Expected a value after `--app`'],
     [['deploy', '-c'], 'Expected a value after `-c`'],
-    [['dpeloy'], 'Unknown subcommand `dpeloy` (did you mean `deploy`? expected up, deploy, destroy, down)'],
+    [
+      ['dpeloy'],
+      'Unknown subcommand `dpeloy` (did you mean `deploy`? expected up, deploy, destroy, logs, down)',
+    ],
   ])('rejects %j in its own words: %s', (argv, message) => {
     expect(() => parseLocalArgs(argv)).toThrow(expect.objectContaining({ code: 'USAGE', message }));
   });
@@ -214,20 +218,7 @@ describe('the emulator state file', () => {
 });
 
 describe('runLocal', () => {
-  const io = (env: NodeJS.ProcessEnv, cwd: string) => {
-    const stdout: string[] = [];
-    const stderr: string[] = [];
-    return {
-      io: {
-        stdout: { write: (text: string) => stdout.push(text) },
-        stderr: { write: (text: string) => stderr.push(text) },
-        env,
-        cwd,
-      },
-      stdout,
-      stderr,
-    };
-  };
+  const io = capturedLocalIo;
 
   it('stops nothing and keeps the state file when AWS_ENDPOINT_URL names a foreign endpoint', async () => {
     const home = scratch();

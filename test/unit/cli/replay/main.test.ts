@@ -39,7 +39,7 @@ describe('main', () => {
       code: 2,
       stdout: '',
       stderr:
-        'effectively-once local: Expected a subcommand: up, deploy, destroy, down\n' +
+        'effectively-once local: Expected a subcommand: up, deploy, destroy, logs, down\n' +
         'Run `effectively-once local --help` for usage.\n',
     });
   });
