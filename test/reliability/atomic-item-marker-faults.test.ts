@@ -10,6 +10,7 @@
  *   before or after it; for a commit of two writes (`TransactWriteItems`), and for the marked put
  *   alone (one conditional `PutItem`, which has no idempotency token: its resend meets its own
  *   row);
+ * - the put alone with its response lost, landing before, after or racing another delivery's put;
  * - a seeded run drawing those faults at random for many messages of both shapes, each delivered
  *   until acknowledged and then again (a duplicate), with the seed printed on failure.
  *
@@ -256,6 +257,46 @@ describe.each(['with a counter', 'the row alone'] as const)(
     });
   },
 );
+
+describe('atomic mode with the marker on a business item, the row alone: a lost response beside a concurrent delivery', () => {
+  it.each(['lands first', 'lands second', 'races the other'] as const)(
+    'has one effect when the put whose response is lost %s, another delivery of the message beside it',
+    async (order) => {
+      const consumer = uniqueName('im-race').replace(/[^A-Za-z0-9._:-]/g, '-');
+      const sink = newSink();
+      const rowAlone = () => 'the row alone' as const;
+      // Two instances, one sink: every applied put of the row is counted, whoever sent it.
+      const lossy = instance(
+        consumer,
+        (request) => (request.operation === 'PutItem' ? { kind: 'lost-response' } : undefined),
+        sink,
+        rowAlone,
+      );
+      const clean = instance(consumer, () => undefined, sink, rowAlone);
+      const body = { orderId: `o-${randomUUID()}`, total: 3 };
+      const [lost, other] = [sqsRecord(randomUUID(), body), sqsRecord(randomUUID(), body)];
+
+      // Which put reaches the row first decides which one writes it; the lost one's invocation
+      // fails either way (its answer never arrives), the other's is acknowledged.
+      let acknowledged: boolean[];
+      if (order === 'races the other') {
+        acknowledged = await Promise.all([lossy.deliver(lost), clean.deliver(other)]);
+      } else if (order === 'lands first') {
+        const lostAcknowledged = await lossy.deliver(lost);
+        acknowledged = [lostAcknowledged, await clean.deliver(other)];
+      } else {
+        const otherAcknowledged = await clean.deliver(other);
+        acknowledged = [await lossy.deliver(lost), otherAcknowledged];
+      }
+      // The lost delivery comes back from the queue and meets the row.
+      const again = await clean.deliver(sqsRecord(lost.messageId, body, { receiveCount: 2 }));
+
+      expect(acknowledged).toEqual([false, true]);
+      expect(again).toBe(true);
+      await expectOneEffectEach([{ orderId: body.orderId, shape: 'the row alone' }], sink, consumer);
+    },
+  );
+});
 
 describe('atomic mode with the marker on a business item: faults at random', () => {
   const seed = Number(process.env.RELIABILITY_SEED ?? 20_261_201);
