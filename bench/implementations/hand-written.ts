@@ -74,27 +74,8 @@ export function createHandWrittenHandler(
         }
         return;
       }
-      case 'atomic-item': {
-        const item = { ...orderItemOf(order), fingerprint: createHash('sha256').update(body).digest('hex') };
-        try {
-          await client.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                {
-                  Put: {
-                    TableName: tables.orders,
-                    Item: item,
-                    ConditionExpression: 'attribute_not_exists(pk)',
-                  },
-                },
-              ],
-            }),
-          );
-        } catch (error) {
-          if (!isConditionFailure(error, 0)) throw error;
-        }
-        return;
-      }
+      // The toolkit sends a marked put with no other write as entity mode's conditional PutItem.
+      case 'atomic-item':
       case 'entity': {
         const item = { ...orderItemOf(order), fingerprint: createHash('sha256').update(body).digest('hex') };
         try {

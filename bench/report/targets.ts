@@ -38,8 +38,8 @@ export const FLOORS: Readonly<
   },
   'atomic-marker-on-item': {
     requests: { first: 1, duplicate: 1 },
-    writeUnits: { first: 2, duplicate: 1 },
-    why: '2N with the marker on the business item (N = 1)',
+    writeUnits: { first: 1, duplicate: 1 },
+    why: 'the marked put alone: one conditional put, entity mode’s request (2N for N > 1 writes)',
   },
   entity: {
     requests: { first: 1, duplicate: 1 },

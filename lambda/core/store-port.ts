@@ -215,10 +215,12 @@ export interface AtomicStore {
   /**
    * Atomic with the marker on a business item: one `TransactWriteItems` of `writes` alone, the
    * put at `marker.index` carrying `marker.fingerprint` under entity mode's condition (AND its
-   * own `ConditionExpression`, if any). A live item at that key is `existing`, read as
-   * `insertEntity` reads it (fingerprint `''` when the item carries none); the put's own
-   * condition failing on an absent or expired item is `condition-failed` at `marker.index`.
-   * At most 100 writes and 4 MB (checked by the caller).
+   * own `ConditionExpression`, if any); when that put is the only write, one conditional
+   * `PutItem` of it instead (one write unit per KB, not two), with the same results. A live
+   * item at that key is `existing`, read as `insertEntity` reads it (fingerprint `''` when the
+   * item carries none): an SDK retry of the lone put after a lost response meets its own item
+   * there, as a redelivery does; the put's own condition failing on an absent or expired item is
+   * `condition-failed` at `marker.index`. At most 100 writes and 4 MB (checked by the caller).
    */
   commitWithItemMarker(
     writes: readonly TransactWriteAction[],

@@ -47,7 +47,8 @@ export interface AtomicOptions {
    * Where the marker goes. `'inbox'`: an inbox record put at index 0 of each commit. `'item'`:
    * on the business item the handler marks with `unitOfWork.putAsMarker` (one per message), so
    * the commit holds no inbox record: a first delivery costs 2N write units for N writes instead
-   * of 2N + 2. The choice is the mode's, never a message's, so a redelivery cannot take another
+   * of 2N + 2, and 1 when the marked put is the only write (sent as one conditional `PutItem`,
+   * entity mode's request, rather than a transaction). The choice is the mode's, never a message's, so a redelivery cannot take another
    * path than its first delivery; a message under `'item'` that marks no put, or two, is
    * dead-lettered (`VALIDATION`).
    * @default 'inbox'
@@ -86,9 +87,10 @@ export interface AtomicOutboxOptions extends DestinationSizingOptions {
  * - `marker: 'item'`: the handler marks the put that creates the message's business item with
  *   `unitOfWork.putAsMarker`; that item carries the fingerprint under entity mode's condition
  *   (its key absent, AND the put's own condition), and a duplicate is recognised from the item
- *   the cancelled transaction returns. The dedup lasts as long as the item: it carries no
- *   `expiresAt` unless the handler's item does, and a deleted item lets a redelivery create it
- *   again. An item at that key written by something else (no fingerprint, or another message's)
+ *   the cancelled transaction returns. A marked put with no other write is sent as one
+ *   conditional `PutItem` (entity mode's request: one write unit), with the same outcomes. The
+ *   dedup lasts as long as the item: it carries no `expiresAt` unless the handler's item does,
+ *   and a deleted item lets a redelivery create it again. An item at that key written by something else (no fingerprint, or another message's)
  *   is a `PAYLOAD_MISMATCH`, never a silent acknowledgement.
  *
  * @example

@@ -1,7 +1,7 @@
 /**
  * The unit of work of atomic mode: the business writes a handler describes, which the toolkit
  * commits in one `TransactWriteItems` with the marker at index 0, or (`marker: 'item'`) with the
- * marker on the one put the handler marks.
+ * marker on the one put the handler marks (that put alone: one conditional `PutItem`).
  */
 import { OUTBOX_ATTRIBUTES } from '../core/contract';
 import { EffectivelyOnceError } from '../core/errors';

@@ -17,6 +17,11 @@ export interface ConditionalCheckFailure {
    * `AttributeValue`s; callers must accept both shapes.
    */
   readonly item?: Record<string, unknown>;
+  /**
+   * DynamoDB's message for the failed condition, as a cancelled transaction's reason gives it
+   * (`The conditional request failed`), when the exception carried one.
+   */
+  readonly message?: string;
 }
 
 /** What one entry of a cancelled transaction's `CancellationReasons` means, in transaction order. */
@@ -273,7 +278,11 @@ export function classifyUnmarshallError(error: unknown, operation: string): Effe
 export function readConditionalCheckFailure(error: unknown): ConditionalCheckFailure | undefined {
   if (errorName(error) !== 'ConditionalCheckFailedException') return undefined;
   const item = asItem((error as { Item?: unknown }).Item);
-  return item ? { item } : {};
+  const message = (error as { message?: unknown }).message;
+  return {
+    ...(item ? { item } : {}),
+    ...(typeof message === 'string' && message !== '' ? { message } : {}),
+  };
 }
 
 /**

@@ -145,7 +145,8 @@ const OK: FencedResult = { kind: 'ok' };
  * - `commit`: one `TransactWriteItems`, the marker put at index 0 and the business writes
  *   after it.
  * - `commitWithItemMarker`: one `TransactWriteItems` of the business writes alone, the marked
- *   put carrying the fingerprint under entity mode's condition joined with its own.
+ *   put carrying the fingerprint under entity mode's condition joined with its own; the marked
+ *   put alone is one conditional `PutItem` instead (entity mode's request).
  * - `release`, `complete`, `extendLease`, `replace`: one conditional `UpdateItem`; nothing is
  *   ever deleted (a released record is kept as a released claim, bound to its payload).
  *
@@ -396,33 +397,45 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
         throw new EffectivelyOnceError('VALIDATION', `${operation}: write ${index} is not a put`);
       }
       const nowSeconds = epochSeconds(nowMillis);
-      const TransactItems = writes.map((write, at) =>
-        at === index ? { Put: markedPut(put, keyAttribute, fingerprint, nowSeconds) } : write,
-      );
-      const cancelled = await transact(TransactItems);
-      if (!cancelled) return COMMITTED;
-      const { reasons, error } = cancelled;
-      const marked = reasons[index];
-      if (!marked || marked.kind === 'condition-failed') {
-        // The item the failed condition returned (else a consistent read) tells the two parts of
-        // the condition apart: a live item failed the marker's part (a duplicate, or a mismatch);
-        // an absent or expired one passed it, so the put's own condition failed. Cancelled
-        // without reasons, only a live item explains it for certain.
+      const marked = markedPut(put, keyAttribute, fingerprint, nowSeconds);
+      /**
+       * The marked put's condition failed (`failure`; `undefined`: a transaction cancelled
+       * without reasons). The item it returned (else a consistent read) tells the two parts of
+       * the condition apart: a live item failed the marker's part (a duplicate, or a mismatch);
+       * an absent or expired one passed it, so the put's own condition failed. Without a
+       * failure to read, only a live item explains the cancellation for certain.
+       */
+      const markedFailed = async (failure: ConditionalCheckFailure | undefined, error: unknown) => {
         const existing = await liveEntity(
           put.TableName,
           keyAttribute,
           put.Item as Record<string, unknown>,
-          marked ?? {},
+          failure ?? {},
           nowSeconds,
           operation,
         );
-        if (existing) return { kind: 'existing', record: existing };
-        if (!marked) throw classifyAwsError(error, 'commit');
+        if (existing) return { kind: 'existing', record: existing } as const;
+        if (!failure) throw classifyAwsError(error, 'commit');
         if (put.ConditionExpression === undefined || put.ConditionExpression.trim() === '') {
           // Without a condition of its own, only a live item fails the put: it is gone now.
           throw vanished(operation, `${keyAttribute}=${String(put.Item?.[keyAttribute])}`, 'item', error);
         }
-        return conditionFailed(index, marked.message);
+        return conditionFailed(index, failure.message);
+      };
+      if (writes.length === 1) {
+        // The marked put alone needs no transaction: entity mode's conditional PutItem is the
+        // same all-or-nothing write at half the write units and a single write's latency. Its
+        // failed condition returns the stored item (`ALL_OLD`) as a cancelled transaction does,
+        // and its failures are classified as the transaction's are (`commit`).
+        const written = await write('commit', new PutCommand(marked));
+        return 'output' in written ? COMMITTED : markedFailed(written, written.error);
+      }
+      const cancelled = await transact(writes.map((write, at) => (at === index ? { Put: marked } : write)));
+      if (!cancelled) return COMMITTED;
+      const { reasons, error } = cancelled;
+      const reason = reasons[index];
+      if (!reason || reason.kind === 'condition-failed') {
+        return markedFailed(reason, error);
       }
       return businessFailure(reasons, reasons, error);
     },

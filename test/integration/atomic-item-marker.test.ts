@@ -1,7 +1,8 @@
 /**
  * Atomic mode with the marker on a business item (`atomic(handle, { marker: 'item' })`) through
- * `createSqsHandler` on the local endpoint: the commit holds no inbox record, a duplicate is
- * recognised from the business item the cancelled transaction returns (`ALL_OLD`), a foreign or
+ * `createSqsHandler` on the local endpoint: the commit holds no inbox record (the marked put alone
+ * is one conditional `PutItem`), a duplicate is recognised from the business item the cancelled
+ * transaction or the failed put returns (`ALL_OLD`), a foreign or
  * other payload is a mismatch, the put's own condition stays a business condition, and a commit
  * whose response is lost, or raced by a second delivery, has one effect.
  */
@@ -56,17 +57,22 @@ async function freshOrder(total = 30): Promise<OrderPlaced> {
   return order;
 }
 
-/** The order row is the marker; the stock update commits with it. */
-const placeOrder: ItemMarkerHandler<OrderPlaced> = (message, unitOfWork) => {
+/** The order row alone: the marked put is the only write, sent as one conditional PutItem. */
+const orderRowOnly: ItemMarkerHandler<OrderPlaced> = (message, unitOfWork) => {
   const { orderId, sku, total } = message.body;
   unitOfWork.putAsMarker({
     TableName: ordersTable,
     Item: { orderId, sku, total, status: 'PLACED' },
     keyAttribute: 'orderId',
   });
+};
+
+/** The order row is the marker; the stock update commits with it. */
+const placeOrder: ItemMarkerHandler<OrderPlaced> = (message, unitOfWork) => {
+  orderRowOnly(message, unitOfWork);
   unitOfWork.update({
     TableName: stockTable,
-    Key: { pk: sku },
+    Key: { pk: message.body.sku },
     UpdateExpression: 'SET available = available - :one',
     ExpressionAttributeValues: { ':one': 1 },
   });
@@ -87,6 +93,25 @@ function handlerWith(client: DynamoDBDocumentClient, handle: ItemMarkerHandler<O
     deadLetterSender: { send: async (message: DeadLetterMessage) => void deadLetters.push(message) },
   } satisfies SqsHandlerOptions<OrderPlaced>;
   return { handler: createSqsHandler<OrderPlaced>(options), metrics, deadLetters };
+}
+
+/**
+ * Loses the first answer to `commandName` on `client`: inside the SDK's retry loop, next to the
+ * transport, the request is applied and its answer replaced by a connection reset.
+ */
+function loseFirstAnswer(client: DynamoDBDocumentClient, commandName: string): void {
+  let lose = true;
+  client.middlewareStack.add(
+    (next, commandContext) => async (args) => {
+      const result = await next(args);
+      if (lose && commandContext.commandName === commandName) {
+        lose = false;
+        throw Object.assign(new Error('socket hang up (the response was lost)'), { code: 'ECONNRESET' });
+      }
+      return result;
+    },
+    { step: 'deserialize', priority: 'low', name: 'loseCommitAnswer' },
+  );
 }
 
 const failed = (...messageIds: string[]) => ({
@@ -189,10 +214,9 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
 
   it('has one effect when the commit is applied, its response lost, and the SDK sends it again', async () => {
     const lossy = local.documentClient({ maxAttempts: 3 });
-    let lose = true;
     const tokens: unknown[] = [];
-    // Inside the SDK's retry loop, next to the transport: the transaction is applied, its answer
-    // replaced by a connection reset, which the SDK retries with the very same request.
+    // The transaction is applied, its answer lost, and the SDK retries the very same request.
+    loseFirstAnswer(lossy, 'TransactWriteItemsCommand');
     lossy.middlewareStack.add(
       (next, commandContext) => async (args) => {
         if (commandContext.commandName === 'TransactWriteItemsCommand') {
@@ -200,14 +224,9 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
           const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
           tokens.push((JSON.parse(text) as { ClientRequestToken?: unknown }).ClientRequestToken);
         }
-        const result = await next(args);
-        if (lose && commandContext.commandName === 'TransactWriteItemsCommand') {
-          lose = false;
-          throw Object.assign(new Error('socket hang up (the response was lost)'), { code: 'ECONNRESET' });
-        }
-        return result;
+        return next(args);
       },
-      { step: 'deserialize', priority: 'low', name: 'loseCommitAnswer' },
+      { step: 'deserialize', priority: 'low', name: 'recordRequestTokens' },
     );
     const counter = attachRequestCounter(lossy);
     const { handler, metrics } = handlerWith(lossy);
@@ -232,18 +251,7 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
 
   it('has one effect when a lost response fails the invocation and the queue delivers the message again', async () => {
     const lossy = local.documentClient({ maxAttempts: 1 });
-    let lose = true;
-    lossy.middlewareStack.add(
-      (next, commandContext) => async (args) => {
-        const result = await next(args);
-        if (lose && commandContext.commandName === 'TransactWriteItemsCommand') {
-          lose = false;
-          throw Object.assign(new Error('socket hang up (the response was lost)'), { code: 'ECONNRESET' });
-        }
-        return result;
-      },
-      { step: 'deserialize', priority: 'low', name: 'loseCommitAnswer' },
-    );
+    loseFirstAnswer(lossy, 'TransactWriteItemsCommand');
     const { handler, metrics } = handlerWith(lossy);
     const order = await freshOrder();
 
@@ -257,33 +265,84 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
     ]);
   });
 
-  it('has one effect when two deliveries of the message commit at once', async () => {
+  it('writes a lone marked put with one PutItem, and reads its redelivery and another payload from the row', async () => {
+    const client = local.documentClient();
+    const counter = attachRequestCounter(client);
+    const { handler, metrics, deadLetters } = handlerWith(client, orderRowOnly);
     const order = await freshOrder();
-    const both = deferred();
-    let waiting = 2;
-    // Both handlers have described their writes before either commit is sent.
-    const racing: ItemMarkerHandler<OrderPlaced> = async (message, unitOfWork) => {
-      placeOrder(message, unitOfWork);
-      if (--waiting === 0) both.resolve();
-      await both.promise;
-    };
-    const first = handlerWith(local.documentClient(), racing);
-    const second = handlerWith(local.documentClient(), racing);
 
-    const results = await Promise.all([
-      first.handler(sqsEvent(sqsRecord('m-1', order)), context),
-      second.handler(sqsEvent(sqsRecord('m-1b', order)), context),
+    expect(await handler(sqsEvent(sqsRecord('m-1', order)), context)).toEqual(failed());
+    const stored = await readOrder(order.orderId);
+    expect(await handler(sqsEvent(sqsRecord('m-1', order)), context)).toEqual(failed());
+    expect(await handler(sqsEvent(sqsRecord('m-2', { ...order, total: 99 })), context)).toEqual(failed());
+
+    // The failed condition returns the row (ALL_OLD): no read follows.
+    expect(counter.counts()).toEqual({ PutItem: 3 });
+    expect(stored).toEqual({
+      ...order,
+      status: 'PLACED',
+      [ENTITY_FINGERPRINT_ATTRIBUTE]: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(await readOrder(order.orderId)).toEqual(stored);
+    expect(await local.scanItems(inboxTable)).toEqual([]);
+    expect(deadLetters).toMatchObject([{ code: 'PAYLOAD_MISMATCH', sourceMessageId: 'm-2' }]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([
+      counts({ processed: 1 }),
+      counts({ duplicate: 1 }),
+      counts({ mismatch: 1 }),
     ]);
-
-    expect(results).toEqual([failed(), failed()]);
-    expect(await readStock(order.sku)).toEqual({ pk: order.sku, available: 9 });
-    const outcomes = [...first.metrics.published, ...second.metrics.published].map(
-      (published) => published.counts,
-    );
-    expect(outcomes).toHaveLength(2);
-    expect(outcomes).toContainEqual(counts({ processed: 1 }));
-    expect(outcomes).toContainEqual(counts({ duplicate: 1 }));
   });
+
+  it('has one effect when a lone marked put is applied, its response lost, and the SDK sends it again: the retry meets its own row, a duplicate', async () => {
+    const lossy = local.documentClient({ maxAttempts: 3 });
+    loseFirstAnswer(lossy, 'PutItemCommand');
+    const counter = attachRequestCounter(lossy);
+    const { handler, metrics, deadLetters } = handlerWith(lossy, orderRowOnly);
+    const order = await freshOrder();
+
+    expect(await handler(sqsEvent(sqsRecord('m-1', order)), context)).toEqual(failed());
+
+    // A PutItem has no idempotency token: the resend meets the row its first attempt wrote, with
+    // this message's fingerprint, as entity mode's resend does.
+    expect(counter.counts()).toEqual({ PutItem: 2 });
+    expect(await readOrder(order.orderId)).toMatchObject({ status: 'PLACED', total: order.total });
+    expect(deadLetters).toEqual([]);
+    expect(metrics.published.map((published) => published.counts)).toEqual([counts({ duplicate: 1 })]);
+  });
+
+  it.each([
+    ['a transaction', placeOrder, 9],
+    ['a lone marked put', orderRowOnly, 10],
+  ] as const)(
+    'has one effect when two deliveries of the message commit at once, in %s',
+    async (_shape, writes, available) => {
+      const order = await freshOrder();
+      const both = deferred();
+      let waiting = 2;
+      // Both handlers have described their writes before either commit is sent.
+      const racing: ItemMarkerHandler<OrderPlaced> = async (message, unitOfWork) => {
+        writes(message, unitOfWork);
+        if (--waiting === 0) both.resolve();
+        await both.promise;
+      };
+      const first = handlerWith(local.documentClient(), racing);
+      const second = handlerWith(local.documentClient(), racing);
+
+      const results = await Promise.all([
+        first.handler(sqsEvent(sqsRecord('m-1', order)), context),
+        second.handler(sqsEvent(sqsRecord('m-1b', order)), context),
+      ]);
+
+      expect(results).toEqual([failed(), failed()]);
+      expect(await readStock(order.sku)).toEqual({ pk: order.sku, available });
+      const outcomes = [...first.metrics.published, ...second.metrics.published].map(
+        (published) => published.counts,
+      );
+      expect(outcomes).toHaveLength(2);
+      expect(outcomes).toContainEqual(counts({ processed: 1 }));
+      expect(outcomes).toContainEqual(counts({ duplicate: 1 }));
+    },
+  );
 
   describe('requests and write units for a one-item effect, against the inbox marker', () => {
     const NOT_REPORTED = -1;
@@ -309,14 +368,18 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
       );
       return { units };
     }
+    // A write's TOTAL may name its units `CapacityUnits` alone (a PutItem), or also
+    // `WriteCapacityUnits` (a transaction).
     const sumWriteUnits = (consumed: unknown): number =>
-      (Array.isArray(consumed) ? consumed : [consumed]).reduce(
-        (sum: number, entry) =>
-          sum + Number((entry as { WriteCapacityUnits?: number } | undefined)?.WriteCapacityUnits ?? 0),
-        0,
-      );
+      (Array.isArray(consumed) ? consumed : [consumed]).reduce((sum: number, entry) => {
+        const { WriteCapacityUnits, CapacityUnits } = (entry ?? {}) as {
+          WriteCapacityUnits?: number;
+          CapacityUnits?: number;
+        };
+        return sum + Number(WriteCapacityUnits ?? CapacityUnits ?? 0);
+      }, 0);
 
-    it('commits a one-item effect in one request and 2 write units, where the inbox marker takes 4; a duplicate in one request too', async () => {
+    it('commits a one-item effect in one PutItem and 1 write unit, where the inbox marker takes a transaction and 4; a duplicate in one request too', async () => {
       const onItem = local.documentClient();
       const inInbox = local.documentClient();
       const [itemCapacity, inboxCapacity] = [capacityOf(onItem), capacityOf(inInbox)];
@@ -348,10 +411,12 @@ describe('atomic mode with the marker on a business item, on the local endpoint'
       await inbox(sqsEvent(sqsRecord('m-2', second)), context);
       await inbox(sqsEvent(sqsRecord('m-2', second)), context);
 
-      expect(itemCounter.counts()).toEqual({ TransactWriteItems: 2 });
+      // The marked put alone is entity mode's conditional PutItem, not a one-item transaction.
+      expect(itemCounter.counts()).toEqual({ PutItem: 2 });
       expect(inboxCounter.counts()).toEqual({ TransactWriteItems: 2 });
-      // First delivery, then the duplicate (cancelled: the endpoint reports no capacity for it).
-      expect(itemCapacity.units).toEqual([2, NOT_REPORTED]);
+      // First delivery, then the duplicate (a failed condition or a cancelled transaction: the
+      // endpoint reports no capacity for it).
+      expect(itemCapacity.units).toEqual([1, NOT_REPORTED]);
       expect(inboxCapacity.units).toEqual([4, NOT_REPORTED]);
     });
   });

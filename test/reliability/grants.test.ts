@@ -21,13 +21,18 @@
  * has no item grant on any table (it reads the outbox through its stream), so it has nothing to
  * trace here; `test/infra/outbox.test.ts` pins its grants.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromBody } from '../../lambda/core/dedup-key';
+import { atomic } from '../../lambda/modes/atomic';
+import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { INBOX_TABLE_ACTIONS } from '../../lib/consumer-permissions';
 import { uniqueName } from '../support/aws';
+import { lambdaContext, sqsRecord } from '../support/fixtures';
 import { runChainSimulation } from './support/chain-simulation';
 import { positiveInteger } from './support/environment';
 import { grantedActions, mergeActions, ungrantedActions, unusedGrants } from './support/grants';
-import { type Mode, runSimulation, seedProfile } from './support/simulation';
+import { type Mode, recordActions, runSimulation, seedProfile } from './support/simulation';
 import { runStreamSimulation, type StreamMode, streamSeedProfile } from './support/stream-simulation';
 import {
   createLocalClient,
@@ -177,6 +182,103 @@ describe('IdempotentStreamConsumer grants exactly what its runtime sends', () =>
     },
     TIMEOUT_MILLIS,
   );
+});
+
+describe('IdempotentConsumer in atomic mode with the marker on the business item', () => {
+  interface OrderPlaced {
+    readonly pk: string;
+    readonly total: number;
+    /** The row alone (one conditional `PutItem`), or the row and a line in one transaction. */
+    readonly alone: boolean;
+    /** The put's own condition: the order row must already exist (fails on a fresh key). */
+    readonly requireRow?: boolean;
+  }
+
+  /** The actions every request of an item-marker consumer on `client` needs, by table. */
+  function itemMarkerConsumer(client: LocalClient) {
+    const used = new Map<string, Set<string>>();
+    const operations = new Set<string>();
+    client.document.middlewareStack.add(
+      (next, context) => async (args) => {
+        operations.add(context.commandName ?? '');
+        recordActions(used, {
+          operation: (context.commandName ?? '').replace(/Command$/, ''),
+          input: args.input as Record<string, unknown>,
+        });
+        return next(args);
+      },
+      { step: 'initialize', name: 'grantsTraceItemMarker' },
+    );
+    const handler = createSqsHandler<OrderPlaced>({
+      consumer: 'grants-item-marker',
+      client: client.document,
+      tableName: inboxTable,
+      dedupKey: fromBody('pk'),
+      logLevel: 'silent',
+      metrics: false,
+      deadLetter: 'direct',
+      deadLetterSender: { send: async () => undefined },
+      mode: atomic<OrderPlaced>(
+        (message, unitOfWork) => {
+          const { pk, total, alone, requireRow } = message.body;
+          unitOfWork.putAsMarker({
+            TableName: businessTable,
+            Item: { pk, total },
+            keyAttribute: 'pk',
+            ...(requireRow ? { ConditionExpression: 'attribute_exists(pk)' } : {}),
+          });
+          if (!alone) unitOfWork.put({ TableName: businessTable, Item: { pk: `${pk}#line`, total } });
+        },
+        { marker: 'item' },
+      ),
+    });
+    /** Delivers each order in turn, as its own message. */
+    const deliver = async (...orders: OrderPlaced[]) => {
+      for (const order of orders) {
+        await handler({ Records: [sqsRecord(randomUUID(), order)] }, lambdaContext());
+      }
+    };
+    return { used, operations, deliver };
+  }
+
+  it('sends only granted requests, the lone marked put as PutItem on the business table, and nothing to the inbox', async () => {
+    const returning = createLocalClient();
+    const withholding = createLocalClient();
+    withholdReturnedItems(withholding);
+    const [first, second] = [itemMarkerConsumer(returning), itemMarkerConsumer(withholding)];
+    const order = (alone: boolean, extra: Partial<OrderPlaced> = {}): OrderPlaced => ({
+      pk: `grants-item#${randomUUID()}`,
+      total: 3,
+      alone,
+      ...extra,
+    });
+    const [lone, paired] = [order(true), order(false)];
+
+    // First deliveries, duplicates, mismatches and a failing own condition, each shape; the
+    // withholding endpoint makes the store read the row it was not given back.
+    for (const { deliver } of [first, second]) {
+      const [alone, together] = [order(true), order(false)];
+      await deliver(alone, alone, { ...alone, total: 9 }, order(true, { requireRow: true }));
+      await deliver(together, together, { ...together, total: 9 }, order(false, { requireRow: true }));
+    }
+    await first.deliver(lone, paired);
+
+    const used = new Map<string, Set<string>>();
+    mergeActions(used, first.used);
+    mergeActions(used, second.used);
+    expect(ungrantedActions({ mode: 'atomic', inboxTable, businessTable }, used)).toEqual([]);
+    expect([...(used.get(businessTable) ?? [])].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+    expect(used.has(inboxTable)).toBe(false);
+    // The lone put's own request, not only a transaction's item, needed PutItem; a failed
+    // condition on an absent row returns no item, so both endpoints read it once.
+    for (const { operations } of [first, second]) {
+      expect([...operations].sort()).toEqual([
+        'GetItemCommand',
+        'PutItemCommand',
+        'TransactWriteItemsCommand',
+      ]);
+    }
+  });
 });
 
 describe('the two-sided check', () => {

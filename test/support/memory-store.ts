@@ -6,7 +6,8 @@
  * - commit: all-or-nothing over an in-memory multi-table model, marker at index 0, business
  *   conditions evaluated, a failed one reported by its index in the writes; the same with the
  *   marker on a business put (`commitWithItemMarker`: a live item at its key is `existing`, read
- *   as an entity);
+ *   as an entity; the marked put alone, which the DynamoDB store sends as a conditional
+ *   `PutItem` rather than a transaction, answers the same way, so the fake keeps one path);
  * - entity insert, release fenced by owner and status (a release keeping the fingerprint leaves
  *   the claim with lease end 0, which a claim of the same fingerprint takes), two-phase claim /
  *   takeover / complete / extend with owner fencing, never of a released claim (a completion met

@@ -11,8 +11,8 @@
  * - `Put` with `ConditionExpression: 'attribute_not_exists(pk)'`;
  * - `ConditionCheck` with `Key: { pk }` and `ConditionExpression: 'attribute_exists(pk)'`;
  * - the version-guarded `Put` the store itself builds (`putIfNewer`);
- * - `Put` with `ConditionExpression: 'attribute_exists(pk)'` as the marked put of
- *   `commitWithItemMarker` (the store joins it with the marker's condition).
+ * - `Put` with `ConditionExpression: 'attribute_exists(pk)'` or `'attribute_not_exists(pk)'` as
+ *   the marked put of `commitWithItemMarker` (the store joins it with the marker's condition).
  *
  * Business tables have the partition key `pk` (String). Every test uses fresh keys, so one
  * fixture serves the whole suite. The clock is injected: `now` is fixed when the suite is
@@ -829,6 +829,85 @@ export function describeInboxStoreContract(
           ),
         ).toMatchObject({ kind: 'condition-failed', index: 1 });
         expect(await read(pk)).toBeUndefined();
+      });
+
+      describe('the marked put alone (one conditional PutItem on DynamoDB)', () => {
+        it('writes the item with its fingerprint on a first delivery', async () => {
+          const pk = key('lone-first');
+
+          expect(await store.commitWithItemMarker([order(pk, { total: 3 })], marked(), now)).toEqual({
+            kind: 'committed',
+          });
+          expect(await read(pk)).toEqual({ pk, total: 3, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        });
+
+        it('meets its own item when sent again after a lost response: existing with its fingerprint, the item unchanged', async () => {
+          const pk = key('lone-retry');
+          const writes = [order(pk, { total: 3 })];
+          await store.commitWithItemMarker(writes, marked(), now);
+
+          // The SDK's retry (or a redelivery) of the same put, its first answer lost.
+          const again = await store.commitWithItemMarker(writes, marked(), now + 1);
+
+          // Read as entity mode reads its item: completed, never expiring, no consumer.
+          const record = { pk, status: 'COMPLETED', fingerprint: 'fp-1', consumer: '' };
+          expect(again).toEqual({
+            kind: 'existing',
+            record: { ...record, expiresAt: Number.MAX_SAFE_INTEGER },
+          });
+          expect(await read(pk)).toEqual({ pk, total: 3, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        });
+
+        it('reports another payload at the key as existing with the stored fingerprint, writing nothing', async () => {
+          const pk = key('lone-mismatch');
+          await store.commitWithItemMarker([order(pk, { total: 3 })], marked(), now);
+
+          expect(
+            await store.commitWithItemMarker([order(pk, { total: 9 })], marked('fp-2'), now),
+          ).toMatchObject({
+            kind: 'existing',
+            record: { pk, fingerprint: 'fp-1' },
+          });
+          expect(await read(pk)).toEqual({ pk, total: 3, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        });
+
+        it('reports an item written without a fingerprint as existing with an empty fingerprint', async () => {
+          const pk = key('lone-foreign');
+          await store.commit(marker(key('seed')), [put(pk, { total: 1 })], now);
+
+          expect(await store.commitWithItemMarker([order(pk, { total: 3 })], marked(), now)).toMatchObject({
+            kind: 'existing',
+            record: { pk, fingerprint: '' },
+          });
+          expect(await read(pk)).toEqual({ pk, total: 1 });
+        });
+
+        it('reports its own condition failing on an absent or expired item as condition-failed at index 0, writing nothing', async () => {
+          const [absent, expired] = [key('lone-own-absent'), key('lone-own-expired')];
+          const requireItem = { ConditionExpression: 'attribute_exists(pk)' };
+          await store.commitWithItemMarker([order(expired, { expiresAt: nowSeconds })], marked(), now);
+
+          expect(
+            await store.commitWithItemMarker([order(absent, {}, requireItem)], marked(), now),
+          ).toMatchObject({
+            kind: 'condition-failed',
+            index: 0,
+          });
+          // The expired item passes the marker's part and fails the put's own (it exists).
+          expect(
+            await store.commitWithItemMarker(
+              [order(expired, {}, { ConditionExpression: 'attribute_not_exists(pk)' })],
+              marked('fp-2'),
+              now,
+            ),
+          ).toMatchObject({ kind: 'condition-failed', index: 0 });
+          expect(await read(absent)).toBeUndefined();
+          expect(await read(expired)).toEqual({
+            pk: expired,
+            expiresAt: nowSeconds,
+            [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1',
+          });
+        });
       });
 
       it('writes over a marked item whose numeric expiresAt has been reached', async () => {

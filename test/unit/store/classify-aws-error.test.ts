@@ -319,7 +319,10 @@ describe('readConditionalCheckFailure', () => {
       ...metadata(400),
     });
 
-    expect(readConditionalCheckFailure(error)).toEqual({ item: { pk: { S: 'orders#1' } } });
+    expect(readConditionalCheckFailure(error)).toEqual({
+      item: { pk: { S: 'orders#1' } },
+      message: 'The conditional request failed',
+    });
   });
 
   it('recognises a failed condition that returned no item', () => {
@@ -328,7 +331,7 @@ describe('readConditionalCheckFailure', () => {
       ...metadata(400),
     });
 
-    expect(readConditionalCheckFailure(error)).toEqual({});
+    expect(readConditionalCheckFailure(error)).toEqual({ message: 'The conditional request failed' });
   });
 
   it('ignores every other error', () => {

@@ -579,6 +579,14 @@ const stock = {
   },
 };
 
+/** A lone put's failed condition, returning `Item` (raw, as DynamoDB sends it) when given. */
+const putConditionFailed = (Item?: Record<string, unknown>): Answer => ({
+  error: Object.assign(new Error('The conditional request failed'), {
+    name: 'ConditionalCheckFailedException',
+    ...(Item ? { Item } : {}),
+  }),
+});
+
 describe('DynamoDB store: commit with the marker on a business item', () => {
   it('sends the writes alone, the marked put with its fingerprint under entity mode’s condition, and no inbox put', async () => {
     const { store, sent } = storeWith();
@@ -594,52 +602,54 @@ describe('DynamoDB store: commit with the marker on a business item', () => {
     ]);
   });
 
-  it('joins the put’s own condition with AND under marker placeholders it does not use, returning the item on failure', async () => {
+  it('sends a marked put without other writes as one conditional PutCommand, entity mode’s request, not a transaction', async () => {
     const { store, sent } = storeWith();
 
-    await store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis);
+    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toEqual({
+      kind: 'committed',
+    });
 
-    expect(sent).toEqual([
-      {
-        command: 'TransactWriteCommand',
-        input: {
-          TransactItems: [
-            {
-              Put: {
-                TableName: 'orders',
-                Item: { orderId: 'o-1', total: 3, eoFingerprint: 'fp-1' },
-                ConditionExpression:
-                  '(attribute_not_exists(#pk3) OR #expiresAt <= :nowSeconds2) AND (#pk <> :nowSeconds AND attribute_not_exists(#pk2))',
-                ExpressionAttributeNames: {
-                  '#pk': 'region',
-                  '#pk2': 'cancelledAt',
-                  '#pk3': 'orderId',
-                  '#expiresAt': 'expiresAt',
-                },
-                ExpressionAttributeValues: { ':nowSeconds': 'eu', ':nowSeconds2': nowSeconds },
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-              },
-            },
-          ],
-        },
+    expect(sent).toEqual([{ command: 'PutCommand', input: markedOrderPut }]);
+    // The same request entity mode sends for the same item and fingerprint.
+    const entity = storeWith();
+    await entity.store.insertEntity(
+      { tableName: 'orders', keyAttribute: 'orderId', item: { orderId: 'o-1', total: 3 } },
+      'fp-1',
+      nowMillis,
+    );
+    expect(entity.sent).toEqual(sent);
+  });
+
+  it('joins the put’s own condition with AND under marker placeholders it does not use, returning the item on failure', async () => {
+    const joined = {
+      TableName: 'orders',
+      Item: { orderId: 'o-1', total: 3, eoFingerprint: 'fp-1' },
+      ConditionExpression:
+        '(attribute_not_exists(#pk3) OR #expiresAt <= :nowSeconds2) AND (#pk <> :nowSeconds AND attribute_not_exists(#pk2))',
+      ExpressionAttributeNames: {
+        '#pk': 'region',
+        '#pk2': 'cancelledAt',
+        '#pk3': 'orderId',
+        '#expiresAt': 'expiresAt',
       },
+      ExpressionAttributeValues: { ':nowSeconds': 'eu', ':nowSeconds2': nowSeconds },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    };
+    const lone = storeWith();
+    const paired = storeWith();
+
+    await lone.store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis);
+    await paired.store.commitWithItemMarker([conditionalOrderPut, stock], orderMarker, nowMillis);
+
+    expect(lone.sent).toEqual([{ command: 'PutCommand', input: joined }]);
+    expect(paired.sent).toEqual([
+      { command: 'TransactWriteCommand', input: { TransactItems: [{ Put: joined }, stock] } },
     ]);
   });
 
-  it('reads a live returned item as the existing marker, as entity mode reads it', async () => {
-    const { store } = storeWith(() =>
-      cancelled(
-        { Code: 'None' },
-        {
-          Code: 'ConditionalCheckFailed',
-          Item: { orderId: { S: 'o-1' }, total: { N: '3' }, eoFingerprint: { S: 'fp-0' } },
-        },
-      ),
-    );
-
-    expect(
-      await store.commitWithItemMarker([stock, orderPut], { ...orderMarker, index: 1 }, nowMillis),
-    ).toEqual({
+  it('reads a live returned item as the existing marker, as entity mode reads it, from a transaction or a lone put', async () => {
+    const stored = { orderId: { S: 'o-1' }, total: { N: '3' }, eoFingerprint: { S: 'fp-0' } };
+    const existing = {
       kind: 'existing',
       record: {
         pk: 'o-1',
@@ -648,35 +658,62 @@ describe('DynamoDB store: commit with the marker on a business item', () => {
         expiresAt: Number.MAX_SAFE_INTEGER,
         consumer: '',
       },
-    });
+    };
+    const transaction = storeWith(() =>
+      cancelled({ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: stored }),
+    );
+    const lone = storeWith(() => putConditionFailed(stored));
+
+    expect(
+      await transaction.store.commitWithItemMarker(
+        [stock, orderPut],
+        { ...orderMarker, index: 1 },
+        nowMillis,
+      ),
+    ).toEqual(existing);
+    expect(await lone.store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toEqual(existing);
+    expect(lone.sent.map(({ command }) => command)).toEqual(['PutCommand']);
   });
 
   it('reads an item without a fingerprint as a record with the fingerprint empty (a mismatch for the core)', async () => {
-    const { store } = storeWith(() =>
-      cancelled({ Code: 'ConditionalCheckFailed', Item: { orderId: { S: 'o-1' }, total: { N: '1' } } }),
+    const stored = { orderId: { S: 'o-1' }, total: { N: '1' } };
+    const transaction = storeWith(() =>
+      cancelled({ Code: 'ConditionalCheckFailed', Item: stored }, { Code: 'None' }),
     );
+    const lone = storeWith(() => putConditionFailed(stored));
 
-    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toMatchObject({
-      kind: 'existing',
-      record: { pk: 'o-1', fingerprint: '' },
-    });
+    for (const store of [transaction.store, lone.store]) {
+      const writes = store === lone.store ? [orderPut] : [orderPut, stock];
+      expect(await store.commitWithItemMarker(writes, orderMarker, nowMillis)).toMatchObject({
+        kind: 'existing',
+        record: { pk: 'o-1', fingerprint: '' },
+      });
+    }
   });
 
   it('reports the put’s own condition as failed when the returned item has expired (the marker’s part held)', async () => {
-    const { store, sent } = storeWith(() =>
-      cancelled({
-        Code: 'ConditionalCheckFailed',
-        Message: 'The conditional request failed',
-        Item: { orderId: { S: 'o-1' }, eoFingerprint: { S: 'fp-0' }, expiresAt: { N: String(nowSeconds) } },
-      }),
+    const expired = {
+      orderId: { S: 'o-1' },
+      eoFingerprint: { S: 'fp-0' },
+      expiresAt: { N: String(nowSeconds) },
+    };
+    const transaction = storeWith(() =>
+      cancelled(
+        { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed', Item: expired },
+        { Code: 'None' },
+      ),
     );
+    const lone = storeWith(() => putConditionFailed(expired));
+    const failed = { kind: 'condition-failed', index: 0, message: 'The conditional request failed' };
 
-    expect(await store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis)).toEqual({
-      kind: 'condition-failed',
-      index: 0,
-      message: 'The conditional request failed',
-    });
-    expect(sent.map(({ command }) => command)).toEqual(['TransactWriteCommand']);
+    expect(
+      await transaction.store.commitWithItemMarker([conditionalOrderPut, stock], orderMarker, nowMillis),
+    ).toEqual(failed);
+    expect(await lone.store.commitWithItemMarker([conditionalOrderPut], orderMarker, nowMillis)).toEqual(
+      failed,
+    );
+    expect(transaction.sent.map(({ command }) => command)).toEqual(['TransactWriteCommand']);
+    expect(lone.sent.map(({ command }) => command)).toEqual(['PutCommand']);
   });
 
   it('reads the item consistently when the failed condition returned none, and reports the put’s own condition when it is absent', async () => {
@@ -695,6 +732,23 @@ describe('DynamoDB store: commit with the marker on a business item', () => {
     expect(sent[1]).toEqual(consistentRead('orders', { orderId: 'o-1' }));
   });
 
+  it('reads the item consistently after a lone put’s failed condition returned none, as after a transaction', async () => {
+    const { store, sent } = storeWith((command) =>
+      command === 'GetCommand'
+        ? { output: { Item: { orderId: 'o-1', eoFingerprint: 'fp-1' } } }
+        : conditionFailedWithoutItem(),
+    );
+
+    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toMatchObject({
+      kind: 'existing',
+      record: { pk: 'o-1', fingerprint: 'fp-1' },
+    });
+    expect(sent).toEqual([
+      { command: 'PutCommand', input: markedOrderPut },
+      consistentRead('orders', { orderId: 'o-1' }),
+    ]);
+  });
+
   it('reads the marked item after a commit cancelled without reasons: a live one is the existing marker', async () => {
     const { store, sent } = storeWith((command) =>
       command === 'GetCommand'
@@ -702,7 +756,7 @@ describe('DynamoDB store: commit with the marker on a business item', () => {
         : { error: Object.assign(new Error('cancelled'), { name: 'TransactionCanceledException' }) },
     );
 
-    expect(await store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).toMatchObject({
+    expect(await store.commitWithItemMarker([orderPut, stock], orderMarker, nowMillis)).toMatchObject({
       kind: 'existing',
       record: { pk: 'o-1', fingerprint: 'fp-1' },
     });
@@ -730,16 +784,59 @@ describe('DynamoDB store: commit with the marker on a business item', () => {
   });
 
   it('retries a marked put without a condition of its own whose item a consistent read no longer finds', async () => {
-    const { store, sent } = storeWith((command) =>
-      command === 'GetCommand' ? { output: {} } : cancelled({ Code: 'ConditionalCheckFailed' }),
+    const transaction = storeWith((command) =>
+      command === 'GetCommand'
+        ? { output: {} }
+        : cancelled({ Code: 'ConditionalCheckFailed' }, { Code: 'None' }),
     );
-
-    await expect(store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).rejects.toMatchObject({
+    const lone = storeWith((command) =>
+      command === 'GetCommand' ? { output: {} } : conditionFailedWithoutItem(),
+    );
+    const vanished = {
       code: 'TRANSACTION_CONFLICT',
       message:
         'commitWithItemMarker: the condition on orderId=o-1 failed, but a consistent read found no live item; retry',
+    };
+
+    await expect(
+      transaction.store.commitWithItemMarker([orderPut, stock], orderMarker, nowMillis),
+    ).rejects.toMatchObject(vanished);
+    await expect(lone.store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).rejects.toMatchObject(
+      vanished,
+    );
+    expect(transaction.sent.map(({ command }) => command)).toEqual(['TransactWriteCommand', 'GetCommand']);
+    expect(lone.sent.map(({ command }) => command)).toEqual(['PutCommand', 'GetCommand']);
+  });
+
+  it.each([
+    ['ProvisionedThroughputExceededException', 'THROTTLED', 'retry'],
+    ['ThrottlingException', 'THROTTLED', 'retry'],
+    ['TransactionConflictException', 'TRANSACTION_CONFLICT', 'retry'],
+    ['InternalServerError', 'SERVICE_UNAVAILABLE', 'retry'],
+  ])('throws a lone put’s %s as the transaction path would: %s, %s', async (name, code, disposition) => {
+    const { store } = storeWith(() => ({
+      error: Object.assign(new Error(`${name} (test)`), { name, $metadata: { httpStatusCode: 400 } }),
+    }));
+
+    await expect(store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).rejects.toMatchObject({
+      code,
+      disposition,
+      message: expect.stringMatching(/^commit: /),
     });
-    expect(sent.map(({ command }) => command)).toEqual(['TransactWriteCommand', 'GetCommand']);
+  });
+
+  it('throws a lone put over the item size limit as ITEM_TOO_LARGE, a permanent failure', async () => {
+    const { store } = storeWith(() => ({
+      error: Object.assign(new Error('Item size has exceeded the maximum allowed size'), {
+        name: 'ValidationException',
+        $metadata: { httpStatusCode: 400 },
+      }),
+    }));
+
+    await expect(store.commitWithItemMarker([orderPut], orderMarker, nowMillis)).rejects.toMatchObject({
+      code: 'ITEM_TOO_LARGE',
+      disposition: 'permanent',
+    });
   });
 
   it('rejects a marker index that is not a put as VALIDATION, sending nothing', async () => {
