@@ -319,7 +319,8 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
     expect(notices).toEqual([
       'Left out locally: 3 metric-math alarms the emulator rejects (OrderChainStack/Shipping/DuplicateRateAlarm, ' +
         'OrderChainStack/OrderEvents/FailedPublishAlarm, OrderChainStack/Orders/DuplicateRateAlarm) and what ' +
-        'refers to them (OrderChainStack/Shipping/Dashboard, OrderChainStack/Orders/Dashboard); they deploy on AWS.',
+        'refers to them (OrderChainStack/Shipping/Dashboard, OrderChainStack/OrderEvents/Dashboard, ' +
+        'OrderChainStack/Orders/Dashboard); they deploy on AWS.',
     ]);
     expect(deployed.stderr).toContain('Deployed OrderChainStack in ');
 
