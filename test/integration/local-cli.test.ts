@@ -12,13 +12,16 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeStack } from '../../cli/local/cloudformation';
+import { describeStack, listStackResources } from '../../cli/local/cloudformation';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
 import { localPaths } from '../../cli/local/paths';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
+import { waitFor } from '../support/fixtures';
 
 const root = projectRoot();
 const cli = join(root, 'cli', 'effectively-once.ts');
@@ -283,7 +286,7 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
   }, 30_000);
 });
 
-describe('effectively-once local deploy of the docs’ outbox chain, with default props', () => {
+describe('effectively-once local deploy of the docs’ outbox chain, with default props, and one order through it', () => {
   // Inside the repository (git-ignored), without a lock file of its own: the constructs' handler
   // entries (the package's sources here, node_modules in a user's app) must be under the CDK
   // project root, which is then the repository's.
@@ -309,7 +312,7 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
     rmSync(cache, { recursive: true, force: true });
   });
 
-  it('deploys with its alarms on, leaving out the metric-math ones with one notice', async () => {
+  it('deploys with its alarms on, leaving out the metric-math ones with one notice, and ships one order end to end', async () => {
     expect((await runCli(['local', 'up'], app, env)).code).toBe(0);
     started = readEmulatorState(localPaths({ appDir: app, env }).appHome);
 
@@ -323,6 +326,62 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
         'OrderChainStack/Orders/Dashboard); they deploy on AWS.',
     ]);
     expect(deployed.stderr).toContain('Deployed OrderChainStack in ');
+
+    // One order through the sample as deployed: the order service confirms it and emits
+    // `OrderConfirmed`, the package's relay publishes it, and shipping books one parcel.
+    const target = {
+      endpoint: started?.endpoint ?? '',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    };
+    const resources = await listStackResources(target, 'OrderChainStack');
+    const physical = (type: string, prefix: string) => {
+      const found = resources.find(
+        (resource) => resource.type === type && resource.logicalId.startsWith(prefix),
+      );
+      expect(found?.physicalId, `${type} ${prefix}`).toBeDefined();
+      return found!.physicalId!;
+    };
+    const ordersTable = physical('AWS::DynamoDB::Table', 'OrdersTable');
+    const shipmentsTable = physical('AWS::DynamoDB::Table', 'ShipmentsTable');
+    const ordersQueue = physical('AWS::SQS::Queue', 'OrdersQueue');
+    const clientConfig = {
+      endpoint: target.endpoint,
+      region: target.region,
+      credentials: target.credentials,
+    };
+    const documents = DynamoDBDocumentClient.from(new DynamoDBClient(clientConfig));
+    const sqs = new SQSClient(clientConfig);
+    try {
+      await documents.send(new PutCommand({ TableName: ordersTable, Item: { pk: 'o-1', status: 'PLACED' } }));
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: ordersQueue,
+          MessageBody: JSON.stringify({ orderId: 'o-1', amount: 42 }),
+        }),
+      );
+      const shipment = await waitFor(
+        'the shipment of o-1',
+        async () =>
+          (
+            await documents.send(
+              new GetCommand({ TableName: shipmentsTable, Key: { pk: 'o-1' }, ConsistentRead: true }),
+            )
+          ).Item,
+        { timeoutMillis: 60_000, intervalMillis: 500 },
+      );
+      expect(shipment).toEqual({ pk: 'o-1', status: 'BOOKED', parcels: 1 });
+      expect(
+        (
+          await documents.send(
+            new GetCommand({ TableName: ordersTable, Key: { pk: 'o-1' }, ConsistentRead: true }),
+          )
+        ).Item,
+      ).toEqual({ pk: 'o-1', status: 'CONFIRMED', paid: 42 });
+    } finally {
+      documents.destroy();
+      sqs.destroy();
+    }
 
     const destroyed = await runCli(['local', 'destroy'], app, env);
     expect(destroyed.stderr).toMatch(/^Deleted stack OrderChainStack in /m);
