@@ -9,6 +9,10 @@ export default defineConfig({
     // The summary reporter prints the lines test files leave in their meta (the reliability
     // suite's totals) after vitest's own, so they end the run.
     reporters: ['default', './test/support/summary-reporter.ts'],
+    // The AWS SDK's notice that its 2027 releases need Node.js 22, printed by every test process
+    // (and every command and emulator function it starts): noise between the results. The
+    // package's own commands turn it off the same way (`cli/effectively-once.ts`).
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
       {
         extends: true,
