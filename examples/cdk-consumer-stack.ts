@@ -17,10 +17,6 @@ import { IdempotentConsumer, InboxTable } from 'effectively-once/construct';
 export class OrdersStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
-    // `npm run deploy:local` sets the context value `local=true`. MiniStack's CloudFormation
-    // rejects metric-math alarms, and makes a queue FIFO only when its name ends in `.fifo`.
-    const local = this.node.tryGetContext('local') === 'true';
-
     // One inbox table for every consumer: records are keyed by consumer name + dedup key.
     const inbox = new InboxTable(this, 'Inbox');
     const orders = new dynamodb.Table(this, 'Orders', {
@@ -37,14 +33,11 @@ export class OrdersStack extends Stack {
       // Set it explicitly: it scopes every dedup key, so it must never change.
       consumerName: 'order-projector',
       fifo: true,
-      queueName: local ? 'order-events.fifo' : undefined,
-      deadLetterQueueName: local ? 'order-events-dlq.fifo' : undefined,
       table: inbox.table,
       // read + write + conditionCheck (the atomic default), on this table's ARN only.
       businessTables: [{ table: orders }],
       environment: { ORDERS_TABLE: orders.tableName },
       alarmTopic: alarms,
-      duplicateRateAlarm: !local,
     });
 
     new IdempotentConsumer(this, 'Refunds', {
@@ -58,7 +51,6 @@ export class OrdersStack extends Stack {
       // Permanent failures go to the dead-letter queue at once, with their reason.
       deadLetterMode: 'direct',
       alarmTopic: alarms,
-      duplicateRateAlarm: !local,
     });
 
     new CfnOutput(this, 'OrderEventsQueueUrl', { value: projector.queue.queueUrl });

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeStack, listStackResources } from '../../cli/local/cloudformation';
 import { type EmulatorState, readEmulatorState } from '../../cli/local/emulator';
 import { localPaths } from '../../cli/local/paths';
+import { PROGRESS_EVERY_MILLIS } from '../../cli/local/progress';
 import { ensureMiniStack, projectRoot } from '../../scripts/local-aws/harness';
 import { awsConfig, uniqueName } from '../support/aws';
 import { type CommandRun, isAlive, runCommand } from '../support/child-process';
@@ -169,8 +170,15 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
     expect(deployed.code).toBe(0);
     expect(deployed.stdout).toMatch(new RegExp(`^${stackName}\\.TableName = (\\S+)$`, 'm'));
     expect(deployed.stderr).toContain(`Deploying all stacks to ${started?.endpoint}`);
-    expect(deployed.stderr).toMatch(/^ {2}still deploying \(\d+\.\d s\)/m);
     expect(deployed.stderr).toContain(`Deployed ${stackName} in `);
+    // A progress line every PROGRESS_EVERY_MILLIS while the CDK runs: required of a deploy that
+    // took longer than that (a fast machine can finish first).
+    const tookSeconds = Number(
+      new RegExp(`^Deployed ${stackName} in (\\d+\\.\\d) s`, 'm').exec(deployed.stderr)?.[1],
+    );
+    if (tookSeconds * 1000 > PROGRESS_EVERY_MILLIS + 1_000) {
+      expect(deployed.stderr).toMatch(/^ {2}still deploying \(\d+\.\d s\)/m);
+    }
     expect(deployed.stderr).toContain('TTL on `expiresAt` was off');
     expect(existsSync(join(app, 'cdk.out.local', 'manifest.json'))).toBe(true);
 
@@ -286,7 +294,7 @@ describe('effectively-once local, run from a CDK app outside the repository', ()
   }, 30_000);
 });
 
-describe('effectively-once local deploy of the docs’ outbox chain, with default props, and one order through it', () => {
+describe('effectively-once local deploy of the docs’ stack samples as written, with a message through each', () => {
   // Inside the repository (git-ignored), without a lock file of its own: the constructs' handler
   // entries (the package's sources here, node_modules in a user's app) must be under the CDK
   // project root, which is then the repository's.
@@ -312,12 +320,59 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
     rmSync(cache, { recursive: true, force: true });
   });
 
-  it('deploys with its alarms on, leaving out the metric-math ones with one notice, and ships one order end to end', async () => {
+  /** This app's emulator, as the SDK and CloudFormation reach it. */
+  const target = () => ({
+    endpoint: started?.endpoint ?? '',
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  /** The physical id of `stack`'s resource of `type` whose logical id is `prefix` and the CDK's hash. */
+  const physicalId = async (stack: string, type: string, prefix: string): Promise<string> => {
+    const found = (await listStackResources(target(), stack)).find(
+      (resource) => resource.type === type && new RegExp(`^${prefix}[0-9A-F]{8}$`).test(resource.logicalId),
+    );
+    expect(found?.physicalId, `${stack}: ${type} ${prefix}`).toBeDefined();
+    return found!.physicalId!;
+  };
+  /** Runs `use` with a document client and an SQS client on the emulator, destroyed after. */
+  const withClients = async (
+    use: (clients: { documents: DynamoDBDocumentClient; sqs: SQSClient }) => Promise<void>,
+  ): Promise<void> => {
+    const config = target();
+    const documents = DynamoDBDocumentClient.from(new DynamoDBClient(config));
+    const sqs = new SQSClient(config);
+    try {
+      await use({ documents, sqs });
+    } finally {
+      documents.destroy();
+      sqs.destroy();
+    }
+  };
+  /** The item at `key` of `table` once it exists (a minute at most): a function's write arrived. */
+  const itemOnce = (documents: DynamoDBDocumentClient, table: string, key: Record<string, string>) =>
+    waitFor(
+      `an item at ${JSON.stringify(key)} in ${table}`,
+      async () =>
+        (await documents.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true }))).Item,
+      { timeoutMillis: 60_000, intervalMillis: 500 },
+    );
+  /** `local deploy` of `appCommand` (or cdk.json's app), which must succeed without a synth warning. */
+  const deploy = async (appCommand?: string) => {
+    const deployed = await runCli(
+      ['local', 'deploy', ...(appCommand ? ['--app', appCommand] : [])],
+      app,
+      env,
+    );
+    expect(deployed.code, deployed.stderr).toBe(0);
+    expect(deployed.stderr).not.toMatch(/\[(Warning|Error) at /);
+    return deployed;
+  };
+
+  it('deploys the outbox chain with its alarms on, leaving out the metric-math ones with one notice, and ships one order end to end', async () => {
     expect((await runCli(['local', 'up'], app, env)).code).toBe(0);
     started = readEmulatorState(localPaths({ appDir: app, env }).appHome);
 
-    const deployed = await runCli(['local', 'deploy'], app, env);
-    expect(deployed.code).toBe(0);
+    const deployed = await deploy();
     const notices = deployed.stderr.split('\n').filter((line) => line.startsWith('Left out locally: '));
     expect(notices).toEqual([
       'Left out locally: 3 metric-math alarms the emulator rejects (OrderChainStack/Shipping/DuplicateRateAlarm, ' +
@@ -327,32 +382,12 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
     ]);
     expect(deployed.stderr).toContain('Deployed OrderChainStack in ');
 
-    // One order through the sample as deployed: the order service confirms it and emits
-    // `OrderConfirmed`, the package's relay publishes it, and shipping books one parcel.
-    const target = {
-      endpoint: started?.endpoint ?? '',
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    };
-    const resources = await listStackResources(target, 'OrderChainStack');
-    const physical = (type: string, prefix: string) => {
-      const found = resources.find(
-        (resource) => resource.type === type && resource.logicalId.startsWith(prefix),
-      );
-      expect(found?.physicalId, `${type} ${prefix}`).toBeDefined();
-      return found!.physicalId!;
-    };
-    const ordersTable = physical('AWS::DynamoDB::Table', 'OrdersTable');
-    const shipmentsTable = physical('AWS::DynamoDB::Table', 'ShipmentsTable');
-    const ordersQueue = physical('AWS::SQS::Queue', 'OrdersQueue');
-    const clientConfig = {
-      endpoint: target.endpoint,
-      region: target.region,
-      credentials: target.credentials,
-    };
-    const documents = DynamoDBDocumentClient.from(new DynamoDBClient(clientConfig));
-    const sqs = new SQSClient(clientConfig);
-    try {
+    // The order service confirms the order and emits `OrderConfirmed`, the package's relay
+    // publishes it, and shipping books one parcel.
+    const ordersTable = await physicalId('OrderChainStack', 'AWS::DynamoDB::Table', 'OrdersTable');
+    const shipmentsTable = await physicalId('OrderChainStack', 'AWS::DynamoDB::Table', 'ShipmentsTable');
+    const ordersQueue = await physicalId('OrderChainStack', 'AWS::SQS::Queue', 'OrdersQueue');
+    await withClients(async ({ documents, sqs }) => {
       await documents.send(new PutCommand({ TableName: ordersTable, Item: { pk: 'o-1', status: 'PLACED' } }));
       await sqs.send(
         new SendMessageCommand({
@@ -360,28 +395,17 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
           MessageBody: JSON.stringify({ orderId: 'o-1', amount: 42 }),
         }),
       );
-      const shipment = await waitFor(
-        'the shipment of o-1',
-        async () =>
-          (
-            await documents.send(
-              new GetCommand({ TableName: shipmentsTable, Key: { pk: 'o-1' }, ConsistentRead: true }),
-            )
-          ).Item,
-        { timeoutMillis: 60_000, intervalMillis: 500 },
-      );
-      expect(shipment).toEqual({ pk: 'o-1', status: 'BOOKED', parcels: 1 });
-      expect(
-        (
-          await documents.send(
-            new GetCommand({ TableName: ordersTable, Key: { pk: 'o-1' }, ConsistentRead: true }),
-          )
-        ).Item,
-      ).toEqual({ pk: 'o-1', status: 'CONFIRMED', paid: 42 });
-    } finally {
-      documents.destroy();
-      sqs.destroy();
-    }
+      expect(await itemOnce(documents, shipmentsTable, { pk: 'o-1' })).toEqual({
+        pk: 'o-1',
+        status: 'BOOKED',
+        parcels: 1,
+      });
+      expect(await itemOnce(documents, ordersTable, { pk: 'o-1' })).toEqual({
+        pk: 'o-1',
+        status: 'CONFIRMED',
+        paid: 42,
+      });
+    });
 
     const destroyed = await runCli(['local', 'destroy'], app, env);
     expect(destroyed.stderr).toMatch(/^Deleted stack OrderChainStack in /m);
@@ -389,5 +413,55 @@ describe('effectively-once local deploy of the docs’ outbox chain, with defaul
     expect(destroyed.stderr).toMatch(
       /^Kept \d+ resources of OrderChainStack that its DeletionPolicy retains: .*OrderChainStack\/OrdersTable \(AWS::DynamoDB::Table\).*\. They stay in the emulator until `local down`\.$/m,
     );
+  }, 180_000);
+
+  it("deploys the consumer stack (a FIFO queue, alarms on, cdk-nag's checks) and projects one order", async () => {
+    expect(started).toBeDefined();
+    const deployed = await deploy('npx tsx ../../examples/cdk-consumer-stack.ts');
+    const queueUrl = /^OrdersStack\.OrderEventsQueueUrl = (\S+)$/m.exec(deployed.stdout)?.[1];
+    expect(queueUrl).toMatch(/\.fifo$/);
+    const ordersTable = await physicalId('OrdersStack', 'AWS::DynamoDB::Table', 'Orders');
+    await withClients(async ({ documents, sqs }) => {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: JSON.stringify({ orderId: 'o-1', status: 'PAID', amount: 42 }),
+          MessageGroupId: 'o-1',
+          MessageDeduplicationId: 'o-1:PAID',
+        }),
+      );
+      expect(await itemOnce(documents, ordersTable, { pk: 'ORDER#o-1', sk: 'ORDER' })).toEqual({
+        pk: 'ORDER#o-1',
+        sk: 'ORDER',
+        status: 'PAID',
+        amount: 42,
+      });
+    });
+    // The stacks of the last local deploy: this one.
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed.stderr).toMatch(/^Deleted stack OrdersStack in /m);
+  }, 180_000);
+
+  it("deploys the stream consumer stack (alarms on, cdk-nag's checks) and projects one change of its table", async () => {
+    expect(started).toBeDefined();
+    await deploy('npx tsx ../../examples/cdk-stream-consumer-stack.ts');
+    const ordersTable = await physicalId('OrderStreamsStack', 'AWS::DynamoDB::Table', 'Orders');
+    const readModelTable = await physicalId('OrderStreamsStack', 'AWS::DynamoDB::Table', 'OrderReadModel');
+    await withClients(async ({ documents }) => {
+      await documents.send(
+        new PutCommand({
+          TableName: ordersTable,
+          Item: { pk: 'o-1', version: 1, status: 'PAID', total: 42 },
+        }),
+      );
+      expect(await itemOnce(documents, readModelTable, { pk: 'o-1' })).toEqual({
+        pk: 'o-1',
+        status: 'PAID',
+        total: 42,
+        version: 1,
+      });
+    });
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed.stderr).toMatch(/^Deleted stack OrderStreamsStack in /m);
   }, 180_000);
 });
