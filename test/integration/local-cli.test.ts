@@ -464,4 +464,27 @@ describe('effectively-once local deploy of the docs’ stack samples as written,
     const destroyed = await runCli(['local', 'destroy'], app, env);
     expect(destroyed.stderr).toMatch(/^Deleted stack OrderStreamsStack in /m);
   }, 180_000);
+
+  it("shows a handler's start-up error with `local logs --failures`, where the messages it leaves in flight say nothing", async () => {
+    expect(started).toBeDefined();
+    const deployed = await deploy('npx tsx ../../test/fixtures/startup-error-app/app.ts');
+    expect(deployed.stderr).toContain('effectively-once local logs');
+    const queueUrl = /^StartupErrorStack\.QueueUrl = (\S+)$/m.exec(deployed.stdout)?.[1];
+    expect(queueUrl).toBeDefined();
+    await withClients(async ({ sqs }) => {
+      await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: '{"orderId":"o-1"}' }));
+    });
+    const failure = await waitFor(
+      'the start-up error in local logs',
+      async () => {
+        const logs = await runCli(['local', 'logs', 'Orders', '--failures'], app, env);
+        return logs.stdout.split('\n').find((line) => line.includes('FAILED')) ? logs : undefined;
+      },
+      { timeoutMillis: 60_000, intervalMillis: 1_000 },
+    );
+    expect(failure.stderr).toMatch(/^Function output and failed invocations from \S+ministack-\S+\.log:$/m);
+    expect(failure.stdout).toMatch(/StartupErrorStack-Orders\S* {2}FAILED .*Expected `dedupKey` to be/);
+    const destroyed = await runCli(['local', 'destroy'], app, env);
+    expect(destroyed.stderr).toMatch(/^Deleted stack StartupErrorStack in /m);
+  }, 180_000);
 });
