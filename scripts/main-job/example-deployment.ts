@@ -148,7 +148,8 @@ export async function deployExample(options: DeployExampleOptions): Promise<Exam
     ...(options.outputDir ? { outputDir: options.outputDir } : {}),
     ...(options.outputsFile ? { outputsFile: options.outputsFile } : {}),
     ...(options.logFile ? { logFile: options.logFile } : {}),
-    ...(options.log ? { log: options.log } : {}),
+    // A line every few seconds while the CDK runs (about a minute): `npm start` is never silent.
+    ...(options.log ? { log: options.log, progress: true } : {}),
   });
   const written = result.outputs[stackName] ?? {};
   const outputs = {} as Record<RequiredOutput, string>;
