@@ -32,6 +32,7 @@ import {
 import { CASES, type CaseName, type CaseResult, runStubCases } from './measure/stub-cases';
 import { createRequestTracer, type TracedRequest } from './measure/traces';
 import { blended, COST_ASSUMPTIONS, dollarsPerMillion, PRICES } from './prices';
+import { loadVerdict, QUIET_LOAD_PER_CPU } from './report/load';
 import { renderMarkdown } from './report/markdown';
 import type { BenchResults, CaseFigures, ImplementationFigures } from './report/results';
 import { renderSvg } from './report/svg';
@@ -321,6 +322,11 @@ async function main(): Promise<void> {
   const run = `b${Date.now().toString(36)}`;
   const started = Date.now();
   const loadAverageStart = loadavg();
+  if (!loadVerdict({ cpus: cpus().length, loadAverageStart, loadAverageEnd: loadAverageStart }).quiet) {
+    progress(
+      `1-minute load ${loadAverageStart[0]?.toFixed(1)} on ${cpus().length} vCPU is above the quiet threshold (${QUIET_LOAD_PER_CPU} per vCPU): the report will flag the CPU figures unless it drops`,
+    );
+  }
   const timings: Record<string, number> = {};
   if (!canCollectGarbage())
     progress('global.gc is not exposed: retained heap is not measured (use tsx --expose-gc)');
@@ -504,6 +510,9 @@ async function main(): Promise<void> {
     available.filter((i) => i.feature !== undefined).map((i) => [i.feature!, i.id] as const),
   );
   const consumedCapacity = emulator?.consumedCapacity;
+  const loadAverageEnd = loadavg();
+  const load = loadVerdict({ cpus: cpus().length, loadAverageStart, loadAverageEnd });
+  if (!load.quiet) progress(load.text.replaceAll('**', ''));
 
   const results: BenchResults = {
     schemaVersion: 2,
@@ -515,7 +524,7 @@ async function main(): Promise<void> {
       cpus: cpus().length,
       cpuModel: cpus()[0]?.model ?? 'unknown',
       loadAverageStart,
-      loadAverageEnd: loadavg(),
+      loadAverageEnd,
       gcExposed: canCollectGarbage(),
       powertoolsVersion: versionOf('@aws-lambda-powertools/idempotency'),
       awsSdkVersion: versionOf('@aws-sdk/client-dynamodb'),
@@ -668,6 +677,7 @@ async function main(): Promise<void> {
         ),
       ),
       cpuRatioVsSameCalls: cpuRatioVsSameCallsInterval,
+      quietRun: load.quiet,
       initAddedMillis,
       initNoiseBandMillis: initNoise.bandMillis,
       peer: 'powertools',

@@ -4,6 +4,7 @@
  */
 import type { LatencyFigures } from '../latency-model';
 import type { Summary } from '../stats';
+import { loadVerdict } from './load';
 import type { BenchResults, CaseFigures } from './results';
 
 const CASE_TITLES = {
@@ -231,7 +232,7 @@ export function renderCostSections(
       'CPU: client CPU per record against the hand-written handler making the same calls, ' +
       `${results.cpuRatioVsSameCallsInterval[Object.keys(results.cpuRatioVsSameCallsInterval)[0] ?? '']?.method ?? 'bootstrap'}; ` +
       "ms per batch of 10 taken at one vCPU (1,769 MB), this machine's core standing in for Lambda's (an assumption). " +
-      'CPU figures come from a loaded shared machine: noisy, unlike the modelled ones.',
+      loadVerdict(results.environment).text,
     '',
     table(
       [
