@@ -982,6 +982,24 @@ describe("an outbox in a user's own app at its destination's edges: what the des
   }
 
   /**
+   * An outbox relayed to an SQS queue (FIFO or standard), the order service's and the relay's
+   * dead-letter queues, and the construct's `EO_OUTBOX_DESTINATION_*` variables for that queue.
+   */
+  async function queueOutbox(name: string, { fifo }: { readonly fifo: boolean }) {
+    const shipping = await local.createQueue(`eo-user-outbox-${name}`, fifo ? { FifoQueue: 'true' } : {});
+    const ordersDeadLetters = await local.createQueue(`eo-user-outbox-orders-${name}-dlq`);
+    const relayDeadLetters = await local.createQueue(`eo-user-outbox-relay-${name}-dlq`);
+    const outbox = await createOutboxTable(`eo-user-outbox-${name}`);
+    const destination = {
+      [OUTBOX_ENV.destinationKind]: 'sqs',
+      [OUTBOX_ENV.destinationFifo]: String(fifo),
+      [OUTBOX_ENV.destinationQueueUrl]: shipping.url,
+      [OUTBOX_ENV.destinationArn]: shipping.arn,
+    };
+    return { shipping, ordersDeadLetters, relayDeadLetters, outbox, destination };
+  }
+
+  /**
    * The order service at cold start with the variables `IdempotentConsumer({ outbox })` gives it
    * (`destination`: the outbox's `EO_OUTBOX_DESTINATION_*` and `EO_OUTBOX_EVENT_SOURCE`).
    */
@@ -1061,16 +1079,9 @@ describe("an outbox in a user's own app at its destination's edges: what the des
   });
 
   it('on a FIFO queue: refuses an order whose customer reference a MessageGroupId cannot hold before the commit, escapes what SQS refuses in a detail, and dead-letters the items SQS refuses that were written past emit, publishing the events behind them', async () => {
-    const shipping = await local.createQueue('eo-user-outbox-shipping', { FifoQueue: 'true' });
-    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-dlq');
-    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-dlq');
-    const outbox = await createOutboxTable('eo-user-outbox-fifo');
-    const destination = {
-      [OUTBOX_ENV.destinationKind]: 'sqs',
-      [OUTBOX_ENV.destinationFifo]: 'true',
-      [OUTBOX_ENV.destinationQueueUrl]: shipping.url,
-      [OUTBOX_ENV.destinationArn]: shipping.arn,
-    };
+    const { shipping, ordersDeadLetters, relayDeadLetters, outbox, destination } = await queueOutbox('fifo', {
+      fifo: true,
+    });
     // Items another writer put, past `emit`'s checks (or before the queue became FIFO): a group id
     // with a space, and a body holding U+FFFF, which SQS refuses (the emulator too).
     const legacy = (pk: string, body: string, entity?: string) =>
@@ -1258,16 +1269,9 @@ describe("an outbox in a user's own app at its destination's edges: what the des
   }, 60_000);
 
   it('returns the checkpoint when a slow destination brings it to its deadline, and the invocation resumed there publishes the rest, each event once', async () => {
-    const shipping = await local.createQueue('eo-user-outbox-slow');
-    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-slow-dlq');
-    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-slow-dlq');
-    const outbox = await createOutboxTable('eo-user-outbox-slow');
-    const destination = {
-      [OUTBOX_ENV.destinationKind]: 'sqs',
-      [OUTBOX_ENV.destinationFifo]: 'false',
-      [OUTBOX_ENV.destinationQueueUrl]: shipping.url,
-      [OUTBOX_ENV.destinationArn]: shipping.arn,
-    };
+    const { shipping, ordersDeadLetters, relayDeadLetters, outbox, destination } = await queueOutbox('slow', {
+      fifo: false,
+    });
     const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
     const orderIds = ['o-6', 'o-7', 'o-8', 'o-9', 'o-10'];
     expect(
