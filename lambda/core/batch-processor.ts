@@ -12,7 +12,7 @@ import type { InboundMessage, LambdaContext, MessageResult } from './inbound-mes
 import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry } from './logger';
 import { type Message, type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
-import type { ModeDefaults, ModeStepResult } from './mode';
+import type { ModeDefaults, ModeProcessor, ModeStepResult } from './mode';
 import { type BatchProcessorOptions, resolveOptions } from './options';
 import { type Outcome, type OutcomeKind, outcomeOfError, reasonOf } from './outcome';
 import { runWithDependencies } from './scheduler';
@@ -138,13 +138,14 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
 
   /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
   const step = async (
+    processor: ModeProcessor<TBody, TRecord>,
     message: Message<TBody, TRecord>,
     fingerprint: string,
     nowMillis: number,
     remainingMillis: number | undefined,
   ): Promise<ModeStepResult> => {
     try {
-      return await mode.process(message, { fingerprint, nowMillis, remainingMillis });
+      return await processor.process(message, { fingerprint, nowMillis, remainingMillis });
     } catch (error) {
       return { outcome: outcomeOfError(error, 'UNEXPECTED'), logs: [], takeovers: 0 };
     }
@@ -178,6 +179,8 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
     const remainingMillis = typeof remaining === 'number' ? remaining : undefined;
     const deadline = invocationDeadline(clock(), remainingMillis, config.deadlineMarginMillis);
     const prepared = records.map((record) => prepareMessage(record, config, context));
+    // The batch's own processor, where the mode shares requests among its messages.
+    const processor = mode.forBatch?.() ?? mode;
 
     const lastOfGroup = new Map<string, number>();
     const lastOfKey = new Map<string, number>();
@@ -230,7 +233,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
         cacheHit = true;
         counts.cacheHit += 1;
       } else if (current.ok) {
-        const result = await step(current.message, current.fingerprint, now, remainingMillis);
+        const result = await step(processor, current.message, current.fingerprint, now, remainingMillis);
         counts.takeover += result.takeovers;
         for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.id, current.message) });
         outcome = result.outcome;

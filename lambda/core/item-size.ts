@@ -114,10 +114,14 @@ function describe(write: TransactWriteAction, index: number): string {
  * Throws a permanent error unless `writes` fit one transaction next to `record`:
  * `TOO_MANY_WRITES` above {@link MAX_BUSINESS_WRITES}, `ITEM_TOO_LARGE` for a write above
  * {@link MAX_ITEM_BYTES}, `TRANSACTION_TOO_LARGE` above {@link MAX_TRANSACTION_BYTES} in total.
+ * Returns the commit's estimated bytes.
  */
-export function assertCommitWithinLimits(record: InboxRecord, writes: readonly TransactWriteAction[]): void {
+export function assertCommitWithinLimits(
+  record: InboxRecord,
+  writes: readonly TransactWriteAction[],
+): number {
   if (writes.length > MAX_BUSINESS_WRITES) throw tooManyWrites(`, got ${writes.length}`);
-  assertWritesWithinLimits(writes, estimateItemSize(record as unknown as Record<string, unknown>));
+  return assertWritesWithinLimits(writes, estimateItemSize(record as unknown as Record<string, unknown>));
 }
 
 /**
@@ -125,14 +129,15 @@ export function assertCommitWithinLimits(record: InboxRecord, writes: readonly T
  * `markedIndex` (no inbox record): `TOO_MANY_WRITES` above {@link MAX_TRANSACTION_ACTIONS},
  * `ITEM_TOO_LARGE` for a write above {@link MAX_ITEM_BYTES} (the marked put counted with its
  * fingerprint attribute), `TRANSACTION_TOO_LARGE` above {@link MAX_TRANSACTION_BYTES} in total.
+ * Returns the commit's estimated bytes.
  */
 export function assertItemMarkerCommitWithinLimits(
   writes: readonly TransactWriteAction[],
   markedIndex: number,
   fingerprint: string,
-): void {
+): number {
   if (writes.length > MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites(`, got ${writes.length}`);
-  assertWritesWithinLimits(writes, 0, markedIndex, fingerprintSize(fingerprint));
+  return assertWritesWithinLimits(writes, 0, markedIndex, fingerprintSize(fingerprint));
 }
 
 /** Bytes the fingerprint attribute adds to an item that is its own marker. */
@@ -146,7 +151,7 @@ function assertWritesWithinLimits(
   baseSize: number,
   extraIndex = -1,
   extra = 0,
-): void {
+): number {
   let total = baseSize;
   writes.forEach((write, index) => {
     const size = estimateWriteSize(write) + (index === extraIndex ? extra : 0);
@@ -159,6 +164,7 @@ function assertWritesWithinLimits(
       `The commit is about ${total} bytes; a transaction is limited to ${MAX_TRANSACTION_BYTES} bytes`,
     );
   }
+  return total;
 }
 
 /** Throws `ITEM_TOO_LARGE` unless the entity item, with its fingerprint attribute, fits one item. */

@@ -111,6 +111,13 @@ export interface ModeProcessor<TBody, TRecord = unknown> {
    * or of the user's handler is a `retry` or `permanent` outcome.
    */
   process(message: Message<TBody, TRecord>, input: ModeStepInput): Promise<ModeStepResult>;
+  /**
+   * A processor for the messages of one batch (one invocation), whose steps may share requests
+   * (atomic mode's batch commit). When present, the engine calls it once per batch and sends
+   * that batch's messages through the processor it returns, so two invocations interleaved in
+   * one process never share a request.
+   */
+  forBatch?(): ModeProcessor<TBody, TRecord>;
 }
 
 /**

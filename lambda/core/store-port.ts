@@ -229,11 +229,58 @@ export interface AtomicStore {
   ): Promise<CommitResult>;
 
   /**
+   * Batch commit: the commits of several messages in ONE `TransactWriteItems`, each built as
+   * `commit` or `commitWithItemMarker` builds its own (a lone marked put included), in order.
+   * One result per commit: when the transaction commits, every one is `committed`; when it is
+   * cancelled, each commit's share of the `CancellationReasons` is read as its own commit would
+   * read it (`existing`, `condition-failed`, or `failed` with the error its commit would throw),
+   * and a commit none of whose actions caused the cancellation is `not-applied`: nothing of it was
+   * written, and it may be sent again. All of them together at most 100 actions and 4 MB, no two
+   * actions on one item (checked by the caller, which may fall back to one commit per message). A
+   * failure of the whole request is thrown, classified, as `commit` throws it (a `VALIDATION`
+   * error: the commits could not share a transaction). Optional: atomic mode commits one
+   * message at a time with a store that lacks it.
+   */
+  commitMany?(commits: readonly AtomicCommit[], nowMillis: number): Promise<readonly SharedCommitResult[]>;
+
+  /**
    * Builds (does not send) the put of a version-guarded upsert, for a commit: it fails its
    * condition when the stored item carries the same or a newer version. No request.
    */
   putIfNewer(write: VersionedPutWrite): TransactWriteAction;
 }
+
+/**
+ * One message's commit inside a shared transaction (`AtomicStore.commitMany`): the inbox record
+ * with the business writes (as `commit` takes them), or the writes with the marker on one of
+ * their puts (as `commitWithItemMarker` takes them).
+ */
+export type AtomicCommit =
+  | {
+      /** The marker, put first, under the commit marker condition. */
+      readonly record: InboxRecord;
+      readonly writes: readonly TransactWriteAction[];
+      readonly marker?: undefined;
+    }
+  | {
+      readonly record?: undefined;
+      readonly writes: readonly TransactWriteAction[];
+      /** The put that carries the marker. */
+      readonly marker: ItemMarker;
+    };
+
+/** What a shared transaction meant for one of its commits (see `AtomicStore.commitMany`). */
+export type SharedCommitResult =
+  | CommitResult
+  | {
+      /** None of this commit's actions cancelled the transaction; nothing of it was written. */
+      readonly kind: 'not-applied';
+    }
+  | {
+      /** This commit's share failed as its own commit would have thrown (a conflict, throttling, ...). */
+      readonly kind: 'failed';
+      readonly error: Error;
+    };
 
 /** Entity mode: the business item is the marker; no inbox table. */
 export interface EntityStore {

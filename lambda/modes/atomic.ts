@@ -8,15 +8,29 @@ import { EffectivelyOnceError, expectMethods, expectOption } from '../core/error
 import { createInboxRecord, outcomeOfInsert } from '../core/inbox-record';
 import { assertCommitWithinLimits, assertItemMarkerCommitWithinLimits } from '../core/item-size';
 import type { Message } from '../core/message';
-import { completedStep, type Mode, type ModeStepResult, type OutboxDefaults, stepResult } from '../core/mode';
+import {
+  completedStep,
+  type Mode,
+  type ModeProcessor,
+  type ModeStepResult,
+  type OutboxDefaults,
+  stepResult,
+} from '../core/mode';
 import { outcomeOfError, outcomeOfExisting } from '../core/outcome';
-import type { AtomicStore, InboxRecord, TransactWriteAction } from '../core/store-port';
+import type {
+  AtomicCommit,
+  AtomicStore,
+  CommitResult,
+  InboxRecord,
+  TransactWriteAction,
+} from '../core/store-port';
 import {
   DEFAULT_OUTBOX_RETENTION_SECONDS,
   type DestinationSizingOptions,
   type OutboxDestinationSizing,
   resolveDestinationSizing,
 } from '../outbox/outbox-item';
+import { type CommitRounds, type CommitTicket, createCommitRounds } from './batch-commit';
 import {
   createUnitOfWork,
   type GuardedUnitOfWork,
@@ -54,6 +68,23 @@ export interface AtomicOptions {
    * @default 'inbox'
    */
   readonly marker?: MarkerPlacement;
+  /**
+   * How the messages of a batch commit. `'batch'`: the messages the invocation runs side by side
+   * share `TransactWriteItems` requests (at most 100 actions and 4 MB each, no two actions on one
+   * item): a batch of ten first deliveries with one write each is one request and one
+   * transaction's latency instead of ten. A cancelled shared transaction is read message by
+   * message (the same outcomes and log lines as a commit of its own), and the messages that did
+   * not cause it are sent again together; a message whose commit is a single write (a marker
+   * without writes, a marked put alone) is sent alone as one `PutItem`. `'message'`: one
+   * transaction per message. A store without `commitMany` commits per message.
+   *
+   * The trade: a bad message (a duplicate, a failed business condition) costs the others of its
+   * transaction a second round trip, and a larger transaction meets more concurrent writers,
+   * so on items written by many deliveries at once `'message'` may conflict less. Messages of
+   * one FIFO message group still commit one after another.
+   * @default 'batch'
+   */
+  readonly commit?: 'batch' | 'message';
   /**
    * The transactional outbox `unitOfWork.emit` writes to: its table, how long its items are
    * kept, and the relay's destination, which an event's size is checked against. A consumer
@@ -140,58 +171,109 @@ export function atomic<TBody = unknown, TRecord = unknown>(
         options,
       );
       const marker = options?.marker ?? 'inbox';
+      const commitMode = options?.commit ?? 'batch';
+      expectOption(
+        commitMode === 'batch' || commitMode === 'message',
+        'atomic.commit',
+        "`'batch'` or `'message'`",
+        commitMode,
+      );
       const outbox = resolveOutbox(options?.outbox, defaults.outbox);
       expectOption(marker === 'inbox' || marker === 'item', 'atomic.marker', "`'inbox'` or `'item'`", marker);
       // `putIfNewer` is needed only by a handler that calls it; the unit of work calls it then.
       expectMethods('store', store, marker === 'item' ? ['commitWithItemMarker'] : ['insert', 'commit']);
 
-      return {
+      // Batch commit needs a store that commits several messages at once.
+      const shared =
+        commitMode === 'batch' && typeof store.commitMany === 'function'
+          ? (store as AtomicStore & Required<Pick<AtomicStore, 'commitMany'>>)
+          : undefined;
+
+      /** The processor; with `rounds`, one batch's, whose transactions its messages share. */
+      const processor = (rounds?: CommitRounds): ModeProcessor<TBody, TRecord> => ({
         async process(message, { fingerprint, nowMillis }) {
-          // No inbox record when the marker goes on a business item.
-          const record =
-            marker === 'inbox'
-              ? createInboxRecord(message.scopedKey, fingerprint, consumer, nowMillis, ttlSeconds)
-              : undefined;
-          const unitOfWork = createUnitOfWork(
-            store,
-            marker,
-            outbox && { ...outbox, scope: message.scopedKey, source: consumer, nowMillis },
-          );
+          const ticket = rounds?.enter();
           try {
-            await handle(message, unitOfWork);
-            if (record) assertCommitWithinLimits(record, unitOfWork.writes);
-            else assertItemMarked(unitOfWork, fingerprint);
-          } catch (error) {
-            return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
-          }
-          try {
-            return await commit(record, unitOfWork, fingerprint, nowMillis);
-          } catch (error) {
-            return stepResult(outcomeOfError(error, 'UNEXPECTED'));
+            // No inbox record when the marker goes on a business item.
+            const record =
+              marker === 'inbox'
+                ? createInboxRecord(message.scopedKey, fingerprint, consumer, nowMillis, ttlSeconds)
+                : undefined;
+            const unitOfWork = createUnitOfWork(
+              store,
+              marker,
+              outbox && { ...outbox, scope: message.scopedKey, source: consumer, nowMillis },
+            );
+            let bytes: number;
+            try {
+              await handle(message, unitOfWork);
+              bytes = record
+                ? assertCommitWithinLimits(record, unitOfWork.writes)
+                : assertItemMarked(unitOfWork, fingerprint);
+            } catch (error) {
+              return stepResult(outcomeOfError(error, 'HANDLER_FAILED'));
+            }
+            try {
+              return await commit({ record, unitOfWork, fingerprint, nowMillis, bytes, ticket });
+            } catch (error) {
+              return stepResult(outcomeOfError(error, 'UNEXPECTED'));
+            }
+          } finally {
+            ticket?.leave();
           }
         },
-      };
+      });
+
+      const single = processor();
+      return shared ? { ...single, forBatch: () => processor(createCommitRounds(shared)) } : single;
 
       /**
-       * Commits the marker with the writes (the inbox marker alone without writes; the writes
-       * alone, one of them marked, without an inbox record) and reads the answer.
+       * Sends the message's commit: the inbox marker alone (one conditional put) without writes;
+       * the marked put alone (one conditional `PutItem`) without other writes; otherwise the
+       * transaction of the marker with the writes, shared with the batch's other messages when
+       * the message holds a `ticket`.
        */
-      async function commit(
-        record: InboxRecord | undefined,
-        unitOfWork: GuardedUnitOfWork,
-        fingerprint: string,
-        nowMillis: number,
-      ): Promise<ModeStepResult> {
+      function send({
+        record,
+        unitOfWork,
+        fingerprint,
+        nowMillis,
+        bytes,
+        ticket,
+      }: DescribedCommit): Promise<CommitResult> {
+        const { writes, marked } = unitOfWork;
+        const alone = () =>
+          record
+            ? store.commit(record, writes, nowMillis)
+            : store.commitWithItemMarker(writes, { ...marked!, fingerprint }, nowMillis);
+        // A single write is cheapest alone: one PutItem, one write unit, no transaction.
+        if (ticket === undefined || writes.length === (record ? 0 : 1)) {
+          ticket?.leave();
+          return alone();
+        }
+        const commit: AtomicCommit = record
+          ? { record, writes }
+          : { writes, marker: { ...marked!, fingerprint } };
+        return ticket.commit({
+          commit,
+          actions: writes.length + (record ? 1 : 0),
+          bytes,
+          nowMillis,
+          alone,
+        });
+      }
+
+      async function commit(described: DescribedCommit): Promise<ModeStepResult> {
+        const { record, unitOfWork, fingerprint, nowMillis, ticket } = described;
         const { writes, marked } = unitOfWork;
         // A committed marker is final (nothing releases it), whether this step wrote it or met it.
         if (record && writes.length === 0) {
+          ticket?.leave();
           const inserted = await store.insert(record, nowMillis);
           const stored = inserted.kind === 'inserted' ? record : inserted.record;
           return completedStep(outcomeOfInsert(inserted, fingerprint, nowMillis), stored.expiresAt);
         }
-        const result = record
-          ? await store.commit(record, writes, nowMillis)
-          : await store.commitWithItemMarker(writes, { ...marked!, fingerprint }, nowMillis);
+        const result = await send(described);
         if (result.kind === 'condition-failed') {
           // A version guard's condition failing means a newer version is stored: not an error.
           if (unitOfWork.guards.has(result.index)) return stepResult({ kind: 'stale' });
@@ -281,6 +363,20 @@ function resolveOutbox(
   };
 }
 
+/** One message's commit as its handler described it, ready to send. */
+interface DescribedCommit {
+  /** The inbox record; `undefined` with the marker on a business item. */
+  readonly record: InboxRecord | undefined;
+  readonly unitOfWork: GuardedUnitOfWork;
+  readonly fingerprint: string;
+  /** When the message started, epoch milliseconds. */
+  readonly nowMillis: number;
+  /** The commit's estimated bytes in a transaction. */
+  readonly bytes: number;
+  /** The message's place in its batch's shared commits; `undefined` with `commit: 'message'`. */
+  readonly ticket: CommitTicket | undefined;
+}
+
 /** The outbox `emit` writes to, resolved. */
 interface ResolvedOutbox {
   readonly tableName: string;
@@ -300,14 +396,15 @@ function markedExpiresAt(write: TransactWriteAction): number {
 
 /**
  * Throws a permanent error unless the unit of work marked a put (`putAsMarker` rejects a second
- * one) and its writes fit one transaction with the marker's fingerprint on that put.
+ * one) and its writes fit one transaction with the marker's fingerprint on that put; returns
+ * their estimated bytes.
  */
-function assertItemMarked(unitOfWork: GuardedUnitOfWork, fingerprint: string): void {
+function assertItemMarked(unitOfWork: GuardedUnitOfWork, fingerprint: string): number {
   if (unitOfWork.marked === undefined) {
     throw new EffectivelyOnceError(
       'VALIDATION',
       "atomic(handle, { marker: 'item' }): the handler marked no put; every message must mark the put that creates its business item with `unitOfWork.putAsMarker`",
     );
   }
-  assertItemMarkerCommitWithinLimits(unitOfWork.writes, unitOfWork.marked.index, fingerprint);
+  return assertItemMarkerCommitWithinLimits(unitOfWork.writes, unitOfWork.marked.index, fingerprint);
 }

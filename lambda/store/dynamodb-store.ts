@@ -15,12 +15,15 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { INBOX_ATTRIBUTES as A, ENTITY_FINGERPRINT_ATTRIBUTE, INBOX_STATUS } from '../core/contract';
 import { EffectivelyOnceError, expectOption } from '../core/errors';
 import type {
+  AtomicCommit,
   CommitResult,
   EntityStore,
   FencedResult,
   InboxRecord,
   InboxStore,
   InsertResult,
+  ItemMarker,
+  SharedCommitResult,
   TransactWriteAction,
 } from '../core/store-port';
 import { epochSeconds } from '../core/time';
@@ -134,6 +137,7 @@ const FIELDS = Object.keys(A) as (keyof InboxRecord & keyof typeof A)[];
 
 const INSERTED = { kind: 'inserted' } as const;
 const COMMITTED = { kind: 'committed' } as const;
+const NOT_APPLIED = { kind: 'not-applied' } as const;
 const OK: FencedResult = { kind: 'ok' };
 
 /**
@@ -358,6 +362,83 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
     return record && record.expiresAt > nowSeconds ? record : undefined;
   }
 
+  /**
+   * The actions of one commit in a transaction: the marker put first and the business writes
+   * after it, or the writes alone with the marked put carrying the fingerprint under entity
+   * mode's condition.
+   */
+  function actionsOf(commit: AtomicCommit, nowSeconds: number): TransactWriteAction[] {
+    if (commit.record) return [{ Put: markerPut(commit.record, nowSeconds) }, ...commit.writes];
+    const { index, keyAttribute, fingerprint } = commit.marker;
+    const put = commit.writes[index]?.Put;
+    if (!put) {
+      throw new EffectivelyOnceError('VALIDATION', `commitWithItemMarker: write ${index} is not a put`);
+    }
+    const marked = markedPut(put, keyAttribute, fingerprint, nowSeconds);
+    return commit.writes.map((write, at) => (at === index ? { Put: marked } : write));
+  }
+
+  /**
+   * What a cancelled transaction says of one commit, from its share of the reasons (in the
+   * order of `actionsOf`): its marker's condition failed (a live marker: `existing`), else a
+   * transient failure anywhere in it is thrown, else its first failed business condition.
+   */
+  async function readShare(
+    commit: AtomicCommit,
+    share: readonly CancellationOutcome[],
+    error: unknown,
+    nowSeconds: number,
+  ): Promise<CommitResult> {
+    if (commit.record) {
+      const [marker, ...business] = share;
+      if (marker?.kind === 'condition-failed') {
+        return existingRecord(
+          commit.record.pk,
+          { ...marker, error },
+          nowSeconds,
+          'commit',
+        ) as Promise<CommitResult>;
+      }
+      return businessFailure(share, business, error);
+    }
+    const reason = share[commit.marker.index];
+    if (!reason || reason.kind === 'condition-failed') return markedFailed(commit, reason, error, nowSeconds);
+    return businessFailure(share, share, error);
+  }
+
+  /**
+   * The marked put's condition failed (`failure`; `undefined`: a transaction cancelled without
+   * reasons). The item it returned (else a consistent read) tells the two parts of the
+   * condition apart: a live item failed the marker's part (a duplicate, or a mismatch); an
+   * absent or expired one passed it, so the put's own condition failed. Without a failure to
+   * read, only a live item explains the cancellation for certain.
+   */
+  async function markedFailed(
+    commit: AtomicCommit & { readonly marker: ItemMarker },
+    failure: ConditionalCheckFailure | undefined,
+    error: unknown,
+    nowSeconds: number,
+  ): Promise<CommitResult> {
+    const operation = 'commitWithItemMarker';
+    const { index, keyAttribute } = commit.marker;
+    const put = commit.writes[index]!.Put!;
+    const existing = await liveEntity(
+      put.TableName,
+      keyAttribute,
+      put.Item as Record<string, unknown>,
+      failure ?? {},
+      nowSeconds,
+      operation,
+    );
+    if (existing) return { kind: 'existing', record: existing };
+    if (!failure) throw classifyAwsError(error, 'commit');
+    if (put.ConditionExpression === undefined || put.ConditionExpression.trim() === '') {
+      // Without a condition of its own, only a live item fails the put: it is gone now.
+      throw vanished(operation, `${keyAttribute}=${String(put.Item?.[keyAttribute])}`, 'item', error);
+    }
+    return conditionFailed(index, failure.message);
+  }
+
   return Object.freeze<InboxStore>({
     async insert(record, nowMillis) {
       const nowSeconds = epochSeconds(nowMillis);
@@ -369,75 +450,63 @@ function storeOver(client: DynamoDBDocumentClient, tableName: string | undefined
 
     async commit(record, writes, nowMillis): Promise<CommitResult> {
       const nowSeconds = epochSeconds(nowMillis);
-      const TransactItems: TransactWriteAction[] = [{ Put: markerPut(record, nowSeconds) }, ...writes];
-      const cancelled = await transact(TransactItems);
+      const commit: AtomicCommit = { record, writes };
+      const cancelled = await transact(actionsOf(commit, nowSeconds));
       if (!cancelled) return COMMITTED;
       const { reasons, error } = cancelled;
-      const [marker, ...business] = reasons;
-      if (marker?.kind === 'condition-failed') {
-        return existingRecord(record.pk, { ...marker, error }, nowSeconds, 'commit') as Promise<CommitResult>;
-      }
-      if (!marker) {
+      if (reasons.length === 0) {
         // Cancelled without reasons: only a live marker explains it for certain.
         const existing = await readLive(record.pk, nowSeconds, 'commit');
         if (existing) return { kind: 'existing', record: existing };
         throw classifyAwsError(error, 'commit');
       }
-      return businessFailure(reasons, business, error);
+      return readShare(commit, reasons, error, nowSeconds);
     },
 
-    async commitWithItemMarker(
-      writes,
-      { index, keyAttribute, fingerprint },
-      nowMillis,
-    ): Promise<CommitResult> {
-      const operation = 'commitWithItemMarker';
-      const put = writes[index]?.Put;
-      if (!put) {
-        throw new EffectivelyOnceError('VALIDATION', `${operation}: write ${index} is not a put`);
-      }
+    async commitWithItemMarker(writes, marker, nowMillis): Promise<CommitResult> {
       const nowSeconds = epochSeconds(nowMillis);
-      const marked = markedPut(put, keyAttribute, fingerprint, nowSeconds);
-      /**
-       * The marked put's condition failed (`failure`; `undefined`: a transaction cancelled
-       * without reasons). The item it returned (else a consistent read) tells the two parts of
-       * the condition apart: a live item failed the marker's part (a duplicate, or a mismatch);
-       * an absent or expired one passed it, so the put's own condition failed. Without a
-       * failure to read, only a live item explains the cancellation for certain.
-       */
-      const markedFailed = async (failure: ConditionalCheckFailure | undefined, error: unknown) => {
-        const existing = await liveEntity(
-          put.TableName,
-          keyAttribute,
-          put.Item as Record<string, unknown>,
-          failure ?? {},
-          nowSeconds,
-          operation,
-        );
-        if (existing) return { kind: 'existing', record: existing } as const;
-        if (!failure) throw classifyAwsError(error, 'commit');
-        if (put.ConditionExpression === undefined || put.ConditionExpression.trim() === '') {
-          // Without a condition of its own, only a live item fails the put: it is gone now.
-          throw vanished(operation, `${keyAttribute}=${String(put.Item?.[keyAttribute])}`, 'item', error);
-        }
-        return conditionFailed(index, failure.message);
-      };
+      const commit: AtomicCommit = { writes, marker };
+      const [action] = actionsOf(commit, nowSeconds);
       if (writes.length === 1) {
         // The marked put alone needs no transaction: entity mode's conditional PutItem is the
         // same all-or-nothing write at half the write units and a single write's latency. Its
         // failed condition returns the stored item (`ALL_OLD`) as a cancelled transaction does,
         // and its failures are classified as the transaction's are (`commit`).
-        const written = await write('commit', new PutCommand(marked));
-        return 'output' in written ? COMMITTED : markedFailed(written, written.error);
+        const written = await write('commit', new PutCommand(action!.Put!));
+        return 'output' in written ? COMMITTED : markedFailed(commit, written, written.error, nowSeconds);
       }
-      const cancelled = await transact(writes.map((write, at) => (at === index ? { Put: marked } : write)));
+      const cancelled = await transact(actionsOf(commit, nowSeconds));
       if (!cancelled) return COMMITTED;
       const { reasons, error } = cancelled;
-      const reason = reasons[index];
-      if (!reason || reason.kind === 'condition-failed') {
-        return markedFailed(reason, error);
+      if (reasons.length === 0) return markedFailed(commit, undefined, error, nowSeconds);
+      return readShare(commit, reasons, error, nowSeconds);
+    },
+
+    async commitMany(commits, nowMillis): Promise<readonly SharedCommitResult[]> {
+      const nowSeconds = epochSeconds(nowMillis);
+      const TransactItems: TransactWriteAction[] = [];
+      const shares: (readonly [start: number, end: number])[] = [];
+      for (const commit of commits) {
+        const actions = actionsOf(commit, nowSeconds);
+        shares.push([TransactItems.length, TransactItems.length + actions.length]);
+        TransactItems.push(...actions);
       }
-      return businessFailure(reasons, reasons, error);
+      const cancelled = await transact(TransactItems);
+      if (!cancelled) return commits.map(() => COMMITTED);
+      const { reasons, error } = cancelled;
+      // Without reasons nothing can be told apart: every commit may be sent again on its own.
+      if (reasons.length === 0) return commits.map(() => NOT_APPLIED);
+      return Promise.all(
+        commits.map(async (commit, index): Promise<SharedCommitResult> => {
+          const share = reasons.slice(...shares[index]!);
+          if (share.every((reason) => reason.kind === 'none')) return NOT_APPLIED;
+          try {
+            return await readShare(commit, share, error, nowSeconds);
+          } catch (failure) {
+            return { kind: 'failed', error: failure as Error };
+          }
+        }),
+      );
     },
 
     async insertEntity(entity, fingerprint, nowMillis) {

@@ -8,6 +8,9 @@
  *   marker on a business put (`commitWithItemMarker`: a live item at its key is `existing`, read
  *   as an entity; the marked put alone, which the DynamoDB store sends as a conditional
  *   `PutItem` rather than a transaction, answers the same way, so the fake keeps one path);
+ * - commitMany: several commits in one transaction, refused whole (`VALIDATION`) when two actions
+ *   touch one item or there are more than 100, every condition read against the tables as they
+ *   were before it; a refused member answers as its own commit would, the others `not-applied`;
  * - entity insert, release fenced by owner and status (a release keeping the fingerprint leaves
  *   the claim with lease end 0, which a claim of the same fingerprint takes), two-phase claim /
  *   takeover / complete / extend with owner fencing, never of a released claim (a completion met
@@ -40,11 +43,13 @@ import {
 } from '../../lambda/core/contract';
 import { EffectivelyOnceError } from '../../lambda/core/errors';
 import type {
+  AtomicCommit,
   CommitResult,
   FencedResult,
   InboxRecord,
   InboxStore,
   InsertResult,
+  SharedCommitResult,
   TransactWriteAction,
 } from '../../lambda/core/store-port';
 import { epochSeconds } from '../../lambda/core/time';
@@ -167,7 +172,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       }
       pending.set(key, item);
     };
-    const run = (writes: readonly TransactWriteAction[]): CommitResult => {
+    /** Stages `writes`: the first whose condition fails, else `undefined` (nothing applied yet). */
+    const evaluate = (writes: readonly TransactWriteAction[]): CommitResult | undefined => {
       for (const [index, write] of writes.entries()) {
         const described = describeWrite(write);
         const itemKey = keyOf(described.name, described.key);
@@ -176,15 +182,76 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         if (written === 'condition-failed') return { kind: 'condition-failed', index };
         stage(described.name, itemKey, written.item);
       }
+      return undefined;
+    };
+    const apply = (): void => {
       for (const [name, pending] of staged) {
         for (const [key, item] of pending) {
           if (item === undefined) table(name).delete(key);
           else table(name).set(key, clone(item));
         }
       }
+    };
+    const run = (writes: readonly TransactWriteAction[]): CommitResult => {
+      const failed = evaluate(writes);
+      if (failed) return failed;
+      apply();
       return { kind: 'committed' };
     };
-    return { stage, run };
+    return { stage, evaluate, apply, run };
+  };
+
+  /**
+   * One commit against the tables as they are: its result when the database would refuse it
+   * (a live marker, a failed condition), else the function that applies it.
+   */
+  const stageCommit = (
+    commit: AtomicCommit,
+    nowMillis: number,
+  ): { readonly refused: CommitResult } | { readonly apply: () => void } => {
+    const transaction = stagedTransaction();
+    if (commit.record) {
+      const { record } = commit;
+      const markerKey = keyOf(inboxTable, record as unknown as Item);
+      const existing = table(inboxTable).get(markerKey);
+      if (isLive(existing, epochSeconds(nowMillis)) && !isReleasedClaim(existing, record)) {
+        return { refused: { kind: 'existing', record: toRecord(existing) } };
+      }
+      transaction.stage(inboxTable, markerKey, toItem(record));
+      const failed = transaction.evaluate(commit.writes);
+      return failed ? { refused: failed } : { apply: transaction.apply };
+    }
+    const { writes, marker } = commit;
+    const put = writes[marker.index]?.Put;
+    if (!put) throw new EffectivelyOnceError('VALIDATION', `write ${marker.index} is not a put`);
+    const name = put.TableName!;
+    const item = put.Item as Item;
+    // As the DynamoDB store: a live marked item wins over every other failed condition.
+    const existing = table(name).get(keyOf(name, item, options.keys?.[name] ?? [marker.keyAttribute]));
+    if (isLive(existing, epochSeconds(nowMillis))) {
+      return { refused: { kind: 'existing', record: entityRecord(existing, marker.keyAttribute) } };
+    }
+    // As the DynamoDB store: the marked put's own condition is read before any other write's.
+    if (evaluateWrite(describeWrite({ Put: put }), existing) === 'condition-failed') {
+      return { refused: { kind: 'condition-failed', index: marker.index } };
+    }
+    const marked = writes.map((write, index) =>
+      index === marker.index
+        ? { Put: { ...put, Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: marker.fingerprint } } }
+        : write,
+    );
+    const failed = transaction.evaluate(marked);
+    return failed ? { refused: failed } : { apply: transaction.apply };
+  };
+
+  /** Every item a commit's actions name (table and key), for the one-item-once check. */
+  const itemsOfCommit = (commit: AtomicCommit): string[] => {
+    const items = commit.writes.map((write) => {
+      const described = describeWrite(write);
+      return `${described.name}\0${keyOf(described.name, described.key)}`;
+    });
+    if (commit.record) items.push(`${inboxTable}\0${keyOf(inboxTable, commit.record as unknown as Item)}`);
+    return items;
   };
 
   const store: MemoryStore = {
@@ -209,14 +276,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (writes.length + 1 > 100) {
         throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
       }
-      const transaction = stagedTransaction();
-      const markerKey = keyOf(inboxTable, record as unknown as Item);
-      const existing = table(inboxTable).get(markerKey);
-      if (isLive(existing, epochSeconds(nowMillis)) && !isReleasedClaim(existing, record)) {
-        return { kind: 'existing', record: toRecord(existing) };
-      }
-      transaction.stage(inboxTable, markerKey, toItem(record));
-      return transaction.run(writes);
+      const staged = stageCommit({ record, writes }, nowMillis);
+      if ('refused' in staged) return staged.refused;
+      staged.apply();
+      return { kind: 'committed' };
     },
 
     async commitWithItemMarker(writes, marker, nowMillis): Promise<CommitResult> {
@@ -224,25 +287,38 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (writes.length > 100) {
         throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
       }
-      const put = writes[marker.index]?.Put;
-      if (!put) throw new EffectivelyOnceError('VALIDATION', `write ${marker.index} is not a put`);
-      const name = put.TableName!;
-      const item = put.Item as Item;
-      // As the DynamoDB store: a live marked item wins over every other failed condition.
-      const existing = table(name).get(keyOf(name, item, options.keys?.[name] ?? [marker.keyAttribute]));
-      if (isLive(existing, epochSeconds(nowMillis))) {
-        return { kind: 'existing', record: entityRecord(existing, marker.keyAttribute) };
-      }
-      // As the DynamoDB store: the marked put's own condition is read before any other write's.
-      if (evaluateWrite(describeWrite({ Put: put }), existing) === 'condition-failed') {
-        return { kind: 'condition-failed', index: marker.index };
-      }
-      const marked = writes.map((write, index) =>
-        index === marker.index
-          ? { Put: { ...put, Item: { ...item, [ENTITY_FINGERPRINT_ATTRIBUTE]: marker.fingerprint } } }
-          : write,
+      const staged = stageCommit({ writes, marker }, nowMillis);
+      if ('refused' in staged) return staged.refused;
+      staged.apply();
+      return { kind: 'committed' };
+    },
+
+    async commitMany(commits, nowMillis): Promise<readonly SharedCommitResult[]> {
+      await enter('commitMany', [commits, nowMillis]);
+      const actions = commits.reduce(
+        (sum, commit) => sum + commit.writes.length + (commit.record ? 1 : 0),
+        0,
       );
-      return stagedTransaction().run(marked);
+      if (actions > 100)
+        throw new EffectivelyOnceError('VALIDATION', 'A transaction holds at most 100 actions');
+      // As DynamoDB: the request is refused whole before any condition is read.
+      const seen = new Set<string>();
+      for (const item of commits.flatMap(itemsOfCommit)) {
+        if (seen.has(item)) {
+          throw new EffectivelyOnceError(
+            'VALIDATION',
+            'Transaction request cannot include multiple operations on one item',
+          );
+        }
+        seen.add(item);
+      }
+      // Every condition reads the tables as they were before the transaction.
+      const staged = commits.map((commit) => stageCommit(commit, nowMillis));
+      if (staged.every((share) => 'apply' in share)) {
+        for (const share of staged) (share as { apply: () => void }).apply();
+        return commits.map(() => ({ kind: 'committed' }));
+      }
+      return staged.map((share) => ('refused' in share ? share.refused : { kind: 'not-applied' }));
     },
 
     async insertEntity(entity, fingerprint, nowMillis): Promise<InsertResult> {

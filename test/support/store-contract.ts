@@ -21,7 +21,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
-import type { InboxRecord, InboxStore, TransactWriteAction } from '../../lambda/core/store-port';
+import type {
+  AtomicCommit,
+  InboxRecord,
+  InboxStore,
+  TransactWriteAction,
+} from '../../lambda/core/store-port';
 import { epochSeconds } from '../../lambda/core/time';
 
 /** What a contract run needs from an implementation. */
@@ -764,6 +769,103 @@ export function describeInboxStoreContract(
           kind: 'committed',
         });
         expect(await read(unversioned)).toEqual({ pk: unversioned, version: 1 });
+      });
+    });
+
+    describe('commitMany', () => {
+      const marked = (fingerprint = 'fp-1') => ({ index: 0, keyAttribute: 'pk', fingerprint });
+      const commitMany = (commits: readonly AtomicCommit[], at = now) => {
+        if (!store.commitMany) throw new Error('the store has no commitMany');
+        return store.commitMany(commits, at);
+      };
+
+      it('commits every member in one transaction: inbox markers and a marked item side by side', async () => {
+        const [a, b, order, invoiceA, invoiceB] = [
+          key('many-a'),
+          key('many-b'),
+          key('many-item'),
+          key('inv'),
+          key('inv'),
+        ];
+
+        const results = await commitMany([
+          { record: marker(a), writes: [put(invoiceA, { total: 1 })] },
+          { writes: [put(order, { total: 2 })], marker: marked() },
+          { record: marker(b), writes: [put(invoiceB, { total: 3 })] },
+        ]);
+
+        expect(results).toEqual([{ kind: 'committed' }, { kind: 'committed' }, { kind: 'committed' }]);
+        expect(await read(invoiceA)).toEqual({ pk: invoiceA, total: 1 });
+        expect(await read(order)).toEqual({ pk: order, total: 2, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        expect(await read(invoiceB)).toEqual({ pk: invoiceB, total: 3 });
+        expect(await store.insert(marker(b, { fingerprint: 'fp-2' }), now)).toMatchObject({
+          kind: 'existing',
+        });
+      });
+
+      it('reads a duplicate in the middle as its own commit would, applies nothing, and leaves the others not applied', async () => {
+        const [a, dup, c, invoiceA, invoiceDup, invoiceC] = [
+          key('many-a'),
+          key('many-dup'),
+          key('many-c'),
+          key('inv'),
+          key('inv'),
+          key('inv'),
+        ];
+        const first = marker(dup);
+        await store.commit(first, [put(invoiceDup, { version: 1 })], now);
+
+        const results = await commitMany([
+          { record: marker(a), writes: [put(invoiceA)] },
+          { record: marker(dup, { fingerprint: 'fp-2' }), writes: [put(invoiceDup, { version: 2 })] },
+          { record: marker(c), writes: [put(invoiceC)] },
+        ]);
+
+        expect(results).toEqual([
+          { kind: 'not-applied' },
+          { kind: 'existing', record: first },
+          { kind: 'not-applied' },
+        ]);
+        expect(await read(invoiceA)).toBeUndefined();
+        expect(await read(invoiceDup)).toEqual({ pk: invoiceDup, version: 1 });
+        expect(await read(invoiceC)).toBeUndefined();
+        expect(await store.insert(marker(a), now)).toEqual({ kind: 'inserted' });
+      });
+
+      it("reads each failing member's share: a marked item met again, and a business condition by its index", async () => {
+        const [order, b, c, missing, invoiceC] = [
+          key('many-item'),
+          key('many-b'),
+          key('many-c'),
+          key('missing'),
+          key('inv'),
+        ];
+        await store.commitWithItemMarker([put(order, { total: 1 }), put(key('line'))], marked('fp-1'), now);
+
+        const results = await commitMany([
+          { writes: [put(order, { total: 9 }), put(key('line'))], marker: marked('fp-9') },
+          { record: marker(b), writes: [put(key('inv')), requireExists(missing)] },
+          { record: marker(c), writes: [put(invoiceC)] },
+        ]);
+
+        expect(results[0]).toMatchObject({ kind: 'existing', record: { pk: order, fingerprint: 'fp-1' } });
+        expect(results[1]).toMatchObject({ kind: 'condition-failed', index: 1 });
+        expect(results[2]).toEqual({ kind: 'not-applied' });
+        expect(await read(order)).toEqual({ pk: order, total: 1, [ENTITY_FINGERPRINT_ATTRIBUTE]: 'fp-1' });
+        expect(await read(invoiceC)).toBeUndefined();
+      });
+
+      it('refuses two members writing one item as a whole (VALIDATION), applying nothing', async () => {
+        const [a, b, shared] = [key('many-a'), key('many-b'), key('shared')];
+
+        await expect(
+          commitMany([
+            { record: marker(a), writes: [put(shared, { by: 'a' })] },
+            { record: marker(b), writes: [put(shared, { by: 'b' })] },
+          ]),
+        ).rejects.toMatchObject({ code: 'VALIDATION' });
+        expect(await read(shared)).toBeUndefined();
+        expect(await store.insert(marker(a), now)).toEqual({ kind: 'inserted' });
       });
     });
 
