@@ -30,7 +30,13 @@ import type { SqsRecord } from '../../lambda/sqs/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, manualClock, sqsRecord } from '../support/fixtures';
-import { attachFaultInjection, type DynamoRequest, type RequestFault } from './support/fault-injection';
+import {
+  attachFaultInjection,
+  COMMIT_FAULTS,
+  type CommitFaultName,
+  type DynamoRequest,
+  type RequestFault,
+} from './support/fault-injection';
 import { chanceOf } from './support/prng';
 
 const local = createLocalResources();
@@ -52,18 +58,7 @@ interface OrderPlaced {
   readonly total: number;
 }
 
-/** The faults of one commit, each named as the test names it. */
-const COMMIT_FAULTS = {
-  throttled: { kind: 'throttle' },
-  conflicted: { kind: 'conflict' },
-  'its response lost': { kind: 'lost-response' },
-  'its response lost and the SDK retrying it': { kind: 'lost-response-retried' },
-  'a late copy landing after its answer': { kind: 'late-duplicate' },
-  'the process dying before it is sent': { kind: 'crash-before', label: 'commit' },
-  'the process dying after it completed': { kind: 'crash-after', label: 'commit' },
-} as const satisfies Record<string, RequestFault>;
-
-type FaultName = keyof typeof COMMIT_FAULTS;
+type FaultName = CommitFaultName;
 
 /**
  * What a message's handler writes: the order row and a counter update in one transaction, or the

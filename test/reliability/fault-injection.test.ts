@@ -151,15 +151,19 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
       }
       // Every request the runtime sent is allowed by the construct's grants in the seed's mode.
       expect(report.ungranted, `seed ${seed} (${report.mode})`).toEqual([]);
-      // At least 30% of messages delivered twice or more, and at least half of those concurrently.
+      // At least 30% of messages delivered twice or more, and at least a quarter of all messages
+      // delivered concurrently (34-40% in the 20 seeds on 2026-12-02). Counted against the
+      // messages, not against those delivered twice: a fault on a transaction shared by a batch
+      // (atomic batch commit) retries every message in it, which adds redeliveries that are not
+      // concurrent by design (seed 17: 751 delivered twice, 352 of them concurrently).
       expect(
         report.deliveredTwice / report.messages,
         `seed ${seed}: ${replayHint(seed)}`,
       ).toBeGreaterThanOrEqual(0.3);
       expect(
-        report.deliveredConcurrently / report.deliveredTwice,
+        report.deliveredConcurrently / report.messages,
         `seed ${seed}: ${replayHint(seed)}`,
-      ).toBeGreaterThanOrEqual(0.5);
+      ).toBeGreaterThanOrEqual(0.25);
     },
     SEED_TIMEOUT_MILLIS,
   );

@@ -59,6 +59,20 @@ export type RequestFault =
   | { readonly kind: 'crash-before'; readonly label: string }
   | { readonly kind: 'crash-after'; readonly label: string };
 
+/** The faults of one commit request, each named as the fault tests name it. */
+export const COMMIT_FAULTS = {
+  throttled: { kind: 'throttle' },
+  conflicted: { kind: 'conflict' },
+  'its response lost': { kind: 'lost-response' },
+  'its response lost and the SDK retrying it': { kind: 'lost-response-retried' },
+  'a late copy landing after its answer': { kind: 'late-duplicate' },
+  'the process dying before it is sent': { kind: 'crash-before', label: 'commit' },
+  'the process dying after it completed': { kind: 'crash-after', label: 'commit' },
+} as const satisfies Record<string, RequestFault>;
+
+/** The name of one of {@link COMMIT_FAULTS}. */
+export type CommitFaultName = keyof typeof COMMIT_FAULTS;
+
 /** Decides faults and records crashes; usually one per simulated Lambda instance. */
 export interface FaultController {
   /** The fault of one request (called once per `send`, outside the SDK's retry loop). */
@@ -257,6 +271,21 @@ export function inboxUpdateOf(input: Readonly<Record<string, unknown>>): InboxUp
   if (expression.includes(':leaseExpiresAt')) return 'extend';
   if (/#fingerprint\s*=\s*:fingerprint/.test(expression)) return 'replace';
   return undefined;
+}
+
+/**
+ * Every role of a request: a `TransactWriteItems` shared by several messages (atomic mode's batch
+ * commit) is a claim of each marker in it, the puts on the table of its first put (the inbox
+ * table: business writes go elsewhere); any other request has the one role `roleOf` gives it.
+ */
+export function rolesOf(request: DynamoRequest): RequestRole[] {
+  const first = roleOf(request);
+  if (request.operation !== 'TransactWriteItems' || first.role !== 'claim') return [first];
+  const items = (request.input.TransactItems ?? []) as { Put?: { TableName?: string; Item?: unknown } }[];
+  return items.flatMap((item) => {
+    const pk = item.Put?.TableName === first.tableName ? pkOf(item.Put.Item) : undefined;
+    return pk === undefined ? [] : [{ role: 'claim', pk, tableName: first.tableName } as const];
+  });
 }
 
 /**

@@ -95,6 +95,8 @@ export interface SeedReport {
   readonly deadLetter: string;
   /** Entries of each instance's completed-record cache; `undefined` with the cache off. */
   readonly completedCacheEntries: number | undefined;
+  /** How an atomic seed committed its batches; `undefined` in the other modes. */
+  readonly atomicCommit: 'batch' | 'message' | undefined;
   /** Duplicates acknowledged from an instance's cache, without a request. */
   readonly cacheHits: number;
   /** Instances started again cold (cache empty) after a crash; 0 with the cache off. */
@@ -539,6 +541,7 @@ export async function checkSeed(
     mode,
     deadLetter: options.deadLetter,
     completedCacheEntries: options.completedCacheEntries,
+    atomicCommit: options.atomicCommit,
     cacheHits: result.cacheHits,
     coldRestarts: result.coldRestarts,
     messages: plans.length,

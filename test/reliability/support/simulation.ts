@@ -75,7 +75,8 @@ import {
   type FaultController,
   type InboxUpdate,
   type RequestFault,
-  roleOf,
+  type RequestRole,
+  rolesOf,
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
@@ -229,29 +230,35 @@ export interface SeedOptions {
   readonly tamper?: (client: LocalClient) => void;
   /** Each instance's handler keeps a completed-record cache of this many entries. @default off */
   readonly completedCacheEntries?: number;
+  /** How atomic mode commits a batch (`atomic(handle, { commit })`). @default 'batch' */
+  readonly atomicCommit?: 'batch' | 'message';
 }
 
 /** Entries of the completed-record cache in the seeds that turn it on. */
 export const SEED_CACHE_ENTRIES = 1000;
 
 /**
- * The mode and dead-letter style a seed runs: atomic in two seeds of five, marker, entity and
- * two-phase in one each; a third of the seeds dead-letter by redrive, the others directly. Seeds
- * 5-9, 15-19, ... (every mode, both dead-letter styles, both key sources) turn the
- * completed-record cache on.
+ * The mode and dead-letter style a seed runs: atomic in two seeds of five (seeds 2, 7, 12, ...
+ * committing each batch in shared transactions, the default; seeds 5, 10, 15, ... one transaction
+ * per message), marker, entity and two-phase in one each; a third of the seeds dead-letter by
+ * redrive, the others directly. Seeds 5-9, 15-19, ... (every mode, both dead-letter styles, both
+ * key sources, both atomic commits) turn the completed-record cache on.
  */
 export function seedProfile(seed: number): {
   readonly mode: Mode;
   readonly deadLetter: DeadLetterStyle;
   readonly keySource: KeySourceStyle;
   readonly completedCacheEntries?: number;
+  readonly atomicCommit?: 'batch' | 'message';
 } {
   const modes: readonly Mode[] = ['atomic', 'marker', 'atomic', 'entity', 'two-phase'];
   const deadLetter = seed % 3 === 2 ? 'redrive' : 'direct';
   // Seeds 4, 12, 16, ... (direct dead-lettering) key by the FIFO deduplication id.
   const keySource = seed % 4 === 0 && deadLetter === 'direct' ? 'deduplication-id' : 'body';
   const cache = Math.floor(seed / 5) % 2 === 1 ? { completedCacheEntries: SEED_CACHE_ENTRIES } : {};
-  return { mode: modes[seed % modes.length]!, deadLetter, keySource, ...cache };
+  const mode = modes[seed % modes.length]!;
+  const commit = mode === 'atomic' ? ({ atomicCommit: seed % 5 === 0 ? 'message' : 'batch' } as const) : {};
+  return { mode, deadLetter, keySource, ...cache, ...commit };
 }
 
 /** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
@@ -862,105 +869,128 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     decide(request: DynamoRequest): RequestFault | undefined {
       recordActions(actions, request);
       const invocation = current(instance);
-      const role = roleOf(request);
-      if (invocation === undefined || !invocation.faults || role.role === 'other') return undefined;
-      const faults = invocation.faultsByKey.get(role.pk);
-      if (role.role === 'claim') {
-        const claim = invocation.claims.get(role.pk) ?? 0;
-        invocation.claims.set(role.pk, claim + 1);
-        const fault = faults?.[claim];
-        if (losesResponse(fault)) injected['lost responses'] += 1;
-        return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
+      if (invocation === undefined || !invocation.faults) return undefined;
+      // A transaction shared by several messages counts as a claim of each; the first planned
+      // fault among them is the request's (a request meets one fault).
+      let fault: RequestFault | undefined;
+      for (const role of rolesOf(request)) {
+        const planned = decideFor(invocation, role);
+        fault ??= planned;
       }
-      if (role.role === 'effect' && role.tableName === businessTable) {
-        const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
-        if (faults?.[claim] === 'crash-during-effect')
-          return { kind: 'crash-after', label: 'during the effect' };
-      }
-      if (role.role === 'effect' && role.update !== undefined)
-        return updateFault(invocation, role.pk, role.update);
-      return undefined;
+      return fault;
     },
     onLateDuplicate(request, send) {
-      const role = roleOf(request);
-      if (role.role === 'other') return;
-      const late = lateByKey.get(role.pk) ?? [];
-      late.push({ claim: role.role === 'claim', send });
-      lateByKey.set(role.pk, late);
+      for (const role of rolesOf(request)) {
+        if (role.role === 'other') continue;
+        const late = lateByKey.get(role.pk) ?? [];
+        late.push({ claim: role.role === 'claim', send });
+        lateByKey.set(role.pk, late);
+      }
     },
     crash(label) {
       const invocation = current(instance);
       if (invocation !== undefined) crash(invocation, label as CrashPoint);
     },
     onServerResponse(request, statusCode, repeated) {
-      const role = roleOf(request);
       const invocation = current(instance);
-      if (role.role === 'effect' && role.update !== undefined) {
-        const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
-          ':owner'
-        ];
-        if (role.update === 'extend') {
-          if (invocation !== undefined) eventOf(invocation, `extend-landed:${role.pk}`).resolve();
-          const values = request.input.ExpressionAttributeValues as Record<string, unknown> | undefined;
-          const leaseExpiresAt = Number(values?.[':leaseExpiresAt']);
-          const jumpedClock = invocation?.jumpedClock;
-          // An extension computed after the owner's clock jumped, applied: the lease it holds.
-          if (statusCode === 200 && jumpedClock !== undefined && leaseExpiresAt > jumpedClock) {
-            heldLeases.set(role.pk, { leaseExpiresAt, expiresAt: Number(values?.[':expiresAt']) });
-            eventOf(invocation!, `extend-applied-after-jump:${role.pk}`).resolve();
-          }
-          if (statusCode === 200 && typeof owner === 'string' && endedOwners.get(role.pk)?.has(owner)) {
-            runtimeViolations.push(
-              `${role.pk}: a heartbeat landed after its claim was released or completed and revived it (issue 12 item 4)`,
-            );
-          }
-        } else if (role.update === 'release' || role.update === 'complete') {
-          if (invocation !== undefined) eventOf(invocation, `ended:${role.pk}`).resolve();
-          if (statusCode === 200 && typeof owner === 'string') {
-            const owners = endedOwners.get(role.pk) ?? new Set<string>();
-            owners.add(owner);
-            endedOwners.set(role.pk, owners);
-          }
-        }
-      }
-      // The next step on a record lets the late copies of earlier requests on it land.
-      if (role.role !== 'other' && statusCode === 200 && !repeated) sendLate(role.pk);
-      if (trace !== undefined && role.role !== 'other') {
-        const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
-        const item = (request.input.Item ?? {}) as Record<string, unknown>;
-        note(
-          role.pk,
-          invocation,
-          `${request.operation} ${role.role} -> ${statusCode}${repeated ? ' (repeated)' : ''} owner ${String(item.owner ?? values[':owner'] ?? '').slice(0, 8)} lease ${String(item.leaseExpiresAt ?? values[':leaseExpiresAt'] ?? '')} now ${String(values[':nowMillis'] ?? values[':nowSeconds'] ?? '')}`,
-        );
-      }
-      if (statusCode !== 200 || repeated) return;
-      if (role.role === 'claim' && mode === 'two-phase') {
-        const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
-        if (':owner' in values) tag(takeovers, role.pk, invocation?.epoch ?? 0);
-        if (invocation !== undefined && rivalClaims.has(invocation.id)) {
-          rivalClaims.set(invocation.id, {
-            takeover: ':owner' in values,
-            nowMillis: Number(values[':nowMillis'] ?? Number(values[':nowSeconds']) * 1000),
-          });
-        }
-      } else if (role.role === 'claim') {
-        const isEffect = mode === 'atomic' ? request.operation === 'TransactWriteItems' : mode === 'entity';
-        if (isEffect) bump(effectWrites, role.pk);
-        const owner = (request.input.Item as Record<string, unknown> | undefined)?.owner;
-        if (mode === 'marker' && invocation !== undefined) addOwner(invocation.markerWritten, role.pk, owner);
-      } else if (role.role === 'effect' && role.tableName === businessTable) {
-        bump(effectWrites, role.pk);
-        invocation?.effectWritten.add(role.pk);
-      } else if (role.role === 'effect' && role.update === 'release') {
-        // Marker mode's release of its marker (kept as a released claim, bound to its payload).
-        const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
-          ':owner'
-        ];
-        if (invocation !== undefined) addOwner(invocation.markerReleased, role.pk, owner);
-      }
+      for (const role of rolesOf(request)) onResponse(invocation, request, role, statusCode, repeated);
     },
   });
+
+  /** The fault `invocation` planned for its request on `role`'s key. */
+  const decideFor = (invocation: Invocation, role: RequestRole): RequestFault | undefined => {
+    if (role.role === 'other') return undefined;
+    const faults = invocation.faultsByKey.get(role.pk);
+    if (role.role === 'claim') {
+      const claim = invocation.claims.get(role.pk) ?? 0;
+      invocation.claims.set(role.pk, claim + 1);
+      const fault = faults?.[claim];
+      if (losesResponse(fault)) injected['lost responses'] += 1;
+      return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
+    }
+    if (role.role === 'effect' && role.tableName === businessTable) {
+      const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
+      if (faults?.[claim] === 'crash-during-effect')
+        return { kind: 'crash-after', label: 'during the effect' };
+    }
+    if (role.role === 'effect' && role.update !== undefined)
+      return updateFault(invocation, role.pk, role.update);
+    return undefined;
+  };
+
+  /** What a response DynamoDB sent means for the key of `role`. */
+  const onResponse = (
+    invocation: Invocation | undefined,
+    request: DynamoRequest,
+    role: RequestRole,
+    statusCode: number,
+    repeated: boolean,
+  ) => {
+    if (role.role === 'effect' && role.update !== undefined) {
+      const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
+        ':owner'
+      ];
+      if (role.update === 'extend') {
+        if (invocation !== undefined) eventOf(invocation, `extend-landed:${role.pk}`).resolve();
+        const values = request.input.ExpressionAttributeValues as Record<string, unknown> | undefined;
+        const leaseExpiresAt = Number(values?.[':leaseExpiresAt']);
+        const jumpedClock = invocation?.jumpedClock;
+        // An extension computed after the owner's clock jumped, applied: the lease it holds.
+        if (statusCode === 200 && jumpedClock !== undefined && leaseExpiresAt > jumpedClock) {
+          heldLeases.set(role.pk, { leaseExpiresAt, expiresAt: Number(values?.[':expiresAt']) });
+          eventOf(invocation!, `extend-applied-after-jump:${role.pk}`).resolve();
+        }
+        if (statusCode === 200 && typeof owner === 'string' && endedOwners.get(role.pk)?.has(owner)) {
+          runtimeViolations.push(
+            `${role.pk}: a heartbeat landed after its claim was released or completed and revived it (issue 12 item 4)`,
+          );
+        }
+      } else if (role.update === 'release' || role.update === 'complete') {
+        if (invocation !== undefined) eventOf(invocation, `ended:${role.pk}`).resolve();
+        if (statusCode === 200 && typeof owner === 'string') {
+          const owners = endedOwners.get(role.pk) ?? new Set<string>();
+          owners.add(owner);
+          endedOwners.set(role.pk, owners);
+        }
+      }
+    }
+    // The next step on a record lets the late copies of earlier requests on it land.
+    if (role.role !== 'other' && statusCode === 200 && !repeated) sendLate(role.pk);
+    if (trace !== undefined && role.role !== 'other') {
+      const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+      const item = (request.input.Item ?? {}) as Record<string, unknown>;
+      note(
+        role.pk,
+        invocation,
+        `${request.operation} ${role.role} -> ${statusCode}${repeated ? ' (repeated)' : ''} owner ${String(item.owner ?? values[':owner'] ?? '').slice(0, 8)} lease ${String(item.leaseExpiresAt ?? values[':leaseExpiresAt'] ?? '')} now ${String(values[':nowMillis'] ?? values[':nowSeconds'] ?? '')}`,
+      );
+    }
+    if (statusCode !== 200 || repeated) return;
+    if (role.role === 'claim' && mode === 'two-phase') {
+      const values = (request.input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+      if (':owner' in values) tag(takeovers, role.pk, invocation?.epoch ?? 0);
+      if (invocation !== undefined && rivalClaims.has(invocation.id)) {
+        rivalClaims.set(invocation.id, {
+          takeover: ':owner' in values,
+          nowMillis: Number(values[':nowMillis'] ?? Number(values[':nowSeconds']) * 1000),
+        });
+      }
+    } else if (role.role === 'claim') {
+      const isEffect = mode === 'atomic' ? request.operation === 'TransactWriteItems' : mode === 'entity';
+      if (isEffect) bump(effectWrites, role.pk);
+      const owner = (request.input.Item as Record<string, unknown> | undefined)?.owner;
+      if (mode === 'marker' && invocation !== undefined) addOwner(invocation.markerWritten, role.pk, owner);
+    } else if (role.role === 'effect' && role.tableName === businessTable) {
+      bump(effectWrites, role.pk);
+      invocation?.effectWritten.add(role.pk);
+    } else if (role.role === 'effect' && role.update === 'release') {
+      // Marker mode's release of its marker (kept as a released claim, bound to its payload).
+      const owner = (request.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[
+        ':owner'
+      ];
+      if (invocation !== undefined) addOwner(invocation.markerReleased, role.pk, owner);
+    }
+  };
 
   const loggerOf = (instance: Instance): Logger => ({
     log(entry: LogEntry) {
@@ -1229,11 +1259,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       mode === 'atomic'
         ? createSqsHandler<Body>({
             ...common,
-            mode: atomic((message, unitOfWork) => {
-              noteKey(message);
-              failInOutage(message.messageId);
-              unitOfWork.update(effectUpdate(message.scopedKey, message.body.amount, epochNow()));
-            }),
+            mode: atomic(
+              (message, unitOfWork) => {
+                noteKey(message);
+                failInOutage(message.messageId);
+                unitOfWork.update(effectUpdate(message.scopedKey, message.body.amount, epochNow()));
+              },
+              { commit: options.atomicCommit ?? 'batch' },
+            ),
           })
         : mode === 'marker'
           ? createSqsHandler<Body>({
