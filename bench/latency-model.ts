@@ -8,6 +8,11 @@
  * p99: median `p50`, shape `ln(p99 / p50) / z(0.99)`. A record's requests run step by step
  * (the traces say which requests of a record overlap: none do, in any implementation
  * measured); records of a batch run as their implementation runs them (`BatchSchedule`).
+ *
+ * Where one request serves several records (atomic mode's batch commit: one `TransactWriteItems`
+ * for the messages that reach their commit together), a per-record trace cannot show it, so such a
+ * batch is modelled from its own trace instead (`simulateTrace`): its steps in order, the requests
+ * of a step side by side.
  */
 import type { TracedRequest } from './measure/traces';
 import { seededRandom } from './stats';
@@ -183,8 +188,11 @@ export interface BatchShape {
   readonly groups?: number;
 }
 
-/** The wall time of one record: its steps one after another, the requests of a step side by side. */
-function recordMillis(trace: readonly TracedRequest[], random: () => number): number {
+/**
+ * The wall time of a trace: its steps one after another, the requests of a step side by side
+ * (the step takes as long as its slowest request). One draw per request, in trace order.
+ */
+export function traceMillis(trace: readonly TracedRequest[], random: () => number): number {
   let total = 0;
   let step = -1;
   let stepMillis = 0;
@@ -226,7 +234,7 @@ export function batchMillis(
     for (let candidate = 1; candidate < slots.length; candidate++) {
       if (slots[candidate]! < slots[slot]!) slot = candidate;
     }
-    const finish = Math.max(ready, slots[slot]!) + recordMillis(trace, random);
+    const finish = Math.max(ready, slots[slot]!) + traceMillis(trace, random);
     slots[slot] = finish;
     if (group !== undefined) groupFinish.set(group, finish);
     end = Math.max(end, finish);
@@ -263,12 +271,48 @@ export function simulateBatches(
   const batches = options.batches ?? SIMULATION.batches;
   const samples: number[] = [];
   for (let n = 0; n < batches; n++) samples.push(batchMillis(trace, shape, schedule, random));
+  return figuresOf(samples);
+}
+
+/** p50, p99 and mean of simulated batch times. */
+function figuresOf(samples: number[]): LatencyFigures {
   samples.sort((a, b) => a - b);
   return {
     p50: quantile(samples, 0.5),
     p99: quantile(samples, 0.99),
     mean: samples.reduce((sum, value) => sum + value, 0) / samples.length,
   };
+}
+
+/**
+ * p50, p99 and mean wall time of a batch that makes the requests of `trace` (a whole batch's
+ * trace), simulated `batches` times from the same seeded sequence as `simulateBatches`. Where each
+ * record makes one request and the records run all side by side (one step) or one after another
+ * (one step each), the figures equal `simulateBatches` over one record's trace: the same draws in
+ * the same order. Records of several requests side by side would differ: the tracer merges their
+ * steps, so the model would wait for the slowest record at every step, not only at the end.
+ */
+export function simulateTrace(
+  trace: readonly TracedRequest[],
+  options: { readonly batches?: number; readonly seed?: number } = {},
+): LatencyFigures {
+  const random = seededRandom(options.seed ?? SIMULATION.seed);
+  const batches = options.batches ?? SIMULATION.batches;
+  const samples: number[] = [];
+  for (let n = 0; n < batches; n++) samples.push(traceMillis(trace, random));
+  return figuresOf(samples);
+}
+
+/**
+ * True when a batch's trace makes fewer requests than its records make one by one: some request
+ * serves several records, which only the batch's own trace shows.
+ */
+export function sharesRequests(
+  recordTrace: readonly TracedRequest[],
+  batchTrace: readonly TracedRequest[],
+  shape: BatchShape,
+): boolean {
+  return batchTrace.length < recordTrace.length * shape.records;
 }
 
 /** The batch shapes reported. */

@@ -5,7 +5,10 @@ import {
   LATENCY_SOURCES,
   latencyOf,
   operationLatencies,
+  sharesRequests,
   simulateBatches,
+  simulateTrace,
+  traceMillis,
   transactionLatency,
 } from '../../../bench/latency-model';
 import type { TracedRequest } from '../../../bench/measure/traces';
@@ -123,5 +126,76 @@ describe('bench latency model: draws and batches', () => {
       p99: 0,
       mean: 0,
     });
+  });
+});
+
+/** A traced `TransactWriteItems` of `items` items in `step`. */
+const transaction = (items: number, step: number, outcome = 'ok'): TracedRequest => ({
+  role: 'dedup',
+  operation: 'TransactWriteItems',
+  items: Array.from({ length: items }, () => put(1).items[0]!),
+  outcome,
+  step,
+});
+
+/** Ten records, one 2-item transaction each: side by side (one step), or one after another. */
+const tenSideBySide = Array.from({ length: 10 }, () => transaction(2, 1));
+const tenInARow = Array.from({ length: 10 }, (_, index) => transaction(2, index + 1));
+/** The toolkit's schedule: 10 records at a time, FIFO groups in order. */
+const toolkit = { concurrency: 10, fifo: 'per-group', basis: 'test' } as const;
+
+describe('bench latency model: batches from their own traces', () => {
+  it("adds a batch trace's steps and takes the slowest request of a step", () => {
+    const random = constant(0.25);
+    expect(traceMillis([transaction(20, 1)], random)).toBeCloseTo(25.3 + 15 * 0.34, 10);
+    expect(traceMillis(tenSideBySide, random)).toBeCloseTo(25.3 - 3 * 0.34, 10);
+    expect(traceMillis(tenInARow, random)).toBeCloseTo(10 * (25.3 - 3 * 0.34), 10);
+  });
+
+  it('models one shared 20-item transaction faster than ten 2-item transactions side by side', () => {
+    // One draw on the transaction line (p50 30.4 ms, p99 96.25 ms) against the slowest of ten
+    // draws at p50 24.28 ms, p99 91.75 ms each.
+    const shared = simulateTrace([transaction(20, 1)]);
+    const perMessage = simulateTrace(tenSideBySide);
+    expect(shared.p50).toBeCloseTo(30.4817, 3);
+    expect(shared.p99).toBeCloseTo(97.5789, 3);
+    expect(perMessage.p50).toBeCloseTo(56.9731, 3);
+    expect(perMessage.p99).toBeCloseTo(141.664, 2);
+    expect(shared.mean).toBeLessThan(perMessage.mean);
+  });
+
+  it('draws a cancelled shared transaction from the cancelled line', () => {
+    const cancelled = simulateTrace([transaction(20, 1, 'TransactionCanceledException')]);
+    expect(cancelled.p50).toBeCloseTo(30.4759, 3);
+    expect(cancelled.p99).toBeCloseTo(89.7861, 3);
+  });
+
+  it('gives the schedule model’s figures where each record makes one request of its own', () => {
+    expect(simulateTrace(tenSideBySide)).toEqual(
+      simulateBatches([transaction(2, 1)], { records: 10 }, toolkit),
+    );
+    expect(simulateTrace(tenInARow)).toEqual(
+      simulateBatches([transaction(2, 1)], { records: 10, groups: 1 }, toolkit),
+    );
+  });
+
+  it('waits for the slowest record at every step where records of several requests run side by side', () => {
+    // The tracer merges the steps of records running together; the schedule model keeps each
+    // record's steps its own, so it is the one kept for them.
+    const lockstep = [
+      ...Array.from({ length: 10 }, () => put(1)),
+      ...Array.from({ length: 10 }, () => put(2)),
+    ];
+    const merged = simulateTrace(lockstep);
+    const scheduled = simulateBatches([put(1), put(2)], { records: 10 }, toolkit);
+    expect(merged.p50).toBeGreaterThan(scheduled.p50);
+  });
+
+  it('tells a batch that shares a request between records from one that does not', () => {
+    const record = [transaction(2, 1)];
+    expect(sharesRequests(record, [transaction(20, 1)], { records: 10 })).toBe(true);
+    expect(sharesRequests(record, tenSideBySide, { records: 10 })).toBe(false);
+    expect(sharesRequests(record, tenInARow, { records: 10, groups: 1 })).toBe(false);
+    expect(sharesRequests([], [], { records: 10 })).toBe(false);
   });
 });
