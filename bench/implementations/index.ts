@@ -20,8 +20,15 @@ export interface Implementation {
   /** Display name. */
   readonly label: string;
   readonly kind: 'bare' | 'toolkit' | 'powertools' | 'hand-written';
-  /** The toolkit mode it runs, or the hand-written baseline mirrors. */
+  /** The toolkit mode it runs (`kind: 'toolkit'`). */
   readonly mode?: ToolkitMode;
+  /** The calls a hand-written baseline makes (`kind: 'hand-written'`). */
+  readonly handWritten?: HandWrittenMode;
+  /**
+   * The toolkit modes a hand-written baseline may make the same calls as, the likeliest first
+   * (`sameCallsBaseline` checks the traces to choose).
+   */
+  readonly sameCallsAs?: readonly ToolkitMode[];
   /** The Powertools configuration (`kind: 'powertools'`). */
   readonly powertools?: PowertoolsVariant;
   /**
@@ -53,6 +60,15 @@ const HAND_WRITTEN_SCHEDULE: BatchSchedule = {
     'every record at once (`Promise.all`); on a FIFO queue assumed written to keep each group in order, groups side by side',
 };
 
+/** One shared transaction per round of records: every record, or on FIFO the next of each group. */
+const HAND_WRITTEN_BATCH_SCHEDULE: BatchSchedule = {
+  concurrency: Number.POSITIVE_INFINITY,
+  fifo: 'per-group',
+  basis:
+    "one TransactWriteItems for the batch's records (at most 100 actions each); on a FIFO queue one per round, " +
+    'the next record of every group (modelled from its batch traces)',
+};
+
 /** `processPartialResponse` with `BatchProcessor`; on FIFO, `SqsFifoPartialProcessorAsync`. */
 const POWERTOOLS_SCHEDULE: BatchSchedule = {
   concurrency: Number.POSITIVE_INFINITY,
@@ -77,6 +93,13 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     label: 'effectively-once atomic',
     kind: 'toolkit',
     mode: 'atomic',
+    schedule: TOOLKIT_SCHEDULE,
+  },
+  {
+    id: 'atomic-message',
+    label: 'effectively-once atomic, per-message commit',
+    kind: 'toolkit',
+    mode: 'atomic-message',
     schedule: TOOLKIT_SCHEDULE,
   },
   {
@@ -134,15 +157,26 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     id: 'manual-marker',
     label: 'hand-written, same calls as marker only',
     kind: 'hand-written',
-    mode: 'marker',
+    handWritten: 'marker',
+    sameCallsAs: ['marker'],
     cpuOnly: true,
     schedule: HAND_WRITTEN_SCHEDULE,
   },
   {
-    id: 'manual-atomic',
-    label: 'hand-written, same calls as atomic',
+    id: 'manual-atomic-batch',
+    label: 'hand-written, same calls as atomic with batch commit (one transaction for the batch)',
     kind: 'hand-written',
-    mode: 'atomic',
+    handWritten: 'atomic-batch',
+    sameCallsAs: ['atomic'],
+    cpuOnly: true,
+    schedule: HAND_WRITTEN_BATCH_SCHEDULE,
+  },
+  {
+    id: 'manual-atomic',
+    label: 'hand-written, same calls as atomic with per-message commit',
+    kind: 'hand-written',
+    handWritten: 'atomic',
+    sameCallsAs: ['atomic-message', 'atomic'],
     cpuOnly: true,
     schedule: HAND_WRITTEN_SCHEDULE,
   },
@@ -150,7 +184,8 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     id: 'manual-atomic-item',
     label: 'hand-written, same calls as atomic with the marker on the business item',
     kind: 'hand-written',
-    mode: 'atomic-item',
+    handWritten: 'atomic-item',
+    sameCallsAs: ['atomic-item'],
     cpuOnly: true,
     schedule: HAND_WRITTEN_SCHEDULE,
   },
@@ -158,18 +193,29 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
     id: 'manual-entity',
     label: 'hand-written, same calls as entity',
     kind: 'hand-written',
-    mode: 'entity',
+    handWritten: 'entity',
+    sameCallsAs: ['entity'],
     cpuOnly: true,
     schedule: HAND_WRITTEN_SCHEDULE,
   },
 ];
 
-/** The hand-written baseline making the same calls as a toolkit mode, if there is one. */
-export function sameCallsBaseline(implementation: Implementation): Implementation | undefined {
+/**
+ * The hand-written baseline making the same calls as a toolkit row, if there is one. Where
+ * several may (atomic mode's default commit is per batch once the toolkit has batch commit, per
+ * message before), `makesSameCalls` picks the one whose traced requests match; without it, or
+ * when none matches, the likeliest.
+ */
+export function sameCallsBaseline(
+  implementation: Implementation,
+  makesSameCalls?: (baseline: Implementation) => boolean,
+): Implementation | undefined {
   if (implementation.kind !== 'toolkit') return undefined;
-  return IMPLEMENTATIONS.find(
-    (candidate) => candidate.kind === 'hand-written' && candidate.mode === implementation.mode,
+  const candidates = IMPLEMENTATIONS.filter(
+    (candidate) =>
+      candidate.kind === 'hand-written' && candidate.sameCallsAs?.includes(implementation.mode!) === true,
   );
+  return candidates.find((candidate) => makesSameCalls?.(candidate) ?? true) ?? candidates[0];
 }
 
 /** A built implementation: its handler and its two raw clients. */
@@ -200,7 +246,7 @@ export function createContainer(
       );
       break;
     case 'hand-written':
-      handler = createHandWrittenHandler(implementation.mode as HandWrittenMode, business, tables);
+      handler = createHandWrittenHandler(implementation.handWritten!, business, tables);
       break;
     case 'toolkit':
       handler = createToolkitHandler(

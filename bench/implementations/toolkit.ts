@@ -6,6 +6,7 @@
 import type { BatchHandler, BenchTables } from '../workload';
 import { createAtomicHandler } from './toolkit/atomic';
 import { createAtomicItemHandler } from './toolkit/atomic-item';
+import { createAtomicMessageHandler } from './toolkit/atomic-message';
 import type { ToolkitClients } from './toolkit/common';
 import { createEntityHandler } from './toolkit/entity';
 import { createEntityCachedHandler } from './toolkit/entity-cached';
@@ -15,7 +16,14 @@ import { createTwoPhaseHandler } from './toolkit/two-phase';
 export type { ToolkitClients } from './toolkit/common';
 
 /** The toolkit handlers the benchmark knows. */
-export type ToolkitMode = 'marker' | 'atomic' | 'entity' | 'two-phase' | 'entity-cached' | 'atomic-item';
+export type ToolkitMode =
+  | 'marker'
+  | 'atomic'
+  | 'atomic-message'
+  | 'entity'
+  | 'two-phase'
+  | 'entity-cached'
+  | 'atomic-item';
 
 /** Each mode's handler: the module under `implementations/` and the factory it exports (for bundles). */
 export const TOOLKIT_HANDLERS: Readonly<
@@ -30,6 +38,11 @@ export const TOOLKIT_HANDLERS: Readonly<
 > = {
   marker: { module: './toolkit/marker', factory: 'createMarkerHandler', create: createMarkerHandler },
   atomic: { module: './toolkit/atomic', factory: 'createAtomicHandler', create: createAtomicHandler },
+  'atomic-message': {
+    module: './toolkit/atomic-message',
+    factory: 'createAtomicMessageHandler',
+    create: createAtomicMessageHandler,
+  },
   entity: { module: './toolkit/entity', factory: 'createEntityHandler', create: createEntityHandler },
   'two-phase': {
     module: './toolkit/two-phase',

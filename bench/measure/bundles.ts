@@ -75,7 +75,7 @@ export function entrySource(implementation: Implementation): string {
       return [
         ...clients,
         "import { createHandWrittenHandler } from './implementations/hand-written';",
-        `export const handler = createHandWrittenHandler(${JSON.stringify(implementation.mode)}, documentClient(new DynamoDBClient({})), tablesFromEnv());`,
+        `export const handler = createHandWrittenHandler(${JSON.stringify(implementation.handWritten)}, documentClient(new DynamoDBClient({})), tablesFromEnv());`,
       ].join('\n');
   }
 }
