@@ -14,12 +14,15 @@ import { CEILING_INPUTS, ceilingsOf, hotItemCeiling } from './ceilings';
 import { availableImplementations, type Implementation, sameCallsBaseline } from './implementations';
 import {
   BATCH_SHAPES,
+  type BatchShape,
   type BatchShapeName,
   LATENCY_SOURCES,
   type LatencyFigures,
   operationLatencies,
   SIMULATION,
+  sharesRequests,
   simulateBatches,
+  simulateTrace,
 } from './latency-model';
 import { bundleHandler, bundleToolkitRuntime, createInitTimer, type HandlerBundle } from './measure/bundles';
 import { type CpuSample, canCollectGarbage, createCpuRig, measureCpu, measureHeap } from './measure/cpu';
@@ -36,7 +39,7 @@ import { loadVerdict, QUIET_LOAD_PER_CPU } from './report/load';
 import { renderMarkdown } from './report/markdown';
 import type { BenchResults, CaseFigures, ImplementationFigures } from './report/results';
 import { renderSvg } from './report/svg';
-import { evaluateTargets } from './report/targets';
+import { DOLLARS_FIRST_BEFORE_BATCH_COMMIT, evaluateTargets } from './report/targets';
 import { alternate, bootstrapMedian, type MedianInterval, median, type Summary, summarize } from './stats';
 import { CAPACITY_FORMULA } from './stub/capacity';
 import { createStubTable } from './stub/dynamodb-stub';
@@ -141,7 +144,7 @@ async function runCases(plan: Plan, implementations: readonly Implementation[], 
         implementation,
         DEFAULT_TABLES,
         `${run}-c${repetition}-${implementation.id}`,
-        plan.batchSize,
+        { records: plan.batchSize },
       );
       for (const name of CASES) samples.get(implementation.id)![name].push(results[name]);
     }
@@ -168,45 +171,91 @@ async function runCases(plan: Plan, implementations: readonly Implementation[], 
   return figures;
 }
 
-/** One record's requests per case, per implementation: the cases again, a batch of 1, traced. */
+/** The traced cases of every reported batch shape: first deliveries and duplicates. */
+type ShapeTraces = Record<BatchShapeName, Record<'first' | 'duplicate', TracedRequest[]>>;
+
+/**
+ * Request traces per implementation: one record's requests per case (the cases again, a batch of
+ * 1, traced), and the requests of a whole batch of each reported shape, first deliveries and
+ * duplicates (the batch of 1 is the same run as the record's).
+ */
 async function runTraces(implementations: readonly Implementation[], run: string) {
   const traces: Record<string, Record<CaseName, TracedRequest[]>> = {};
+  const batchTraces: Record<string, ShapeTraces> = {};
   for (const implementation of implementations) {
-    const tracer = createRequestTracer();
-    const results = await runStubCases(
-      implementation,
-      DEFAULT_TABLES,
-      `${run}-t-${implementation.id}`,
-      1,
-      tracer,
-    );
-    traces[implementation.id] = Object.fromEntries(
-      CASES.map((name) => [name, [...(results[name].trace ?? [])]]),
-    ) as Record<CaseName, TracedRequest[]>;
+    const byShape = {} as ShapeTraces;
+    for (const [name, shape] of shapeEntries()) {
+      const tracer = createRequestTracer();
+      const results = await runStubCases(
+        implementation,
+        DEFAULT_TABLES,
+        `${run}-t-${name}-${implementation.id}`,
+        shape,
+        tracer,
+      );
+      const traceOf = (caseName: CaseName) => [...(results[caseName].trace ?? [])];
+      byShape[name] = { first: traceOf('first'), duplicate: traceOf('duplicate') };
+      if (name === 'single') {
+        traces[implementation.id] = Object.fromEntries(
+          CASES.map((caseName) => [caseName, traceOf(caseName)]),
+        ) as Record<CaseName, TracedRequest[]>;
+      }
+    }
+    batchTraces[implementation.id] = byShape;
   }
-  return traces;
+  return { traces, batchTraces };
 }
 
-/** Modelled latency per implementation, batch shape and case, from the traces. */
+/** The reported batch shapes, by name. */
+function shapeEntries(): [BatchShapeName, BatchShape][] {
+  return Object.entries(BATCH_SHAPES) as [BatchShapeName, BatchShape][];
+}
+
+/** Where a modelled figure comes from: one record's trace and the schedule, or the batch's own trace. */
+type LatencyBasis = 'record trace' | 'batch trace';
+
+/**
+ * Modelled latency per implementation, batch shape and case. A batch whose trace shares a request
+ * between records is modelled from that trace (`simulateTrace`); any other from one record's
+ * trace and the implementation's schedule (`simulateBatches`), which keeps each record's steps
+ * its own (the tracer merges the steps of records running side by side) and the concurrency limit.
+ */
 function modelLatency(
   implementations: readonly Implementation[],
   traces: Readonly<Record<string, Readonly<Record<CaseName, readonly TracedRequest[]>>>>,
+  batchTraces: Readonly<Record<string, ShapeTraces>>,
 ) {
   const latency: Record<string, Record<BatchShapeName, Record<'first' | 'duplicate', LatencyFigures>>> = {};
+  const basis: Record<string, Record<BatchShapeName, Record<'first' | 'duplicate', LatencyBasis>>> = {};
   for (const implementation of implementations) {
+    const id = implementation.id;
     const byShape = {} as Record<BatchShapeName, Record<'first' | 'duplicate', LatencyFigures>>;
-    for (const [name, shape] of Object.entries(BATCH_SHAPES) as [
-      BatchShapeName,
-      (typeof BATCH_SHAPES)[BatchShapeName],
-    ][]) {
-      byShape[name] = {
-        first: simulateBatches(traces[implementation.id]!.first, shape, implementation.schedule),
-        duplicate: simulateBatches(traces[implementation.id]!.duplicate, shape, implementation.schedule),
+    const basisByShape = {} as Record<BatchShapeName, Record<'first' | 'duplicate', LatencyBasis>>;
+    for (const [name, shape] of shapeEntries()) {
+      const model = (caseName: 'first' | 'duplicate'): [LatencyFigures, LatencyBasis] => {
+        const recordTrace = traces[id]![caseName];
+        const batchTrace = batchTraces[id]![name][caseName];
+        return sharesRequests(recordTrace, batchTrace, shape)
+          ? [simulateTrace(batchTrace), 'batch trace']
+          : [simulateBatches(recordTrace, shape, implementation.schedule), 'record trace'];
       };
+      const [first, firstBasis] = model('first');
+      const [duplicate, duplicateBasis] = model('duplicate');
+      byShape[name] = { first, duplicate };
+      basisByShape[name] = { first: firstBasis, duplicate: duplicateBasis };
     }
-    latency[implementation.id] = byShape;
+    latency[id] = byShape;
+    basis[id] = basisByShape;
   }
-  return latency;
+  return { latency, basis };
+}
+
+/** What a batch trace sends, order aside: its requests by operation, size and answer. */
+function requestSignature(trace: readonly TracedRequest[]): string {
+  return trace
+    .map((request) => `${request.operation}(${request.items.length}):${request.outcome}`)
+    .sort()
+    .join(',');
 }
 
 async function runCpu(plan: Plan, implementations: readonly Implementation[], run: string) {
@@ -346,8 +395,19 @@ async function main(): Promise<void> {
   const toolkitModes = compared.filter((i) => i.kind === 'toolkit').map((i) => i.id);
 
   const cases = await timedPhase(timings, 'stub cases', () => runCases(plan, available, run));
-  const traces = await timedPhase(timings, 'request traces', () => runTraces(available, run));
-  const latency = modelLatency(available, traces);
+  const { traces, batchTraces } = await timedPhase(timings, 'request traces', () =>
+    runTraces(available, run),
+  );
+  const { latency, basis: latencyBasis } = modelLatency(available, traces, batchTraces);
+  // The hand-written baseline whose batch of 10 makes the same requests (first deliveries).
+  const baselineOf = (implementation: Implementation) =>
+    sameCallsBaseline(
+      implementation,
+      (baseline) =>
+        batchTraces[baseline.id] !== undefined &&
+        requestSignature(batchTraces[baseline.id]!.batch.first) ===
+          requestSignature(batchTraces[implementation.id]!.batch.first),
+    );
   const { rigs, samples: cpuSamples } = await timedPhase(timings, 'CPU and throughput (stub)', () =>
     runCpu(plan, available, run),
   );
@@ -394,7 +454,7 @@ async function main(): Promise<void> {
   const throughputVsBare = medianRatios(throughput, 'bare', allIds);
   const cpuVsSameCalls = byId(
     compared.flatMap((implementation) => {
-      const baseline = sameCallsBaseline(implementation);
+      const baseline = baselineOf(implementation);
       const summary = baseline && pairedRatios(cpuMicros, implementation.id, baseline.id);
       return summary ? [[implementation.id, summary] as const] : [];
     }),
@@ -420,7 +480,7 @@ async function main(): Promise<void> {
   const cpuRatioVsSameCallsInterval: Record<string, MedianInterval> = {};
   const cpuMillisAddedPerBatch: Record<string, { median: number; ciHigh: number }> = {};
   for (const implementation of compared) {
-    const baseline = sameCallsBaseline(implementation);
+    const baseline = baselineOf(implementation);
     const values = cpuMicros.get(implementation.id);
     const references = baseline && cpuMicros.get(baseline.id);
     if (!values || !references || values.length !== references.length) continue;
@@ -496,6 +556,10 @@ async function main(): Promise<void> {
     }),
   );
 
+  const sameCallsIds = byId(
+    toolkitModes.map((id) => [id, baselineOf(available.find((i) => i.id === id)!)?.id] as const),
+  );
+
   const ceilingRows = available
     .filter((implementation) => !implementation.cpuOnly)
     .map((implementation) =>
@@ -540,7 +604,9 @@ async function main(): Promise<void> {
       simulation: { ...SIMULATION },
       distribution:
         'log-normal per request with the published median and p99 (shape ln(p99/p50) / 2.326), drawn from a seeded generator; ' +
-        "a record's requests one after another, a batch's records as its implementation schedules them",
+        "a record's requests one after another, a batch's records as its implementation schedules them; " +
+        "where a batch's trace shares a request between records (atomic mode's batch commit), the batch from its own trace: " +
+        'its steps one after another, the requests of a step side by side',
       assumptions: [
         'conditional and unconditional writes take the same time (no source separates them)',
         'a request that fails its condition (ConditionalCheckFailedException) takes as long as one that succeeds',
@@ -560,6 +626,20 @@ async function main(): Promise<void> {
       ),
     },
     traces,
+    batchTraces,
+    requestsPerBatch: byId(
+      Object.entries(batchTraces).map(([id, byShape]) => [
+        id,
+        Object.fromEntries(
+          Object.entries(byShape).map(([shape, byCase]) => [
+            shape,
+            { first: byCase.first.length, duplicate: byCase.duplicate.length },
+          ]),
+        ) as Record<BatchShapeName, Record<'first' | 'duplicate', number>>,
+      ]),
+    ),
+    latencyBasis,
+    sameCallsBaselines: byId(toolkitModes.map((id) => [id, sameCallsIds[id] ?? null] as const)),
     latency,
     prices: PRICES,
     costAssumptions: {
@@ -648,9 +728,7 @@ async function main(): Promise<void> {
     targets: evaluateTargets({
       toolkitRows: toolkitModes,
       featureRows,
-      sameCalls: byId(
-        toolkitModes.map((id) => [id, sameCallsBaseline(available.find((i) => i.id === id)!)?.id] as const),
-      ),
+      sameCalls: sameCallsIds,
       toolkitRequests: byId(
         toolkitModes.map((id) => [
           id,
@@ -671,6 +749,14 @@ async function main(): Promise<void> {
           ([id, figures]) => [id, figures.latencyMillisPerBatch.p50] as const,
         ),
       ),
+      latencyP99: byId(
+        Object.entries(byImplementation).map(
+          ([id, figures]) => [id, figures.latencyMillisPerBatch.p99] as const,
+        ),
+      ),
+      atomicDefault: 'atomic',
+      dollarRows: comparedIds,
+      dollarsFirstBefore: DOLLARS_FIRST_BEFORE_BATCH_COMMIT,
       dollarsFirst: byId(
         Object.entries(byImplementation).map(
           ([id, figures]) => [id, figures.dollarsPerMillion.first] as const,

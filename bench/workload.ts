@@ -138,8 +138,15 @@ export function orderEvent(run: string, n: number, options: { simulateFailure?: 
   };
 }
 
-/** An SQS record as Lambda delivers it; `delivery` changes the message id (a producer resend). */
-export function sqsRecordOf(body: OrderEvent, delivery = 0): SqsRecord {
+/**
+ * An SQS record as Lambda delivers it; `delivery` changes the message id (a producer resend).
+ * With `fifo`, the record comes from a FIFO queue (`.fifo` ARN) in message group `fifo.group`.
+ */
+export function sqsRecordOf(
+  body: OrderEvent,
+  delivery = 0,
+  fifo?: { readonly group: string; readonly sequenceNumber: number },
+): SqsRecord {
   const messageId = `${body.eventId}-d${delivery}`;
   return {
     messageId,
@@ -150,25 +157,39 @@ export function sqsRecordOf(body: OrderEvent, delivery = 0): SqsRecord {
       SentTimestamp: '1767225600000',
       SenderId: 'AIDABENCH',
       ApproximateFirstReceiveTimestamp: '1767225600000',
+      ...(fifo
+        ? {
+            MessageGroupId: fifo.group,
+            MessageDeduplicationId: messageId,
+            SequenceNumber: String(fifo.sequenceNumber).padStart(20, '1'),
+          }
+        : {}),
     },
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:bench-orders',
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:bench-orders${fifo ? '.fifo' : ''}`,
     awsRegion: 'us-east-1',
   } as SqsRecord;
 }
 
-/** A batch of `size` fresh events numbered from `first`. */
+/**
+ * A batch of `size` fresh events numbered from `first`. With `groups`, from a FIFO queue, the
+ * events dealt round-robin over that many message groups (as `BatchShape` describes).
+ */
 export function batchOf(
   run: string,
   first: number,
   size: number,
-  options: { delivery?: number; simulateFailure?: boolean } = {},
+  options: { delivery?: number; simulateFailure?: boolean; groups?: number } = {},
 ): SqsEvent {
   const records: SqsRecord[] = [];
   for (let n = first; n < first + size; n++) {
-    records.push(sqsRecordOf(orderEvent(run, n, options), options.delivery ?? 0));
+    const fifo =
+      options.groups === undefined
+        ? undefined
+        : { group: `${run}-g${(n - first) % options.groups}`, sequenceNumber: n };
+    records.push(sqsRecordOf(orderEvent(run, n, options), options.delivery ?? 0, fifo));
   }
   return { Records: records };
 }

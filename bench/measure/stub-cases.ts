@@ -14,6 +14,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqsBatchResponse } from '../../lambda';
 import { createContainer, type Implementation } from '../implementations';
+import type { BatchShape } from '../latency-model';
 import { createStubTable, type StubTable, type StubUsage } from '../stub/dynamodb-stub';
 import { createStubClient, type StubClient } from '../stub/stub-clients';
 import {
@@ -105,37 +106,57 @@ function perMessage(
   };
 }
 
-async function waitForRequests(container: StubContainer, count: number): Promise<void> {
+/** Event-loop turns without a new request after which a held delivery is taken to have sent all it can. */
+const SETTLED_TURNS = 200;
+
+/**
+ * Waits until a held delivery has sent every request it can before its responses are released:
+ * at least one, then none new for `SETTLED_TURNS` turns. How many that is depends on the
+ * implementation (one per record side by side, or one shared by the batch's records; one for a
+ * FIFO group whose records wait for each other).
+ */
+async function waitForHeldRequests(container: StubContainer): Promise<void> {
+  let seen = 0;
+  let quiet = 0;
   for (let turn = 0; turn < 100_000; turn++) {
     const { dedup, business } = usageOf(container);
-    if (dedup.totalRequests + business.totalRequests >= count) return;
+    const sent = dedup.totalRequests + business.totalRequests;
+    quiet = sent > 0 && sent === seen ? quiet + 1 : 0;
+    seen = sent;
+    if (quiet >= SETTLED_TURNS) return;
     await nextTurn();
   }
-  throw new Error(`The first delivery did not send ${count} requests`);
+  throw new Error('The first delivery sent no request');
 }
 
 /**
- * Runs the four cases for `implementation` with batches of `batchSize` messages of run `run`.
- * With a `tracer`, each case's counted delivery is traced (its result carries `trace`).
+ * Runs the four cases for `implementation` with batches of `shape` (its record count; FIFO
+ * message groups when it has `groups`) of run `run`. With a `tracer`, each case's counted
+ * delivery is traced (its result carries `trace`).
  */
 export async function runStubCases(
   implementation: Implementation,
   tables: BenchTables,
   run: string,
-  batchSize: number,
+  shape: BatchShape,
   tracer?: RequestTracer,
 ): Promise<Record<CaseName, CaseResult>> {
+  const batchSize = shape.records;
+  const groups = shape.groups === undefined ? {} : { groups: shape.groups };
   const table = createStubTable(tableSchemas(tables));
   const context = benchContext();
   const traced = (result: CaseResult): CaseResult => (tracer ? { ...result, trace: tracer.take() } : result);
 
   // First delivery, then the duplicate (a resend: same bodies, new message ids).
   const first = stubContainer(implementation, table, tables, tracer);
-  const event = batchOf(`${run}-a`, 0, batchSize);
+  const event = batchOf(`${run}-a`, 0, batchSize, groups);
   const firstResponse = await first.handler(event, context);
   const firstResult = traced(perMessage(usageOf(first), firstResponse, batchSize, tables.orders));
   reset(first);
-  const duplicateResponse = await first.handler(batchOf(`${run}-a`, 0, batchSize, { delivery: 1 }), context);
+  const duplicateResponse = await first.handler(
+    batchOf(`${run}-a`, 0, batchSize, { ...groups, delivery: 1 }),
+    context,
+  );
   const duplicateResult = traced(perMessage(usageOf(first), duplicateResponse, batchSize, tables.orders));
 
   // In flight: a second container receives the messages while the first one's responses are held.
@@ -143,10 +164,13 @@ export async function runStubCases(
   const holder = stubContainer(implementation, table, tables);
   const second = stubContainer(implementation, table, tables, tracer);
   const releases = [holder.stubs.dedup.stub.hold(), holder.stubs.business.stub.hold()];
-  const inFlightEvent = batchOf(`${run}-b`, 0, batchSize);
+  const inFlightEvent = batchOf(`${run}-b`, 0, batchSize, groups);
   const held = holder.handler(inFlightEvent, context);
-  await waitForRequests(holder, batchSize);
-  const secondResponse = await second.handler(batchOf(`${run}-b`, 0, batchSize, { delivery: 1 }), context);
+  await waitForHeldRequests(holder);
+  const secondResponse = await second.handler(
+    batchOf(`${run}-b`, 0, batchSize, { ...groups, delivery: 1 }),
+    context,
+  );
   const secondUsage = usageOf(second);
   for (const release of releases) release();
   await held;
@@ -155,7 +179,7 @@ export async function runStubCases(
   // Handler failure: the user's code throws before writing.
   table.clear();
   const failing = stubContainer(implementation, table, tables, tracer);
-  const failureEvent = batchOf(`${run}-c`, 0, batchSize, { simulateFailure: true });
+  const failureEvent = batchOf(`${run}-c`, 0, batchSize, { ...groups, simulateFailure: true });
   const failureResponse = await failing.handler(failureEvent, context);
   const failureResult = traced(perMessage(usageOf(failing), failureResponse, batchSize, tables.orders));
 

@@ -48,6 +48,8 @@ export interface TargetResult {
     | 'latency-vs-same-calls'
     | 'latency-vs-peer'
     | 'dollars-vs-peer'
+    | 'dollars-vs-before'
+    | 'atomic-default-latency'
     | 'cache-duplicate'
     | 'cpu-vs-same-calls'
     | 'init-vs-noise';
@@ -99,6 +101,34 @@ export interface BenchResults {
   };
   /** One record's requests per case, from the traced stub run (batch of 1). */
   readonly traces: Readonly<Record<string, Readonly<Record<string, readonly TracedRequest[]>>>>;
+  /**
+   * The requests of a whole batch of each reported shape (first deliveries, duplicates), traced
+   * on the stub: what a request shared by a batch's records shows in.
+   */
+  readonly batchTraces?: Readonly<
+    Record<
+      string,
+      Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', readonly TracedRequest[]>>>>
+    >
+  >;
+  /** DynamoDB requests per batch, by implementation, batch shape and case, from `batchTraces`. */
+  readonly requestsPerBatch?: Readonly<
+    Record<string, Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', number>>>>>
+  >;
+  /**
+   * What each modelled figure of `latency` comes from: one record's trace and the schedule, or
+   * (where the batch shares a request between records) the batch's own trace.
+   */
+  readonly latencyBasis?: Readonly<
+    Record<
+      string,
+      Readonly<
+        Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', 'record trace' | 'batch trace'>>>
+      >
+    >
+  >;
+  /** The hand-written baseline each toolkit row's "same calls" figures are against. */
+  readonly sameCallsBaselines?: Readonly<Record<string, string | null>>;
   /** Modelled wall time per batch, by implementation, batch shape and case (first, duplicate). */
   readonly latency: Readonly<
     Record<string, Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', LatencyFigures>>>>>

@@ -150,4 +150,54 @@ describe('bench targets', () => {
       verdict: 'missed: 40.0 ms (limit <= 10.0 ms, 300% over the limit)',
     });
   });
+
+  it('meets the floor with fewer requests per message than it, when a batch shares one', () => {
+    const targets = evaluateTargets({
+      ...inputs,
+      toolkitRequests: { ...inputs.toolkitRequests, atomic: { first: 0.1, duplicate: 0.1 } },
+    });
+    expect(targets.find((target) => target.id === 'floor' && target.subject === 'atomic')).toMatchObject({
+      met: true,
+      verdict: 'met: 0.10 request(s) and 4 WRU first, 0.10 and 2 duplicate',
+    });
+  });
+
+  it('judges atomic’s default configuration on p50 at or below the peer’s and p99 under 142 ms', () => {
+    const judged = (p50: number, p99: number) =>
+      evaluateTargets({
+        ...inputs,
+        atomicDefault: 'atomic',
+        latencyP50: { ...inputs.latencyP50, atomic: p50 },
+        latencyP99: { atomic: p99 },
+      })
+        .filter((target) => target.id === 'atomic-default-latency')
+        .map((target) => target.verdict);
+    expect(judged(30.5, 97.6)).toEqual([
+      'met: 30.5 ms (limit <= 31.4 ms, 3% under the limit)',
+      'met: 97.6 ms (limit < 142.0 ms, 31% under the limit)',
+    ]);
+    expect(judged(57, 141.7)).toEqual([
+      'missed: 57.0 ms (limit <= 31.4 ms, 82% over the limit)',
+      'met: 141.7 ms (limit < 142.0 ms, 0% under the limit)',
+    ]);
+    expect(evaluateTargets(inputs).some((target) => target.id === 'atomic-default-latency')).toBe(false);
+  });
+
+  it('holds every row reported to its dollars before batch commit, and says where there is none', () => {
+    const targets = evaluateTargets({
+      ...inputs,
+      dollarRows: ['atomic', 'atomic-message', 'powertools'],
+      dollarsFirst: { ...inputs.dollarsFirst, 'atomic-message': 3.2 },
+      dollarsFirstBefore: { atomic: 3.181, powertools: 2.47 },
+    }).filter((target) => target.id === 'dollars-vs-before');
+    expect(targets.map(({ subject, met, verdict }) => ({ subject, met, verdict }))).toEqual([
+      { subject: 'atomic', met: true, verdict: 'met: $3.180 (limit <= $3.181, 0% under the limit)' },
+      {
+        subject: 'atomic-message',
+        met: null,
+        verdict: 'not measured: no figure before (now $3.200)',
+      },
+      { subject: 'powertools', met: true, verdict: 'met: $2.470 (limit <= $2.470, 0% under the limit)' },
+    ]);
+  });
 });
