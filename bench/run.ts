@@ -35,6 +35,7 @@ import {
 import { CASES, type CaseName, type CaseResult, runStubCases } from './measure/stub-cases';
 import { createRequestTracer, type TracedRequest } from './measure/traces';
 import { blended, COST_ASSUMPTIONS, dollarsPerMillion, PRICES } from './prices';
+import { batchTraceFigures } from './report/batch-requests';
 import { loadVerdict, QUIET_LOAD_PER_CPU } from './report/load';
 import { renderMarkdown } from './report/markdown';
 import type { BenchResults, CaseFigures, ImplementationFigures } from './report/results';
@@ -626,18 +627,7 @@ async function main(): Promise<void> {
       ),
     },
     traces,
-    batchTraces,
-    requestsPerBatch: byId(
-      Object.entries(batchTraces).map(([id, byShape]) => [
-        id,
-        Object.fromEntries(
-          Object.entries(byShape).map(([shape, byCase]) => [
-            shape,
-            { first: byCase.first.length, duplicate: byCase.duplicate.length },
-          ]),
-        ) as Record<BatchShapeName, Record<'first' | 'duplicate', number>>,
-      ]),
-    ),
+    ...batchTraceFigures(batchTraces, latencyBasis),
     latencyBasis,
     sameCallsBaselines: byId(toolkitModes.map((id) => [id, sameCallsIds[id] ?? null] as const)),
     latency,

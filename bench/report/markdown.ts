@@ -108,6 +108,7 @@ export const HEADLINE_ROWS = [
   'entity-cached',
   'marker',
   'atomic',
+  'atomic-message',
   'atomic-item',
   'two-phase',
   'powertools',
@@ -179,7 +180,7 @@ function renderRequestsPerBatch(
           const figures = perBatch[id]?.[shape];
           return figures ? `${figures.first} / ${figures.duplicate}` : '–';
         }),
-        describeBatchTrace(results.batchTraces?.[id]?.batch.first ?? []),
+        results.batchRequests?.[id] ?? '–',
       ]),
     ),
     '',

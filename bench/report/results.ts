@@ -103,7 +103,8 @@ export interface BenchResults {
   readonly traces: Readonly<Record<string, Readonly<Record<string, readonly TracedRequest[]>>>>;
   /**
    * The requests of a whole batch of each reported shape (first deliveries, duplicates), traced
-   * on the stub: what a request shared by a batch's records shows in.
+   * on the stub, for the rows with a figure modelled from them (`latencyBasis`): where a request
+   * is shared by a batch's records.
    */
   readonly batchTraces?: Readonly<
     Record<
@@ -111,7 +112,9 @@ export interface BenchResults {
       Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', readonly TracedRequest[]>>>>
     >
   >;
-  /** DynamoDB requests per batch, by implementation, batch shape and case, from `batchTraces`. */
+  /** What a batch of 10 sends on first delivery, by implementation ("TransactWriteItems(20)"). */
+  readonly batchRequests?: Readonly<Record<string, string>>;
+  /** DynamoDB requests per batch, by implementation, batch shape and case, from the batch traces. */
   readonly requestsPerBatch?: Readonly<
     Record<string, Readonly<Record<BatchShapeName, Readonly<Record<'first' | 'duplicate', number>>>>>
   >;
