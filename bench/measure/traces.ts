@@ -1,6 +1,7 @@
 /**
- * Request traces: the sequence of DynamoDB requests one record makes, as the stub sees them,
- * for the latency model (`bench/latency-model.ts`). Each request is traced with its operation,
+ * Request traces: the sequence of DynamoDB requests one record makes, or a whole batch (where
+ * one request may serve several records), as the stub sees them, for the latency model
+ * (`bench/latency-model.ts`). Each request is traced with its operation,
  * its items (table, bytes, conditional or not), DynamoDB's answer, and its step: requests
  * of one step were in flight at the same time, steps ran one after another.
  *
