@@ -95,6 +95,7 @@ export type { BatchProcessorOptions, CommonOptions } from './core/options';
 export { fromOutboxEnvelope, type OutboxEnvelope } from './core/outbox-envelope';
 export type { FailureDetails, Outcome, OutcomeKind } from './core/outcome';
 export type {
+  AtomicCommit,
   AtomicStore,
   CommitResult,
   EntityStore,
@@ -108,6 +109,7 @@ export type {
   LeaseStore,
   MarkerStore,
   ReleaseGuard,
+  SharedCommitResult,
   TransactWriteAction,
   VersionedPutWrite,
 } from './core/store-port';

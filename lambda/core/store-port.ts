@@ -259,11 +259,15 @@ export type AtomicCommit =
   | {
       /** The marker, put first, under the commit marker condition. */
       readonly record: InboxRecord;
+      /** The business writes, after the marker. */
       readonly writes: readonly TransactWriteAction[];
+      /** None: the marker is the inbox record. */
       readonly marker?: undefined;
     }
   | {
+      /** None: the marker is on one of the writes. */
       readonly record?: undefined;
+      /** The business writes, one of them the marked put. */
       readonly writes: readonly TransactWriteAction[];
       /** The put that carries the marker. */
       readonly marker: ItemMarker;
@@ -279,6 +283,7 @@ export type SharedCommitResult =
   | {
       /** This commit's share failed as its own commit would have thrown (a conflict, throttling, ...). */
       readonly kind: 'failed';
+      /** The error its own commit would have thrown, classified. */
       readonly error: Error;
     };
 

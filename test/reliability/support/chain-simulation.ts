@@ -107,7 +107,7 @@ import {
   type DynamoRequest,
   type FaultController,
   type RequestFault,
-  roleOf,
+  rolesOf,
   SimulatedCrash,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
@@ -611,22 +611,30 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
     decide(request): RequestFault | undefined {
       recordActions(log.actions, request);
       const invocation = current(instance());
-      const role = roleOf(request);
-      if (invocation === undefined || !invocation.faults || role.role !== 'claim') return undefined;
-      const claim = invocation.claims.get(role.pk) ?? 0;
-      invocation.claims.set(role.pk, claim + 1);
-      const fault = invocation.faultsByKey.get(role.pk)?.[claim];
-      if (losesResponse(fault)) log.lostResponses += 1;
-      return claimRequestFault(fault, { before: 'before the commit', after: 'after the commit' });
+      if (invocation === undefined || !invocation.faults) return undefined;
+      // A transaction shared by several messages (batch commit) is a claim of each marker in it;
+      // the first planned fault among them is the request's.
+      let planned: RequestFault | undefined;
+      for (const role of rolesOf(request)) {
+        if (role.role !== 'claim') continue;
+        const claim = invocation.claims.get(role.pk) ?? 0;
+        invocation.claims.set(role.pk, claim + 1);
+        if (planned !== undefined) continue;
+        const fault = invocation.faultsByKey.get(role.pk)?.[claim];
+        planned = claimRequestFault(fault, { before: 'before the commit', after: 'after the commit' });
+        if (losesResponse(fault)) log.lostResponses += 1;
+      }
+      return planned;
     },
     crash(label) {
       const invocation = current(instance());
       if (invocation !== undefined) crash(invocation, label as ConsumerCrashPoint);
     },
     onServerResponse(request, statusCode, repeated) {
-      const role = roleOf(request);
-      if (statusCode !== 200 || repeated || role.role !== 'claim' || !options.isEffect(request)) return;
-      log.effectWrites.set(role.pk, (log.effectWrites.get(role.pk) ?? 0) + 1);
+      if (statusCode !== 200 || repeated || !options.isEffect(request)) return;
+      for (const role of rolesOf(request)) {
+        if (role.role === 'claim') log.effectWrites.set(role.pk, (log.effectWrites.get(role.pk) ?? 0) + 1);
+      }
     },
   });
 

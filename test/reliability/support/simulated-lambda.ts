@@ -142,3 +142,8 @@ export function claimRequestFault(
 export function losesResponse(fault: string | undefined): boolean {
   return fault === 'lost-response' || fault === 'lost-response-retried' || fault === 'late-duplicate';
 }
+
+/** True for a request fault that loses a claim's response (see {@link losesResponse}). */
+export function losesClaimResponse(fault: RequestFault): boolean {
+  return losesResponse(fault.kind);
+}

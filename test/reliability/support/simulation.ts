@@ -85,7 +85,7 @@ import {
   createCapturingDeadLetterSender,
   createCrashingMetrics,
   drawFault,
-  losesResponse,
+  losesClaimResponse,
 } from './simulated-lambda';
 import {
   createSimulatedQueue,
@@ -875,7 +875,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       let fault: RequestFault | undefined;
       for (const role of rolesOf(request)) {
         const planned = decideFor(invocation, role);
-        fault ??= planned;
+        if (fault !== undefined || planned === undefined) continue;
+        fault = planned;
+        if (role.role === 'claim' && losesClaimResponse(fault)) injected['lost responses'] += 1;
       }
       return fault;
     },
@@ -904,9 +906,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (role.role === 'claim') {
       const claim = invocation.claims.get(role.pk) ?? 0;
       invocation.claims.set(role.pk, claim + 1);
-      const fault = faults?.[claim];
-      if (losesResponse(fault)) injected['lost responses'] += 1;
-      return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
+      return claimRequestFault(faults?.[claim], { before: 'before the claim', after: 'after the claim' });
     }
     if (role.role === 'effect' && role.tableName === businessTable) {
       const claim = (invocation.claims.get(role.pk) ?? 1) - 1;
