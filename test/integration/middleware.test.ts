@@ -64,8 +64,9 @@ const fifoRecord = (body: unknown, groupId: string, rawBody?: string): SqsRecord
   sqsRecord(randomUUID(), body, { groupId, rawBody, sentAt: now });
 
 /**
- * The options of one path: the order projector over `tables`, with its own client, a
- * throttle injected for orders whose id contains `throttled`, and logs captured.
+ * The options of one path: the order projector over `tables`, committing one transaction per
+ * message, with its own client, a throttle injected for orders whose id contains `throttled`,
+ * and logs captured.
  */
 function pathOptions(tables: Tables) {
   const client = newClient();
@@ -77,12 +78,16 @@ function pathOptions(tables: Tables) {
     client,
     tableName: tables.inbox,
     dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-    mode: atomic((message: Message<OrderEvent>, unitOfWork: UnitOfWork) => {
-      const { orderId, status, amount } = message.body;
-      if (amount < 0) throw new PermanentError('An order amount cannot be negative');
-      unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}`, status, amount } });
-      unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}#${status}`, amount } });
-    }),
+    mode: atomic(
+      (message: Message<OrderEvent>, unitOfWork: UnitOfWork) => {
+        const { orderId, status, amount } = message.body;
+        if (amount < 0) throw new PermanentError('An order amount cannot be negative');
+        unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}`, status, amount } });
+        unitOfWork.put({ TableName: tables.orders, Item: { pk: `ORDER#${orderId}#${status}`, amount } });
+        // One transaction per message: the throttle injected by body meets its own order alone.
+      },
+      { commit: 'message' },
+    ),
     clock: () => now,
     logger: createJsonLogger((line) => lines.push(line)),
     logLevel: 'debug',

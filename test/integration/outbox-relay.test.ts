@@ -113,10 +113,22 @@ function orderService(outboxTable: string) {
     logLevel: 'debug',
     metrics: false,
   });
-  const run = (...orders: OrderPlaced[]) =>
-    handler(sqsEvent(...orders.map((order) => sqsRecord(`m-${order.orderId}`, order))), lambdaContext());
-  const outcomes = () => logger.entries.map(({ outcome, code }) => ({ outcome, code }));
-  const reasons = () => logger.entries.map(({ reason }) => reason);
+  // The messages in the order they were run: a batch's lines are logged as its messages settle
+  // (batch commit settles a cancelled transaction's culprit before the others commit again).
+  const runOrder: string[] = [];
+  const run = (...orders: OrderPlaced[]) => {
+    runOrder.push(...orders.map((order) => `m-${order.orderId}`));
+    return handler(
+      sqsEvent(...orders.map((order) => sqsRecord(`m-${order.orderId}`, order))),
+      lambdaContext(),
+    );
+  };
+  const inRunOrder = () =>
+    [...logger.entries].sort(
+      (a, b) => runOrder.indexOf(String(a.messageId)) - runOrder.indexOf(String(b.messageId)),
+    );
+  const outcomes = () => inRunOrder().map(({ outcome, code }) => ({ outcome, code }));
+  const reasons = () => inRunOrder().map(({ reason }) => reason);
   return { run, outcomes, reasons };
 }
 

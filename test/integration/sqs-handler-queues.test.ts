@@ -194,7 +194,9 @@ describe('createSqsHandler with real queues', () => {
       client,
       tableName: inboxTable,
       dedupKey: fromBody((order: OrderEvent) => [order.orderId, order.status]),
-      mode: atomic(projectOrder),
+      // One transaction per message: the throttle injected by body meets o1's group alone (a
+      // shared transaction would carry the other groups' first messages too).
+      mode: atomic(projectOrder, { commit: 'message' }),
       deadLetter: 'direct',
       deadLetterSender: createSqsDeadLetterSender({ client: sqs, queueUrl: deadLetters.url }),
       clock: () => now,
