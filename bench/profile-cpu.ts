@@ -9,15 +9,22 @@
  * `--measure` instead runs the bench's own CPU measurement (`measure/cpu.ts`) on just those
  * pairs and prints the paired ratio toolkit / hand-written per mode, with the machine's load.
  *
+ * `--bundled` runs all of it from an esbuild bundle of this file (packages external, as a
+ * handler's bundle has the toolkit minus tsx's additions: tsx keeps every function's name with
+ * a `__name` call where the function is created, closures included, and reads every import
+ * through a getter), with its source map, so the profile reads as the code runs in Lambda.
+ *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 7]
+ *        [--repetitions 7] [--bundled]
  */
+import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { findSourceMap } from 'node:module';
 import { cpus, loadavg } from 'node:os';
-import { relative, resolve } from 'node:path';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS, type Implementation } from './implementations';
 import { type CpuRig, createCpuRig, measureCpu } from './measure/cpu';
 import { bootstrapMedian } from './stats';
@@ -25,7 +32,8 @@ import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-const ROOT = resolve(__dirname, '..');
+/** The repository root: `npm run` runs scripts there (and a bundle of this file has another `__dirname`). */
+const ROOT = process.cwd();
 const BATCH_SIZE = 10;
 /** Sampling interval of the profiler, microseconds (V8's default is 1000). */
 const SAMPLING_MICROS = 50;
@@ -50,6 +58,8 @@ interface ProfileNode {
   readonly id: number;
   readonly callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   readonly children?: number[];
+  /** Samples by line of the generated code (1-based) where this function was running. */
+  readonly positionTicks?: { line: number; ticks: number }[];
 }
 
 interface Profile {
@@ -64,31 +74,37 @@ function pathOf(url: string): string {
 }
 
 /**
- * The line (zero-based) in the TypeScript source of a frame, through the source map tsx attaches
- * (it compiles each file to one line); `undefined` for code with no place in the source.
+ * Where a frame's code is in the TypeScript source (zero-based line), through the source map of
+ * its file: the one tsx attaches to each file it compiles, or a bundle's under
+ * `node --enable-source-maps`. `undefined` for code with a map but no place in the source (what
+ * tsx adds); the generated place for code without a map.
  */
-function sourceLineOf(url: string, lineNumber: number, columnNumber: number): number | undefined {
-  const path = url.startsWith('file://') ? fileURLToPath(url) : url;
-  if (!path.startsWith('/')) return lineNumber;
-  const map = findSourceMap(path);
-  if (map === undefined) return lineNumber;
+function sourceOf(
+  url: string,
+  lineNumber: number,
+  columnNumber: number,
+): { path: string; line: number } | undefined {
+  const file = url.startsWith('file://') ? fileURLToPath(url) : url;
+  const map = file.startsWith('/') ? findSourceMap(file) : undefined;
+  if (map === undefined) return { path: pathOf(url), line: lineNumber };
   const entry = map.findEntry(lineNumber, columnNumber);
-  return 'originalLine' in entry ? (entry.originalLine as number) : undefined;
+  if (!('originalSource' in entry)) return undefined;
+  return { path: pathOf(entry.originalSource as string), line: entry.originalLine as number };
 }
 
 function frameOf(node: ProfileNode): Frame {
   const { functionName, url, lineNumber, columnNumber } = node.callFrame;
-  const path = pathOf(url);
   const name = functionName || '(anonymous)';
-  const line = sourceLineOf(url, lineNumber, columnNumber);
+  const source = sourceOf(url, lineNumber, columnNumber);
+  const path = source?.path ?? pathOf(url);
   let area: Area = 'other';
   if (name === '(garbage collector)') area = 'gc';
   else if (path.includes('node_modules/@aws-sdk') || path.includes('node_modules/@smithy')) area = 'sdk';
-  else if (path.startsWith('lambda/')) area = line === undefined ? 'tsx' : 'toolkit';
+  else if (path.startsWith('lambda/')) area = source === undefined ? 'tsx' : 'toolkit';
   else if (path.startsWith('bench/stub/')) area = 'stub';
   else if (path.startsWith('bench/')) area = 'bench';
   else if (path.startsWith('node:') || path === '') area = 'node';
-  const where = path === '' ? '' : ` ${path}:${(line ?? lineNumber) + 1}`;
+  const where = path === '' ? '' : ` ${path}:${(source?.line ?? lineNumber) + 1}`;
   return { name, key: `${name}${where}`, path, area };
 }
 
@@ -100,6 +116,8 @@ interface Summary {
   readonly selfByFile: Map<string, number>;
   readonly total: Map<string, number>;
   readonly folded: Map<string, number>;
+  /** Toolkit self time by source line (readable under `--bundled`: tsx compiles a file to one line). */
+  readonly lines: Map<string, number>;
 }
 
 function add(map: Map<string, number>, key: string, millis: number): void {
@@ -119,7 +137,9 @@ function summarize(profile: Profile): Summary {
     selfByFile: new Map(),
     total: new Map(),
     folded: new Map(),
+    lines: new Map(),
   };
+  const selfMillis = new Map<number, number>();
   for (const [index, id] of profile.samples.entries()) {
     // The time of a sample is the gap to the next one (as Chrome DevTools reads it).
     const millis = (profile.timeDeltas[index + 1] ?? 0) / 1000;
@@ -128,6 +148,7 @@ function summarize(profile: Profile): Summary {
     summary.totalMillis += millis;
     summary.byArea.set(leaf.area, (summary.byArea.get(leaf.area) ?? 0) + millis);
     if (leaf.area === 'toolkit') {
+      selfMillis.set(id, (selfMillis.get(id) ?? 0) + millis);
       add(summary.self, leaf.key, millis);
       add(summary.selfByFile, leaf.path, millis);
     }
@@ -140,6 +161,16 @@ function summarize(profile: Profile): Summary {
       // A toolkit stack whose leaf is elsewhere ends in that area, e.g. `…;send;[sdk]`.
       if (leaf.area !== 'toolkit') names.push(`[${leaf.area}]`);
       add(summary.folded, names.join(';'), millis);
+    }
+  }
+  // A function's self time shared among its lines by their share of its samples.
+  for (const [id, millis] of selfMillis) {
+    const { callFrame, positionTicks = [] } = nodes.get(id)!;
+    const ticks = positionTicks.reduce((sum, position) => sum + position.ticks, 0);
+    for (const position of positionTicks) {
+      const source = sourceOf(callFrame.url, position.line - 1, 0);
+      if (source === undefined) continue;
+      add(summary.lines, `${source.path}:${source.line + 1}`, (millis * position.ticks) / ticks);
     }
   }
   return summary;
@@ -193,6 +224,7 @@ function printProfiles(mode: string, toolkit: Summary, mirror: Summary, batches:
     ['toolkit functions by self time', toolkit.self],
     ['toolkit functions by total time (self and callees, SDK included)', toolkit.total],
     ['toolkit stacks, folded', toolkit.folded],
+    ['toolkit lines by self time (with --bundled)', toolkit.lines],
   ] as const) {
     lines.push('', `### ${title}`);
     for (const [key, millis] of top(map, count)) lines.push(`${perBatch(millis, batches)}  ${key}`);
@@ -242,6 +274,26 @@ async function measure(modes: readonly string[], repetitions: number): Promise<v
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+/** Where `--bundled` writes the bundle: under `node_modules`, so its packages resolve. */
+const BUNDLE = 'node_modules/.cache/profile-cpu/profile-cpu.js';
+
+/** Bundles this file and runs the bundle with `args`, in a child process. */
+function runBundled(args: readonly string[]): void {
+  buildSync({
+    entryPoints: [__filename],
+    bundle: true,
+    platform: 'node',
+    packages: 'external',
+    sourcemap: true,
+    outfile: BUNDLE,
+    logLevel: 'warning',
+  });
+  const child = spawnSync(process.execPath, ['--enable-source-maps', '--expose-gc', BUNDLE, ...args], {
+    stdio: 'inherit',
+  });
+  process.exitCode = child.status ?? 1;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -250,8 +302,13 @@ async function main(): Promise<void> {
       top: { type: 'string', default: '15' },
       measure: { type: 'boolean', default: false },
       repetitions: { type: 'string', default: '7' },
+      bundled: { type: 'boolean', default: false },
     },
   });
+  if (values.bundled) {
+    runBundled(process.argv.slice(2).filter((arg) => arg !== '--bundled'));
+    return;
+  }
   const modes = values.modes.split(',');
   if (values.measure) {
     await measure(modes, Number(values.repetitions));
