@@ -32,11 +32,16 @@ export async function runWithDependencies(
     if (next < waiting.length) waiting[next++]!();
     else active -= 1;
   };
+  // No task starts inside this call: they start together on the next turn of the microtask
+  // queue. After that a task awaits only a real wait (a dependency, a slot), not a turn or two of
+  // the queue per message.
+  await undefined;
   const finished: Promise<void>[] = [];
   dependencies.forEach((list, index) => {
     finished[index] = (async () => {
-      await Promise.all(list.map((dependency) => finished[dependency]));
-      await acquire();
+      if (list.length > 0) await Promise.all(list.map((dependency) => finished[dependency]));
+      const slot = acquire();
+      if (slot !== undefined) await slot;
       try {
         await run(index);
       } finally {
