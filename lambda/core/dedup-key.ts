@@ -114,22 +114,30 @@ export function toDedupKey(value: KeyValue, source?: string): string {
  * then goes into `toDedupKey([...])` once, escaped once).
  */
 export function toKeyPart(value: unknown, index?: number, key = 'The dedup key'): string {
-  const label = index === undefined ? key : `Part ${index} of ${key.charAt(0).toLowerCase()}${key.slice(1)}`;
-  if (value === undefined || value === null || value === '') throw missingKey(label);
+  if (value === undefined || value === null || value === '') throw missingKey(partLabel(key, index));
   if (typeof value === 'string') {
-    if (!isWellFormedText(value)) throw illFormedKey(label);
+    if (!isWellFormedText(value)) throw illFormedKey(partLabel(key, index));
     return value;
   }
   if (typeof value === 'bigint') return value.toString();
   if (typeof value === 'number' && Number.isFinite(value)) {
-    if (!Number.isSafeInteger(value) && Number.isInteger(value)) throw inexactNumberKey(label);
+    if (!Number.isSafeInteger(value) && Number.isInteger(value))
+      throw inexactNumberKey(partLabel(key, index));
     return String(value);
   }
   const kind = typeof value === 'number' ? String(value) : typeof value;
   throw new EffectivelyOnceError(
     'INVALID_KEY',
-    `${label} must be a string, a finite number or a bigint, got ${kind}`,
+    `${partLabel(key, index)} must be a string, a finite number or a bigint, got ${kind}`,
   );
+}
+
+/**
+ * How a key error names the key or its part `index` (`Part 1 of the dedup key`). Written only for
+ * an error: every message's key goes through {@link toKeyPart}.
+ */
+function partLabel(key: string, index: number | undefined): string {
+  return index === undefined ? key : `Part ${index} of ${key.charAt(0).toLowerCase()}${key.slice(1)}`;
 }
 
 /**
