@@ -32,9 +32,19 @@ export interface OutcomeCounts {
   cacheHit: number;
 }
 
-/** Creates all-zero counts. */
+/** Creates all-zero counts (a literal: every invocation creates one). */
 export function createOutcomeCounts(): OutcomeCounts {
-  return Object.fromEntries(Object.keys(METRICS).map((name) => [name, 0])) as unknown as OutcomeCounts;
+  return {
+    processed: 0,
+    duplicate: 0,
+    inFlight: 0,
+    mismatch: 0,
+    stale: 0,
+    retry: 0,
+    permanent: 0,
+    takeover: 0,
+    cacheHit: 0,
+  };
 }
 
 /** Where the counts of one invocation go. */
