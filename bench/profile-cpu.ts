@@ -1,7 +1,8 @@
 /**
  * `npm run bench:profile`: where the toolkit's own CPU goes. Runs batches of a toolkit mode and
  * of its hand-written mirror (the same DynamoDB calls, `implementations/hand-written.ts`) on the
- * bench's stub rigs under the V8 sampling profiler (`node:inspector`), and prints, per batch:
+ * bench's stub rigs, taking turns, under the V8 sampling profiler (`node:inspector`), and prints,
+ * per batch:
  * the time by where the code lives (the toolkit's `lambda/**`, the AWS SDK, the stub, the GC),
  * the toolkit's functions by self and total time, and the toolkit's stacks folded (a flame
  * graph as text: each line is a stack of toolkit frames, `;`-joined, and its milliseconds).
@@ -27,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS, type Implementation } from './implementations';
 import { type CpuRig, createCpuRig, measureCpu } from './measure/cpu';
-import { bootstrapMedian } from './stats';
+import { alternate, bootstrapMedian } from './stats';
 import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -124,13 +125,8 @@ function add(map: Map<string, number>, key: string, millis: number): void {
   map.set(key, (map.get(key) ?? 0) + millis);
 }
 
-/** Reads a V8 CPU profile: each sample's time goes to its leaf (self) and its stack (total). */
-function summarize(profile: Profile): Summary {
-  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parents = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
-  const frames = new Map(profile.nodes.map((node) => [node.id, frameOf(node)]));
-  const summary: Summary = {
+function emptySummary(): Summary {
+  return {
     totalMillis: 0,
     byArea: new Map(),
     self: new Map(),
@@ -139,6 +135,14 @@ function summarize(profile: Profile): Summary {
     folded: new Map(),
     lines: new Map(),
   };
+}
+
+/** Adds a V8 CPU profile to `summary`: each sample's time goes to its leaf (self) and its stack (total). */
+function addProfile(summary: Summary, profile: Profile): void {
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
+  const frames = new Map(profile.nodes.map((node) => [node.id, frameOf(node)]));
   const selfMillis = new Map<number, number>();
   for (const [index, id] of profile.samples.entries()) {
     // The time of a sample is the gap to the next one (as Chrome DevTools reads it).
@@ -173,29 +177,43 @@ function summarize(profile: Profile): Summary {
       add(summary.lines, `${source.path}:${source.line + 1}`, (millis * position.ticks) / ticks);
     }
   }
-  return summary;
 }
 
-async function runBatches(rig: CpuRig, run: string, batches: number, delivery: number): Promise<void> {
+async function runBatches(rig: CpuRig, run: string, first: number, count: number): Promise<void> {
   const context = benchContext();
-  for (let index = 0; index < batches; index++) {
-    const event = batchOf(run, index * BATCH_SIZE, BATCH_SIZE, { delivery });
+  for (let index = first; index < first + count; index++) {
+    const event = batchOf(run, index * BATCH_SIZE, BATCH_SIZE);
     const response = await rig.handler(event, context);
     if (response.batchItemFailures.length > 0) throw new Error(`${rig.implementation.id}: records failed`);
   }
 }
 
-/** Profiles `batches` first deliveries of `rig` after a warm-up, with the stub table emptied first. */
-async function profileRig(session: Session, rig: CpuRig, batches: number): Promise<Summary> {
-  const run = `p${Date.now().toString(36)}-${rig.implementation.id}`;
-  rig.table.clear();
-  await runBatches(rig, `${run}-w`, Math.max(50, batches / 4), 0);
-  rig.table.clear();
-  await session.post('Profiler.start');
-  await runBatches(rig, run, batches, 0);
-  const { profile } = await session.post('Profiler.stop');
-  rig.table.clear();
-  return summarize(profile as unknown as Profile);
+/**
+ * Batches per turn when profiling: the toolkit and its mirror take turns, the profiler running
+ * only during a turn, so a burst of load from elsewhere on the machine hits both alike (as
+ * `measure/cpu.ts` measures).
+ */
+const TURN_BATCHES = 10;
+
+/** Profiles `batches` first deliveries of each rig after a warm-up, the rigs taking turns. */
+async function profileRigs(session: Session, rigs: readonly CpuRig[], batches: number): Promise<Summary[]> {
+  const run = `p${Date.now().toString(36)}`;
+  const summaries = new Map(rigs.map((rig) => [rig, emptySummary()]));
+  for (const rig of rigs) {
+    rig.table.clear();
+    await runBatches(rig, `${run}-${rig.implementation.id}-w`, 0, Math.max(50, batches / 4));
+    rig.table.clear();
+  }
+  for (let turn = 0; turn * TURN_BATCHES < batches; turn++) {
+    for (const rig of alternate(rigs, turn)) {
+      await session.post('Profiler.start');
+      await runBatches(rig, `${run}-${rig.implementation.id}`, turn * TURN_BATCHES, TURN_BATCHES);
+      const { profile } = await session.post('Profiler.stop');
+      addProfile(summaries.get(rig)!, profile as unknown as Profile);
+    }
+  }
+  for (const rig of rigs) rig.table.clear();
+  return rigs.map((rig) => summaries.get(rig)!);
 }
 
 const AREAS: readonly Area[] = ['toolkit', 'tsx', 'sdk', 'stub', 'bench', 'node', 'gc', 'other'];
@@ -326,8 +344,10 @@ async function main(): Promise<void> {
     const [toolkit, mirror] = pairOf(mode).map((implementation) =>
       createCpuRig(implementation, DEFAULT_TABLES),
     ) as [CpuRig, CpuRig];
-    const mirrorSummary = await profileRig(session, mirror, batches);
-    const toolkitSummary = await profileRig(session, toolkit, batches);
+    const [toolkitSummary, mirrorSummary] = (await profileRigs(session, [toolkit, mirror], batches)) as [
+      Summary,
+      Summary,
+    ];
     printProfiles(mode, toolkitSummary, mirrorSummary, batches, Number(values.top));
   }
   session.disconnect();
