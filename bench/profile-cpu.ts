@@ -26,7 +26,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildSync } from 'esbuild';
-import { IMPLEMENTATIONS, type Implementation } from './implementations';
+import { IMPLEMENTATIONS, type Implementation, sameCallsBaseline } from './implementations';
 import { type CpuRig, createCpuRig, measureCpu } from './measure/cpu';
 import { alternate, bootstrapMedian } from './stats';
 import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
@@ -252,10 +252,8 @@ function printProfiles(mode: string, toolkit: Summary, mirror: Summary, batches:
 
 /** The toolkit row of `mode` and its hand-written mirror. */
 function pairOf(mode: string): [Implementation, Implementation] {
-  const find = (kind: Implementation['kind']) =>
-    IMPLEMENTATIONS.find((candidate) => candidate.kind === kind && candidate.mode === mode);
-  const toolkit = find('toolkit');
-  const mirror = find('hand-written');
+  const toolkit = IMPLEMENTATIONS.find((candidate) => candidate.kind === 'toolkit' && candidate.id === mode);
+  const mirror = toolkit && sameCallsBaseline(toolkit);
   if (!toolkit || !mirror) throw new Error(`No toolkit mode \`${mode}\` with a hand-written mirror`);
   return [toolkit, mirror];
 }
