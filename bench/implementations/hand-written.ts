@@ -1,13 +1,16 @@
 /**
  * Hand-written handlers making the same DynamoDB calls as the toolkit's modes (DESIGN.md's
  * CPU baseline: "a hand-written handler making the same calls"), with the least code that
- * does it: a marker item like the toolkit's (SHA-256 of the body as fingerprint, TTL, consumer),
- * the same conditions, duplicates acknowledged. No payload-mismatch check, no expired-record
- * handling, no logging, no metrics, no error classification, no FIFO group stopped at its first
+ * does it: the toolkit's requests, item for item (a marker like the toolkit's: SHA-256 of the
+ * body as fingerprint, TTL, consumer, marker mode's owner token; the toolkit's conditions, under
+ * which an expired record or a released claim of the same payload does not hold a key, with the
+ * stored item returned on a failed condition), duplicates acknowledged. No payload-mismatch
+ * check, no reading of an expired or released record, no logging, no metrics, no error
+ * classification, no FIFO group stopped at its first
  * failure, no 4 MB request check (the benchmark's items are far under it): they isolate what the
  * toolkit's own logic costs on top of the requests themselves.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { SqsBatchItemFailure, SqsRecord } from '../../lambda';
 import { type BatchHandler, type BenchTables, type OrderEvent, orderItemOf } from '../workload';
@@ -42,6 +45,8 @@ function commitRounds(records: readonly SqsRecord[]): SqsRecord[][] {
 }
 
 const TTL_SECONDS = 15 * 24 * 60 * 60;
+/** A live record (or entity item) holds its key: absent, or expired by TTL, it does not. */
+const LIVE = 'attribute_not_exists(#pk) OR #expiresAt <= :nowSeconds';
 const CONSUMER = 'bench-orders';
 
 function isConditionFailure(error: unknown, index?: number): boolean {
@@ -58,18 +63,48 @@ export function createHandWrittenHandler(
   client: DynamoDBDocumentClient,
   tables: BenchTables,
 ): BatchHandler {
-  const markerPut = (order: OrderEvent, body: string, now: number) => ({
-    TableName: tables.inbox,
-    Item: {
-      pk: `${CONSUMER}#${order.orderId}:${order.status}`,
-      status: 'COMPLETED',
-      fingerprint: createHash('sha256').update(body).digest('hex'),
-      expiresAt: Math.floor(now / 1000) + TTL_SECONDS,
-      consumer: CONSUMER,
-      committedAt: now,
-    },
-    ConditionExpression: 'attribute_not_exists(pk)',
-  });
+  /**
+   * The marker put, as the toolkit sends it: the same item and the same condition (a live record
+   * holds the key; an expired one, or a released claim of the same payload, does not), returning
+   * the stored item on a failed condition. Marker mode's claim carries an owner token and never
+   * takes its own released claim; atomic mode's commit marker has no owner.
+   */
+  const markerPut = (order: OrderEvent, body: string, now: number, owner?: string) => {
+    const fingerprint = createHash('sha256').update(body).digest('hex');
+    const released = '#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint';
+    return {
+      TableName: tables.inbox,
+      Item: {
+        pk: `${CONSUMER}#${order.orderId}:${order.status}`,
+        status: 'COMPLETED',
+        fingerprint,
+        expiresAt: Math.floor(now / 1000) + TTL_SECONDS,
+        consumer: CONSUMER,
+        committedAt: now,
+        ...(owner === undefined ? {} : { owner }),
+      },
+      ConditionExpression:
+        owner === undefined
+          ? `${LIVE} OR (${released})`
+          : `${LIVE} OR (${released} AND #owner <> :claimOwner)`,
+      ExpressionAttributeNames: {
+        '#pk': 'pk',
+        '#expiresAt': 'expiresAt',
+        '#status': 'status',
+        '#leaseExpiresAt': 'leaseExpiresAt',
+        '#fingerprint': 'fingerprint',
+        ...(owner === undefined ? {} : { '#owner': 'owner' }),
+      },
+      ExpressionAttributeValues: {
+        ':nowSeconds': Math.floor(now / 1000),
+        ':inProgress': 'IN_PROGRESS',
+        ':released': 0,
+        ':fingerprint': fingerprint,
+        ...(owner === undefined ? {} : { ':claimOwner': owner }),
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    };
+  };
 
   const processRecord = async (body: string): Promise<void> => {
     const order = JSON.parse(body) as OrderEvent;
@@ -77,7 +112,7 @@ export function createHandWrittenHandler(
     switch (mode) {
       case 'marker': {
         try {
-          await client.send(new PutCommand(markerPut(order, body, now)));
+          await client.send(new PutCommand(markerPut(order, body, now, randomUUID())));
         } catch (error) {
           if (isConditionFailure(error)) return;
           throw error;
@@ -106,13 +141,20 @@ export function createHandWrittenHandler(
       // The toolkit sends a marked put with no other write as entity mode's conditional PutItem.
       case 'atomic-item':
       case 'entity': {
-        const item = { ...orderItemOf(order), fingerprint: createHash('sha256').update(body).digest('hex') };
+        const item = {
+          ...orderItemOf(order),
+          eoFingerprint: createHash('sha256').update(body).digest('hex'),
+        };
         try {
+          // As the toolkit: the item's key absent, or its numeric expiresAt reached.
           await client.send(
             new PutCommand({
               TableName: tables.orders,
               Item: item,
-              ConditionExpression: 'attribute_not_exists(pk)',
+              ConditionExpression: LIVE,
+              ExpressionAttributeNames: { '#pk': 'pk', '#expiresAt': 'expiresAt' },
+              ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
             }),
           );
         } catch (error) {
