@@ -34,7 +34,7 @@
  * later meets every message's marker and reads each as a duplicate.
  */
 
-import { isEffectivelyOnceError } from '../core/errors';
+import { EffectivelyOnceError, isEffectivelyOnceError } from '../core/errors';
 import { MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES } from '../core/item-size';
 import type {
   AtomicCommit,
@@ -96,7 +96,11 @@ export function createCommitRounds(store: Required<Pick<AtomicStore, 'commitMany
       if (describing > 0 || queue.length === 0) return;
       const round = queue;
       queue = [];
-      void commitRounds(store, round);
+      // A failure of the rounds themselves (a store answering out of contract) is every unsettled
+      // member's, never a batch left waiting until the Lambda timeout.
+      commitRounds(store, round).catch((error: unknown) => {
+        for (const member of round) member.reject(error);
+      });
     });
   };
 
@@ -149,6 +153,12 @@ async function commitRounds(
             members.map((member) => member.queued.commit),
             nowMillis,
           );
+          if (!Array.isArray(results) || results.length !== members.length) {
+            throw new EffectivelyOnceError(
+              'UNEXPECTED',
+              `commitMany answered ${Array.isArray(results) ? results.length : 'no'} results for ${members.length} commits`,
+            );
+          }
         } catch (error) {
           // DynamoDB refused the transaction's shape (two actions on one item the packing
           // could not see): the messages commit one at a time. Any other failure is theirs.

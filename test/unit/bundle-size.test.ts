@@ -111,10 +111,12 @@ describe('bundle size', () => {
   // (the scheduler awaiting one turn of the microtask queue per batch and then only a real wait,
   // 49 bytes; a key part's error label written only when the part is refused, 42; each
   // invocation's zero outcome counts one object literal, 47) and atomic's commit described as one
-  // object: marker 45,850, atomic 58,784, entity 46,913, two-phase 51,176 bytes.
+  // object: marker 45,850, atomic 58,784, entity 46,913, two-phase 51,176 bytes. Batch commit's
+  // rounds failing their members rather than leaving them waiting (a store answering out of
+  // contract, a failure of the rounds themselves): atomic 58,979 bytes.
   const ceilings: Readonly<Record<ModeFactory, number>> = {
     marker: 45_952,
-    atomic: 58_880,
+    atomic: 59_008,
     entity: 46_976,
     twoPhase: 51_200,
   };

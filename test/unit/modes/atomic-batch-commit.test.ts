@@ -404,6 +404,34 @@ describe('commit rounds', () => {
     expect(alone).toEqual(['a']);
   });
 
+  it('rejects every member, never leaving one waiting, when the store answers out of contract', async () => {
+    const { store } = scripted(() => [committed]);
+    const { results } = await commitAll(store, ['a', 'b', 'c']);
+    expect(results).toEqual(Array(3).fill('error:commitMany answered 1 results for 3 commits'));
+  });
+
+  it('rejects every member when the rounds themselves fail (a key no string names)', async () => {
+    const { store, calls } = scripted();
+    const rounds = createCommitRounds(store);
+    const unnameable: QueuedCommit = {
+      ...queued('a', async () => committed),
+      commit: {
+        record: { pk: 'a', status: 'COMPLETED', fingerprint: 'f', expiresAt: 1, consumer: 'c' },
+        writes: [
+          {
+            Update: { TableName: 'Stock', Key: { pk: Object.create(null) }, UpdateExpression: 'SET n = :n' },
+          },
+        ],
+      },
+    };
+    const results = await Promise.allSettled([
+      rounds.enter().commit(unnameable),
+      rounds.enter().commit(queued('b', async () => committed)),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    expect(calls).toEqual([]);
+  });
+
   it("rejects every member with a shared request's failure other than a refused shape", async () => {
     const { store } = scripted(() => new EffectivelyOnceError('ACCESS_DENIED', 'denied'));
     const { results, alone } = await commitAll(store, ['a', 'b']);
