@@ -20,23 +20,25 @@
  * order row and inbox record exist, nothing was dead-lettered.
  */
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromBody } from '../../lambda/core/dedup-key';
 import type { LogEntry } from '../../lambda/core/logger';
-import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../lambda/modes/atomic';
 import type { SqsRecord } from '../../lambda/sqs/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, manualClock, sqsRecord } from '../support/fixtures';
 import {
-  attachFaultInjection,
   COMMIT_FAULTS,
   type CommitFaultName,
   type DynamoRequest,
   type RequestFault,
 } from './support/fault-injection';
+import {
+  createFaultedInstance,
+  type HandlerRecord,
+  recordingHandlerOptions,
+} from './support/faulted-instance';
 import { chanceOf } from './support/prng';
 
 const local = createLocalResources();
@@ -75,9 +77,7 @@ function ordersOf(request: DynamoRequest): string[] {
   );
 }
 
-interface Sink {
-  readonly logs: LogEntry[];
-  readonly deadLetters: DeadLetterMessage[];
+interface Sink extends HandlerRecord {
   /** The size (orders) of every `TransactWriteItems` sent, in order. */
   readonly transactions: number[];
 }
@@ -94,19 +94,11 @@ function instance(
   faultOf: (request: DynamoRequest) => RequestFault | undefined,
   sink: Sink,
 ) {
-  const client: DynamoDBDocumentClient = local.documentClient({ maxAttempts: 1 });
-  let crashed = false;
-  const lateCopies: Promise<number>[] = [];
-  attachFaultInjection(client, {
+  const { client, invoke } = createFaultedInstance(local.documentClient({ maxAttempts: 1 }), {
     decide: (request) => {
       if (request.operation === 'TransactWriteItems') sink.transactions.push(ordersOf(request).length);
       return faultOf(request);
     },
-    isCrashed: () => crashed,
-    crash: () => {
-      crashed = true;
-    },
-    onLateDuplicate: (_request, send) => void lateCopies.push(send()),
   });
   const handler = createSqsHandler<OrderPlaced>({
     consumer,
@@ -135,25 +127,14 @@ function instance(
         });
       }
     }),
-    logger: { log: (entry: LogEntry) => sink.logs.push(entry) },
-    logLevel: 'debug',
-    metrics: false,
-    deadLetter: 'direct',
-    deadLetterSender: { send: async (message) => void sink.deadLetters.push(message) },
+    ...recordingHandlerOptions(sink),
   });
   return {
     /** Delivers `records` as one batch: the ids acknowledged by a live invocation. */
     async deliver(records: readonly SqsRecord[]): Promise<Set<string>> {
-      crashed = false;
-      let failed: Set<string>;
-      try {
-        const response = await handler({ Records: [...records] }, lambdaContext());
-        failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
-      } catch {
-        failed = new Set(records.map((record) => record.messageId));
-      }
-      await Promise.all(lateCopies.splice(0));
-      if (crashed) return new Set();
+      const response = await invoke(() => handler({ Records: [...records] }, lambdaContext()));
+      if (response === undefined) return new Set();
+      const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
       return new Set(records.map((record) => record.messageId).filter((id) => !failed.has(id)));
     },
   };

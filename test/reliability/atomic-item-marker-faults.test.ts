@@ -19,24 +19,25 @@
  * fingerprint, no inbox record was written, nothing was dead-lettered.
  */
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../lambda/core/contract';
 import { fromBody } from '../../lambda/core/dedup-key';
-import type { LogEntry } from '../../lambda/core/logger';
-import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
 import { atomic } from '../../lambda/modes/atomic';
 import type { SqsRecord } from '../../lambda/sqs/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { createLocalResources, lambdaContext, manualClock, sqsRecord } from '../support/fixtures';
 import {
-  attachFaultInjection,
   COMMIT_FAULTS,
   type CommitFaultName,
   type DynamoRequest,
   type RequestFault,
 } from './support/fault-injection';
+import {
+  createFaultedInstance,
+  type HandlerRecord,
+  recordingHandlerOptions,
+} from './support/faulted-instance';
 import { chanceOf } from './support/prng';
 
 const local = createLocalResources();
@@ -83,9 +84,7 @@ function orderOfCommit(request: DynamoRequest): string | undefined {
 }
 
 /** What one run observed: log lines, dead letters, and the row puts DynamoDB applied per order. */
-interface Sink {
-  readonly logs: LogEntry[];
-  readonly deadLetters: DeadLetterMessage[];
+interface Sink extends HandlerRecord {
   /** Order rows written by a `PutItem` DynamoDB answered 200 (applied), per order. */
   readonly appliedPuts: Map<string, number>;
 }
@@ -105,17 +104,8 @@ function instance(
   sink: Sink,
   shapeOf: (order: OrderPlaced) => CommitShape = () => 'with a counter',
 ) {
-  const client: DynamoDBDocumentClient = local.documentClient({ maxAttempts: 1 });
-  let crashed = false;
-  const lateCopies: Promise<number>[] = [];
-  attachFaultInjection(client, {
+  const { client, invoke } = createFaultedInstance(local.documentClient({ maxAttempts: 1 }), {
     decide: faultOf,
-    isCrashed: () => crashed,
-    crash: () => {
-      crashed = true;
-    },
-    // The copy lands after the answer, before the next delivery.
-    onLateDuplicate: (_request, send) => void lateCopies.push(send()),
     onServerResponse: (request, statusCode) => {
       const orderId = orderOfCommit(request);
       if (request.operation !== 'PutItem' || statusCode !== 200 || orderId === undefined) return;
@@ -145,25 +135,13 @@ function instance(
       },
       { marker: 'item' },
     ),
-    logger: { log: (entry: LogEntry) => sink.logs.push(entry) },
-    logLevel: 'debug',
-    metrics: false,
-    deadLetter: 'direct',
-    deadLetterSender: { send: async (message) => void sink.deadLetters.push(message) },
+    ...recordingHandlerOptions(sink),
   });
   return {
     /** Delivers `record`: `true` when it was acknowledged by a live invocation. */
     async deliver(record: SqsRecord): Promise<boolean> {
-      crashed = false;
-      let acknowledged: boolean;
-      try {
-        const response = await handler({ Records: [record] }, lambdaContext());
-        acknowledged = response.batchItemFailures.length === 0;
-      } catch {
-        acknowledged = false;
-      }
-      await Promise.all(lateCopies.splice(0));
-      return acknowledged && !crashed;
+      const response = await invoke(() => handler({ Records: [record] }, lambdaContext()));
+      return response !== undefined && response.batchItemFailures.length === 0;
     },
   };
 }
