@@ -231,10 +231,9 @@ export function atomic<TBody = unknown, TRecord = unknown>(
       return shared ? { ...single, forBatch: () => processor(createCommitRounds(shared)) } : single;
 
       /**
-       * Sends the message's commit: the inbox marker alone (one conditional put) without writes;
-       * the marked put alone (one conditional `PutItem`) without other writes; otherwise the
-       * transaction of the marker with the writes, shared with the batch's other messages when
-       * the message holds a `ticket`.
+       * Sends the commit of a message that has writes: the marked put alone as one conditional
+       * `PutItem` (the store picks that request); otherwise the transaction of the marker with
+       * the writes, shared with the batch's other messages when the message holds a `ticket`.
        */
       function send({
         record,
@@ -249,8 +248,8 @@ export function atomic<TBody = unknown, TRecord = unknown>(
           record
             ? store.commit(record, writes, nowMillis)
             : store.commitWithItemMarker(writes, { ...marked!, fingerprint }, nowMillis);
-        // A single write is cheapest alone: one PutItem, one write unit, no transaction.
-        if (ticket === undefined || writes.length === (record ? 0 : 1)) {
+        // A marked put alone is cheapest alone: one PutItem, one write unit, no transaction.
+        if (ticket === undefined || (!record && writes.length === 1)) {
           ticket?.leave();
           return alone();
         }
@@ -270,6 +269,7 @@ export function atomic<TBody = unknown, TRecord = unknown>(
         const { record, unitOfWork, fingerprint, nowMillis, ticket } = described;
         const { writes, marked } = unitOfWork;
         // A committed marker is final (nothing releases it), whether this step wrote it or met it.
+        // Without writes the inbox marker is one conditional put, never part of a transaction.
         if (record && writes.length === 0) {
           ticket?.leave();
           const inserted = await store.insert(record, nowMillis);

@@ -133,6 +133,7 @@ async function commitRounds(
   store: Required<Pick<AtomicStore, 'commitMany'>>,
   waiting: Waiting[],
 ): Promise<void> {
+  const position = new Map(waiting.map((member, index) => [member, index]));
   let round = waiting;
   let cancelledRounds = 0;
   while (round.length > 0) {
@@ -185,7 +186,7 @@ async function commitRounds(
     );
     if (cancelled) cancelledRounds += 1;
     // Batch order again: the deferred ones came after some of those sent again.
-    round = [...again, ...deferred].sort((a, b) => waiting.indexOf(a) - waiting.indexOf(b));
+    round = [...again, ...deferred].sort((a, b) => position.get(a)! - position.get(b)!);
   }
 }
 
