@@ -13,7 +13,13 @@ import {
   toDedupKey,
 } from './dedup-key';
 import { EffectivelyOnceError, isEffectivelyOnceError } from './errors';
-import { canonicalJsonOfNode, fingerprintOf, sha256Hex, sha256HexOfBytes } from './fingerprint';
+import {
+  canonicalJsonOfNode,
+  canonicalJsonOfParsedText,
+  fingerprintOf,
+  sha256Hex,
+  sha256HexOfBytes,
+} from './fingerprint';
 import type { InboundMessage, LambdaContext, MessageAttribute } from './inbound-message';
 import {
   exactIntegerText,
@@ -267,7 +273,10 @@ export function prepareMessage<TBody, TRecord>(
       fingerprint = sha256HexOfBytes(bytes ?? new Uint8Array());
     } else {
       if (json === NOT_JSON) json = tryParseJson(rawBody);
-      fingerprint = json === NOT_JSON ? fingerprintOf(rawBody) : sha256Hex(canonicalJsonOfNode(readBody()));
+      if (json === NOT_JSON) fingerprint = fingerprintOf(rawBody);
+      // The key check may have read the body losslessly already; else the parsed body serves.
+      else if (tree !== undefined) fingerprint = sha256Hex(canonicalJsonOfNode(tree));
+      else fingerprint = sha256Hex(canonicalJsonOfParsedText(rawBody, json));
     }
     return { ok: true, message, fingerprint };
   } catch (error) {

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, canonicalJsonText, fingerprintOf, sha256Hex } from '../../../lambda/core/fingerprint';
+import {
+  canonicalJson,
+  canonicalJsonOfParsedText,
+  canonicalJsonText,
+  fingerprintOf,
+  sha256Hex,
+} from '../../../lambda/core/fingerprint';
 import { check } from '../../support/fixtures';
 
 describe('canonicalJson', () => {
@@ -79,6 +85,59 @@ describe('canonicalJsonText', () => {
         expect(canonicalJsonText(text)).toBe(canonicalJson(JSON.parse(text)));
       }),
     ));
+});
+
+describe('canonicalJsonOfParsedText', () => {
+  /** Number literals JSON allows, written every way: exact, inexact, beyond a double, signed zeros. */
+  const numberLiteral = fc.oneof(
+    fc.constantFrom('0', '-0', '1.0', '1e0', '1E+2', '0.50', '-0.0e-5', '1.0e400', '-1e-400', '4.2e1'),
+    fc.constantFrom('12345678901234567890', '9007199254740993', '0.1000000000000000055511151231257827'),
+    fc
+      .tuple(
+        fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }),
+        fc.nat(40),
+        fc.integer({ min: -30, max: 30 }),
+      )
+      .map(
+        ([digits, fraction, power]) =>
+          `${digits}${fraction > 0 ? `.${String(fraction).padStart(3, '0')}` : ''}${power === 0 ? '' : `e${power}`}`,
+      ),
+  );
+  /** JSON texts with such literals in objects and arrays, and strings holding digits, quotes and escapes. */
+  const text = fc.letrec<{ value: string }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      numberLiteral,
+      fc.constantFrom('"12"', '"-1e5 \\\\"', '"\\"1.0\\""', '"\\u0031.50"', 'true', 'null', '""'),
+      fc.string().map((s) => JSON.stringify(s)),
+      fc.array(tie('value'), { maxLength: 4 }).map((items) => `[${items.join(',')}]`),
+      fc
+        .array(fc.tuple(fc.string({ maxLength: 4 }), tie('value')), { maxLength: 4 })
+        .map((members) => `{ ${members.map(([k, v]) => `${JSON.stringify(k)} : ${v}`).join(',\n')} }`),
+    ),
+  })).value;
+
+  it('is the lossless reading of every JSON text, numbers written any way and duplicate keys included (property)', () =>
+    check(
+      fc.property(text, (json) => {
+        expect(canonicalJsonOfParsedText(json, JSON.parse(json))).toBe(canonicalJsonText(json));
+      }),
+    ));
+
+  it('keeps every digit where the parsed body has lost some', () => {
+    const body = '{"amount":12345678901234567891,"id":"12345678901234567890"}';
+    expect(canonicalJsonOfParsedText(body, JSON.parse(body))).toBe(
+      '{"amount":12345678901234567891E0,"id":"12345678901234567890"}',
+    );
+    // A number after a string that ends in an escaped quote is still found.
+    const escaped = '["\\"",12345678901234567891,"x"]';
+    expect(canonicalJsonOfParsedText(escaped, JSON.parse(escaped))).toBe('["\\"",12345678901234567891E0,"x"]');
+    // Digits inside a string are not numbers, and an exact literal reads as its double.
+    const plain = '{"b":[1.0,2e0],"a":"12345678901234567891"}';
+    expect(canonicalJsonOfParsedText(plain, JSON.parse(plain))).toBe(
+      '{"a":"12345678901234567891","b":[1,2]}',
+    );
+  });
 });
 
 describe('sha256Hex', () => {
