@@ -26,6 +26,7 @@ import {
 } from './latency-model';
 import { bundleHandler, bundleToolkitRuntime, createInitTimer, type HandlerBundle } from './measure/bundles';
 import { type CpuSample, canCollectGarbage, createCpuRig, measureCpu, measureHeap } from './measure/cpu';
+import { measurePairInOwnProcess, type PairSamples } from './measure/cpu-pair';
 import {
   createEmulatorContainer,
   type EmulatorSample,
@@ -280,6 +281,39 @@ async function runCpu(plan: Plan, implementations: readonly Implementation[], ru
   return { rigs, samples };
 }
 
+/**
+ * Each toolkit row with a same-calls baseline measured against it in a process of their own
+ * (`measure/cpu-pair.ts`: a Lambda process runs one handler configuration), one pair after
+ * another. By toolkit row.
+ */
+async function runCpuPairs(
+  plan: Plan,
+  implementations: readonly Implementation[],
+  baselineOf: (implementation: Implementation) => Implementation | undefined,
+  run: string,
+): Promise<Map<string, PairSamples>> {
+  const pairs = new Map<string, PairSamples>();
+  for (const implementation of implementations) {
+    const baseline = baselineOf(implementation);
+    if (!baseline) continue;
+    const samples = await measurePairInOwnProcess(
+      implementation.id,
+      baseline.id,
+      {
+        batchSize: plan.batchSize,
+        warmupBatches: plan.warmupBatches,
+        batches: plan.cpuBatches,
+        chunkBatches: plan.chunkBatches,
+        repetitions: plan.cpuRepetitions,
+      },
+      `${run}-pair-${implementation.id}`,
+    );
+    pairs.set(implementation.id, samples);
+    progress(`CPU against the same calls: ${implementation.id} / ${baseline.id}`);
+  }
+  return pairs;
+}
+
 async function runHeap(plan: Plan, rigs: ReturnType<typeof createCpuRig>[], run: string) {
   const samples = new Map<string, number[]>(rigs.map((rig) => [rig.implementation.id, []]));
   for (let repetition = 0; repetition < plan.heapRepetitions; repetition++) {
@@ -412,6 +446,10 @@ async function main(): Promise<void> {
   const { rigs, samples: cpuSamples } = await timedPhase(timings, 'CPU and throughput (stub)', () =>
     runCpu(plan, available, run),
   );
+  // Each toolkit row against its same-calls baseline, the pair in a process of its own.
+  const pairSamples = await timedPhase(timings, 'CPU against the same calls (a process per pair)', () =>
+    runCpuPairs(plan, compared, baselineOf, run),
+  );
   const heap = canCollectGarbage()
     ? await timedPhase(timings, 'retained heap', () =>
         runHeap(
@@ -453,10 +491,19 @@ async function main(): Promise<void> {
   const cpuVsPowertools = medianRatios(cpuMicros, 'powertools', allIds);
   const throughputVsPowertools = medianRatios(throughput, 'powertools', allIds);
   const throughputVsBare = medianRatios(throughput, 'bare', allIds);
+  /** The CPU per record of `id` in its pair's own process (`pairOf`'s key: the toolkit row). */
+  const pairCpuMicros = (pairOf: string) =>
+    new Map(
+      Object.entries(pairSamples.get(pairOf) ?? {}).map(([id, s]) => [
+        id,
+        s.map((x) => x.cpuMicrosPerRecord),
+      ]),
+    );
   const cpuVsSameCalls = byId(
     compared.flatMap((implementation) => {
       const baseline = baselineOf(implementation);
-      const summary = baseline && pairedRatios(cpuMicros, implementation.id, baseline.id);
+      const summary =
+        baseline && pairedRatios(pairCpuMicros(implementation.id), implementation.id, baseline.id);
       return summary ? [[implementation.id, summary] as const] : [];
     }),
   );
@@ -482,8 +529,9 @@ async function main(): Promise<void> {
   const cpuMillisAddedPerBatch: Record<string, { median: number; ciHigh: number }> = {};
   for (const implementation of compared) {
     const baseline = baselineOf(implementation);
-    const values = cpuMicros.get(implementation.id);
-    const references = baseline && cpuMicros.get(baseline.id);
+    const pair = pairCpuMicros(implementation.id);
+    const values = pair.get(implementation.id);
+    const references = baseline && pair.get(baseline.id);
     if (!values || !references || values.length !== references.length) continue;
     cpuRatioVsSameCallsInterval[implementation.id] = bootstrapMedian(
       values.map((value, index) => value / references[index]!),
