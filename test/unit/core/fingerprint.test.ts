@@ -131,7 +131,9 @@ describe('canonicalJsonOfParsedText', () => {
     );
     // A number after a string that ends in an escaped quote is still found.
     const escaped = '["\\"",12345678901234567891,"x"]';
-    expect(canonicalJsonOfParsedText(escaped, JSON.parse(escaped))).toBe('["\\"",12345678901234567891E0,"x"]');
+    expect(canonicalJsonOfParsedText(escaped, JSON.parse(escaped))).toBe(
+      '["\\"",12345678901234567891E0,"x"]',
+    );
     // Digits inside a string are not numbers, and an exact literal reads as its double.
     const plain = '{"b":[1.0,2e0],"a":"12345678901234567891"}';
     expect(canonicalJsonOfParsedText(plain, JSON.parse(plain))).toBe(
