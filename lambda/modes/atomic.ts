@@ -81,8 +81,9 @@ export interface AtomicOptions {
    * The trade: a bad message (a duplicate, a failed business condition) costs the others of its
    * transaction a second round trip; a fault of the shared request is every member's (each is
    * retried, then read as a duplicate); a message that reached its commit waits for the
-   * invocation's other handlers still describing their writes (a handler that awaits a read holds
-   * the others' commit until it returns); and a larger transaction meets more concurrent writers,
+   * invocation's other handlers still describing their writes, for 100 ms at most (then they
+   * commit without a handler still awaiting something, which commits in a later round); and a
+   * larger transaction meets more concurrent writers,
    * so on items written by many deliveries at once `'message'` may conflict less. Messages of
    * one FIFO message group still commit one after another.
    * @default 'batch'

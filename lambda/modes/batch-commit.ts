@@ -8,8 +8,9 @@
  * When the messages commit: once every message of the invocation that has started describing
  * its writes has either queued its commit or finished without one (a handler that throws, a
  * commit of a single write, which goes alone as one `PutItem`), on the next turn of the event
- * loop. Messages the engine starts later (the next message of a FIFO group, of a dedup key, or
- * past the concurrency) queue for the next round.
+ * loop; a commit waits at most {@link ROUND_WAIT_MILLIS} for messages still describing theirs,
+ * which then commit in a later round. Messages the engine starts later (the next message of a
+ * FIFO group, of a dedup key, or past the concurrency) queue for the next round.
  *
  * How a round is packed: in batch order, a message joins the first transaction with room for
  * its actions (at most 100) and bytes (at most 4 MB); a message that would write an item an
@@ -75,6 +76,16 @@ export interface CommitRounds {
 /** Cancelled shared transactions after which the messages left commit one at a time. */
 const MAX_CANCELLED_ROUNDS = 2;
 
+/**
+ * The longest a queued commit waits for messages still describing their writes, milliseconds.
+ * A handler that awaits something slow (or never returns) then holds the others back this long
+ * at most: they commit without it, and it commits in a later round. Without the bound, a handler
+ * hanging until the Lambda timeout would leave every message of the batch uncommitted, so the
+ * whole batch would come back again and again, until the innocent messages reached the
+ * dead-letter queue with it.
+ */
+export const ROUND_WAIT_MILLIS = 100;
+
 interface Waiting {
   readonly queued: QueuedCommit;
   readonly resolve: (result: CommitResult) => void;
@@ -86,21 +97,37 @@ export function createCommitRounds(store: Required<Pick<AtomicStore, 'commitMany
   let describing = 0;
   let queue: Waiting[] = [];
   let scheduled = false;
+  /** Ends the wait for messages still describing: set while commits wait for them. */
+  let waitLimit: ReturnType<typeof setTimeout> | undefined;
+
+  /** Commits what is queued, as one round. */
+  const flush = (): void => {
+    clearTimeout(waitLimit);
+    waitLimit = undefined;
+    if (queue.length === 0) return;
+    const round = queue;
+    queue = [];
+    // A failure of the rounds themselves (a store answering out of contract) is every unsettled
+    // member's, never a batch left waiting until the Lambda timeout.
+    commitRounds(store, round).catch((error: unknown) => {
+      for (const member of round) member.reject(error);
+    });
+  };
 
   const maybeFlush = (): void => {
-    if (describing > 0 || queue.length === 0 || scheduled) return;
+    if (queue.length === 0) return;
+    if (describing > 0) {
+      // Wait for the messages still describing their writes, but not for longer than the limit.
+      waitLimit ??= setTimeout(flush, ROUND_WAIT_MILLIS);
+      return;
+    }
+    if (scheduled) return;
     scheduled = true;
     // One turn later, so messages the engine starts as others finish can join this round.
     setImmediate(() => {
       scheduled = false;
-      if (describing > 0 || queue.length === 0) return;
-      const round = queue;
-      queue = [];
-      // A failure of the rounds themselves (a store answering out of contract) is every unsettled
-      // member's, never a batch left waiting until the Lambda timeout.
-      commitRounds(store, round).catch((error: unknown) => {
-        for (const member of round) member.reject(error);
-      });
+      if (describing > 0) maybeFlush();
+      else flush();
     });
   };
 

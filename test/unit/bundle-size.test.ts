@@ -116,10 +116,11 @@ describe('bundle size', () => {
   // contract, a failure of the rounds themselves): atomic 58,979 bytes. The default fingerprint
   // computed from the parsed body when every number literal reads the same as its double (the
   // scan for them and its fallback, about 290 bytes more to each, for about 6 µs less CPU per
-  // message): marker 46,139, atomic 59,289, entity 47,202, two-phase 51,465 bytes.
+  // message): marker 46,139, atomic 59,289, entity 47,202, two-phase 51,465 bytes. A batch
+  // commit waiting at most 100 ms for handlers still describing their writes: atomic 59,373.
   const ceilings: Readonly<Record<ModeFactory, number>> = {
     marker: 46_208,
-    atomic: 59_392,
+    atomic: 59_520,
     entity: 47_360,
     twoPhase: 51_584,
   };

@@ -13,7 +13,7 @@ import { EffectivelyOnceError } from '../../../lambda/core/errors';
 import { sha256Hex } from '../../../lambda/core/fingerprint';
 import type { AtomicCommit, CommitResult, SharedCommitResult } from '../../../lambda/core/store-port';
 import { type AtomicOptions, atomic } from '../../../lambda/modes/atomic';
-import { createCommitRounds, type QueuedCommit } from '../../../lambda/modes/batch-commit';
+import { createCommitRounds, type QueuedCommit, ROUND_WAIT_MILLIS } from '../../../lambda/modes/batch-commit';
 import type { ItemMarkerUnitOfWork } from '../../../lambda/modes/unit-of-work';
 import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { captureLogger, captureMetrics, manualClock, sqsEvent, sqsRecord, T0 } from '../../support/fixtures';
@@ -266,6 +266,42 @@ describe('atomic batch commit', () => {
     const { outcomes } = await run(...orders(3));
     expect(outcomes).toEqual(Array(3).fill('processed'));
     expect(sharedSizes(store)).toEqual([3]);
+  });
+
+  it(`commits the others without a handler still describing after ${ROUND_WAIT_MILLIS} ms; the slow one commits in a later round`, async () => {
+    let release: () => void = () => undefined;
+    const slowStarted = Date.now();
+    let othersCommittedAfter: number | undefined;
+    const store = createMemoryStore();
+    const { run } = consumer(
+      async (message, unitOfWork) => {
+        if (message.body.orderId === 'o-3') {
+          // Released only once the others' shared commit has been sent: never, if they wait for it.
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        }
+        putOrder(message, unitOfWork);
+      },
+      {},
+      store,
+    );
+    const watch = setInterval(() => {
+      if (sharedSizes(store).length === 0) return;
+      othersCommittedAfter = Date.now() - slowStarted;
+      clearInterval(watch);
+      release();
+    }, 5);
+    const { outcomes, response } = await run(...orders(10));
+    clearInterval(watch);
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(outcomes).toEqual(Array(10).fill('processed'));
+    // The nine in one shared transaction without the slow one, which then commits alone.
+    expect(sharedSizes(store)).toEqual([9]);
+    expect(methods(store)).toEqual(['commitMany', 'commit']);
+    expect(othersCommittedAfter).toBeGreaterThanOrEqual(ROUND_WAIT_MILLIS - 5);
+    expect(store.items('Orders')).toHaveLength(10);
   });
 
   it('does not hold the others back for a handler that throws: it fails alone', async () => {
