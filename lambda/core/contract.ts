@@ -170,9 +170,9 @@ export const DEAD_LETTER_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
 export const STREAM_RECORD_ATTRIBUTES = /* @__PURE__ */ Object.freeze({
   /** The stream (or table stream) ARN. */
   eventSourceArn: 'eo-event-source-arn',
-  /** The shard (Kinesis only). */
+  /** The shard (Kinesis), or the topic-partition (Kafka). */
   shardId: 'eo-shard-id',
-  /** The record's sequence number, to read it again from. */
+  /** The record's sequence number (a Kafka record's offset), to read it again from. */
   sequenceNumber: 'eo-sequence-number',
   /** The Kinesis record's partition key. */
   partitionKey: 'eo-partition-key',

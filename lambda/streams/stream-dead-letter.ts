@@ -28,17 +28,40 @@ export const STREAM_DEAD_LETTER_FORMAT = 'effectively-once/stream-dead-letter@1'
 
 /** Where a stream record sits: enough to read it again from its stream. */
 export interface StreamCoordinates {
-  /** `aws:kinesis` or `aws:dynamodb`. */
+  /** `aws:kinesis`, `aws:dynamodb`, `aws:kafka` or `SelfManagedKafka`. */
   readonly eventSource?: string;
-  /** The stream (or table stream) ARN. */
+  /** The stream (or table stream) ARN; the MSK cluster's ARN. */
   readonly eventSourceArn?: string;
   /**
-   * The shard (Kinesis: from the event id). A DynamoDB Streams record does not name its shard:
-   * `DescribeStream` lists the shards with their sequence number ranges.
+   * The shard (Kinesis: from the event id; Kafka: the `<topic>-<partition>`). A DynamoDB Streams
+   * record does not name its shard: `DescribeStream` lists the shards with their sequence number
+   * ranges.
    */
   readonly shardId?: string;
-  /** The record's sequence number (`GetShardIterator` with `AT_SEQUENCE_NUMBER`). */
+  /**
+   * The record's sequence number (`GetShardIterator` with `AT_SEQUENCE_NUMBER`); a Kafka
+   * record's offset, as text.
+   */
   readonly sequenceNumber: string;
+  /** A Kafka record's topic. */
+  readonly topic?: string;
+  /** A Kafka record's partition. */
+  readonly partition?: number;
+  /** A Kafka record's offset in its partition. */
+  readonly offset?: number;
+  /** A Kafka record's timestamp, epoch milliseconds. */
+  readonly timestamp?: number;
+  /** What a Kafka record's timestamp is: `CREATE_TIME` or `LOG_APPEND_TIME`. */
+  readonly timestampType?: string;
+  /** A Kafka record's key, base64, as delivered. */
+  readonly recordKey?: string;
+  /** A Kafka record's headers in order. */
+  readonly headers?: readonly {
+    /** The header's name. */
+    readonly name: string;
+    /** The header value's bytes, base64. */
+    readonly value: string;
+  }[];
   /** The record's event id. */
   readonly eventId?: string;
   /** The Kinesis partition key. */

@@ -109,22 +109,17 @@ function deadLetterMaxBytes(
 }
 
 /**
- * Creates a stream entry point's handler over `source`. Options are validated here, at cold
- * start; a bad option throws `INVALID_OPTIONS`. A permanent failure (mismatch, missing or
- * invalid key, malformed data) is sent to the dead-letter queue with its reason, its coordinates
- * and its data, and acknowledged, so its shard moves on; `deadLetter: 'redrive'` is rejected (a
- * stream has no redrive), and so is a missing `deadLetterSender` (the construct's
- * `EO_DEAD_LETTER_QUEUE_URL` gives one).
+ * The engine of a stream entry point over `source`: its messages in, their results out.
+ * Options are validated here, at cold start; a bad option throws `INVALID_OPTIONS`. A permanent
+ * failure (mismatch, missing or invalid key, malformed data) is sent to the dead-letter queue
+ * with its reason, its coordinates and its data, and acknowledged, so its shard moves on;
+ * `deadLetter: 'redrive'` is rejected (a stream has no redrive), and so is a missing
+ * `deadLetterSender` (the construct's `EO_DEAD_LETTER_QUEUE_URL` gives one).
  */
-export function createStreamHandler<
-  TEvent extends { readonly Records: readonly TRecord[] },
-  TRecord,
-  TBody,
-  TStore,
->(
+export function createStreamEngine<TRecord, TBody, TStore>(
   options: StreamHandlerOptions<TRecord, TBody, TStore>,
   source: StreamSource<TRecord>,
-): StreamHandler<TEvent> {
+): BatchProcessor<TRecord> {
   expectOption(typeof options === 'object' && options !== null, 'options', 'an object', options);
   expectOption(
     typeof options.dedupKey === 'function',
@@ -139,7 +134,7 @@ export function createStreamHandler<
     options.deadLetter,
   );
   const { deadLetterMaxMessageBytes: _max, ...entryOptions } = options;
-  const processBatch: BatchProcessor<TRecord> = createEntryEngine<TBody, TStore, TRecord>(
+  return createEntryEngine<TBody, TStore, TRecord>(
     { ...entryOptions, deadLetter: 'direct' },
     {},
     (resolved, settings) => {
@@ -157,7 +152,22 @@ export function createStreamHandler<
       );
     },
   );
+}
 
+/**
+ * Creates the handler of a stream whose event lists its records in `Records` (Kinesis, DynamoDB
+ * Streams) over `source` ({@link createStreamEngine}), answering with the checkpoint.
+ */
+export function createStreamHandler<
+  TEvent extends { readonly Records: readonly TRecord[] },
+  TRecord,
+  TBody,
+  TStore,
+>(
+  options: StreamHandlerOptions<TRecord, TBody, TStore>,
+  source: StreamSource<TRecord>,
+): StreamHandler<TEvent> {
+  const processBatch = createStreamEngine(options, source);
   return async (event, context) => {
     if (typeof event !== 'object' || event === null || !Array.isArray(event.Records)) {
       throw new EffectivelyOnceError(
