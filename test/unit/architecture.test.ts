@@ -100,6 +100,7 @@ describe('architecture', () => {
       'lambda/consumer-entry.ts',
       ...sources('lambda/sqs'),
       ...sources('lambda/streams'),
+      ...sources('lambda/kafka'),
     ]
       .filter((file) => /^export default/m.test(read(file)))
       .map((file) => `${file}: export default`);
@@ -224,17 +225,36 @@ describe('dev-only code', () => {
 
 describe('adapter boundaries', () => {
   /**
-   * The adapters built on the core: the transports (SQS, the streams, HTTP, jobs, the outbox
-   * relay), the hosts of a transport (the middy middleware and the `sqs-consumer` worker run the
+   * The adapters built on the core: the transports (SQS, the streams, Kafka, HTTP, jobs, the
+   * outbox relay), the hosts of a transport (the middy middleware and the `sqs-consumer` worker run the
    * SQS transport; the outbox relay reads the outbox table's stream records), the Powertools
    * interop, and the DynamoDB store. The store and the dead-letter
    * queue are destinations every adapter may use; the neutral entry (`lambda/consumer-entry.ts`)
    * is not an adapter folder, so every entry point may build on it.
    */
-  const ADAPTERS = ['http', 'jobs', 'worker', 'middleware', 'interop', 'sqs', 'streams', 'outbox', 'store'];
+  const ADAPTERS = [
+    'http',
+    'jobs',
+    'worker',
+    'middleware',
+    'interop',
+    'sqs',
+    'streams',
+    'kafka',
+    'outbox',
+    'store',
+  ];
   const SHARED = ['store'];
-  /** A host may use the transport it runs, and only that one. */
-  const HOSTS: Readonly<Record<string, string>> = { worker: 'sqs', middleware: 'sqs', outbox: 'streams' };
+  /**
+   * A host may use the transport it runs, and only that one. Kafka is a stream transport: its
+   * handler runs the streams' engine (a checkpoint per ordering group, lossless stream dead letters).
+   */
+  const HOSTS: Readonly<Record<string, string>> = {
+    worker: 'sqs',
+    middleware: 'sqs',
+    outbox: 'streams',
+    kafka: 'streams',
+  };
   const adapterOf = (file: string | undefined): string | undefined => {
     const [top, folder, ...rest] = (file ?? '').split('/');
     return top === 'lambda' && rest.length > 0 && ADAPTERS.includes(folder!) ? folder : undefined;

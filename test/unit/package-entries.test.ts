@@ -110,13 +110,14 @@ function offenders(graph: ImportGraph): string[] {
 describe('package entry points', () => {
   const entries = entryPoints();
 
-  it('walks every entry point of package.json: the eight subpaths and the command', () => {
+  it('walks every entry point of package.json: the nine subpaths and the command', () => {
     expect(entries).toEqual([
       'lambda/index.ts',
       'lambda/worker/index.ts',
       'lambda/http/index.ts',
       'lambda/jobs/index.ts',
       'lambda/streams/index.ts',
+      'lambda/kafka/index.ts',
       'lambda/outbox/index.ts',
       'lib/index.ts',
       'cli/replay/index.ts',
