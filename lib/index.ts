@@ -38,7 +38,12 @@ export type {
 export { IdempotentConsumer } from './idempotent-consumer/construct';
 export type { DeadLetterMode, IdempotentConsumerProps } from './idempotent-consumer/props';
 export { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
-export type { IdempotentStreamConsumerProps } from './idempotent-stream-consumer/props';
+export { KAFKA_VPC_ACTIONS, MSK_CLUSTER_ACTIONS, MSK_IAM_ACTIONS } from './idempotent-stream-consumer/kafka';
+export type {
+  IdempotentStreamConsumerProps,
+  KafkaAuthentication,
+  KafkaTopicSource,
+} from './idempotent-stream-consumer/props';
 export { InboxTable, type InboxTableProps } from './inbox-table';
 export { OUTBOX_PUBLISH_ACTIONS, OUTBOX_WRITER_ACTIONS, Outbox } from './outbox/construct';
 export {

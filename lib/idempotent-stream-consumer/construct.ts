@@ -1,4 +1,4 @@
-import type { Duration } from 'aws-cdk-lib';
+import { type Duration, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -19,13 +19,20 @@ import {
 import type { SourceReadAccess, TerminalQueueOptions } from '../consumer-wiring';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
+  DEFAULT_OFFSET_LAG_THRESHOLD,
   DEFAULT_PARALLELIZATION_FACTOR,
   DEFAULT_RETRY_ATTEMPTS,
   DEFAULT_STREAM_BATCH_SIZE,
   STREAM_QUEUE_RETENTION,
 } from './defaults';
-import { createStreamConsumerAlarms, createStreamConsumerDashboard, iteratorAgeMetric } from './monitoring';
-import type { IdempotentStreamConsumerProps } from './props';
+import { grantKafkaSource, kafkaMappingOptions, usesVpc } from './kafka';
+import {
+  createStreamConsumerAlarms,
+  createStreamConsumerDashboard,
+  iteratorAgeMetric,
+  offsetLagMetric,
+} from './monitoring';
+import type { IdempotentStreamConsumerProps, KafkaTopicSource } from './props';
 import { resolveStreamTiming } from './timing';
 import { validateStreamConsumerProps } from './validation';
 
@@ -77,8 +84,13 @@ export class IdempotentStreamConsumer extends ConsumerBase {
   public readonly stream?: kinesis.IStream;
   /** The DynamoDB table whose stream is consumed, when the source is one. */
   public readonly sourceTable?: dynamodb.ITable;
-  /** The ARN the event source mapping reads: the Kinesis stream's, or the table's stream's. */
-  public readonly eventSourceArn: string;
+  /** The Kafka topic consumed, when the source is one. */
+  public readonly kafka?: KafkaTopicSource;
+  /**
+   * The ARN the event source mapping reads: the Kinesis stream's, the table's stream's, or the
+   * MSK cluster's; `undefined` for a self-managed Kafka cluster.
+   */
+  public readonly eventSourceArn?: string;
   /** The queue receiving the batches the event source gives up on, unless `onFailureTopic` is set. */
   public readonly onFailureQueue?: sqs.IQueue;
   /** The topic receiving the batches the event source gives up on, when given. */
@@ -99,8 +111,10 @@ export class IdempotentStreamConsumer extends ConsumerBase {
   public readonly replayWindow: Duration;
   /** The oldest record the event source delivers. */
   public readonly maxRecordAge: Duration;
-  /** Alarm on Lambda's `IteratorAge` reaching `iteratorAgeThreshold`. */
+  /** Alarm on Lambda's `IteratorAge` reaching `iteratorAgeThreshold` (a Kinesis or DynamoDB stream). */
   public readonly iteratorAgeAlarm?: cloudwatch.Alarm;
+  /** Alarm on Lambda's `OffsetLag` reaching `offsetLagThreshold` (a Kafka topic). */
+  public readonly offsetLagAlarm?: cloudwatch.Alarm;
   /** Alarm on function errors (> 0 in a minute). */
   public readonly errorsAlarm?: cloudwatch.Alarm;
   /** Alarm on messages in the on-failure queue, or published to the on-failure topic (> 0). */
@@ -120,7 +134,9 @@ export class IdempotentStreamConsumer extends ConsumerBase {
     // Validated: exactly one source, and a table with a stream.
     const eventSourceArn = props.stream
       ? props.stream.streamArn
-      : (props.sourceTable?.tableStreamArn as string);
+      : props.sourceTable
+        ? (props.sourceTable.tableStreamArn as string)
+        : props.kafka?.clusterArn;
     super(scope, id, props, {
       constructName: 'IdempotentStreamConsumer',
       validation: validateStreamConsumerProps(props, timing),
@@ -133,10 +149,12 @@ export class IdempotentStreamConsumer extends ConsumerBase {
       newDeadLetterQueue: terminalQueueOptions(props),
       lambdaDeadLetterReason:
         'The function is invoked synchronously by the stream event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Batches the event source gives up on go to its on-failure destination, permanent failures to the dead-letter queue.',
-      sourceReadAccess: sourceReadAccess(props, eventSourceArn),
+      // A Kafka source's grants depend on its cluster and authentication: made below.
+      sourceReadAccess: props.kafka ? undefined : sourceReadAccess(props, eventSourceArn as string),
     });
     this.stream = props.stream;
     this.sourceTable = props.sourceTable;
+    this.kafka = props.kafka;
     this.eventSourceArn = eventSourceArn;
     this.maxRecordAge = timing.maxRecordAge;
     this.replayWindow = timing.replay.window;
@@ -148,16 +166,34 @@ export class IdempotentStreamConsumer extends ConsumerBase {
       : (props.onFailureQueue ?? createTerminalQueue(this, 'OnFailureQueue', terminalQueueOptions(props)));
     this.grantOnFailureDestination();
 
-    // Event source with partial batch responses: a reported sequence number is the checkpoint.
+    // A Kafka source: the topic's settings and the role's grants for its cluster.
+    const consumerGroupId = props.kafka?.consumerGroupId ?? this.consumerName;
+    if (props.kafka) {
+      grantKafkaSource(this.handler, props.kafka, consumerGroupId);
+      if (usesVpc(props.kafka)) {
+        Validations.of(this.role).acknowledge({
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            'The event source mapping reaches the Kafka cluster in its VPC through network interfaces it manages with the function role: ec2:CreateNetworkInterface, ec2:DeleteNetworkInterface and the ec2:Describe* calls it makes (network interfaces, VPCs, subnets, security groups) have no resource-level permissions. Every other statement of this role names its resources.',
+        });
+      }
+    }
+
+    // Event source with partial batch responses: a reported sequence number (a Kafka partition
+    // and offset) is the checkpoint.
     const onFailureArn = this.onFailureTopic ? this.onFailureTopic.topicArn : this.onFailureQueue?.queueArn;
     this.eventSourceMapping = new lambda.EventSourceMapping(this, 'EventSourceMapping', {
       target: this.handler,
-      eventSourceArn: this.eventSourceArn,
+      ...(props.kafka
+        ? kafkaMappingOptions(props.kafka, consumerGroupId)
+        : { eventSourceArn: this.eventSourceArn }),
       startingPosition: props.startingPosition ?? lambda.StartingPosition.TRIM_HORIZON,
       startingPositionTimestamp: props.startingPositionTimestamp,
       batchSize: props.batchSize ?? DEFAULT_STREAM_BATCH_SIZE,
       maxBatchingWindow: props.maxBatchingWindow,
-      parallelizationFactor: props.parallelizationFactor ?? DEFAULT_PARALLELIZATION_FACTOR,
+      ...(props.kafka
+        ? {}
+        : { parallelizationFactor: props.parallelizationFactor ?? DEFAULT_PARALLELIZATION_FACTOR }),
       bisectBatchOnError: props.bisectBatchOnError ?? true,
       retryAttempts: props.retryAttempts ?? DEFAULT_RETRY_ATTEMPTS,
       maxRecordAge: this.maxRecordAge,
@@ -169,10 +205,16 @@ export class IdempotentStreamConsumer extends ConsumerBase {
     // Alarms and dashboard.
     if (props.createAlarms ?? true) {
       const alarms = createStreamConsumerAlarms(this, this, {
-        iteratorAgeThreshold: props.iteratorAgeThreshold ?? DEFAULT_ITERATOR_AGE_THRESHOLD,
+        lag: props.kafka
+          ? { metric: 'OffsetLag', threshold: props.offsetLagThreshold ?? DEFAULT_OFFSET_LAG_THRESHOLD }
+          : {
+              metric: 'IteratorAge',
+              threshold: props.iteratorAgeThreshold ?? DEFAULT_ITERATOR_AGE_THRESHOLD,
+            },
         alarmTopic: props.alarmTopic,
       });
-      this.iteratorAgeAlarm = alarms.iteratorAgeAlarm;
+      if (props.kafka) this.offsetLagAlarm = alarms.lagAlarm;
+      else this.iteratorAgeAlarm = alarms.lagAlarm;
       this.errorsAlarm = alarms.errorsAlarm;
       this.onFailureAlarm = alarms.onFailureAlarm;
       this.deadLetterQueueAlarm = alarms.deadLetterQueueAlarm;
@@ -187,6 +229,11 @@ export class IdempotentStreamConsumer extends ConsumerBase {
   /** Lambda's `IteratorAge` of the function (Maximum over 1 minute): how far behind its stream it is. */
   public metricIteratorAge(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return iteratorAgeMetric(this, props);
+  }
+
+  /** Lambda's `OffsetLag` of the function (Maximum over 1 minute): how many records of its Kafka topic wait. */
+  public metricOffsetLag(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return offsetLagMetric(this, props);
   }
 
   /** The event source sends on-failure records with the function's role. */

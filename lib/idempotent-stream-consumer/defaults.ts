@@ -30,3 +30,12 @@ export const STREAM_QUEUE_RETENTION = Duration.days(14);
 
 /** `iteratorAgeThreshold` when not set. */
 export const DEFAULT_ITERATOR_AGE_THRESHOLD = Duration.minutes(15);
+
+/** `offsetLagThreshold` when not set, in records. */
+export const DEFAULT_OFFSET_LAG_THRESHOLD = 10_000;
+
+/** A Kafka topic's retention when not given: Kafka's default `log.retention.hours` (168). */
+export const KAFKA_DEFAULT_RETENTION = Duration.days(7);
+
+/** Provisioned pollers of a Kafka event source: AWS's range and defaults. */
+export const KAFKA_POLLERS = Object.freeze({ min: 1, max: 2000, defaultMinimum: 1, defaultMaximum: 200 });

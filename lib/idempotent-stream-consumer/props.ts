@@ -9,6 +9,7 @@ import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { ConsumerMode } from '../../lambda/core/contract';
@@ -31,7 +32,7 @@ export interface IdempotentStreamConsumerProps {
   readonly entry: string;
 
   /**
-   * The Kinesis data stream to consume. Exactly one of `stream` and `sourceTable`.
+   * The Kinesis data stream to consume. Exactly one of `stream`, `sourceTable` and `kafka`.
    *
    * @default - no Kinesis stream; `sourceTable` must be set
    */
@@ -40,11 +41,20 @@ export interface IdempotentStreamConsumerProps {
   /**
    * The DynamoDB table whose stream to consume (`tableStreamArn` must be set: create the table
    * with `stream`, for example `dynamodb.StreamViewType.NEW_AND_OLD_IMAGES`). Exactly one of
-   * `stream` and `sourceTable`.
+   * `stream`, `sourceTable` and `kafka`.
    *
    * @default - no DynamoDB table; `stream` must be set
    */
   readonly sourceTable?: dynamodb.ITable;
+
+  /**
+   * A Kafka topic to consume, on an Amazon MSK cluster or a self-managed Apache Kafka cluster
+   * (the handler is `createKafkaHandler`, from `effectively-once/kafka`). Exactly one of
+   * `stream`, `sourceTable` and `kafka`.
+   *
+   * @default - no Kafka topic; `stream` or `sourceTable` must be set
+   */
+  readonly kafka?: KafkaTopicSource;
 
   /**
    * Name that scopes every dedup key of this consumer (`EO_CONSUMER`), so consumers sharing an
@@ -157,7 +167,8 @@ export interface IdempotentStreamConsumerProps {
 
   /**
    * Batches processed from each shard at once (1-10). Records with the same partition key (for
-   * a DynamoDB table, the same item) are still processed in order.
+   * a DynamoDB table, the same item) are still processed in order. Not for a Kafka source (a
+   * partition is processed one batch at a time).
    *
    * @default 1
    */
@@ -342,10 +353,112 @@ export interface IdempotentStreamConsumerProps {
   readonly iteratorAgeThreshold?: Duration;
 
   /**
+   * With a Kafka source (which has no `IteratorAge`): Lambda's `OffsetLag` (records written to
+   * the topic and not yet processed by the consumer group; maximum over a minute) that raises the
+   * offset-lag alarm.
+   *
+   * @default 10000
+   */
+  readonly offsetLagThreshold?: number;
+
+  /**
    * Whether to create a CloudWatch dashboard with every outcome metric, the iterator age, the
    * on-failure and dead-letter depths and the function's health.
    *
    * @default true
    */
   readonly dashboard?: boolean;
+}
+
+/** How a self-managed Kafka cluster authenticates the event source with its `secret`. */
+export type KafkaAuthentication =
+  | 'SASL_SCRAM_512_AUTH'
+  | 'SASL_SCRAM_256_AUTH'
+  | 'BASIC_AUTH'
+  | 'CLIENT_CERTIFICATE_TLS_AUTH';
+
+/**
+ * A Kafka topic an `IdempotentStreamConsumer` consumes. The event source mapping runs in
+ * provisioned mode (Kafka's partial batch responses, bisection, retries, record age and
+ * on-failure destination need it), reports the offset each partition resumes from, and joins
+ * the consumer group `consumerGroupId`.
+ */
+export interface KafkaTopicSource {
+  /** The topic (1 to 249 characters of `A-Z a-z 0-9 . _ -`). */
+  readonly topic: string;
+
+  /**
+   * Amazon MSK: the cluster's ARN. Exactly one of `clusterArn` and `bootstrapServers`.
+   *
+   * @default - none; `bootstrapServers` must be set
+   */
+  readonly clusterArn?: string;
+
+  /**
+   * A self-managed Apache Kafka cluster: its brokers, `host:port` each. Exactly one of
+   * `clusterArn` and `bootstrapServers`.
+   *
+   * @default - none; `clusterArn` must be set
+   */
+  readonly bootstrapServers?: readonly string[];
+
+  /**
+   * The consumer group the event source joins (1 to 200 characters of `A-Z a-z 0-9 - / * : _ + = . @`).
+   *
+   * @default - the consumer name
+   */
+  readonly consumerGroupId?: string;
+
+  /**
+   * The Secrets Manager secret the event source authenticates with: SASL/SCRAM-512 credentials
+   * on MSK; on a self-managed cluster, the credentials or certificate `authentication` names.
+   * The function's role may read it (`secretsmanager:GetSecretValue`, and its key's decrypt).
+   *
+   * @default - on MSK, IAM access control: the role gets `kafka-cluster:Connect` on the cluster,
+   * `DescribeTopic` and `ReadData` on the topic, `DescribeGroup` and `AlterGroup` on the group;
+   * on a self-managed cluster, no authentication
+   */
+  readonly secret?: secretsmanager.ISecret;
+
+  /**
+   * How a self-managed cluster authenticates with `secret`.
+   *
+   * @default 'SASL_SCRAM_512_AUTH'
+   */
+  readonly authentication?: KafkaAuthentication;
+
+  /**
+   * A self-managed cluster in a VPC: the subnets the event source connects from. With
+   * `securityGroupIds`, both or neither.
+   *
+   * @default - the cluster is reached over the internet
+   */
+  readonly vpcSubnetIds?: readonly string[];
+
+  /**
+   * A self-managed cluster in a VPC: the security groups of the event source's network interfaces.
+   *
+   * @default - the cluster is reached over the internet
+   */
+  readonly securityGroupIds?: readonly string[];
+
+  /**
+   * How long the topic keeps records (its `retention.ms`): the default `maxRecordAge` is half of
+   * it, and the record TTL covers a re-read of the whole topic.
+   *
+   * @default Duration.days(7) (Kafka's default `log.retention.hours`, 168)
+   */
+  readonly retention?: Duration;
+
+  /**
+   * The event source's pollers in provisioned mode, from `minimum` to `maximum` (1 to 2,000 each).
+   *
+   * @default - 1 to 200 (AWS's defaults)
+   */
+  readonly provisionedPollers?: {
+    /** The fewest pollers. */
+    readonly minimum?: number;
+    /** The most pollers. */
+    readonly maximum?: number;
+  };
 }

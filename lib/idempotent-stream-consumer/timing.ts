@@ -15,7 +15,7 @@ import {
   type RedeliveryWindow,
   STREAM_MAX_RECORD_AGE_LIMIT,
 } from '../record-ttl';
-import { RECORD_AGE_SHARE_OF_RETENTION } from './defaults';
+import { KAFKA_DEFAULT_RETENTION, RECORD_AGE_SHARE_OF_RETENTION } from './defaults';
 import type { IdempotentStreamConsumerProps } from './props';
 
 /** What the construct plans with. */
@@ -24,7 +24,8 @@ export interface StreamConsumerTiming {
   readonly functionTimeout: Duration;
   /**
    * How long the stream keeps a record: 24 hours for DynamoDB Streams, a Kinesis stream's
-   * retention when it is defined in this app; `undefined` when that cannot be known.
+   * retention when it is defined in this app, a Kafka topic's `retention` (7 days unless given);
+   * `undefined` when that cannot be known.
    */
   readonly knownRetention?: Duration;
   /** `maxRecordAge`, or the derived default (half the retention, at most 7 days). */
@@ -72,6 +73,7 @@ export function defaultMaxRecordAge(retention: Duration | undefined): Duration {
 
 function streamRetention(props: IdempotentStreamConsumerProps): Duration | undefined {
   if (props.sourceTable) return DYNAMODB_STREAMS_RETENTION;
+  if (props.kafka) return props.kafka.retention ?? KAFKA_DEFAULT_RETENTION;
   return props.stream ? knownKinesisRetention(props.stream) : undefined;
 }
 

@@ -37,6 +37,7 @@ import {
   MAX_STREAM_BATCH_SIZE,
   MIN_RECORD_AGE,
 } from './defaults';
+import { checkKafkaSource } from './kafka';
 import type { IdempotentStreamConsumerProps } from './props';
 import type { StreamConsumerTiming } from './timing';
 
@@ -78,12 +79,28 @@ export function validateStreamConsumerProps(
   return { failures, notes };
 }
 
-/** Exactly one source, and a DynamoDB table that has a stream. */
+/** Exactly one source, a DynamoDB table that has a stream, and a Kafka topic's settings. */
 function checkSource(props: IdempotentStreamConsumerProps, fail: Fail, warn: Warn): void {
-  if ((props.stream === undefined) === (props.sourceTable === undefined)) {
+  const sources = [props.stream, props.sourceTable, props.kafka].filter((source) => source !== undefined);
+  if (sources.length !== 1) {
     fail(
-      `Expected exactly one of \`stream\` (a Kinesis data stream) and \`sourceTable\` (a DynamoDB table with a stream), got ${props.stream === undefined ? 'neither' : 'both'}`,
+      `Expected exactly one of \`stream\` (a Kinesis data stream), \`sourceTable\` (a DynamoDB table with a stream) and \`kafka\` (a Kafka topic), got ${sources.length === 0 ? 'none' : sources.length}`,
     );
+  }
+  if (props.kafka) {
+    checkKafkaSource(props.kafka, fail);
+    if (props.parallelizationFactor !== undefined) {
+      fail(
+        'Expected no `parallelizationFactor` with a Kafka source: a partition is processed one batch at a time',
+      );
+    }
+    if (props.iteratorAgeThreshold !== undefined) {
+      fail(
+        'Expected `offsetLagThreshold`, not `iteratorAgeThreshold`, with a Kafka source: Lambda reports its `OffsetLag`, not an `IteratorAge`',
+      );
+    }
+  } else if (props.offsetLagThreshold !== undefined) {
+    fail('Expected `offsetLagThreshold` only with a Kafka source (`kafka`)');
   }
   const table = props.sourceTable;
   if (!table) return;
@@ -130,7 +147,7 @@ function checkStartingPosition(props: IdempotentStreamConsumerProps, fail: Fail)
   }
   if (atTimestamp && props.sourceTable) {
     fail(
-      'Expected `startingPosition` to be `TRIM_HORIZON` or `LATEST` for a DynamoDB stream, got `AT_TIMESTAMP` (Kinesis only)',
+      'Expected `startingPosition` to be `TRIM_HORIZON` or `LATEST` for a DynamoDB stream, got `AT_TIMESTAMP` (Kinesis and Kafka only)',
     );
   }
 }
@@ -140,6 +157,7 @@ function checkNumbers(props: IdempotentStreamConsumerProps, fail: Fail): void {
   checkInteger('memorySize', props.memorySize, 128, 10240, fail);
   checkInteger('batchSize', props.batchSize, 1, MAX_STREAM_BATCH_SIZE, fail);
   checkInteger('parallelizationFactor', props.parallelizationFactor, 1, 10, fail);
+  checkInteger('offsetLagThreshold', props.offsetLagThreshold, 1, Number.MAX_SAFE_INTEGER, fail);
   checkInteger('retryAttempts', props.retryAttempts, 0, MAX_RETRY_ATTEMPTS, fail);
   checkInteger(
     'completedCacheMaxEntries',
@@ -195,7 +213,7 @@ function checkAges(props: IdempotentStreamConsumerProps, timing: StreamConsumerT
     );
   }
   const threshold = props.iteratorAgeThreshold ?? DEFAULT_ITERATOR_AGE_THRESHOLD;
-  const alarmed = props.createAlarms ?? true;
+  const alarmed = (props.createAlarms ?? true) && props.kafka === undefined;
   if (alarmed && !threshold.isUnresolved() && threshold.toSeconds() >= age.toSeconds()) {
     warn(
       'iteratorAgeAlarmAfterMaxRecordAge',

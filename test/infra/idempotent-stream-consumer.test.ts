@@ -749,7 +749,7 @@ describe('IdempotentStreamConsumer prop validation', () => {
 
   it('rejects neither or both sources, and a table without a stream', () => {
     expect(errorOf(() => ({})).failures).toEqual([
-      'Expected exactly one of `stream` (a Kinesis data stream) and `sourceTable` (a DynamoDB table with a stream), got neither',
+      'Expected exactly one of `stream` (a Kinesis data stream), `sourceTable` (a DynamoDB table with a stream) and `kafka` (a Kafka topic), got none',
     ]);
     const error = errorOf((stack) => ({
       ...kinesisStream(stack),
@@ -758,7 +758,7 @@ describe('IdempotentStreamConsumer prop validation', () => {
       }),
     }));
     expect(error.failures).toEqual([
-      'Expected exactly one of `stream` (a Kinesis data stream) and `sourceTable` (a DynamoDB table with a stream), got both',
+      'Expected exactly one of `stream` (a Kinesis data stream), `sourceTable` (a DynamoDB table with a stream) and `kafka` (a Kafka topic), got 2',
       'Expected `sourceTable` to have a stream, got TestStack/Plain without one: create it with `stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (or import it with `tableStreamArn`)',
     ]);
   });
@@ -783,7 +783,7 @@ describe('IdempotentStreamConsumer prop validation', () => {
       startingPositionTimestamp: 1,
     }));
     expect(table.failures).toEqual([
-      'Expected `startingPosition` to be `TRIM_HORIZON` or `LATEST` for a DynamoDB stream, got `AT_TIMESTAMP` (Kinesis only)',
+      'Expected `startingPosition` to be `TRIM_HORIZON` or `LATEST` for a DynamoDB stream, got `AT_TIMESTAMP` (Kinesis and Kafka only)',
     ]);
     expect(errorOf((stack) => ({ ...kinesisStream(stack), startingPositionTimestamp: 1 })).failures).toEqual([
       'Expected `startingPositionTimestamp` only with `startingPosition: AT_TIMESTAMP`',

@@ -40,6 +40,7 @@ const KEY_EXPORTS: Record<string, readonly string[]> = {
   './http': ['createIdempotentHttpHandler', 'IDEMPOTENCY_KEY_HEADER'],
   './jobs': ['createJobGuard', 'createCheckpoint'],
   './streams': ['createKinesisHandler', 'createDynamoDbStreamHandler'],
+  './kafka': ['createKafkaHandler', 'fromKafkaKey', 'fromHeader'],
   './outbox': [
     'createOutboxRelay',
     'sqsDestination',
