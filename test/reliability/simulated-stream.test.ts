@@ -175,6 +175,33 @@ describe('simulated stream event source', () => {
     expect(batches.flatMap((batch) => batch.entries)).toHaveLength(32);
   });
 
+  it('delivers the same batch again, without counting a retry, when the checkpoint of an answered batch is lost', () => {
+    const stream = streamOf({ maxRetryAttempts: 0 });
+    put(stream, 'a', 'b', 'c', 'd', 'e');
+    const first = nextLabels(stream);
+
+    stream.complete(first.batch, { ...ok, checkpointLost: true });
+    const again = nextLabels(stream);
+    stream.complete(again.batch, ok);
+
+    expect(again.labels).toEqual(first.labels);
+    expect(again.batch.retry).toBe(0);
+    expect(stream.stats).toMatchObject({ checkpointsLost: 1, retriesFromCheckpoint: 0, discarded: 0 });
+    expect(nextLabels(stream).labels).toEqual(['e']);
+  });
+
+  it('puts each record on the lane the laneOf hook names, whatever its partition key', () => {
+    const stream = streamOf({ parallelization: 2, laneOf: (_key, position) => position % 2 });
+    put(stream, 'a', 'b', 'c', 'd');
+
+    const lanes = stream.nextBatches().map((batch) => [batch.lane, batch.entries.map((entry) => entry.meta)]);
+
+    expect(lanes).toEqual([
+      [`${shardIdOf(0)}/1`, ['a', 'c']],
+      [`${shardIdOf(0)}/0`, ['b', 'd']],
+    ]);
+  });
+
   it('delivers every record again after a replay from TRIM_HORIZON', () => {
     const stream = streamOf();
     put(stream, 'a', 'b');

@@ -17,6 +17,9 @@
  *   on, and the on-failure destination gets its shard and first and last sequence numbers, never
  *   the records; the lane moves on. (The model counts retries per checkpoint: the count restarts
  *   when the checkpoint moves. A bisect counts as a retry.)
+ * - a checkpoint that does not persist (the function answered, the mapping failed to store where
+ *   the lane is: `checkpointLost`) leaves the lane where it was: the same batch comes again, and
+ *   no retry is counted (the function did not fail);
  * - `replayFromTrimHorizon()` starts every lane again at the start of the retention, as a new
  *   mapping or a reset iterator does: every record comes again.
  *
@@ -49,7 +52,12 @@ export interface StreamBatch<TMeta> {
 
 /** How a batch ended, as Lambda sees it. */
 export type BatchResult =
-  | { readonly kind: 'response'; readonly itemIdentifiers: readonly string[] }
+  | {
+      readonly kind: 'response';
+      readonly itemIdentifiers: readonly string[];
+      /** The function answered, but the checkpoint it implies was not stored: the batch comes again. */
+      readonly checkpointLost?: boolean;
+    }
   | { readonly kind: 'error' };
 
 /** What the on-failure destination gets for a discarded batch (the records are not in it). */
@@ -69,6 +77,11 @@ export interface SimulatedStreamOptions {
   readonly bisectOnError: boolean;
   /** Concurrent batches per shard, by partition key. @default 1 */
   readonly parallelization?: number;
+  /**
+   * Test hook: the lane (0 to `parallelization` - 1) of the `position`th record put, in place of
+   * its partition key's hash, so a test can spread one partition key over lanes on purpose.
+   */
+  readonly laneOf?: (partitionKey: string, position: number) => number;
 }
 
 /** Counts of what the event source did. */
@@ -79,6 +92,8 @@ export interface StreamStats {
   bisects: number;
   /** Batches discarded after `maxRetryAttempts`, reported to the on-failure destination. */
   discarded: number;
+  /** Batches answered whose checkpoint was not stored, and so ran again. */
+  checkpointsLost: number;
 }
 
 /** The event source. */
@@ -120,19 +135,33 @@ export function shardIdOf(index: number): string {
 
 /** Creates an empty stream. */
 export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): SimulatedStream<TMeta> {
-  const { shardCount, batchSize, maxRetryAttempts, bisectOnError, parallelization = 1 } = options;
+  const {
+    shardCount,
+    batchSize,
+    maxRetryAttempts,
+    bisectOnError,
+    parallelization = 1,
+    laneOf: tamperLane,
+  } = options;
   const lanes = new Map<string, Lane<TMeta>>();
   const entries: StreamEntry<TMeta>[] = [];
   const fate = new Map<string, EntryFate>();
   const onFailure: OnFailureRecord[] = [];
-  const stats: StreamStats = { batches: 0, retriesFromCheckpoint: 0, bisects: 0, discarded: 0 };
+  const stats: StreamStats = {
+    batches: 0,
+    retriesFromCheckpoint: 0,
+    bisects: 0,
+    discarded: 0,
+    checkpointsLost: 0,
+  };
   let sequence = 0;
   let batchId = 0;
 
   const laneOf = (partitionKey: string): Lane<TMeta> => {
     const hash = hashOf('partition key', partitionKey);
     const shardId = shardIdOf(hash % shardCount);
-    const name = `${shardId}/${Math.floor(hash / shardCount) % parallelization}`;
+    const index = tamperLane?.(partitionKey, sequence) ?? Math.floor(hash / shardCount) % parallelization;
+    const name = `${shardId}/${index}`;
     let lane = lanes.get(name);
     if (lane === undefined) {
       lane = { name, shardId, entries: [], checkpoint: 0, windows: [], retry: 0, running: undefined };
@@ -178,8 +207,8 @@ export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): S
 
   return {
     put(partitionKey, meta) {
-      const lane = laneOf(partitionKey);
       sequence += 1;
+      const lane = laneOf(partitionKey);
       const entry: StreamEntry<TMeta> = {
         shardId: lane.shardId,
         // Fixed width, so sequence numbers order as strings do.
@@ -215,6 +244,10 @@ export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): S
       const lane = lanes.get(batch.lane)!;
       if (lane.running !== batch) throw new Error(`Batch ${batch.id} is not the one running on ${lane.name}`);
       lane.running = undefined;
+      if (result.kind === 'response' && result.checkpointLost === true) {
+        stats.checkpointsLost += 1;
+        return;
+      }
       const [start, end] = windowOf(lane);
       const sequenceNumbers = batch.entries.map((entry) => entry.sequenceNumber);
       const named = result.kind === 'response' ? result.itemIdentifiers : [];
