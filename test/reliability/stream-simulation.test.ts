@@ -5,7 +5,12 @@
  * bisected batches, producer duplicates, crashes mid-batch, batches discarded after
  * `MaximumRetryAttempts`, a replay of every shard from `TRIM_HORIZON`, and records SQS cannot
  * hold as they are (empty, binary, oversize, at the size boundary) dead-lettered to a real queue
- * through the SQS conformance layer, with a `MaximumMessageSize` of 2,048 bytes.
+ * through the SQS conformance layer, with a `MaximumMessageSize` of 2,048 bytes. The faults AWS
+ * throws at a stream consumer are each counted and each broken on purpose once: throttled and
+ * conflicted commits (classified as refusals), two instances on one shard (a partition key spread
+ * over lanes), a table stream's transactions split across batches and interleaved (a reader that
+ * drops a transaction's later part), and checkpoints lost after the function answered (a marker
+ * written without its condition).
  *
  * Size: `RELIABILITY_MESSAGES` records per seed (default 150; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n: each source and mode once), or one seed alone
@@ -22,7 +27,9 @@ import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
+import type { StreamEntry } from './support/simulated-stream';
 import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
+import type { StreamMeta } from './support/stream-simulation';
 import {
   BAD_KINDS,
   runStreamSimulation,
@@ -70,6 +77,10 @@ afterAll(async ({}, file) => {
     `streams: ${sum((r) => r.records)} records (${sum((r) => r.producerDuplicates)} producer duplicates), ` +
     `${sum((r) => r.duplicateDeliveries)} duplicate deliveries (${sum((r) => r.deliveredConcurrently)} keys concurrently), ${sum((r) => r.retriesFromCheckpoint)} retries from checkpoint, ` +
     `${sum((r) => r.bisects)} bisects, ${sum((r) => r.crashes)} crashes injected, ${sum((r) => r.lostResponses)} lost responses, ` +
+    `${sum((r) => r.throttles)} claims throttled, ${sum((r) => r.conflicts)} transaction conflicts, ` +
+    `${sum((r) => r.concurrentShardBatches)} batches run beside another of their shard (two instances on one shard), ` +
+    `${sum((r) => r.lostCheckpoints)} checkpoints lost (${sum((r) => r.redeliveredAfterLostCheckpoint)} records delivered again), ` +
+    `${sum((r) => r.transactions)} table-stream transactions (${sum((r) => r.splitTransactions)} split across batches, ${sum((r) => r.interleavedTransactions)} interleaved with another), ` +
     `${sum((r) => r.onFailureBatches)} batches to the on-failure destination, ${sum((r) => r.replayed)} records replayed from TRIM_HORIZON, ` +
     `${sum((r) => r.deadLettered)} dead-lettered, ${sum((r) => r.atMostOnceGaps)} at-most-once gaps (marker), ` +
     `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost; ` +
@@ -128,6 +139,15 @@ describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records thro
       expect(report.producerDuplicates, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.retriesFromCheckpoint, `seed ${seed}`).toBeGreaterThan(0);
       expect(report.replayed).toBe(report.streamRecords);
+      expect(report.throttles, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.conflicts, `seed ${seed}`).toBeGreaterThan(0);
+      if (report.parallelization > 1) {
+        expect(report.concurrentShardBatches, `seed ${seed}`).toBeGreaterThan(0);
+      }
+      if (report.source === 'dynamodb') {
+        expect(report.splitTransactions, `seed ${seed}`).toBeGreaterThan(0);
+        expect(report.interleavedTransactions, `seed ${seed}`).toBeGreaterThan(0);
+      }
       // Bad data: every kind the source carries, dead-lettered within the queue's size, no shard held back.
       expect(report.refusedDeadLetters, `seed ${seed}`).toBe(0);
       expect(report.stalls, `seed ${seed}`).toBe(0);
@@ -161,6 +181,10 @@ describe(`stream simulation: ${SEEDS.length} seed(s) of ${MESSAGES} records thro
       expect(reports.some((report) => report.parallelization > 1)).toBe(true);
       expect(reports.reduce((sum, report) => sum + report.deliveredConcurrently, 0)).toBeGreaterThan(0);
       expect(reports.reduce((sum, report) => sum + report.deadLetterLostResponses, 0)).toBeGreaterThan(0);
+      expect(reports.reduce((sum, report) => sum + report.lostCheckpoints, 0)).toBeGreaterThan(0);
+      expect(reports.reduce((sum, report) => sum + report.redeliveredAfterLostCheckpoint, 0)).toBeGreaterThan(
+        0,
+      );
     },
   );
 });
@@ -201,6 +225,117 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
     );
   });
 });
+
+/**
+ * A classifier that takes a transient failure for a refusal: the request whose failure `matches`
+ * throws a `ValidationException` instead, so the record is dead-lettered as permanent though a
+ * retry would have applied it.
+ */
+function refuseAsInvalid(client: LocalClient, matches: (error: unknown) => boolean): void {
+  client.document.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!matches(error)) throw error;
+        throw Object.assign(new Error('One or more parameter values were invalid (tampered)'), {
+          name: 'ValidationException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+        });
+      }
+    },
+    { step: 'initialize', priority: 'low', name: 'reliabilityRefuseAsInvalid' },
+  );
+}
+
+const isThrottled = (error: unknown) => (error as Error).name === 'ThrottlingException';
+const isConflict = (error: unknown) =>
+  (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.some(
+    (reason) => reason.Code === 'TransactionConflict',
+  ) === true;
+
+describe.runIf(SINGLE_SEED === undefined)(
+  'the stream oracle on the faults AWS throws, each broken on purpose',
+  () => {
+    const small = { messages: 80, source: 'kinesis', mode: 'atomic' } as const;
+
+    it.each([
+      ['a throttled commit', 9121, isThrottled, 'throttles'],
+      ['a commit cancelled by a transaction conflict', 9122, isConflict, 'conflicts'],
+    ] as const)(
+      'sees valid records dead-lettered when %s is classified as a refusal',
+      async (_what, seed, matches, count) => {
+        const report = await runSeed(seed, {
+          ...small,
+          tamper: (client) => refuseAsInvalid(client, matches),
+        });
+
+        expect(report[count]).toBeGreaterThan(0);
+        expect(
+          report.violations.some((violation) =>
+            violation.includes('won its key but dead-lettered as VALIDATION'),
+          ),
+        ).toBe(true);
+      },
+    );
+
+    it('sees one partition key in two batches at once when the lanes of a shard are not kept by partition key', async () => {
+      const report = await runSeed(9123, {
+        ...small,
+        parallelization: 2,
+        tamperLane: (_partitionKey, position) => position % 2,
+      });
+
+      expect(report.concurrentShardBatches).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          / in two batches at once .*: its order is lost/.test(violation),
+        ),
+      ).toBe(true);
+    });
+
+    it('names the transaction when the changes of a transaction split across batches are dropped after its first batch', async () => {
+      // A reader that takes a transaction as delivered once its first batch ended.
+      const firstBatch = new Map<string, number>();
+      const report = await runSeed(9124, {
+        ...small,
+        source: 'dynamodb',
+        tamperBatch: (batch) =>
+          batch.entries.filter((entry: StreamEntry<StreamMeta>) => {
+            const { transaction } = entry.meta.plan;
+            if (transaction === undefined) return true;
+            if (!firstBatch.has(transaction)) firstBatch.set(transaction, batch.id);
+            return firstBatch.get(transaction) === batch.id;
+          }),
+      });
+
+      expect(report.splitTransactions).toBeGreaterThan(0);
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /^transaction t\d+ \(split across batches\).*: \d+ of \d+ changes applied/.test(violation),
+        ),
+      ).toBe(true);
+    });
+
+    it('sees a record processed again after its checkpoint was lost when the marker is written without its condition', async () => {
+      const report = await runSeed(9125, {
+        ...small,
+        lostCheckpointChance: 0.3,
+        tamper: (client) => tamperTransactions(client, dropMarkerCondition),
+      });
+
+      expect(report.lostCheckpoints).toBeGreaterThan(0);
+      expect(report.duplicateEffects).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /processed again by invocation \d+ after its checkpoint was lost/.test(violation),
+        ),
+      ).toBe(true);
+    });
+  },
+);
 
 describe.runIf(SINGLE_SEED === undefined)(
   'the stream oracle on a deliberately broken dead-letter writer',

@@ -27,7 +27,9 @@
  * named (never skipped silently); every record of the replay ended acknowledged. No shard stalls:
  * only a record behind an outage may use up the retries (a batch discarded at any other record
  * means it held its shard back), and the replay discards nothing. The dead-letter queue held
- * exactly what was sent, and no `SendMessage` was refused. Marker mode is
+ * exactly what was sent, and no `SendMessage` was refused. A table stream's transaction, split across
+ * batches and interleaved with another's, ends with every change of it applied or dead-lettered
+ * (a change missing is named with its transaction). Marker mode is
  * at-most-once for the effect by design: a key left with a marker and no effect by one invocation
  * (a crash in between, a lost response to the marker write) may miss its effect, counted as an
  * at-most-once gap, not as lost. Anything else missing is lost.
@@ -73,6 +75,18 @@ export interface StreamSeedReport {
   readonly crashes: number;
   readonly crashesByPoint: Readonly<Record<StreamCrashPoint, number>>;
   readonly lostResponses: number;
+  /** Claims answered with an injected `ThrottlingException`, and with a transaction conflict. */
+  readonly throttles: number;
+  readonly conflicts: number;
+  /** Invocations started while another lane of the same shard ran a batch (two instances on one shard). */
+  readonly concurrentShardBatches: number;
+  /** Answered batches whose checkpoint was not stored (they ran again), and the records that came again. */
+  readonly lostCheckpoints: number;
+  readonly redeliveredAfterLostCheckpoint: number;
+  /** Table stream: DynamoDB transactions; those first delivered in two or more batches; those with another transaction's change between two of theirs. */
+  readonly transactions: number;
+  readonly splitTransactions: number;
+  readonly interleavedTransactions: number;
   /** Logical records dead-lettered, every write of them right (poison, bad data, payloads that lost their key). */
   readonly deadLettered: number;
   /** Logical records of bad data, by kind. */
@@ -130,6 +144,8 @@ export async function checkStreamSeed(
   const lettersOf = (eventId: string) => letters.byEventId.get(eventId) ?? [];
 
   let lost = 0;
+  /** Records neither applied nor dead-lettered right (each counted in `lost`). */
+  const missing = new Set<PlannedStreamRecord>();
   let deadLettered = 0;
   let duplicateEffects = 0;
   let atMostOnceGaps = 0;
@@ -202,6 +218,7 @@ export async function checkStreamSeed(
         continue;
       }
       lost += 1;
+      for (const member of members) missing.add(member);
       violate(`${key}: effect missing (records ${members.map((plan) => `r${plan.index}`).join(', ')})`);
       continue;
     }
@@ -220,7 +237,10 @@ export async function checkStreamSeed(
     }
     expectNotDeadLettered(winners[0]!);
     for (const loser of members) {
-      if (loser !== winners[0] && !expectDeadLettered(loser, 'PAYLOAD_MISMATCH')) lost += 1;
+      if (loser !== winners[0] && !expectDeadLettered(loser, 'PAYLOAD_MISMATCH')) {
+        lost += 1;
+        missing.add(loser);
+      }
     }
   }
 
@@ -301,6 +321,36 @@ export async function checkStreamSeed(
     );
     if (overlap) deliveredConcurrently += 1;
   }
+  // Transactions (table stream): split when their changes were first delivered in two or more
+  // invocations, interleaved when another transaction's change lies between two of theirs.
+  const transactions = new Map<string, PlannedStreamRecord[]>();
+  for (const plan of plans) {
+    if (plan.transaction !== undefined) {
+      transactions.set(plan.transaction, [...(transactions.get(plan.transaction) ?? []), plan]);
+    }
+  }
+  const positionOf = new Map(stream.entries.map((entry, index) => [entry, index]));
+  let splitTransactions = 0;
+  let interleavedTransactions = 0;
+  for (const [transaction, members] of transactions) {
+    const firstBatches = new Set(
+      members.map((plan) => result.deliveryTimes.get(plan.scopedKey ?? '')?.[0]?.invocation),
+    );
+    const split = firstBatches.size > 1;
+    if (split) splitTransactions += 1;
+    const positions = members.map((plan) => positionOf.get(entriesOf.get(plan)![0]!)!);
+    const between = stream.entries.slice(Math.min(...positions), Math.max(...positions));
+    const interleaved = between.some(
+      (entry) => entry.meta.plan.transaction !== undefined && entry.meta.plan.transaction !== transaction,
+    );
+    if (interleaved) interleavedTransactions += 1;
+    const gone = members.filter((plan) => missing.has(plan));
+    if (gone.length > 0) {
+      violate(
+        `transaction ${transaction}${split ? ' (split across batches)' : ''}${interleaved ? ' (interleaved)' : ''}: ${members.length - gone.length} of ${members.length} changes applied or dead-lettered, missing ${gone.map((plan) => `r${plan.index}`).join(', ')}`,
+      );
+    }
+  }
   const parsed = [...letters.byEventId.values()].flat();
   const crashes = Object.values(result.crashes).reduce((sum, count) => sum + count, 0);
   return {
@@ -323,6 +373,14 @@ export async function checkStreamSeed(
     crashes,
     crashesByPoint: result.crashes,
     lostResponses: result.lostResponses,
+    throttles: result.throttles,
+    conflicts: result.conflicts,
+    concurrentShardBatches: result.concurrentShardBatches,
+    lostCheckpoints: result.lostCheckpoints,
+    redeliveredAfterLostCheckpoint: result.redeliveredAfterLostCheckpoint,
+    transactions: transactions.size,
+    splitTransactions,
+    interleavedTransactions,
     deadLettered,
     badRecords: Object.fromEntries(
       BAD_KINDS.map((kind) => [kind, plans.filter((plan) => plan.kind === kind).length]),

@@ -27,7 +27,14 @@
  * crash during the effect, a dependency failing (the handler throws: a retry); per update of an
  * inbox record (marker mode's release) its response lost and the SDK's retry sent at once; per
  * invocation a crash while the batch response is built; per dead-letter send a failure, or the
- * message sent and its response lost (the record is retried, so dead-lettered again). A batch
+ * message sent and its response lost (the record is retried, so dead-lettered again); per answered
+ * invocation its checkpoint lost (`LOST_CHECKPOINT_CHANCE`: the function succeeded, the mapping did
+ * not store where the lane is, so the same batch comes again, and a record it processed must then
+ * meet its own inbox record). Throttled and conflicted claims, lost checkpoints and batches run
+ * while another lane of their shard runs one (a parallelization factor of 2: two instances on one
+ * shard, never one partition key in both) are counted. A table stream's changes are partly written
+ * in transactions whose changes land apart, with another transaction's between them
+ * (`inTransactions`). A batch
  * retried `FAULT_FREE_FROM_RETRY` times or more runs without faults, so no record but an outage
  * one can use up `MAX_RETRY_ATTEMPTS`.
  *
@@ -203,7 +210,25 @@ export interface StreamSeedOptions {
    * told it was sent.
    */
   readonly tamperDeadLetter?: (message: DeadLetterMessage, data: Uint8Array) => DeadLetterMessage | undefined;
+  /**
+   * The chance that an answered invocation's checkpoint is not stored (its batch comes again).
+   * @default LOST_CHECKPOINT_CHANCE
+   */
+  readonly lostCheckpointChance?: number;
+  /**
+   * Test hook: the lane (0 to `parallelization` - 1) of the `position`th record written, in place
+   * of its partition key's hash, so a test can spread one partition key over lanes on purpose.
+   */
+  readonly tamperLane?: (partitionKey: string, position: number) => number;
+  /**
+   * Test hook: the records of a batch the handler is given (the event source still checkpoints
+   * the whole batch by its answer), so a test can lose records on purpose.
+   */
+  readonly tamperBatch?: (batch: StreamBatch<StreamMeta>) => readonly StreamEntry<StreamMeta>[];
 }
+
+/** The chance, per answered invocation with faults, that its checkpoint is not stored. */
+export const LOST_CHECKPOINT_CHANCE = 0.04;
 
 /**
  * The source, mode and mapping of a seed: Kinesis atomic, marker and entity, then a DynamoDB
@@ -270,6 +295,8 @@ export interface PlannedStreamRecord {
   /** The code every dead letter of the record must carry: always for poison, for a keyed record only when another payload won its key. */
   readonly expectedCode?: ExpectedCode;
   readonly writes: readonly PlannedWrite[];
+  /** Table stream: the DynamoDB transaction the change was written in, with others (`t<n>`). */
+  readonly transaction?: string;
 }
 
 /** True for a Kinesis record whose data a producer serialises from an object (again on a retry). */
@@ -486,7 +513,60 @@ export function planStreamRecords(
     });
     if (kind === 'valid' && !outage) partnerable.push(index);
   }
-  return plans;
+  return source === 'dynamodb' ? inTransactions(seed, plans) : plans;
+}
+
+/** The share of a table stream's keyed changes that start a transaction, and its size. */
+const TRANSACTION_CHANCE = 0.12;
+const TRANSACTION_MIN_ITEMS = 2;
+const TRANSACTION_MAX_ITEMS = 4;
+
+/**
+ * A table stream's changes written in DynamoDB transactions of two to four items, each spread over
+ * the stream with others in between: "stream records from the same transaction may appear at
+ * different times and can be interleaved with the records of other transactions; stream consumers
+ * should not assume transactional atomicity or ordering" (paraphrased from
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html). A
+ * transaction's k-th change moves `k * stride` positions on (a stride of 2 to 7), so the changes
+ * of one transaction fall into batches of their own and those of the next one land between them.
+ * Drawn from the seed and the index alone (`chanceOf`), so the rest of the plan is unchanged.
+ */
+function inTransactions(seed: number, plans: readonly PlannedStreamRecord[]): PlannedStreamRecord[] {
+  const grouped = [...plans];
+  let count = 0;
+  for (let index = 0; index < grouped.length; index += 1) {
+    const start = grouped[index]!;
+    if (
+      start.scopedKey === undefined ||
+      start.transaction !== undefined ||
+      chanceOf(seed, 'transaction', index) >= TRANSACTION_CHANCE
+    ) {
+      continue;
+    }
+    const size =
+      TRANSACTION_MIN_ITEMS +
+      Math.floor(
+        chanceOf(seed, 'transaction size', index) * (TRANSACTION_MAX_ITEMS - TRANSACTION_MIN_ITEMS + 1),
+      );
+    const stride = 2 + Math.floor(chanceOf(seed, 'transaction stride', index) * 6);
+    const members: number[] = [];
+    for (let next = index; next < grouped.length && members.length < size; next += 1) {
+      const plan = grouped[next]!;
+      if (plan.scopedKey !== undefined && plan.transaction === undefined) members.push(next);
+    }
+    if (members.length < TRANSACTION_MIN_ITEMS) break;
+    const transaction = `t${++count}`;
+    members.forEach((member, k) => {
+      const plan = grouped[member]!;
+      const shift = index + k * stride + 0.125 - plan.writes[0]!.position;
+      grouped[member] = {
+        ...plan,
+        transaction,
+        writes: plan.writes.map((write) => ({ ...write, position: write.position + shift })),
+      };
+    });
+  }
+  return grouped;
 }
 
 /**
@@ -613,6 +693,14 @@ export interface StreamSimulationResult {
   readonly markerGaps: ReadonlySet<string>;
   readonly crashes: Readonly<Record<StreamCrashPoint, number>>;
   readonly lostResponses: number;
+  /** Claims answered with an injected `ThrottlingException`, and with a transaction conflict. */
+  readonly throttles: number;
+  readonly conflicts: number;
+  /** Invocations that started while another invocation ran a batch of the same shard (another lane). */
+  readonly concurrentShardBatches: number;
+  /** Answered invocations whose checkpoint was not stored, and the records they brought again. */
+  readonly lostCheckpoints: number;
+  readonly redeliveredAfterLostCheckpoint: number;
   readonly invocations: number;
   /** The IAM actions the requests sent need, by table, to compare with the construct's grants. */
   readonly actions: ReadonlyMap<string, ReadonlySet<string>>;
@@ -629,7 +717,7 @@ interface Instance {
   readonly index: number;
   readonly skewMillis: number;
   readonly client: LocalClient;
-  handler: (batch: StreamBatch<StreamMeta>) => Promise<StreamBatchResponse>;
+  handler: (entries: readonly StreamEntry<StreamMeta>[]) => Promise<StreamBatchResponse>;
 }
 
 interface Invocation {
@@ -716,6 +804,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     maxRetryAttempts: MAX_RETRY_ATTEMPTS,
     bisectOnError: options.bisectOnError,
     parallelization: options.parallelization,
+    ...(options.tamperLane === undefined ? {} : { laneOf: options.tamperLane }),
   });
   const writes = plans
     .flatMap((plan) => plan.writes.map((write, index) => ({ plan, write, index })))
@@ -743,6 +832,14 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     number
   >;
   let lostResponses = 0;
+  let throttles = 0;
+  let conflicts = 0;
+  let concurrentShardBatches = 0;
+  let redeliveredAfterLostCheckpoint = 0;
+  /** Records a lost checkpoint brings again after they were processed, by event id: the invocation that processed them. */
+  const processedBeforeLostCheckpoint = new Map<string, number>();
+  /** Invocations running now, by shard. */
+  const runningByShard = new Map<string, Set<Invocation>>();
   const actions = new Map<string, Set<string>>();
   const runtimeViolations: string[] = [];
   let invocationCount = 0;
@@ -769,6 +866,8 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       const fault = invocation.faultsByKey.get(role.pk)?.[role.role === 'claim' ? claim : claim - 1];
       if (role.role === 'claim') {
         if (losesResponse(fault)) lostResponses += 1;
+        if (fault === 'throttle') throttles += 1;
+        if (fault === 'conflict') conflicts += 1;
         return claimRequestFault(fault, { before: 'before the claim', after: 'after the claim' });
       }
       if (role.tableName === businessTable && fault === 'crash-during-effect') {
@@ -973,8 +1072,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
               };
             });
     const handler = createSourceHandler(source, { ...common, mode: modeOf() });
-    instance.handler = (batch) =>
-      handler(batch.entries.map((entry) => lambdaRecordOf(source, entry, streamArn)));
+    instance.handler = (entries) => handler(entries.map((entry) => lambdaRecordOf(source, entry, streamArn)));
   }
 
   // A boundary record's data is sized once its coordinates are known: its whole dead letter must
@@ -1036,8 +1134,24 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       markerReleased: new Map(),
       crashed: false,
     };
+    // Another lane of the shard runs a batch now (a parallelization factor above 1): two
+    // instances on one shard. Order is kept per partition key, so none may be in both.
+    const shardRuns = runningByShard.get(batch.shardId) ?? new Set<Invocation>();
+    runningByShard.set(batch.shardId, shardRuns);
+    if (shardRuns.size > 0) concurrentShardBatches += 1;
+    const partitionKeys = new Set(batch.entries.map((entry) => entry.partitionKey));
+    for (const other of shardRuns) {
+      const shared = other.batch.entries.find((entry) => partitionKeys.has(entry.partitionKey));
+      if (shared !== undefined) {
+        runtimeViolations.push(
+          `${batch.shardId}: partition key ${shared.partitionKey} in two batches at once (invocation ${other.id} on ${other.batch.lane}, ${invocation.id} on ${batch.lane}): its order is lost`,
+        );
+      }
+    }
+    shardRuns.add(invocation);
+    const delivered = options.tamperBatch?.(batch) ?? batch.entries;
     const timed: DeliveryTime[] = [];
-    for (const entry of batch.entries) {
+    for (const entry of delivered) {
       const { eventId } = entry.meta;
       const delivery = (deliveries.get(eventId) ?? 0) + 1;
       deliveries.set(eventId, delivery);
@@ -1065,14 +1179,27 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     let thrown: unknown;
     await invocationContext.run(invocation, async () => {
       try {
-        response = await instance.handler(batch);
+        response = await instance.handler(delivered);
       } catch (error) {
         thrown = error;
       }
     });
+    shardRuns.delete(invocation);
     const ended = performance.now();
     for (const time of timed) time.endedAt = ended;
     if (mode === 'marker') for (const key of unfollowedMarkers(invocation)) markerGaps.add(key);
+    // A record processed before a checkpoint was lost must meet its own inbox record when it comes again.
+    for (const log of invocation.logs.values()) {
+      const processedBy = processedBeforeLostCheckpoint.get(log.eventId);
+      if (processedBy === undefined || log.outcome === undefined) continue;
+      processedBeforeLostCheckpoint.delete(log.eventId);
+      redeliveredAfterLostCheckpoint += 1;
+      if (log.outcome === 'processed') {
+        runtimeViolations.push(
+          `${log.eventId}: processed again by invocation ${invocation.id} after its checkpoint was lost (invocation ${processedBy} processed it)`,
+        );
+      }
+    }
     // A crashed invocation is a function error: the whole batch comes again (bisected, maybe).
     if (invocation.crashed) {
       stream.complete(batch, { kind: 'error' });
@@ -1086,16 +1213,31 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     checkResponse(invocation, response);
     const logs = [...invocation.logs.values()];
     logs.forEach((log, index) => {
-      const bad = (BAD_KINDS as readonly string[]).includes(batch.entries[index]!.meta.plan.kind);
+      const bad = (BAD_KINDS as readonly string[]).includes(delivered[index]!.meta.plan.kind);
       const ranAfter = logs
         .slice(index + 1)
         .some((later) => later.outcome !== undefined && later.code !== 'GROUP_BLOCKED');
       if (bad && log.deadLetter === 'sent' && ranAfter) movedOnPastBadRecord += 1;
     });
     const returned = options.tamperResponse?.(response) ?? response;
+    // The function answered; the mapping's checkpoint of it may not persist (the batch comes again).
+    const checkpointRoll = chanceOf(
+      seed,
+      'checkpoint lost',
+      first.meta.eventId,
+      deliveries.get(first.meta.eventId) ?? 0,
+    );
+    const checkpointLost =
+      faults && checkpointRoll < (options.lostCheckpointChance ?? LOST_CHECKPOINT_CHANCE);
+    if (checkpointLost) {
+      for (const log of logs) {
+        if (log.outcome === 'processed') processedBeforeLostCheckpoint.set(log.eventId, invocation.id);
+      }
+    }
     stream.complete(batch, {
       kind: 'response',
       itemIdentifiers: returned.batchItemFailures.map((failure) => failure.itemIdentifier),
+      checkpointLost,
     });
   };
 
@@ -1192,6 +1334,11 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     markerGaps,
     crashes,
     lostResponses,
+    throttles,
+    conflicts,
+    concurrentShardBatches,
+    lostCheckpoints: stream.stats.checkpointsLost,
+    redeliveredAfterLostCheckpoint,
     invocations: invocationCount,
     actions,
     runtimeViolations,
