@@ -20,6 +20,9 @@
  * (counted as duplicate dead letters): a crashed or raced relay invocation, or a record emitted
  * twice, runs it again, and a dead letter is sent at least once like any message. The double tap
  * dead-letters nothing again: orders commits nothing new, so the stream carries nothing new.
+ * Each way the relay could take its destination's answers wrongly is broken on purpose once: a
+ * transient failure taken for a refusal (an event shipping takes, dead-lettered), a refusal taken
+ * for throttling (the shard held until the on-failure destination, the event lost).
  *
  * Size: `RELIABILITY_MESSAGES` orders per seed (default 120; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n), or one seed alone with
@@ -47,6 +50,7 @@ import {
 import { type ChainSeedReport, checkChainSeed } from './support/chain-oracle';
 import { type ChainSeedOptions, runChainSimulation } from './support/chain-simulation';
 import { positiveInteger } from './support/environment';
+import { isSimulatedCrash } from './support/fault-injection';
 import {
   createLocalClient,
   createOutboxTable,
@@ -94,6 +98,8 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.refusedBy.injected ?? 0)} InvalidMessageContents; ${sum((r) => r.relayDeadLetters)} dead letters, ${sum((r) => r.duplicateDeadLetters)} duplicates), ` +
     `at most ${Math.max(...reports.map((r) => r.maxRetryAtOnePosition))} retries at one checkpoint, ` +
     `${sum((r) => r.rePublishes)} relay re-publishes, ${sum((r) => r.races)} relay races (${sum((r) => r.racedEvents)} events published by both), ` +
+    `${sum((r) => r.concurrentShardBatches)} relay batches run beside another of their shard (two instances on one shard), ` +
+    `${sum((r) => r.lostCheckpoints)} relay checkpoints lost (${sum((r) => r.redeliveredAfterLostCheckpoint)} records delivered again), ` +
     `${sum((r) => r.emittedTwice)} stream records emitted twice, ${sum((r) => r.redrives)} redrives, ` +
     `${sum((r) => r.doubleTapMessages)} double-tap messages, ` +
     `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
@@ -172,6 +178,8 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
       expect(total((r) => r.refusedBy.injected ?? 0)).toBeGreaterThan(0);
       expect(total((r) => r.lostAnswers)).toBeGreaterThan(0);
       expect(total((r) => r.races)).toBeGreaterThan(0);
+      expect(total((r) => r.concurrentShardBatches)).toBeGreaterThan(0);
+      expect(total((r) => r.lostCheckpoints)).toBeGreaterThan(0);
       expect(total((r) => r.racedEvents)).toBeGreaterThan(0);
       expect(total((r) => r.emittedTwice)).toBeGreaterThan(0);
       expect(total((r) => r.redrives)).toBeGreaterThan(0);
@@ -193,6 +201,44 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
     ).toBe(true);
   });
 });
+
+describe.runIf(SINGLE_SEED === undefined)(
+  "the chain oracle on a relay that misclassifies its destination's answers",
+  () => {
+    it('sees events dead-lettered that shipping takes when a transient publish failure is taken for a refusal', async () => {
+      const report = await runSeed(9202, {
+        messages: 40,
+        tamperPublishError: (error) =>
+          isRefusal(error) || isSimulatedCrash(error) ? error : injectedRefusal(),
+      });
+
+      expect(report.failedPublishes).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /event \S+ dead-lettered, though shipping's queue takes it/.test(violation),
+        ),
+      ).toBe(true);
+    });
+
+    it('sees the shard held and refused events lost when a refusal is taken for throttling', async () => {
+      const report = await runSeed(9203, {
+        messages: 40,
+        tamperPublishError: (error) => (isRefusal(error) ? publishFaultError('throttled', 0) : error),
+      });
+
+      expect(report.refused).toBeGreaterThan(0);
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /refused event \S+ \(.*\) not on the dead-letter queue/.test(violation),
+        ),
+      ).toBe(true);
+      expect(
+        report.violations.some((violation) => violation.includes('discarded to the on-failure destination')),
+      ).toBe(true);
+    });
+  },
+);
 
 describe("the chain's destination faults, as the relay classifies them", () => {
   it('retries every transient publish fault, in both of its shapes, with the code its kind has', () => {

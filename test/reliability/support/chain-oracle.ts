@@ -109,6 +109,11 @@ export interface ChainSeedReport {
   readonly races: number;
   readonly racedEvents: number;
   readonly emittedTwice: number;
+  /** Relay invocations started while another lane of the shard ran a batch (two instances on one shard). */
+  readonly concurrentShardBatches: number;
+  /** Answered relay batches whose checkpoint was not stored (they ran again), and the records done already that came again. */
+  readonly lostCheckpoints: number;
+  readonly redeliveredAfterLostCheckpoint: number;
   readonly retriesFromCheckpoint: number;
   readonly redrives: number;
   /** Copies behind an outage moved to the dead-letter queue by the redrive policy (and redriven). */
@@ -425,6 +430,9 @@ export async function checkChainSeed(
     races: result.relay.races,
     racedEvents: result.relay.racedEvents,
     emittedTwice: result.relay.emittedTwice,
+    concurrentShardBatches: result.relay.concurrentShardBatches,
+    lostCheckpoints: result.stream.stats.checkpointsLost,
+    redeliveredAfterLostCheckpoint: result.relay.redeliveredAfterLostCheckpoint,
     retriesFromCheckpoint: result.stream.stats.retriesFromCheckpoint,
     redrives: result.redrives,
     outageDeadLettered: [...outageCopies].filter((messageId) => redriven.has(messageId)).length,

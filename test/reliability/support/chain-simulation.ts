@@ -48,7 +48,10 @@
  * - the relay: a crash after publishing and before the checkpoint is returned (the whole batch
  *   comes again), a stream record emitted twice, and a slow invocation that outlives its timeout:
  *   the event source retries the batch on another instance while the slow one still publishes
- *   (two relay instances racing on the same records). A batch retried `FAULT_FREE_FROM_RETRY`
+ *   (two relay instances racing on the same records), a checkpoint lost after the relay answered
+ *   (`RELAY_LOST_CHECKPOINT_CHANCE`: the same batch comes again and is published again), and on
+ *   even seeds a parallelization factor of 2 (two relay instances on the shard at once, counted).
+ *   A batch retried `FAULT_FREE_FROM_RETRY`
  *   times or more runs without faults (a refused event is refused still), so no event uses up
  *   `MAX_RETRY_ATTEMPTS`.
  *
@@ -388,7 +391,15 @@ export interface ChainSeedOptions {
    * that cannot tell a re-published event), to prove the oracle sees duplicate effects.
    */
   readonly brokenReceiver?: boolean;
+  /**
+   * Test hook: rewrites each error a publish to shipping's queue throws, after the simulation
+   * counted it, so a test can make the relay misclassify the destination's answers on purpose.
+   */
+  readonly tamperPublishError?: (error: unknown) => unknown;
 }
+
+/** The chance, per answered relay invocation with faults, that its checkpoint is not stored (the batch comes again). */
+export const RELAY_LOST_CHECKPOINT_CHANCE = 0.04;
 
 /** Crash points of a consumer, as counted in the report. */
 export const CONSUMER_CRASH_POINTS = [
@@ -456,6 +467,10 @@ export interface RelayLog {
   races: number;
   /** Events published by a slow invocation and its rival both. */
   racedEvents: number;
+  /** Relay invocations started while another lane of the shard ran a batch (two instances on one shard). */
+  concurrentShardBatches: number;
+  /** Records the relay got again, past or dead-lettered already, because its answered batch's checkpoint was lost. */
+  redeliveredAfterLostCheckpoint: number;
   /** Stream records emitted twice (a second record, a new event id). */
   emittedTwice: number;
 }
@@ -974,6 +989,8 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     races: 0,
     racedEvents: 0,
     emittedTwice: 0,
+    concurrentShardBatches: 0,
+    redeliveredAfterLostCheckpoint: 0,
   };
   let publishCount = 0;
   /** Slow invocations waiting for their rival to publish, by lane. */
@@ -1067,7 +1084,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         return await shippingQueueSqs.send(command);
       } catch (error) {
         if (isRefusal(error)) relayLog.refusals.set(eventId, (relayLog.refusals.get(eventId) ?? 0) + 1);
-        throw error;
+        throw options.tamperPublishError === undefined ? error : options.tamperPublishError(error);
       }
     },
   };
@@ -1174,6 +1191,10 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
       landedCount: 0,
       crashed: false,
     };
+    // Another lane of the shard runs a batch now (a parallelization factor of 2): two relay
+    // instances on one shard; a slow invocation's rival on its own lane is a race, counted apart.
+    if ([...liveRelays].some((other) => other.batch.lane !== batch.lane))
+      relayLog.concurrentShardBatches += 1;
     liveRelays.add(invocation);
     const run = relayContext.run(invocation, () =>
       relays[index]!({ Records: batch.entries.map((entry) => entry.meta.record) }),
@@ -1209,7 +1230,21 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     }
     const named = response.batchItemFailures.map((failure) => failure.itemIdentifier);
     checkRelayResponse(invocation, named);
-    stream.complete(batch, { kind: 'response', itemIdentifiers: named });
+    // The relay answered; the mapping's checkpoint of it may not persist: the batch comes again,
+    // and what it published is published again (shipping dedups on the event id).
+    const checkpointLost =
+      faults &&
+      chanceOf(
+        seed,
+        'relay checkpoint lost',
+        first.meta.eventId,
+        relayDeliveries.get(first.sequenceNumber) ?? 0,
+      ) < RELAY_LOST_CHECKPOINT_CHANCE;
+    if (checkpointLost) {
+      const at = batch.entries.findIndex((entry) => entry.sequenceNumber === named[0]);
+      relayLog.redeliveredAfterLostCheckpoint += at < 0 ? batch.entries.length : at;
+    }
+    stream.complete(batch, { kind: 'response', itemIdentifiers: named, checkpointLost });
   };
 
   const startRelays = (): Promise<void>[] => {
