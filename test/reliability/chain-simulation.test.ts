@@ -36,15 +36,18 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_TYPE_ATTRIBUTE } from '../../lambda/core/contract';
 import { classifyPublishError } from '../../lambda/store/classify-aws-error';
 import { uniqueName } from '../support/aws';
 import { createConformingSqsClient } from '../support/aws-limits/sqs';
 import {
+  foreignEventsOf,
   injectedRefusal,
   isRefusal,
   PUBLISH_FAULTS,
   type PublishFault,
   publishFaultError,
+  REFUSAL_REASONS,
   SHIPPING_QUEUE_MAX_MESSAGE_BYTES,
 } from './support/chain-destination';
 import { type ChainSeedReport, checkChainSeed } from './support/chain-oracle';
@@ -95,7 +98,8 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.publishFaults['server-error'] ?? 0)} 5xx, ${sum((r) => r.publishFaults['connection-timeout'] ?? 0)} connection timeouts, ` +
     `${sum((r) => r.lostAnswers)} answers lost), ${sum((r) => r.failedDeadLetterSends)} failed dead-letter sends retried, ` +
     `${sum((r) => r.refused)} events refused (${sum((r) => r.refusedAttempts)} refusals) → dead-letter queue (${sum((r) => r.refusedBy['too-large-for-queue'] ?? 0)} too large for the queue, ` +
-    `${sum((r) => r.refusedBy.injected ?? 0)} InvalidMessageContents; ${sum((r) => r.relayDeadLetters)} dead letters, ${sum((r) => r.duplicateDeadLetters)} duplicates), ` +
+    `${sum((r) => r.refusedBy.injected ?? 0)} InvalidMessageContents, ${sum((r) => r.refusedBy['invalid-attribute'] ?? 0)} with an invalid attribute (another writer's items); ` +
+    `${sum((r) => r.relayDeadLetters)} dead letters, ${sum((r) => r.duplicateDeadLetters)} duplicates), ` +
     `at most ${Math.max(...reports.map((r) => r.maxRetryAtOnePosition))} retries at one checkpoint, ` +
     `${sum((r) => r.rePublishes)} relay re-publishes, ${sum((r) => r.races)} relay races (${sum((r) => r.racedEvents)} events published by both), ` +
     `${sum((r) => r.concurrentShardBatches)} relay batches run beside another of their shard (two instances on one shard), ` +
@@ -152,6 +156,7 @@ describe(`chain simulation: ${SEEDS.length} seed(s) of ${MESSAGES} orders throug
       expect(report.rePublishes, `seed ${seed}: ${replayHint(seed)}`).toBeGreaterThan(0);
       expect(report.doubleTapMessages, `seed ${seed}`).toBeGreaterThan(report.messages);
       expect(report.refused, `seed ${seed}`).toBeGreaterThan(0);
+      expect(report.refusedBy['invalid-attribute'], `seed ${seed}`).toBeGreaterThan(0);
       expect(report.relayDeadLetters, `seed ${seed}`).toBe(report.refused + report.duplicateDeadLetters);
     },
     SEED_TIMEOUT_MILLIS,
@@ -234,6 +239,13 @@ describe.runIf(SINGLE_SEED === undefined)(
         ),
       ).toBe(true);
       expect(
+        report.violations.some((violation) =>
+          /^legacy-order-writer's foreign-\d+: refused event \S+ \(invalid-attribute\) not on the dead-letter queue/.test(
+            violation,
+          ),
+        ),
+      ).toBe(true);
+      expect(
         report.violations.some((violation) => violation.includes('discarded to the on-failure destination')),
       ).toBe(true);
     });
@@ -257,7 +269,7 @@ describe("the chain's destination faults, as the relay classifies them", () => {
     );
   });
 
-  it('dead-letters an event too large for the queue, as the conformance layer refuses it, and an injected InvalidMessageContents', async () => {
+  it('dead-letters an event too large for the queue and one whose type SQS refuses as an attribute value, as the conformance layer refuses them, and an injected InvalidMessageContents', async () => {
     const queueUrl = 'https://sqs.us-east-1.amazonaws.com/000000000000/small';
     const sqs = createConformingSqsClient(
       { send: async (_command: SendMessageCommand) => ({ MessageId: 'sent' }) },
@@ -272,7 +284,19 @@ describe("the chain's destination faults, as the relay classifies them", () => {
       )
       .catch((error: unknown) => error);
 
-    for (const refusal of [tooLarge, injectedRefusal()]) {
+    const [foreign] = foreignEventsOf(1, 1);
+    const invalidAttribute = await sqs
+      .send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: foreign!.body,
+          MessageAttributes: { [EVENT_TYPE_ATTRIBUTE]: { DataType: 'String', StringValue: foreign!.type } },
+        }),
+      )
+      .catch((error: unknown) => error);
+
+    expect(String(invalidAttribute)).toMatch(REFUSAL_REASONS['invalid-attribute']);
+    for (const refusal of [tooLarge, invalidAttribute, injectedRefusal()]) {
       expect(isRefusal(refusal)).toBe(true);
       expect(classifyPublishError(refusal).code).toBe('VALIDATION');
     }

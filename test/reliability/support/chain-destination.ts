@@ -11,6 +11,10 @@
  *   `InvalidParameterValue`, "Message must be shorter than 2048 bytes".
  * - `injected`: a seeded few events are refused with the SDK's `InvalidMessageContents` (a 400,
  *   `$fault: 'client'`), a refusal of the content the writer cannot foresee.
+ * - `invalid-attribute`: outbox items another writer put in the table (an older version of the
+ *   service, a migration script: not `unitOfWork.emit`, which refuses such a type) whose type
+ *   holds a character SQS refuses in a message attribute value, so the `eo-event-type`
+ *   attribute is refused by the conformance layer (`InvalidMessageContents`) whatever the body.
  *
  * Transient faults, drawn per publish while a batch is below `FAULT_FREE_FROM_RETRY` retries:
  * `RequestThrottled` (the SDK's class), an `InternalError` 500 or `ServiceUnavailable` 503
@@ -20,6 +24,7 @@
  * `ServiceUnavailable` 503 on a seeded fraction of the sends.
  */
 import { InvalidMessageContents, RequestThrottled, SQSServiceException } from '@aws-sdk/client-sqs';
+import { EVENT_TYPE_ATTRIBUTE } from '../../../lambda/core/contract';
 import { type OutboxMessage, publishedMessageBytes } from '../../../lambda/outbox';
 import { chanceOf } from './prng';
 
@@ -35,7 +40,7 @@ const MEMO_SPREAD = 800;
 const DEAD_LETTER_FAILURE_CHANCE = 0.1;
 
 /** Why SQS refuses an event for good. */
-export type EventRefusal = 'too-large-for-queue' | 'injected';
+export type EventRefusal = 'too-large-for-queue' | 'injected' | 'invalid-attribute';
 
 /** What the reason of a refused event's dead letter must say, by refusal. */
 export const REFUSAL_REASONS: Readonly<Record<EventRefusal, RegExp>> = {
@@ -43,7 +48,33 @@ export const REFUSAL_REASONS: Readonly<Record<EventRefusal, RegExp>> = {
     `InvalidParameterValue: .*Message must be shorter than ${SHIPPING_QUEUE_MAX_MESSAGE_BYTES} bytes`,
   ),
   injected: /InvalidMessageContents: /,
+  'invalid-attribute': new RegExp(
+    `InvalidMessageContents: Invalid binary character '#x[0-9A-F]+' was found in the value of message attribute '${EVENT_TYPE_ATTRIBUTE}'`,
+  ),
 };
+
+/** The writer of the outbox items no order emits (`foreignEventsOf`). */
+export const FOREIGN_WRITER = 'legacy-order-writer';
+
+/** Characters SQS refuses in an attribute value (a control character, a noncharacter), one per foreign item in turn. */
+const REFUSED_TYPE_CHARACTERS = ['\u0001', '\ufffe', '\u001f'];
+
+/**
+ * The outbox items another writer puts in the table during a seed of `count` orders (one per 50
+ * orders, at least one): each an event whose type SQS refuses as an attribute value, so shipping's
+ * queue refuses it for good and the relay must dead-letter it with the reason and move on.
+ */
+export function foreignEventsOf(
+  seed: number,
+  count: number,
+): { readonly id: string; readonly type: string; readonly name: string; readonly body: string }[] {
+  return Array.from({ length: Math.max(1, Math.floor(count / 50)) }, (_, index) => ({
+    id: `s${seed}-foreign-${index}`,
+    type: `OrderConfirmed${REFUSED_TYPE_CHARACTERS[index % REFUSED_TYPE_CHARACTERS.length]}v1`,
+    name: `foreign-${index}`,
+    body: JSON.stringify({ orderId: `legacy-${seed}-${index}`, writtenBy: FOREIGN_WRITER }),
+  }));
+}
 
 /** The memo of order `index`, if it has one: long enough that some of its events exceed the queue's limit. */
 export function memoOf(seed: number, index: number): string | undefined {

@@ -64,7 +64,7 @@ import {
   type StreamDeadLetterBody,
 } from '../../../lambda/streams/stream-dead-letter';
 import { recoveredData } from '../../support/stream-fixtures';
-import { REFUSAL_REASONS } from './chain-destination';
+import { FOREIGN_WRITER, REFUSAL_REASONS } from './chain-destination';
 import {
   type ChainPlan,
   type ChainSimulationResult,
@@ -241,8 +241,10 @@ export async function checkChainSeed(
       );
     }
   }
+  // Another writer's items (`foreignEventsOf`) are refused by shipping's queue: dead-lettered below.
+  const foreign = new Map(result.foreignEvents.map((event) => [event.id, event]));
   for (const id of outbox.keys()) {
-    if (!expected.has(id)) {
+    if (!expected.has(id) && !foreign.has(id)) {
       duplicateEffects += 1;
       violate(`outbox item ${id} of no planned event (a second identity: duplicate effect)`);
     }
@@ -261,7 +263,17 @@ export async function checkChainSeed(
       violate(`o${plan.index} ${event.name}: event ${id} never published`);
     }
   }
-  const deadLetters = checkRelayDeadLetters(result, expected);
+  const deadLetters = checkRelayDeadLetters(
+    result,
+    new Map<string, { readonly label: string; readonly event: PlannedEvent }>([
+      ...[...expected].map(
+        ([id, { plan, event }]) => [id, { label: `o${plan.index} ${event.name}`, event }] as const,
+      ),
+      ...[...foreign].map(
+        ([id, event]) => [id, { label: `${FOREIGN_WRITER}'s ${event.name}`, event }] as const,
+      ),
+    ]),
+  );
   lost += deadLetters.lost;
   for (const problem of deadLetters.problems) violate(problem);
   if (result.relay.maxRetryAtOnePosition > FAULT_FREE_FROM_RETRY) {
@@ -450,7 +462,7 @@ export async function checkChainSeed(
  */
 function checkRelayDeadLetters(
   result: ChainSimulationResult,
-  expected: ReadonlyMap<string, { readonly plan: ChainPlan; readonly event: PlannedEvent }>,
+  expected: ReadonlyMap<string, { readonly label: string; readonly event: PlannedEvent }>,
 ): {
   readonly problems: string[];
   readonly lost: number;
@@ -470,27 +482,20 @@ function checkRelayDeadLetters(
   const refusedBy = new Map<string, string>();
   let lost = 0;
   let duplicates = 0;
-  for (const [id, { plan, event }] of expected) {
+  for (const [id, { label, event }] of expected) {
     const letters = lettersOf.get(id) ?? [];
     lettersOf.delete(id);
     const refusals = result.relay.refusals.get(id) ?? 0;
     if (event.refusal === undefined) {
-      if (refusals > 0)
-        problems.push(
-          `o${plan.index} ${event.name}: shipping's queue refused event ${id}, which it should take`,
-        );
+      if (refusals > 0) problems.push(`${label}: shipping's queue refused event ${id}, which it should take`);
       if (letters.length > 0)
-        problems.push(
-          `o${plan.index} ${event.name}: event ${id} dead-lettered, though shipping's queue takes it`,
-        );
+        problems.push(`${label}: event ${id} dead-lettered, though shipping's queue takes it`);
       continue;
     }
     refusedBy.set(id, event.refusal);
     if (letters.length === 0) {
       lost += 1;
-      problems.push(
-        `o${plan.index} ${event.name}: refused event ${id} (${event.refusal}) not on the dead-letter queue`,
-      );
+      problems.push(`${label}: refused event ${id} (${event.refusal}) not on the dead-letter queue`);
       continue;
     }
     duplicates += letters.length - 1;
@@ -500,7 +505,7 @@ function checkRelayDeadLetters(
     }
     for (const letter of letters) {
       for (const problem of deadLetterProblems(letter, event, relayName, recordsOf)) {
-        problems.push(`o${plan.index} ${event.name}: dead letter of ${id} (${event.refusal}): ${problem}`);
+        problems.push(`${label}: dead letter of ${id} (${event.refusal}): ${problem}`);
       }
     }
   }
@@ -508,6 +513,16 @@ function checkRelayDeadLetters(
     problems.push(`${letters.length} dead letter(s) of ${JSON.stringify(id)}, which no winning order emits`);
   }
   return { problems, lost, duplicates, refusedBy };
+}
+
+/**
+ * `text` as an SQS attribute value can carry it, each character SQS refuses ("#x9 | #xA | #xD |
+ * #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF" are allowed) shown as `?`: the reason
+ * attribute of a dead letter, whose envelope keeps the reason whole.
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
+ */
+function sqsSafe(text: string): string {
+  return text.replace(/[^\t\n\r\u{20}-\u{D7FF}\u{E000}-\u{FFFD}\u{10000}-\u{10FFFF}]/gu, '?');
 }
 
 /** What is wrong with one dead letter of the refused `event`; empty when it is right. */
@@ -522,7 +537,7 @@ function deadLetterProblems(
   const reason = attribute(DEAD_LETTER_ATTRIBUTES.reason) ?? '';
   const wanted = REFUSAL_REASONS[event.refusal!];
   if (
-    !reason.startsWith(`The destination refused event ${event.id} (\`${event.type}\`)`) ||
+    !reason.startsWith(`The destination refused event ${event.id} (\`${sqsSafe(event.type)}\`)`) ||
     !wanted.test(reason)
   ) {
     problems.push(`reason ${JSON.stringify(reason)}, expected the event's and one matching ${wanted}`);
@@ -542,7 +557,7 @@ function deadLetterProblems(
   if (
     envelope.format !== STREAM_DEAD_LETTER_FORMAT ||
     envelope.code !== 'VALIDATION' ||
-    envelope.reason !== reason
+    sqsSafe(envelope.reason) !== reason
   ) {
     problems.push(
       `an envelope of format ${envelope.format}, code ${envelope.code}, reason ${JSON.stringify(envelope.reason)}`,

@@ -69,7 +69,7 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { SendMessageCommand, SendMessageCommandInput, SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import {
   DEAD_LETTER_ATTRIBUTES,
   EVENT_TYPE_ATTRIBUTE,
@@ -96,6 +96,8 @@ import {
   deadLetterSendError,
   deadLetterSendFails,
   type EventRefusal,
+  FOREIGN_WRITER,
+  foreignEventsOf,
   injectedRefusal,
   isRefusal,
   memoOf,
@@ -503,6 +505,8 @@ export interface ChainSimulationResult {
   readonly relay: RelayLog;
   /** Sent copies of every plan, by message id (the double tap's copies included). */
   readonly doubleTapCopies: ReadonlyMap<string, ChainPlan>;
+  /** Outbox items another writer put in the table, which shipping's queue refuses (`foreignEventsOf`). */
+  readonly foreignEvents: readonly PlannedEvent[];
   /** Redriven copies sent once the queue drained. */
   readonly redrives: number;
   /** Read at the end of the run before the double tap and after it. */
@@ -1353,11 +1357,30 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
   };
 
   const admin = createLocalClient({ maxAttempts: 5 });
+  const foreignEvents: PlannedEvent[] = foreignEventsOf(seed, options.messages).map((event) => ({
+    ...event,
+    refusal: 'invalid-attribute',
+  }));
   const doubleTapCopies = new Map<string, ChainPlan>();
   let redrives = 0;
   let beforeDoubleTap: ChainSnapshot;
   let afterDoubleTap: ChainSnapshot;
   try {
+    // Another writer's items, put straight into the outbox table: the relay reads them first.
+    for (const event of foreignEvents) {
+      await admin.document.send(
+        new PutCommand({
+          TableName: options.outboxTable,
+          Item: {
+            [OUTBOX_ATTRIBUTES.pk]: event.id,
+            [OUTBOX_ATTRIBUTES.type]: event.type,
+            [OUTBOX_ATTRIBUTES.body]: event.body,
+            [OUTBOX_ATTRIBUTES.source]: FOREIGN_WRITER,
+            [OUTBOX_ATTRIBUTES.createdAt]: options.startMillis,
+          },
+        }),
+      );
+    }
     const sends = plans
       .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
       .filter(({ copy }) => copy.redriveOf === undefined)
@@ -1410,6 +1433,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     shipping: shipping.log,
     relay: relayLog,
     doubleTapCopies,
+    foreignEvents,
     redrives,
     beforeDoubleTap,
     afterDoubleTap,
