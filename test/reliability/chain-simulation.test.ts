@@ -227,7 +227,7 @@ describe.runIf(SINGLE_SEED === undefined)(
 
     it('sees the shard held and refused events lost when a refusal is taken for throttling', async () => {
       const report = await runSeed(9203, {
-        messages: 40,
+        messages: 20,
         tamperPublishError: (error) => (isRefusal(error) ? publishFaultError('throttled', 0) : error),
       });
 
