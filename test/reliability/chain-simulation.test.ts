@@ -22,7 +22,9 @@
  * dead-letters nothing again: orders commits nothing new, so the stream carries nothing new.
  * Each way the relay could take its destination's answers wrongly is broken on purpose once: a
  * transient failure taken for a refusal (an event shipping takes, dead-lettered), a refusal taken
- * for throttling (the shard held until the on-failure destination, the event lost).
+ * for throttling (the shard held until the on-failure destination, the event lost); and lost relay
+ * checkpoints alone, with every other relay fault off, re-publish enough to give a receiver keyed
+ * by the message id duplicate effects.
  *
  * Size: `RELIABILITY_MESSAGES` orders per seed (default 120; `npm run test:soak` runs 10,000),
  * `RELIABILITY_SEEDS` seeds (default 4, seeds 1..n), or one seed alone with
@@ -199,6 +201,30 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
   it('counts duplicate effects downstream when shipping keys by the message id instead of the idempotency key', async () => {
     const report = await runSeed(9201, { messages: 40, brokenReceiver: true });
 
+    expect(report.rePublishes).toBeGreaterThan(0);
+    expect(report.duplicateEffects).toBeGreaterThan(0);
+    expect(
+      report.violations.some((violation) => violation.includes('effects in shipping (duplicate effect)')),
+    ).toBe(true);
+  });
+
+  it('counts duplicate effects downstream from lost relay checkpoints alone when shipping keys by the message id', async () => {
+    const report = await runSeed(9204, {
+      messages: 20,
+      brokenReceiver: true,
+      lostCheckpointsOnly: true,
+      relayLostCheckpointChance: 0.5,
+    });
+
+    // Nothing else re-publishes: no relay crash, race, failed publish or second emission.
+    expect([
+      report.crashesBy.relay,
+      report.races,
+      report.failedPublishes,
+      report.lostAnswers,
+      report.emittedTwice,
+    ]).toEqual([0, 0, 0, 0, 0]);
+    expect(report.lostCheckpoints).toBeGreaterThan(0);
     expect(report.rePublishes).toBeGreaterThan(0);
     expect(report.duplicateEffects).toBeGreaterThan(0);
     expect(

@@ -398,6 +398,17 @@ export interface ChainSeedOptions {
    * counted it, so a test can make the relay misclassify the destination's answers on purpose.
    */
   readonly tamperPublishError?: (error: unknown) => unknown;
+  /**
+   * The chance that an answered relay invocation's checkpoint is not stored.
+   * @default RELAY_LOST_CHECKPOINT_CHANCE
+   */
+  readonly relayLostCheckpointChance?: number;
+  /**
+   * Test hook: the relay meets no fault but lost checkpoints (no crash, no slow invocation, no
+   * failed publish or dead-letter send, no record emitted twice), so a test can tell what lost
+   * checkpoints alone bring downstream.
+   */
+  readonly lostCheckpointsOnly?: boolean;
 }
 
 /** The chance, per answered relay invocation with faults, that its checkpoint is not stored (the batch comes again). */
@@ -997,6 +1008,8 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     redeliveredAfterLostCheckpoint: 0,
   };
   let publishCount = 0;
+  /** Faults of the relay other than lost checkpoints are injected. */
+  const relayFaults = options.lostCheckpointsOnly !== true;
   /** Slow invocations waiting for their rival to publish, by lane. */
   const waitingSlow = new Map<string, RelayInvocation>();
   const queueUrlOf = (name: string) => `https://sqs.us-east-1.amazonaws.com/000000000000/${name}`;
@@ -1022,9 +1035,13 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         const eventId = input.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue ?? '';
         const type = input.MessageAttributes?.[EVENT_TYPE_ATTRIBUTE]?.StringValue ?? '';
         const { entry, delivery } = deliveryOf(invocation, eventId);
-        const fault = invocation.faults
-          ? drawFault(PUBLISH_FAULTS, chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery))
-          : undefined;
+        const fault =
+          invocation.faults && relayFaults
+            ? drawFault(
+                PUBLISH_FAULTS,
+                chanceOf(seed, 'publish', eventId, entry?.meta.emission ?? 0, delivery),
+              )
+            : undefined;
         const shape = chanceOf(seed, 'publish fault shape', eventId, entry?.meta.emission ?? 0, delivery);
         if (fault !== undefined && fault !== 'answer-lost') {
           relayLog.failedPublishes += 1;
@@ -1097,7 +1114,11 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     async send(command: SendMessageCommand): Promise<{ MessageId: string }> {
       const invocation = invocationOf('A dead letter');
       const eventId = command.input.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.dedupKey]?.StringValue ?? '';
-      if (invocation.faults && deadLetterSendFails(seed, eventId, deliveryOf(invocation, eventId).delivery)) {
+      if (
+        invocation.faults &&
+        relayFaults &&
+        deadLetterSendFails(seed, eventId, deliveryOf(invocation, eventId).delivery)
+      ) {
         relayLog.failedDeadLetterSends += 1;
         invocation.transient.add(eventId);
         throw deadLetterSendError();
@@ -1176,9 +1197,13 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     const first = batch.entries[0]!;
     for (const entry of batch.entries)
       relayDeliveries.set(entry.sequenceNumber, (relayDeliveries.get(entry.sequenceNumber) ?? 0) + 1);
-    const fault = faults
-      ? drawFault(RELAY_FAULTS, chanceOf(seed, 'relay', first.meta.eventId, first.meta.emission, batch.retry))
-      : undefined;
+    const fault =
+      faults && relayFaults
+        ? drawFault(
+            RELAY_FAULTS,
+            chanceOf(seed, 'relay', first.meta.eventId, first.meta.emission, batch.retry),
+          )
+        : undefined;
     const invocation: RelayInvocation = {
       id: ++relayLog.invocations,
       batch,
@@ -1243,7 +1268,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         'relay checkpoint lost',
         first.meta.eventId,
         relayDeliveries.get(first.sequenceNumber) ?? 0,
-      ) < RELAY_LOST_CHECKPOINT_CHANCE;
+      ) < (options.relayLostCheckpointChance ?? RELAY_LOST_CHECKPOINT_CHANCE);
     if (checkpointLost) {
       const at = batch.entries.findIndex((entry) => entry.sequenceNumber === named[0]);
       relayLog.redeliveredAfterLostCheckpoint += at < 0 ? batch.entries.length : at;
@@ -1286,7 +1311,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     for (const record of fresh) {
       putRecord(record, 0);
       const eventId = eventIdOf(record);
-      if (chanceOf(seed, 'emitted twice', eventId) < 0.05) {
+      if (relayFaults && chanceOf(seed, 'emitted twice', eventId) < 0.05) {
         relayLog.emittedTwice += 1;
         again.push(record);
       }
