@@ -22,6 +22,7 @@ import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
+import { createProofRecord, STREAM_PROOF } from './support/proof-record';
 import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
 import {
   BAD_KINDS,
@@ -80,6 +81,7 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.refusedDeadLetters)} refused by SQS, ${sum((r) => r.stalls)} shards stalled`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
+  file.meta.proof = createProofRecord(STREAM_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
 });
 
 function replayHint(seed: number): string {
