@@ -7,7 +7,7 @@
  * message writes nothing and exits 1.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -106,6 +106,14 @@ async function runProof(options: ProofOptions): Promise<boolean> {
     const runSeconds = (Date.now() - startedAt.getTime()) / 1000;
     if (code !== 0) {
       console.error(`proof: the reliability tests failed (exit code ${code}); no report written`);
+      return false;
+    }
+    // A file that ran no seed leaves no record, and vitest passes a file whose tests were all skipped.
+    const missing = TOPOLOGIES.filter(([topology]) => !existsSync(join(proofDirectory, `${topology}.json`)));
+    if (missing.length > 0) {
+      console.error(
+        `proof: no proof record from ${missing.map(([, file]) => file).join(', ')}; no report written`,
+      );
       return false;
     }
     const topologies = TOPOLOGIES.map(([topology]): ProofRecord => {
