@@ -4,7 +4,8 @@
  * written by `test/support/proof-reporter.ts`), and writes `docs/reliability.json`, and from it
  * `docs/reliability.md` and `docs/reliability.svg` (`scripts/proof/report.ts`), with the machine,
  * its load, the commit and the run time. A run with a failed test, a duplicate effect or a lost
- * message writes nothing and exits 1.
+ * message writes nothing and exits 1. `--render` only renders the page and the chart again from
+ * the JSON (after a change to their layout).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,18 +25,21 @@ const TOPOLOGIES = [
   ['chain', 'test/reliability/chain-simulation.test.ts'],
 ] as const;
 
-const USAGE = `Usage: npm run proof [-- --messages <n> --seeds <n> --out <directory>]
+const USAGE = `Usage: npm run proof [-- --messages <n> --seeds <n> --out <directory> | --render]
 
   --messages <n>    messages per seed, in every topology (default 10000)
   --seeds <n>       seeds per topology, seeds 1..n (default 4: every SQS mode and every stream
                     source and mode once)
   --out <directory> where reliability.json, .md and .svg are written (default docs)
+  --render          run nothing: render reliability.md and .svg again from the reliability.json
+                    in --out (after a change to the page's layout)
   -h, --help        this text`;
 
 interface ProofOptions {
   readonly messages: number;
   readonly seeds: number;
   readonly out: string;
+  readonly render: boolean;
 }
 
 function positiveInteger(name: string, value: string | undefined, fallback: number): number {
@@ -53,6 +57,7 @@ function parseProofArgs(argv: readonly string[]): ProofOptions | undefined {
       messages: { type: 'string' },
       seeds: { type: 'string' },
       out: { type: 'string' },
+      render: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -61,6 +66,7 @@ function parseProofArgs(argv: readonly string[]): ProofOptions | undefined {
     messages: positiveInteger('--messages', values.messages, 10_000),
     seeds: positiveInteger('--seeds', values.seeds, 4),
     out: values.out ?? 'docs',
+    render: values.render ?? false,
   };
 }
 
@@ -147,8 +153,7 @@ async function runProof(options: ProofOptions): Promise<boolean> {
     const out = resolve(root, options.out);
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'reliability.json'), `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(join(out, 'reliability.md'), renderMarkdown(report));
-    writeFileSync(join(out, CHART_FILE), renderSvg(report));
+    writePages(out, report);
     console.log(
       `proof: wrote ${relative(root, join(out, 'reliability'))}.{json,md,svg} (${report.runSeconds} s, ${commandOf(options)})`,
     );
@@ -158,4 +163,20 @@ async function runProof(options: ProofOptions): Promise<boolean> {
   }
 }
 
-exitWhenDone(runProof(parseOrExit(parseProofArgs, USAGE)));
+/** Writes the page and the chart of `report` into `out`. */
+function writePages(out: string, report: ReliabilityReport): void {
+  writeFileSync(join(out, 'reliability.md'), renderMarkdown(report));
+  writeFileSync(join(out, CHART_FILE), renderSvg(report));
+}
+
+/** Renders the page and the chart again from the JSON a run wrote, without running anything. */
+async function renderAgain(options: ProofOptions): Promise<boolean> {
+  const out = resolve(root, options.out);
+  const report = JSON.parse(readFileSync(join(out, 'reliability.json'), 'utf8')) as ReliabilityReport;
+  writePages(out, report);
+  console.log(`proof: rendered ${relative(root, join(out, 'reliability'))}.{md,svg} from reliability.json`);
+  return true;
+}
+
+const options = parseOrExit(parseProofArgs, USAGE);
+exitWhenDone(options.render ? renderAgain(options) : runProof(options));
