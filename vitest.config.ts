@@ -7,8 +7,9 @@ export default defineConfig({
   resolve: { tsconfigPaths: true },
   test: {
     // The summary reporter prints the lines test files leave in their meta (the reliability
-    // suite's totals) after vitest's own, so they end the run.
-    reporters: ['default', './test/support/summary-reporter.ts'],
+    // suite's totals) after vitest's own, so they end the run. The proof reporter writes the
+    // reliability files' proof records for `npm run proof`, and only when it names a directory.
+    reporters: ['default', './test/support/summary-reporter.ts', './test/support/proof-reporter.ts'],
     // The AWS SDK's notice that its 2027 releases need Node.js 22, printed by every test process
     // (and every command and emulator function it starts): noise between the results. The
     // package's own commands turn it off the same way (`cli/effectively-once.ts`).

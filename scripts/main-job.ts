@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { runMainJob } from './main-job/run';
+import { exitWhenDone, parseOrExit } from './support/command-line';
 
 const USAGE = `Usage: npm start [-- --verbose]
 
@@ -21,24 +22,4 @@ function parseMainJobArgs(argv: readonly string[]): { verbose: boolean } | undef
   return { verbose: values.verbose ?? false };
 }
 
-let options: { verbose: boolean } | undefined;
-try {
-  options = parseMainJobArgs(process.argv.slice(2));
-} catch (error) {
-  console.error(`${(error as Error).message}\n\n${USAGE}`);
-  process.exit(2);
-}
-if (options === undefined) {
-  console.log(USAGE);
-  process.exit(0);
-}
-
-runMainJob(options).then(
-  ({ ok }) => {
-    process.exitCode = ok ? 0 : 1;
-  },
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exitCode = 1;
-  },
-);
+exitWhenDone(runMainJob(parseOrExit(parseMainJobArgs, USAGE)).then(({ ok }) => ok));

@@ -56,6 +56,7 @@ import { type ChainSeedReport, checkChainSeed } from './support/chain-oracle';
 import { type ChainSeedOptions, runChainSimulation } from './support/chain-simulation';
 import { positiveInteger } from './support/environment';
 import { isSimulatedCrash } from './support/fault-injection';
+import { CHAIN_PROOF, createProofRecord } from './support/proof-record';
 import {
   createLocalClient,
   createOutboxTable,
@@ -111,6 +112,7 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
+  file.meta.proof = createProofRecord(CHAIN_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
 });
 
 function replayHint(seed: number): string {

@@ -16,6 +16,7 @@ import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
 import { checkSeed, type SeedReport } from './support/oracle';
+import { createProofRecord, SQS_PROOF } from './support/proof-record';
 import {
   CRASH_POINTS,
   INJECTED_FAULTS,
@@ -66,6 +67,7 @@ afterAll(async ({}, file) => {
   process.stdout.write(`${summary}\n`);
   // test/support/summary-reporter.ts prints it again after vitest's totals, as the run's last line.
   file.meta.summary = summary;
+  file.meta.proof = createProofRecord(SQS_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
 });
 
 /** A counting semaphore: at most `limit` callers inside at a time. */

@@ -27,6 +27,7 @@ import type { StreamDeadLetterBody } from '../../lambda/streams';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
 import { ungrantedActions } from './support/grants';
+import { createProofRecord, STREAM_PROOF } from './support/proof-record';
 import type { StreamEntry } from './support/simulated-stream';
 import { checkStreamSeed, type StreamSeedReport } from './support/stream-oracle';
 import type { StreamMeta } from './support/stream-simulation';
@@ -91,6 +92,7 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.refusedDeadLetters)} refused by SQS, ${sum((r) => r.stalls)} shards stalled`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
+  file.meta.proof = createProofRecord(STREAM_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
 });
 
 function replayHint(seed: number): string {

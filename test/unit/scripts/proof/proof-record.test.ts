@@ -1,0 +1,87 @@
+/**
+ * How a topology's seed reports become its proof record (`scripts/support/proof-record.ts`).
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  createProofRecord,
+  type ProofTopology,
+  replayCommand,
+} from '../../../../scripts/support/proof-record';
+
+describe('createProofRecord', () => {
+  interface Report {
+    readonly seed: number;
+    readonly mode: string;
+    readonly messages: number;
+    readonly crashes: number;
+    readonly duplicateDeliveries: number;
+    readonly deadLettered: number;
+    readonly duplicateEffects: number;
+    readonly lost: number;
+  }
+  const topology: ProofTopology<Report> = {
+    topology: 'sqs',
+    transport: 'SQS → Lambda → DynamoDB',
+    file: 'test/reliability/fault-injection.test.ts',
+    modeOf: (report) => report.mode,
+    messagesOf: (report) => report.messages,
+    faults: [
+      ['crashes', (report) => report.crashes],
+      ['seed numbers', (report) => report.seed],
+    ],
+  };
+  const seed = (seedNumber: number, mode: string): Report => ({
+    seed: seedNumber,
+    mode,
+    messages: 100,
+    crashes: seedNumber * 2,
+    duplicateDeliveries: 10 * seedNumber,
+    deadLettered: 3,
+    duplicateEffects: 0,
+    lost: 0,
+  });
+
+  it('sums the seeds of each mode, modes in the order of their first seed, each fault kind by name', () => {
+    const record = createProofRecord(topology, [seed(3, 'atomic'), seed(1, 'marker'), seed(2, 'atomic')], {
+      messages: 100,
+      seeds: [1, 2, 3],
+    });
+
+    expect(record).toEqual({
+      topology: 'sqs',
+      transport: 'SQS → Lambda → DynamoDB',
+      seeds: [1, 2, 3],
+      messagesPerSeed: 100,
+      modes: [
+        {
+          mode: 'marker',
+          seeds: [1],
+          messages: 100,
+          duplicateDeliveries: 10,
+          faults: { crashes: 2, 'seed numbers': 1 },
+          deadLettered: 3,
+          duplicateEffects: 0,
+          lost: 0,
+        },
+        {
+          mode: 'atomic',
+          seeds: [2, 3],
+          messages: 200,
+          duplicateDeliveries: 50,
+          faults: { crashes: 10, 'seed numbers': 5 },
+          deadLettered: 6,
+          duplicateEffects: 0,
+          lost: 0,
+        },
+      ],
+      replay:
+        'RELIABILITY_MESSAGES=100 RELIABILITY_SEEDS=3 npx vitest run --project reliability test/reliability/fault-injection.test.ts',
+    });
+  });
+
+  it('replays a single seed by its number', () => {
+    expect(replayCommand('test/reliability/chain-simulation.test.ts', { messages: 40, seeds: [7] })).toBe(
+      'RELIABILITY_MESSAGES=40 RELIABILITY_SEED=7 npx vitest run --project reliability test/reliability/chain-simulation.test.ts',
+    );
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * The reliability report's renderers (`scripts/proof/report.ts`): what `npm run proof` refuses to
+ * publish, and the page's table of one topology (a row per figure and fault kind, a column per
+ * mode and the total).
+ */
+import { describe, expect, it } from 'vitest';
+import { type ReliabilityReport, renderMarkdown, violationsOf } from '../../../../scripts/proof/report';
+import type { ModeProof, ProofRecord } from '../../../../scripts/support/proof-record';
+
+const mode = (name: string, figures: Partial<ModeProof> = {}): ModeProof => ({
+  mode: name,
+  seeds: [1],
+  messages: 10,
+  duplicateDeliveries: 0,
+  faults: {},
+  deadLettered: 0,
+  duplicateEffects: 0,
+  lost: 0,
+  ...figures,
+});
+const record = (topology: string, modes: readonly ModeProof[]): ProofRecord => ({
+  topology,
+  transport: 'SQS → Lambda → DynamoDB',
+  seeds: modes.flatMap((each) => each.seeds),
+  messagesPerSeed: 10,
+  modes,
+  replay: `RELIABILITY_MESSAGES=10 RELIABILITY_SEEDS=2 npx vitest run --project reliability ${topology}.test.ts`,
+});
+
+describe('violationsOf', () => {
+  it('names every topology and mode with a duplicate effect or a lost message', () => {
+    expect(
+      violationsOf({
+        topologies: [
+          record('sqs', [mode('atomic'), mode('marker', { duplicateEffects: 1 })]),
+          record('chain', [mode('orders atomic, shipping entity', { lost: 2 })]),
+        ],
+      }),
+    ).toEqual([
+      'sqs marker: 1 duplicate effects, 0 lost',
+      'chain orders atomic, shipping entity: 0 duplicate effects, 2 lost',
+    ]);
+  });
+});
+
+describe('renderMarkdown', () => {
+  it("shows a topology's figures per mode and in total, one row per fault kind", () => {
+    const report: ReliabilityReport = {
+      schemaVersion: 1,
+      command: 'npm run proof -- --messages 10 --seeds 2',
+      messagesPerSeed: 10,
+      seedsPerTopology: 2,
+      startedAt: '2026-12-02T06:00:00.000Z',
+      runSeconds: 3725,
+      commit: 'abc',
+      uncommittedChanges: false,
+      machine: {
+        cpuModel: 'CPU',
+        cpus: 2,
+        platform: 'linux x64',
+        node: 'v20',
+        loadAverageStart: [1, 2, 3],
+        loadAverageEnd: [0.5, 1.25, 2],
+      },
+      topologies: [
+        record('sqs', [
+          mode('marker', {
+            duplicateDeliveries: 1200,
+            faults: { crashes: 3, 'lost responses': 0 },
+            deadLettered: 1,
+          }),
+          mode('atomic', { seeds: [2], faults: { crashes: 4, 'lost responses': 5 } }),
+        ]),
+      ],
+    };
+
+    const page = renderMarkdown(report);
+
+    expect(page).toContain(
+      [
+        '| | marker | atomic | total |',
+        '|---|---:|---:|---:|',
+        '| seeds | 1 | 2 | 1, 2 |',
+        '| messages | 10 | 10 | 20 |',
+        '| duplicates delivered | 1,200 | 0 | 1,200 |',
+        '| crashes | 3 | 4 | 7 |',
+        '| lost responses | 0 | 5 | 5 |',
+        '| dead-lettered with a reason | 1 | 0 | 1 |',
+        '| **duplicate effects** | 0 | 0 | 0 |',
+        '| **lost** | 0 | 0 | 0 |',
+      ].join('\n'),
+    );
+    expect(page).toContain(
+      '**20 messages, 1,200 duplicates delivered, 2 of 2 fault kinds injected: 0 duplicate effects, 0 lost.**',
+    );
+    expect(page).toContain('| run time | 1 h 2 min 5 s |');
+    expect(page).toContain(
+      '| load average (1 / 5 / 15 min) | 1.00 / 2.00 / 3.00 at the start, 0.50 / 1.25 / 2.00 at the end |',
+    );
+  });
+});
