@@ -13,19 +13,13 @@
 import { randomBytes } from 'node:crypto';
 import { CreateQueueCommand, DeleteQueueCommand } from '@aws-sdk/client-sqs';
 import { atomic, ENV, entity } from 'effectively-once';
-import {
-  createKafkaHandler,
-  fromHeader,
-  type KafkaEvent,
-  type KafkaHandler,
-  type KafkaRecord,
-  type StreamDeadLetterBody,
-} from 'effectively-once/kafka';
-import { type IHeaders, Kafka, logLevel } from 'kafkajs';
+import { createKafkaHandler, fromHeader, type StreamDeadLetterBody } from 'effectively-once/kafka';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalKafka, startLocalKafka } from '../../scripts/local-kafka/broker';
 import { uniqueName } from '../support/aws';
-import { captureStdout, createLocalResources, lambdaContext, receiveMessages } from '../support/fixtures';
+import { createLocalResources, receiveMessages } from '../support/fixtures';
+import { play, readTopic } from '../support/kafka-player';
 
 const local = createLocalResources();
 const run = randomBytes(3).toString('hex');
@@ -103,95 +97,6 @@ const entityHandler = () =>
     })),
   });
 
-/** Lambda's form of a kafkajs header value: its bytes as numbers. */
-function headerList(headers: IHeaders | undefined): KafkaRecord['headers'] {
-  return Object.entries(headers ?? {}).flatMap(([name, value]) =>
-    [value]
-      .flat()
-      .filter((one) => one !== undefined)
-      .map((one) => ({ [name]: [...Buffer.from(one as Buffer | string)] })),
-  );
-}
-
-/** Reads every record of the topic from the start with a new consumer group, in Lambda's form. */
-async function readTopic(expected: number): Promise<Map<string, KafkaRecord[]>> {
-  const consumer = kafka.consumer({ groupId: `reader-${randomBytes(3).toString('hex')}` });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  const byPartition = new Map<string, KafkaRecord[]>();
-  let count = 0;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`read ${count} of ${expected} records`)), 60_000);
-    void consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        const key = `${topic}-${partition}`;
-        const list = byPartition.get(key) ?? [];
-        list.push({
-          topic,
-          partition,
-          offset: Number(message.offset),
-          timestamp: Number(message.timestamp),
-          timestampType: 'CREATE_TIME',
-          key: message.key === null ? null : message.key.toString('base64'),
-          value: message.value === null ? null : message.value.toString('base64'),
-          headers: headerList(message.headers),
-        });
-        byPartition.set(key, list);
-        count += 1;
-        if (count === expected) {
-          clearTimeout(timer);
-          resolve();
-        }
-      },
-    });
-  });
-  await consumer.disconnect();
-  for (const list of byPartition.values()) list.sort((a, b) => a.offset - b.offset);
-  return byPartition;
-}
-
-/**
- * Drives `handler` over the partitions as the Kafka event source does: batches of three records
- * per partition, each partition resumed at the offset the response names; `afterFirst` runs once
- * after the first invocation. Returns the invocations' responses.
- */
-async function play(
-  handler: KafkaHandler,
-  partitions: Map<string, KafkaRecord[]>,
-  afterFirst?: () => Promise<void>,
-): Promise<KafkaEvent[]> {
-  const position = new Map([...partitions.keys()].map((key) => [key, 0]));
-  const events: KafkaEvent[] = [];
-  for (let invocation = 0; invocation < 20; invocation++) {
-    const records: Record<string, KafkaRecord[]> = {};
-    for (const [key, list] of partitions) {
-      const batch = list.slice(position.get(key)!, position.get(key)! + 3);
-      if (batch.length > 0) records[key] = batch;
-    }
-    if (Object.keys(records).length === 0) return events;
-    const event: KafkaEvent = {
-      eventSource: 'SelfManagedKafka',
-      bootstrapServers: broker.brokers.join(','),
-      records,
-    };
-    events.push(event);
-    const { result } = await captureStdout(() => handler(event, lambdaContext()));
-    const resumeAt = new Map(
-      result.batchItemFailures.map(({ itemIdentifier }) => [itemIdentifier.partition, itemIdentifier.offset]),
-    );
-    for (const [key, batch] of Object.entries(records)) {
-      const offset = resumeAt.get(key);
-      const list = partitions.get(key)!;
-      position.set(
-        key,
-        offset === undefined ? position.get(key)! + batch.length : list.findIndex((r) => r.offset === offset),
-      );
-    }
-    if (invocation === 0) await afterFirst?.();
-  }
-  throw new Error('The partitions did not drain in 20 invocations');
-}
-
 describe('createKafkaHandler with a real Kafka broker', () => {
   it('applies each effect once in atomic and entity mode through producer duplicates, partitions resumed at reported offsets and a double tap; dead-letters the poison, empty and keyless records losslessly', async () => {
     const order = (n: number): OrderEvent => ({
@@ -224,16 +129,20 @@ describe('createKafkaHandler with a real Kafka broker', () => {
     });
     await producer.disconnect();
 
-    const partitions = await readTopic(9);
+    const partitions = await readTopic(kafka, topic, 9);
     expect([...partitions.keys()].sort()).toEqual([`${topic}-0`, `${topic}-1`]);
-    const atomicEvents = await play(atomicHandler(), partitions, async () => {
-      await local.sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName }));
+    const bootstrapServers = broker.brokers.join(',');
+    const atomicEvents = await play(atomicHandler(), partitions, {
+      bootstrapServers,
+      afterFirst: async () => {
+        await local.sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName }));
+      },
     });
     // The first invocation could not dead-letter the poison record: its partition came back from there.
     expect(atomicEvents[1]?.records[`${topic}-0`]?.[0]?.offset).toBe(
       partitions.get(`${topic}-0`)![2]!.offset,
     );
-    await play(entityHandler(), partitions);
+    await play(entityHandler(), partitions, { bootstrapServers });
 
     const orders = await local.scanItems(ordersTable);
     expect(orders.map((item) => [item.pk, item.effects]).sort()).toEqual(
@@ -267,9 +176,9 @@ describe('createKafkaHandler with a real Kafka broker', () => {
 
     // The double tap: a new consumer group reads both partitions from the start; nothing changes.
     const before = [await local.scanItems(ordersTable), await local.scanItems(customersTable)];
-    const again = await readTopic(9);
-    await play(atomicHandler(), again);
-    await play(entityHandler(), again);
+    const again = await readTopic(kafka, topic, 9);
+    await play(atomicHandler(), again, { bootstrapServers });
+    await play(entityHandler(), again, { bootstrapServers });
     expect([await local.scanItems(ordersTable), await local.scanItems(customersTable)]).toEqual(before);
   }, 240_000);
 });

@@ -19,8 +19,9 @@
  *   event, rewrites and removes outbox items, and checks what each construct configured reached
  *   its function.
  * - Stream consumers (`test/fixtures/user-stream-app/`, handlers importing only
- *   `effectively-once` and `effectively-once/streams`): a Kinesis consumer and a DynamoDB Streams
- *   projection, type-checked by the app's own `tsc`, bundled from the installed package and run
+ *   `effectively-once`, `effectively-once/streams` and `effectively-once/kafka`): a Kinesis
+ *   consumer, a DynamoDB Streams projection and two Kafka consumers (atomic and entity mode, fed
+ *   from a real local Apache Kafka broker), type-checked by the app's own `tsc`, bundled from the installed package and run
  *   in process on records read from the emulator's streams with `GetRecords` (the emulator's
  *   stream event source mappings ignore batch item failures), in the environment the construct
  *   gives them, with dead letters sent to a real queue through the SQS conformance layer. A
@@ -70,6 +71,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { Kafka, logLevel as kafkaLogLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, ENV, fingerprintOf } from '../../lambda';
 import { OUTBOX_ATTRIBUTES, OUTBOX_ENV } from '../../lambda/core/contract';
@@ -81,6 +83,7 @@ import {
   type StreamDeadLetterBody,
 } from '../../lambda/streams';
 import { projectRoot } from '../../scripts/local-aws/harness';
+import { startLocalKafka } from '../../scripts/local-kafka/broker';
 import {
   dynamoDbStreamRecordFrom,
   readKinesisShard,
@@ -98,6 +101,7 @@ import {
   sqsRecord,
   waitFor,
 } from '../support/fixtures';
+import { play, readTopic } from '../support/kafka-player';
 import { createStreamTable, recoveredData } from '../support/stream-fixtures';
 import { expectSuccess, InProcessUserApp, LocalUserApp, packTarball } from '../support/user-app';
 
@@ -945,6 +949,120 @@ describe("stream consumers in a user's own app: every record a stream may carry 
     expect(change.dynamodb.OldImage?.notes).toEqual({ S: firstNotes });
     expect(sha256(Buffer.from(JSON.stringify(change.dynamodb)))).toBe(deadLetters[0]!.envelope.data.sha256);
   }, 60_000);
+
+  it('applies every order event of a real Kafka topic once in atomic and entity mode, through producer duplicates and partitions resumed at reported offsets, dead-letters a poison, an empty and a keyless record with their coordinates, and changes nothing on a re-read', async () => {
+    const broker = await startLocalKafka({ partitions: 2 });
+    try {
+      const kafka = new Kafka({
+        clientId: 'user-app',
+        brokers: [...broker.brokers],
+        logLevel: kafkaLogLevel.NOTHING,
+      });
+      const topic = uniqueName('orders');
+      const [ordersTable, customerOrdersTable] = await Promise.all([
+        local.createTable(uniqueName('eo-user-kafka-orders')),
+        local.createTable(uniqueName('eo-user-kafka-customer-orders')),
+      ]);
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+      await admin.disconnect();
+      const order = (n: number) => ({ orderId: `o-${n}`, customerId: `c-${n % 2}`, status: 'PAID' });
+      const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+      const keyed = (id: string) => ({ 'idempotency-key': id });
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({
+        topic,
+        messages: [
+          { partition: 0, value: json(order(1)), headers: keyed('evt-1') },
+          { partition: 0, value: json(order(1)), headers: keyed('evt-1') }, // the producer's retry
+          { partition: 0, value: Buffer.from('{"orderId": '), headers: keyed('evt-poison') },
+          { partition: 0, value: json(order(2)), headers: keyed('evt-2') },
+          { partition: 1, value: json(order(3)), headers: keyed('evt-3') },
+          { partition: 1, value: Buffer.alloc(0), headers: keyed('evt-empty') },
+          { partition: 1, value: json(order(4)) }, // no idempotency-key header
+          { partition: 1, value: json(order(3)), headers: keyed('evt-3') }, // again, later
+        ],
+      });
+      await producer.disconnect();
+      const deadLetterQueue = await createDeadLetterQueue('eo-user-kafka-dlq', 262_144);
+      const environment = (consumer: string) =>
+        functionEnvironment(consumer, deadLetterQueue.url, {
+          ORDERS_TABLE: ordersTable,
+          CUSTOMER_ORDERS_TABLE: customerOrdersTable,
+        });
+      // SQS is unavailable during the first invocation: a dead letter fails, and its partition resumes there.
+      let sqsUp = false;
+      const sender = {
+        send: (message: Parameters<typeof deadLetterQueue.sender.send>[0]) =>
+          sqsUp ? deadLetterQueue.sender.send(message) : Promise.reject(new Error('SQS is unavailable')),
+      };
+      type KafkaOrders = typeof import('../fixtures/user-stream-app/lambda/kafka-orders');
+      const orderEffects = await coldStart(environment('kafka-order-effects'), async () =>
+        (await app.load<KafkaOrders>('lambda/kafka-orders.ts')).createOrderEffectsHandler(sender),
+      );
+      const customerOrders = await coldStart(environment('kafka-customer-orders'), async () =>
+        (await app.load<KafkaOrders>('lambda/kafka-orders.ts')).createCustomerOrdersHandler(sender),
+      );
+      const bootstrapServers = broker.brokers.join(',');
+
+      const partitions = await readTopic(kafka, topic, 8);
+      const events = await play(orderEffects, partitions, {
+        bootstrapServers,
+        afterFirst: async () => {
+          sqsUp = true;
+        },
+      });
+      // Each partition came back from its first record that could not be dead-lettered.
+      expect(events[1]?.records[`${topic}-0`]?.[0]?.offset).toBe(2);
+      expect(events[1]?.records[`${topic}-1`]?.[0]?.offset).toBe(1);
+      await play(customerOrders, partitions, { bootstrapServers });
+      expect(byPk(await local.scanItems(ordersTable)).map(({ pk, effects }) => [pk, effects])).toEqual([
+        ['o-1', 1],
+        ['o-2', 1],
+        ['o-3', 1],
+      ]);
+      expect(byPk(await local.scanItems(customerOrdersTable)).map(({ pk }) => pk)).toEqual([
+        'c-0#o-2',
+        'c-1#o-1',
+        'c-1#o-3',
+      ]);
+      const letters = (await receiveMessages(local, deadLetterQueue.url, 6)).map(readDeadLetter);
+      expect(
+        letters
+          .map(
+            ({ envelope, attributes }) =>
+              `${attributes.consumer} ${envelope.code} ${envelope.source.topic}-${envelope.source.partition}:${envelope.source.offset}`,
+          )
+          .sort(),
+      ).toEqual(
+        ['kafka-order-effects', 'kafka-customer-orders']
+          .flatMap((consumer) => [
+            `${consumer} MALFORMED_BODY ${topic}-0:2`,
+            `${consumer} MALFORMED_BODY ${topic}-1:1`,
+            `${consumer} MISSING_KEY ${topic}-1:2`,
+          ])
+          .sort(),
+      );
+      const poison = letters.find(
+        ({ envelope }) => envelope.source.offset === 2 && envelope.source.partition === 0,
+      )!;
+      expect(recoveredData(poison.envelope)?.toString()).toBe('{"orderId": ');
+      expect(poison.attributes).toMatchObject({ shardId: `${topic}-0`, sequenceNumber: '2' });
+
+      // A new consumer group re-reads both partitions from the start: no table changes.
+      const before = [await local.scanItems(ordersTable), await local.scanItems(customerOrdersTable)];
+      const again = await readTopic(kafka, topic, 8);
+      await play(orderEffects, again, { bootstrapServers });
+      await play(customerOrders, again, { bootstrapServers });
+      expect([await local.scanItems(ordersTable), await local.scanItems(customerOrdersTable)]).toEqual(
+        before,
+      );
+    } finally {
+      await broker.stop();
+    }
+  }, 180_000);
 });
 
 describe("an outbox in a user's own app at its destination's edges: what the destination would refuse is refused before the commit or dead-lettered by the relay, the events behind it are published, and a relay past its deadline publishes nothing twice", () => {
