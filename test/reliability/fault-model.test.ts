@@ -41,6 +41,7 @@ import {
   type InboxUpdate,
   inboxUpdateOf,
   type RequestFault,
+  THROTTLE_CODES,
 } from './support/fault-injection';
 
 const local = createLocalResources();
@@ -285,6 +286,42 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
       }),
     ).toEqual({ kind: 'ok' });
   });
+});
+
+describe('a commit DynamoDB applied, answered with a throttling error', () => {
+  it.each(THROTTLE_CODES)(
+    'atomic: retries the message after a %s, and its redelivery meets the committed marker as a duplicate',
+    async (code) => {
+      const test = harness(`fm-throttled-${code}`);
+      const client = faultyClient(
+        once((request) => writeOf(request) === 'TransactWriteItems', {
+          kind: 'throttle',
+          code,
+          applied: true,
+        }),
+      );
+      const handler = createSqsHandler<Body>({
+        ...test.options(client),
+        mode: atomic((message, unitOfWork) => {
+          unitOfWork.update({
+            TableName: businessTable,
+            Key: { pk: message.scopedKey },
+            UpdateExpression: 'ADD effects :one',
+            ExpressionAttributeValues: { ':one': 1 },
+          });
+        }),
+      });
+      const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
+
+      expect(await invoke(handler, message)).toEqual(failed(message));
+      test.clock.advance(1000);
+      expect(await invoke(handler, message)).toEqual(acknowledged);
+
+      expect(test.outcomes()).toEqual(['retry', 'duplicate']);
+      const item = await local.readItem(businessTable, { pk: scopeKey(test.consumer, 'order-1') });
+      expect(item?.effects).toBe(1);
+    },
+  );
 });
 
 describe('a release retried late: its first attempt lands after another delivery completed (issue 12 item 2)', () => {

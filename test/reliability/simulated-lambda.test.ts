@@ -47,6 +47,7 @@ describe('claimRequestFault', () => {
 
   it('turns each claim fault into the request fault it stands for, crashing at the named points', () => {
     expect(claimRequestFault('throttle', points)).toEqual({ kind: 'throttle' });
+    expect(claimRequestFault('throttle-after-applied', points)).toEqual({ kind: 'throttle', applied: true });
     expect(claimRequestFault('conflict', points)).toEqual({ kind: 'conflict' });
     expect(claimRequestFault('lost-response', points)).toEqual({ kind: 'lost-response' });
     expect(claimRequestFault('lost-response-retried', points)).toEqual({ kind: 'lost-response-retried' });
@@ -73,8 +74,15 @@ describe('claimRequestFault', () => {
       true,
     ]);
     expect(
-      ['throttle', 'conflict', 'crash-before-claim', 'crash-after-claim', undefined].map(losesResponse),
-    ).toEqual([false, false, false, false, false]);
+      [
+        'throttle',
+        'throttle-after-applied',
+        'conflict',
+        'crash-before-claim',
+        'crash-after-claim',
+        undefined,
+      ].map(losesResponse),
+    ).toEqual([false, false, false, false, false, false]);
   });
 });
 

@@ -31,11 +31,30 @@ export interface DynamoRequest {
 }
 
 /**
+ * The throttling errors DynamoDB documents for data-plane requests. The SDK's standard retry
+ * strategy treats all three as throttling (`THROTTLING_ERROR_CODES` in `@smithy/core`'s retry
+ * module): with `maxAttempts` above 1 it sends the request again after a throttling backoff
+ * (a random delay up to 1 s, doubling per retry); `TransactionConflictException` and
+ * `TransactionCanceledException` are not retried by the SDK at all.
+ */
+export const THROTTLE_CODES = [
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+] as const;
+
+/** One of {@link THROTTLE_CODES}. */
+export type ThrottleCode = (typeof THROTTLE_CODES)[number];
+
+/**
  * What happens to one request:
- * - `throttle`, `conflict`: the first attempt is answered in-process with a
- *   `ThrottlingException` or a transaction conflict (`TransactionCanceledException` with a
- *   `TransactionConflict` reason for `TransactWriteItems`, `TransactionConflictException`
- *   otherwise); it never reaches DynamoDB;
+ * - `throttle`, `conflict`: the first attempt is answered in-process with a throttling error
+ *   (`code`, `ThrottlingException` unless given) or a transaction conflict
+ *   (`TransactionCanceledException` with a `TransactionConflict` reason for
+ *   `TransactWriteItems`, on the item at `item` or else the last one;
+ *   `TransactionConflictException` otherwise); it never reaches DynamoDB. A throttle with
+ *   `applied` reaches DynamoDB first and is applied there, and the caller still sees the
+ *   throttling error (the write happened; an SDK retry then meets it);
  * - `lost-response`: the first attempt reaches DynamoDB, then its response is replaced by a
  *   connection reset;
  * - `lost-response-retried`: the first attempt reaches DynamoDB, its response is lost, and the
@@ -50,8 +69,8 @@ export interface DynamoRequest {
  * - `crash-after`: the request completes on DynamoDB (whatever its result), then the process dies.
  */
 export type RequestFault =
-  | { readonly kind: 'throttle' }
-  | { readonly kind: 'conflict' }
+  | { readonly kind: 'throttle'; readonly code?: ThrottleCode; readonly applied?: boolean }
+  | { readonly kind: 'conflict'; readonly item?: number }
   | { readonly kind: 'lost-response' }
   | { readonly kind: 'lost-response-retried' }
   | { readonly kind: 'late-duplicate' }
@@ -122,12 +141,14 @@ function fabricatedResponse(type: string, extra: Record<string, unknown> = {}) {
   };
 }
 
-function conflictResponse(request: DynamoRequest) {
+function conflictResponse(request: DynamoRequest, item?: number) {
   if (request.operation !== 'TransactWriteItems') return fabricatedResponse('TransactionConflictException');
   const items = (request.input.TransactItems as unknown[] | undefined)?.length ?? 1;
-  // The marker at index 0 went through; another writer held the last item of the transaction.
+  // By default the marker at index 0 went through; another writer held the last item of the
+  // transaction. A commit racing a concurrent delivery conflicts on the marker they share.
+  const conflicted = item ?? items - 1;
   const reasons = Array.from({ length: items }, (_, i) => ({
-    Code: i === items - 1 ? 'TransactionConflict' : 'None',
+    Code: i === conflicted ? 'TransactionConflict' : 'None',
   }));
   return fabricatedResponse('TransactionCanceledException', {
     Message: 'Transaction cancelled, please refer cancellation reasons for specific reasons (injected)',
@@ -196,17 +217,6 @@ export function attachFaultInjection(
       state.attempts += 1;
       const first = state.attempts === 1;
       const kind = state.fault?.kind;
-      if (first && kind === 'throttle') {
-        return {
-          response: fabricatedResponse('ThrottlingException'),
-          output: undefined,
-        } as unknown as Awaited<ReturnType<typeof next>>;
-      }
-      if (first && kind === 'conflict') {
-        return { response: conflictResponse(state.request), output: undefined } as unknown as Awaited<
-          ReturnType<typeof next>
-        >;
-      }
       const attempt = async () => {
         const result = await next(args);
         const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
@@ -214,6 +224,21 @@ export function attachFaultInjection(
         if (statusCode === 200) state.succeeded = true;
         return { result, statusCode };
       };
+      const fault = state.fault;
+      if (first && fault?.kind === 'throttle') {
+        // Applied, then throttled: DynamoDB wrote it; the caller sees only the throttling error.
+        if (fault.applied) await attempt();
+        return {
+          response: fabricatedResponse(fault.code ?? 'ThrottlingException'),
+          output: undefined,
+        } as unknown as Awaited<ReturnType<typeof next>>;
+      }
+      if (first && fault?.kind === 'conflict') {
+        return {
+          response: conflictResponse(state.request, fault.item),
+          output: undefined,
+        } as unknown as Awaited<ReturnType<typeof next>>;
+      }
       const { result } = await attempt();
       if (first && kind === 'lost-response') throw connectionReset();
       // The SDK's retry of an attempt whose response was lost: the same request, signed the same.

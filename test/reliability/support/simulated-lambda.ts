@@ -103,6 +103,7 @@ export function drawFault<TFault>(
 /** The faults of a claim (or commit, or entity put) the simulations draw alike. */
 export type ClaimFault =
   | 'throttle'
+  | 'throttle-after-applied'
   | 'conflict'
   | 'lost-response'
   | 'lost-response-retried'
@@ -121,6 +122,8 @@ export function claimRequestFault(
   switch (fault as ClaimFault | undefined) {
     case 'throttle':
       return { kind: 'throttle' };
+    case 'throttle-after-applied':
+      return { kind: 'throttle', applied: true };
     case 'conflict':
       return { kind: 'conflict' };
     case 'lost-response':
