@@ -156,6 +156,16 @@ function conflictResponse(request: DynamoRequest, item?: number) {
   });
 }
 
+/**
+ * Reads a response nobody will see to its end, so its connection goes back to the client's pool:
+ * an unread body holds its socket until the server drops the idle connection, and enough of them
+ * leave every later request of the client waiting for a socket (a whole process stalled for a
+ * minute when several invocations shared one client).
+ */
+function discard(result: { readonly response: unknown }): void {
+  (result.response as { body?: { resume?: () => void } } | undefined)?.body?.resume?.();
+}
+
 function connectionReset(): Error {
   return Object.assign(new Error('socket hang up (injected: the response was lost)'), { code: 'ECONNRESET' });
 }
@@ -227,7 +237,7 @@ export function attachFaultInjection(
       const fault = state.fault;
       if (first && fault?.kind === 'throttle') {
         // Applied, then throttled: DynamoDB wrote it; the caller sees only the throttling error.
-        if (fault.applied) await attempt();
+        if (fault.applied) discard((await attempt()).result);
         return {
           response: fabricatedResponse(fault.code ?? 'ThrottlingException'),
           output: undefined,
@@ -240,9 +250,15 @@ export function attachFaultInjection(
         } as unknown as Awaited<ReturnType<typeof next>>;
       }
       const { result } = await attempt();
-      if (first && kind === 'lost-response') throw connectionReset();
+      if (first && kind === 'lost-response') {
+        discard(result);
+        throw connectionReset();
+      }
       // The SDK's retry of an attempt whose response was lost: the same request, signed the same.
-      if (first && kind === 'lost-response-retried') return (await attempt()).result;
+      if (first && kind === 'lost-response-retried') {
+        discard(result);
+        return (await attempt()).result;
+      }
       if (first && kind === 'late-duplicate') {
         let sent = false;
         controller.onLateDuplicate?.(state.request, async () => {
