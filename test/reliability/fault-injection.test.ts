@@ -9,11 +9,15 @@
  * The run ends with one line on standard output (printed by `test/support/summary-reporter.ts`
  * after vitest's totals): messages, duplicate deliveries, crashes and each fault class injected
  * (`INJECTED_FAULTS`), then `<E> duplicate effects, <L> lost`, for example
- * `reliability: 20000 messages, … 9 redrives, 380 odd keys, 0 duplicate effects, 0 lost`.
+ * `reliability: 20000 messages, … 388 odd keys, 2001 throttles (672 ProvisionedThroughputExceeded,
+ * 669 Throttling, 660 RequestLimitExceeded; 436 after applied), 1423 transaction conflicts (257
+ * racing a concurrent delivery), 43 invocations timed out, 2678 invocations shared a process,
+ * 0 duplicate effects, 0 lost`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
+import { THROTTLE_CODES } from './support/fault-injection';
 import { ungrantedActions } from './support/grants';
 import { checkSeed, type SeedReport } from './support/oracle';
 import { createProofRecord, SQS_PROOF } from './support/proof-record';
@@ -59,7 +63,18 @@ afterAll(async ({}, file) => {
   if (reports.length === 0) return;
   const sum = (pick: (report: SeedReport) => number) =>
     reports.reduce((total, report) => total + pick(report), 0);
-  const faults = INJECTED_FAULTS.map((fault) => `${sum((r) => r.injected[fault])} ${fault}`).join(', ');
+  const faults = INJECTED_FAULTS.map((fault) => {
+    const total = `${sum((r) => r.injected[fault])} ${fault}`;
+    if (fault === 'throttles') {
+      const byCode = THROTTLE_CODES.map(
+        (code) => `${sum((r) => r.throttles[code])} ${code.replace(/Exception$/, '')}`,
+      );
+      return `${total} (${byCode.join(', ')}; ${sum((r) => r.throttles['after applied'])} after applied)`;
+    }
+    if (fault === 'transaction conflicts')
+      return `${total} (${sum((r) => r.racingConflicts)} racing a concurrent delivery)`;
+    return total;
+  }).join(', ');
   const summary =
     `reliability: ${sum((r) => r.messages)} messages, ${sum((r) => r.duplicateDeliveries)} duplicate deliveries, ` +
     `${sum((r) => r.crashes)} crashes injected, ${faults}, ` +
@@ -194,8 +209,25 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
         ]),
       );
       // The rarest classes (expiries mid-effect: 0.5% of two-phase messages) need the default size.
-      if (MESSAGES >= 1000)
+      if (MESSAGES >= 1000) {
         for (const fault of INJECTED_FAULTS) expect(injected[fault], fault).toBeGreaterThan(0);
+        const sum = (pick: (report: SeedReport) => number) =>
+          reports.reduce((total, report) => total + pick(report), 0);
+        for (const code of [...THROTTLE_CODES, 'after applied'] as const)
+          expect(
+            sum((report) => report.throttles[code]),
+            code,
+          ).toBeGreaterThan(0);
+        expect(sum((report) => report.racingConflicts)).toBeGreaterThan(0);
+        // Every request kind the toolkit sends meets throttling, except reads: the store reads
+        // only when a failed condition returned no item, which DynamoDB (and the emulator) always
+        // return here.
+        for (const kind of ['claim', 'commit', 'complete', 'release', 'heartbeat'] as const)
+          expect(
+            sum((report) => report.throttledRequests[kind] ?? 0),
+            kind,
+          ).toBeGreaterThan(0);
+      }
     },
   );
 });

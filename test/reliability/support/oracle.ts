@@ -83,7 +83,9 @@ import {
   type EpochEvents,
   type InjectedFault,
   type PlannedMessage,
+  type RequestKind,
   type SimulationResult,
+  type ThrottleCounts,
   TWO_PHASE_EFFECTS,
 } from './simulation';
 import { readItems } from './tables';
@@ -136,6 +138,12 @@ export interface SeedReport {
   readonly deadLettered: number;
   /** Fault classes beyond crashes, as injected. */
   readonly injected: Readonly<Record<InjectedFault, number>>;
+  /** The throttling errors among them, by code and after an applied request. */
+  readonly throttles: Readonly<ThrottleCounts>;
+  /** The transaction conflicts among them on a commit racing a concurrent delivery. */
+  readonly racingConflicts: number;
+  /** The throttling errors injected, by the kind of request they answered. */
+  readonly throttledRequests: Readonly<Partial<Record<RequestKind, number>>>;
   readonly invocations: number;
   readonly virtualSeconds: number;
   /** Everything that broke the contract; empty when the seed passed. */
@@ -560,6 +568,9 @@ export async function checkSeed(
     rivalsAfterLeaseEnded: result.rivalsAfterLeaseEnded.length,
     deadLettered,
     injected: result.injected,
+    throttles: result.throttles,
+    racingConflicts: result.racingConflicts,
+    throttledRequests: result.throttledRequests,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     violations,

@@ -9,16 +9,21 @@
  *   stacks, DynamoDB (the emulator, the only arbiter of races);
  * - simulated: SQS (`simulated-queue.ts`: visibility timeout, receive counts, redrive to the
  *   dead-letter queue after `maxReceiveCount`), the Lambda runtime (one invocation at a time
- *   per instance, the partial batch response applied as SQS would, a crashed invocation's
- *   response discarded), each instance's clock (skewed by up to 5 s; an "expiry" redelivery
+ *   per instance, except the first two instances of a seed, which run three and two at once on
+ *   one handler object in one process as Lambda Managed Instances do; the partial batch
+ *   response applied as SQS would, a crashed invocation's response discarded, and a crash
+ *   killing every invocation of its process), each instance's clock (skewed by up to 5 s; an "expiry" redelivery
  *   sees a clock beyond the record TTL, and, standing for a moment that far ahead, runs only
  *   while nothing else of its key runs, and every later delivery of its key happens that far
  *   ahead too), and in two-phase seeds the downstream service the
  *   effects call (idempotent by the derived `idempotencyKey`).
  *
  * Faults (each a pure function of the seed and of what is decided, so a seed replays the same
- * faults whatever the interleaving of requests):
- * - per delivered record: throttling, a transaction conflict, a lost response (the write
+ * faults whatever the interleaving of requests; the racing conflict also depends on which
+ * invocations run at once):
+ * - per delivered record: throttling (before the request is applied, or after: the write
+ *   happened, the caller sees the throttling error; each throttle answers with one of the three
+ *   codes DynamoDB documents, drawn per request), a transaction conflict, a lost response (the write
  *   happened, the caller sees a connection reset), a crash before the claim, a crash after the
  *   claim (the write happened, the process dies before seeing the answer), a crash after the
  *   record's outcome is decided (after the commit, before the acknowledgement), in marker and
@@ -30,9 +35,15 @@
  *   claim is released); in two-phase mode a slow effect whose heartbeat is held on the network
  *   until the effect failed or completed (`delayed-heartbeat`);
  * - per inbox update (release, complete, heartbeat): the response lost and the SDK's retry sent
- *   at once, or a late duplicate landing after the next step on the record (`UPDATE_FAULTS`);
+ *   at once, a late duplicate landing after the next step on the record, or a throttle before
+ *   or after the update was applied (`UPDATE_FAULTS`);
+ * - per commit (`TransactWriteItems`) while another running invocation has a delivery of one of
+ *   its keys: a `TransactionConflict` on that key's marker (`RACING_CONFLICT_CHANCE`);
  * - per invocation: a crash while the batch response is being built (at the metrics sink,
- *   called just before the response is returned), or a deadline too close to start anything;
+ *   called just before the response is returned), a deadline too close to start anything, or
+ *   Lambda killing it at its timeout as it is about to send its n-th request (no response: its
+ *   whole batch comes back after the visibility timeout; the requests it has in flight land,
+ *   answered to nobody; its process starts again with a new handler);
  * - per dead-letter send (`direct` mode): the send fails.
  * A message on its 4th receive or later runs in an invocation without faults, so no valid
  * message can exhaust `maxReceiveCount` (5): a valid message in the dead-letter queue is a bug,
@@ -41,6 +52,12 @@
  * `direct` seeds, by the redrive policy otherwise) and is redriven with a new message id and
  * deduplication id. Plans also hold messages whose record expires while their effect runs
  * (`expiryMidEffect`), and keys beyond 2^53 or with lone surrogates; see `planMessages`.
+ *
+ * What stays per invocation, checked as the run goes (`runtimeViolations`): each log line names a
+ * message of its own invocation's batch, the counts an invocation publishes hold one outcome per
+ * message of its batch and no more cache hits than duplicates, and a heartbeat extends only a
+ * claim its own invocation sent; concurrent invocations on one handler must not leak into each
+ * other.
  *
  * Half the seeds run with the completed-record cache on (`seedProfile`): each simulated instance
  * has its own, as each Lambda execution environment does, a redelivery lands on whichever
@@ -53,7 +70,7 @@ import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
 import { PermanentError } from '../../../lambda/core/errors';
 import { fingerprintOf } from '../../../lambda/core/fingerprint';
 import type { LogEntry, Logger } from '../../../lambda/core/logger';
-import type { MetricsSink } from '../../../lambda/core/metrics';
+import type { MetricsSink, OutcomeCounts } from '../../../lambda/core/metrics';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
 import { toDeadLetterAttributes } from '../../../lambda/dead-letter/sqs-dead-letter-sender';
 import { atomic } from '../../../lambda/modes/atomic';
@@ -74,10 +91,13 @@ import {
   type DynamoRequest,
   type FaultController,
   type InboxUpdate,
+  pkOf,
   type RequestFault,
   type RequestRole,
   rolesOf,
   SimulatedCrash,
+  THROTTLE_CODES,
+  type ThrottleCode,
 } from './fault-injection';
 import { chanceOf, createRandom, type Random } from './prng';
 import {
@@ -232,6 +252,18 @@ export interface SeedOptions {
   readonly completedCacheEntries?: number;
   /** How atomic mode commits a batch (`atomic(handle, { commit })`). @default 'batch' */
   readonly atomicCommit?: 'batch' | 'message';
+  /**
+   * Test hook: wraps each instance's handler, to prove the oracle sees a handler that lets
+   * concurrent invocations of one process share what is one invocation's.
+   */
+  readonly wrapHandler?: (handler: SqsHandler) => SqsHandler;
+  /**
+   * Test hook: a broken runtime that deletes the batch of an invocation killed at its timeout,
+   * as if it had succeeded, to prove the oracle sees the messages it loses.
+   */
+  readonly acknowledgeTimedOut?: boolean;
+  /** The chance that an invocation with faults is killed at its timeout. @default 0.01 */
+  readonly timeoutChance?: number;
 }
 
 /** Entries of the completed-record cache in the seeds that turn it on. */
@@ -419,6 +451,7 @@ const BIG_KEY_PLACEHOLDER = 'big-key-digits';
 /** Faults of one delivered record. */
 type RecordFault =
   | 'throttle'
+  | 'throttle-after-applied'
   | 'conflict'
   | 'lost-response'
   | 'crash-before-claim'
@@ -449,28 +482,68 @@ const RECORD_FAULTS: readonly (readonly [RecordFault, number])[] = [
   // Two-phase: the effect outlasts a heartbeat, which is held on the network until the effect
   // has failed (the claim released) or completed.
   ['delayed-heartbeat', 0.004],
+  // The claim (or commit) is applied, then answered with a throttling error.
+  ['throttle-after-applied', 0.01],
 ];
+
+/** A fault of an inbox record update. */
+type UpdateFault = 'lost-response-retried' | 'late-duplicate' | 'throttle' | 'throttle-after-applied';
 
 /**
  * Faults of an inbox record update (release, complete, heartbeat), drawn per update: the
  * response lost after DynamoDB applied it and the SDK's retry sent at once, or a first attempt
  * landing again after the next step on the record (a release retried late is how another
- * delivery's completed marker could be undone).
+ * delivery's completed marker could be undone); a throttling error before the update is applied,
+ * or after it was.
  */
-const UPDATE_FAULTS: Readonly<
-  Record<InboxUpdate, readonly (readonly ['lost-response-retried' | 'late-duplicate', number])[]>
-> = {
+const UPDATE_FAULTS: Readonly<Record<InboxUpdate, readonly (readonly [UpdateFault, number])[]>> = {
   release: [
     ['lost-response-retried', 0.25],
     ['late-duplicate', 0.25],
+    ['throttle', 0.02],
+    ['throttle-after-applied', 0.02],
   ],
   complete: [
     ['lost-response-retried', 0.03],
     ['late-duplicate', 0.03],
+    ['throttle', 0.01],
+    ['throttle-after-applied', 0.01],
   ],
-  extend: [['lost-response-retried', 0.3]],
+  extend: [
+    ['lost-response-retried', 0.3],
+    ['throttle', 0.02],
+    ['throttle-after-applied', 0.02],
+  ],
   replace: [],
 };
+
+/**
+ * The chance that a commit (`TransactWriteItems`) of a delivery meets a transaction conflict
+ * when another running invocation has a delivery of one of its keys: DynamoDB refuses a
+ * transaction touching an item another request is writing (`TransactionConflict`).
+ */
+const RACING_CONFLICT_CHANCE = 0.1;
+
+/** The chance that a read (a fallback `GetItem`) of an invocation with faults is throttled. */
+const READ_THROTTLE_CHANCE = 0.2;
+
+/** What a request does in the toolkit's protocol, as the report counts throttled requests. */
+export type RequestKind = 'claim' | 'commit' | 'complete' | 'release' | 'heartbeat' | 'read' | 'other';
+
+/** The kind of `request` (a shared commit counts once). */
+export function requestKindOf(request: DynamoRequest): RequestKind {
+  if (request.operation === 'GetItem') return 'read';
+  const role = rolesOf(request)[0];
+  if (role?.role === 'claim') return request.operation === 'TransactWriteItems' ? 'commit' : 'claim';
+  if (role?.role !== 'effect' || role.update === undefined || role.update === 'replace') return 'other';
+  return role.update === 'extend' ? 'heartbeat' : role.update;
+}
+
+/**
+ * The throttling errors injected, by code, and how many of them answered a request DynamoDB had
+ * applied (`after applied`).
+ */
+export type ThrottleCounts = Record<ThrottleCode | 'after applied', number>;
 
 /** Crash points, as counted in the report. */
 export const CRASH_POINTS = [
@@ -573,6 +646,12 @@ export interface SimulationResult {
   readonly cacheHits: number;
   /** Instances started again cold (their cache empty) after an invocation crashed. */
   readonly coldRestarts: number;
+  /** The throttling errors injected (counted in `injected.throttles`), by code. */
+  readonly throttles: Readonly<ThrottleCounts>;
+  /** Transaction conflicts injected on a commit racing a concurrent delivery of its key. */
+  readonly racingConflicts: number;
+  /** The throttling errors injected, by the kind of request they answered. */
+  readonly throttledRequests: Readonly<Partial<Record<RequestKind, number>>>;
 }
 
 /** Fault classes counted in the summary, next to the crashes. */
@@ -583,13 +662,17 @@ export const INJECTED_FAULTS = [
   'skewed clocks',
   'redrives',
   'odd keys',
+  'throttles',
+  'transaction conflicts',
+  'invocations timed out',
+  'invocations shared a process',
 ] as const;
 
 /** A counted fault class. */
 export type InjectedFault = (typeof INJECTED_FAULTS)[number];
 
 /** Why a marker-mode key has a marker without its effect (at-most-once by design). */
-export type MarkerGap = 'crash' | 'lost response' | 'late claim';
+export type MarkerGap = 'crash' | 'lost response' | 'late claim' | 'timeout';
 
 /** Events per inbox record key, each tagged with the epoch it happened in. */
 export type EpochEvents = ReadonlyMap<string, readonly number[]>;
@@ -617,7 +700,20 @@ interface Instance {
   readonly skewMillis: number;
   readonly client: LocalClient;
   handler: SqsHandler;
+  /**
+   * Invocations the instance runs at the same time on its one handler (a Lambda Managed Instance
+   * runs many per Node process): 1 for most instances, more for `SHARED_PROCESS_SLOTS`.
+   */
+  readonly slots: number;
+  /** Its invocations running now. */
+  readonly running: Set<Invocation>;
 }
+
+/**
+ * Slots of the first instances of every seed: these run two or three invocations at once in one
+ * process, on one handler object, as Lambda Managed Instances do.
+ */
+const SHARED_PROCESS_SLOTS: readonly number[] = [3, 2];
 
 interface Invocation {
   readonly id: number;
@@ -647,6 +743,19 @@ interface Invocation {
    */
   readonly events: Map<string, ReturnType<typeof deferred>>;
   readonly batch: readonly ReceivedMessage<PlannedCopyMeta>[];
+  /**
+   * Killed at its timeout as it is about to send this request (1 for its first): that one is
+   * never sent, those sent before it still land, answered to nobody; none when undefined.
+   */
+  readonly timeoutAt: number | undefined;
+  /** Requests the invocation has sent so far. */
+  sent: number;
+  /** Resolved when the invocation is killed (its timeout, or its process dying under it). */
+  readonly killed: ReturnType<typeof deferred>;
+  /** Record keys the invocation claimed (any claim sent): its heartbeats may extend only these. */
+  readonly claimed: Set<string>;
+  /** It ran while another invocation ran on the same handler, in the same process. */
+  shared: boolean;
   /** The clock jump of an expiry mid-effect (0 before it). */
   jumpMillis: number;
   /** Expiry mid-effect: the owner's clock right after the jump (undefined before it). */
@@ -719,6 +828,16 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   injected['odd keys'] = plans.filter(
     (plan) => plan.kind === 'big-key' || plan.kind === 'ill-formed-key',
   ).length;
+  const throttles = {
+    ...Object.fromEntries(THROTTLE_CODES.map((code) => [code, 0])),
+    'after applied': 0,
+  } as ThrottleCounts;
+  let racingConflicts = 0;
+  const throttledRequests: Partial<Record<RequestKind, number>> = {};
+  /** The record keys of every running invocation's batch, by key: who races whom. */
+  const liveKeys = new Map<string, Set<number>>();
+  /** Handlers of invocations killed at their timeout, still running with nobody waiting. */
+  const abandoned: Promise<unknown>[] = [];
   /** Owners whose release or complete DynamoDB answered 200, by record key. */
   const endedOwners = new Map<string, Set<string>>();
   /** Late copies of requests waiting for the next step on their record, by record key. */
@@ -820,15 +939,36 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     list.push(`${Math.round(performance.now())} ${who}: ${text}`);
     trace.set(pk, list);
   };
+  /**
+   * The process of `invocation` dies: it, and every other invocation running in that process on
+   * the same handler, are dead from now on.
+   */
+  const die = (invocation: Invocation, why: string): void => {
+    for (const victim of new Set([invocation, ...invocation.instance.running])) {
+      if (victim.crashed) continue;
+      victim.crashed = true;
+      // Nothing of a dead invocation comes any more: whatever waited for its requests stops waiting.
+      for (const event of victim.events.values()) event.resolve();
+      // The records with injected faults, and the markers written (a big key's has no planned key).
+      const touched = new Set([...victim.faultsByKey.keys(), ...victim.markerWritten.keys()]);
+      const how = victim === invocation ? why : `died with invocation ${invocation.id}, ${why}`;
+      for (const pk of touched) note(pk, victim, `invocation ${how}`);
+    }
+  };
   const crash = (invocation: Invocation, point: CrashPoint): void => {
     if (invocation.crashed) return;
-    invocation.crashed = true;
     crashes[point] += 1;
-    // Nothing of a dead invocation comes any more: whatever waited for its requests stops waiting.
-    for (const event of invocation.events.values()) event.resolve();
-    // The records with injected faults, and the markers written (a big key's has no planned key).
-    const touched = new Set([...invocation.faultsByKey.keys(), ...invocation.markerWritten.keys()]);
-    for (const pk of touched) note(pk, invocation, `invocation crashed ${point}`);
+    die(invocation, `crashed ${point}`);
+  };
+  /**
+   * Lambda kills `invocation` at its timeout: nothing answers for its batch, and its execution
+   * environment starts again (see `invoke`). Requests it has in flight still land.
+   */
+  const timeOut = (invocation: Invocation): void => {
+    if (invocation.crashed) return;
+    injected['invocations timed out'] += 1;
+    die(invocation, 'killed at its timeout');
+    invocation.killed.resolve();
   };
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
@@ -853,15 +993,73 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         };
       }
     }
-    let roll = chanceOf(seed, 'update', update, delivery.messageId, delivery.receiveCount, nth);
-    for (const [kind, chance] of UPDATE_FAULTS[update]) {
-      if (roll < chance) {
-        injected['lost responses'] += 1;
-        return { kind };
-      }
-      roll -= chance;
+    const roll = chanceOf(seed, 'update', update, delivery.messageId, delivery.receiveCount, nth);
+    const kind = drawFault(UPDATE_FAULTS[update], roll);
+    if (kind === 'throttle' || kind === 'throttle-after-applied')
+      return { kind: 'throttle', applied: kind === 'throttle-after-applied' };
+    if (kind !== undefined) injected['lost responses'] += 1;
+    return kind === undefined ? undefined : { kind };
+  };
+
+  /**
+   * A transaction conflict for a commit of `invocation` while another running invocation has a
+   * delivery of one of its markers' keys (drawn per key and delivery), on that marker's item.
+   */
+  const racingConflict = (invocation: Invocation, request: DynamoRequest): RequestFault | undefined => {
+    if (request.operation !== 'TransactWriteItems') return undefined;
+    const items = (request.input.TransactItems ?? []) as { Put?: { TableName?: string; Item?: unknown } }[];
+    for (const [item, action] of items.entries()) {
+      const pk = action.Put?.TableName === inboxTable ? pkOf(action.Put.Item) : undefined;
+      const delivery = pk === undefined ? undefined : invocation.deliveryByKey.get(pk);
+      if (pk === undefined || delivery === undefined) continue;
+      const rivals = [...(liveKeys.get(pk) ?? [])].filter((id) => id !== invocation.id);
+      if (rivals.length === 0) continue;
+      const roll = chanceOf(seed, 'racing conflict', pk, delivery.messageId, delivery.receiveCount);
+      if (roll >= RACING_CONFLICT_CHANCE) continue;
+      racingConflicts += 1;
+      note(pk, invocation, `commit conflicts with invocation(s) ${rivals.join(', ')} (injected)`);
+      return { kind: 'conflict', item };
     }
     return undefined;
+  };
+
+  /** Counts the throttle or conflict `fault` of `request`; a throttle gets its error code here. */
+  const counted = (
+    invocation: Invocation,
+    request: DynamoRequest,
+    fault: RequestFault | undefined,
+  ): RequestFault | undefined => {
+    if (fault?.kind === 'conflict') injected['transaction conflicts'] += 1;
+    if (fault?.kind !== 'throttle') return fault;
+    const first = invocation.batch[0]!;
+    const role = rolesOf(request)[0]!;
+    const roll = chanceOf(
+      seed,
+      'throttle code',
+      request.operation,
+      role.role === 'other' ? '' : role.pk,
+      first.messageId,
+      first.receiveCount,
+    );
+    const code = THROTTLE_CODES[Math.floor(roll * THROTTLE_CODES.length)]!;
+    injected.throttles += 1;
+    throttles[code] += 1;
+    if (fault.applied) throttles['after applied'] += 1;
+    const kind = requestKindOf(request);
+    throttledRequests[kind] = (throttledRequests[kind] ?? 0) + 1;
+    return { ...fault, code };
+  };
+
+  /**
+   * A read meets a throttle in one case of `READ_THROTTLE_CHANCE` (reads are only a fallback, when
+   * a failed condition did not return the stored item).
+   */
+  const readFault = (invocation: Invocation, request: DynamoRequest): RequestFault | undefined => {
+    if (request.operation !== 'GetItem') return undefined;
+    const first = invocation.batch[0]!;
+    const key = pkOf(request.input.Key) ?? '';
+    const roll = chanceOf(seed, 'read', key, first.messageId, first.receiveCount);
+    return roll < READ_THROTTLE_CHANCE ? { kind: 'throttle' } : undefined;
   };
 
   const controllerOf = (instance: Instance): FaultController => ({
@@ -869,17 +1067,36 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     decide(request: DynamoRequest): RequestFault | undefined {
       recordActions(actions, request);
       const invocation = current(instance);
-      if (invocation === undefined || !invocation.faults) return undefined;
+      if (invocation === undefined) return undefined;
+      invocation.sent += 1;
+      // Killed now: this request is refused (the invocation is dead), those in flight land.
+      if (invocation.sent === invocation.timeoutAt) timeOut(invocation);
+      const roles = rolesOf(request);
+      for (const role of roles) {
+        if (role.role === 'claim') invocation.claimed.add(role.pk);
+        // A lease timer belongs to the invocation that claimed: one extending another
+        // invocation's claim leaked from it (handlers shared by concurrent invocations).
+        if (role.role === 'effect' && role.update === 'extend' && !invocation.claimed.has(role.pk)) {
+          runtimeViolations.push(
+            `invocation ${invocation.id}: a heartbeat of ${role.pk}, which another invocation claimed`,
+          );
+        }
+      }
+      if (!invocation.faults) return undefined;
       // A transaction shared by several messages counts as a claim of each; the first planned
       // fault among them is the request's (a request meets one fault).
       let fault: RequestFault | undefined;
-      for (const role of rolesOf(request)) {
+      for (const role of roles) {
         const planned = decideFor(invocation, role);
         if (fault !== undefined || planned === undefined) continue;
         fault = planned;
         if (role.role === 'claim' && losesClaimResponse(fault)) injected['lost responses'] += 1;
       }
-      return fault;
+      return counted(
+        invocation,
+        request,
+        fault ?? racingConflict(invocation, request) ?? readFault(invocation, request),
+      );
     },
     onLateDuplicate(request, send) {
       for (const role of rolesOf(request)) {
@@ -995,8 +1212,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const loggerOf = (instance: Instance): Logger => ({
     log(entry: LogEntry) {
       const invocation = current(instance);
-      if (invocation === undefined || invocation.crashed) return;
       const messageId = entry.messageId;
+      // A log line stays with the invocation of its message, whatever else the process runs.
+      if (typeof messageId === 'string' && !invocation?.receiveCounts.has(messageId)) {
+        runtimeViolations.push(
+          `${invocation === undefined ? 'outside any invocation' : `invocation ${invocation.id}`}: a log line of ${messageId}, a message it did not receive`,
+        );
+      }
+      if (invocation === undefined || invocation.crashed) return;
       if (typeof messageId !== 'string' || typeof entry.outcome !== 'string') return;
       lastOutcome.set(messageId, {
         outcome: entry.outcome,
@@ -1016,8 +1239,28 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       crash: (invocation) => crash(invocation, 'while building the batch response'),
       onPublish: (counts) => {
         cacheHits += counts.cacheHit;
+        checkCounts(current(instance), counts);
       },
     });
+
+  /**
+   * The counts an invocation publishes are its own: one outcome per message of its batch, and no
+   * more cache hits than duplicates (another invocation's, in the same process, never mixed in).
+   */
+  const checkCounts = (invocation: Invocation | undefined, counts: OutcomeCounts): void => {
+    if (invocation === undefined) {
+      runtimeViolations.push('metrics published outside any invocation');
+      return;
+    }
+    if (invocation.crashed) return;
+    const { processed, duplicate, inFlight, mismatch, stale, retry, permanent, cacheHit } = counts;
+    const outcomes = processed + duplicate + inFlight + mismatch + stale + retry + permanent;
+    if (outcomes !== invocation.batch.length || cacheHit > duplicate) {
+      runtimeViolations.push(
+        `invocation ${invocation.id}: published ${outcomes} outcomes (${cacheHit} cache hits, ${duplicate} duplicates) for a batch of ${invocation.batch.length}`,
+      );
+    }
+  };
 
   const senderOf = (instance: Instance): DeadLetterSender =>
     createCapturingDeadLetterSender({
@@ -1213,6 +1456,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       skewMillis: random.between(-MAX_SKEW_MILLIS, MAX_SKEW_MILLIS),
       client,
       handler: undefined as never,
+      // At least one instance runs one invocation at a time (see `drain`).
+      slots: options.instances > SHARED_PROCESS_SLOTS.length ? (SHARED_PROCESS_SLOTS[index] ?? 1) : 1,
+      running: new Set<Invocation>(),
     };
   });
   // Instances whose clock is off by more than half the tolerance: a pair of them may be beyond it.
@@ -1255,7 +1501,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         ? {}
         : { completedCache: { maxEntries: options.completedCacheEntries } }),
     };
-    const createHandler = (): SqsHandler =>
+    const createModeHandler = (): SqsHandler =>
       mode === 'atomic'
         ? createSqsHandler<Body>({
             ...common,
@@ -1321,6 +1567,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
                   heartbeat: true,
                 }),
               });
+    const createHandler = (): SqsHandler => options.wrapHandler?.(createModeHandler()) ?? createModeHandler();
     handlerFactories.set(instance, createHandler);
     instance.handler = createHandler();
   }
@@ -1347,6 +1594,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       receiveCounts: new Map(batch.map((received) => [received.messageId, received.receiveCount])),
       responseCrash: faults && invocationRoll < 0.03,
       deadline: faults && invocationRoll >= 0.03 && invocationRoll < 0.04,
+      timeoutAt:
+        faults && invocationRoll >= 0.04 && invocationRoll < 0.04 + (options.timeoutChance ?? 0.01)
+          ? 1 + Math.floor(chanceOf(seed, 'timeout', first.messageId, first.receiveCount) * batch.length)
+          : undefined,
+      sent: 0,
+      killed: deferred(),
+      claimed: new Set(),
+      shared: false,
       faults,
       markerWritten: new Map(),
       effectWritten: new Set(),
@@ -1426,16 +1681,48 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       return delivery;
     });
     const context = lambdaContextOf(invocation);
+    // Another invocation running in this process shares the handler object with this one.
+    instance.running.add(invocation);
+    if (instance.running.size > 1) for (const running of instance.running) running.shared = true;
+    for (const pk of invocation.deliveryByKey.keys()) {
+      const ids = liveKeys.get(pk) ?? new Set<number>();
+      ids.add(invocation.id);
+      liveKeys.set(pk, ids);
+    }
 
     let response: SqsBatchResponse | undefined;
     let thrown: unknown;
-    await invocationContext.run(invocation, async () => {
+    const handled = invocationContext.run(invocation, async () => {
       try {
         response = await instance.handler({ Records: records }, context);
       } catch (error) {
         thrown = error;
       }
     });
+    const killed = await Promise.race([
+      handled.then(() => false),
+      invocation.killed.promise.then(() => true),
+    ]);
+    instance.running.delete(invocation);
+    for (const pk of invocation.deliveryByKey.keys()) liveKeys.get(pk)?.delete(invocation.id);
+    if (invocation.shared) injected['invocations shared a process'] += 1;
+    if (killed) {
+      // Killed at its timeout: no response, so its whole batch comes back after the visibility
+      // timeout. Lambda starts the execution environment again (a new handler); the old one runs
+      // on with nobody waiting, its requests refused, those already in flight landing.
+      instance.handler = handlerFactories.get(instance)!();
+      if (options.completedCacheEntries !== undefined) coldRestarts += 1;
+      const ended = performance.now();
+      for (const delivery of timed) delivery.endedAt = ended;
+      abandoned.push(
+        handled.then(() => {
+          if (mode !== 'marker') return;
+          for (const key of unfollowedMarkers(invocation)) markerGaps.set(key, 'timeout');
+        }),
+      );
+      if (options.acknowledgeTimedOut) for (const received of batch) queue.delete(received.receiptHandle);
+      return;
+    }
     // Nothing of the invocation waits any longer (a heartbeat held for a release that a crash
     // prevented is refused: its invocation is dead).
     for (const event of invocation.events.values()) event.resolve();
@@ -1503,7 +1790,8 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
 
   /** Runs invocations until every message sent so far is deleted or dead-lettered. */
   const drain = async (): Promise<void> => {
-    const idle = [...instances];
+    // One entry per slot: an instance with several runs that many invocations at once.
+    const idle = instances.flatMap((instance) => Array.from({ length: instance.slots }, () => instance));
     const running = new Map<
       Promise<void>,
       { readonly exclusive: boolean; readonly keys: ReadonlySet<number> }
@@ -1526,14 +1814,19 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         // the owner's jumped clock wrote (soak seed 14).
         let epoch: 0 | 1 = 0;
         let exclusive = false;
+        let slot = 0;
         for (;;) {
           epoch = epochOf(batch[0]!.meta);
           exclusive = epoch === 1 || batch.some((received) => received.meta.plan.expiryMidEffect);
-          if (!clashes(exclusive, keys)) break;
+          // Such a batch also runs alone in its process: another invocation's crash there would
+          // kill an owner whose record then expires for want of heartbeats, the moment standing
+          // for a TTL later with no redelivery planned to open that live window.
+          slot = exclusive ? idle.findIndex((instance) => instance.slots === 1) : 0;
+          if (slot >= 0 && !clashes(exclusive, keys)) break;
           await Promise.race(running.keys());
         }
         if (epoch === 1) for (const key of keys) keysInEpochOne.add(key);
-        const instance = idle.shift()!;
+        const instance = idle.splice(slot, 1)[0]!;
         const run: Promise<void> = invoke(instance, batch, epoch).finally(() => {
           running.delete(run);
           idle.push(instance);
@@ -1556,7 +1849,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   /** Lets every late copy still on its way land (the queue drained: nothing follows on its record). */
   const landLate = async (): Promise<void> => {
     for (const pk of [...lateByKey.keys()]) sendLate(pk);
-    await Promise.all(lateInFlight);
+    await Promise.all([...lateInFlight, ...abandoned]);
   };
 
   try {
@@ -1616,6 +1909,9 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     rivalsAfterLeaseEnded,
     cacheHits,
     coldRestarts,
+    throttles,
+    racingConflicts,
+    throttledRequests,
   };
 }
 
