@@ -17,7 +17,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName } from '../support/aws';
 import { positiveInteger } from './support/environment';
-import { THROTTLE_CODES } from './support/fault-injection';
+import {
+  isThrottle,
+  isTransactionConflict,
+  THROTTLE_CODES,
+  tamperFailedTransactions,
+} from './support/fault-injection';
 import { ungrantedActions } from './support/grants';
 import { checkSeed, type SeedReport } from './support/oracle';
 import { createProofRecord, SQS_PROOF } from './support/proof-record';
@@ -232,6 +237,17 @@ describe(`fault injection: ${SEEDS.length} seed(s) of ${MESSAGES} messages throu
   );
 });
 
+/**
+ * A transaction item without its condition: every marker of a batch commit (a shared transaction
+ * sent again with one condition kept would be cancelled by it).
+ */
+function withoutCondition(item: Record<string, unknown>): Record<string, unknown> {
+  const put = (item as { Put?: Record<string, unknown> }).Put;
+  if (put === undefined) return item;
+  const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...rest } = put;
+  return { Put: rest };
+}
+
 describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken store', () => {
   const small = { messages: 200, mode: 'atomic', deadLetter: 'direct' } as const;
 
@@ -253,5 +269,63 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
 
     expect(report.lost).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('effect missing'))).toBe(true);
+  });
+
+  it('counts duplicate effects when a commit throttled after it was applied is sent again without its marker condition', async () => {
+    const report = await runSeed(9003, {
+      ...small,
+      messages: 600,
+      tamper: (client) =>
+        tamperFailedTransactions(client.document, isThrottle, (resend, items) =>
+          resend(items.map(withoutCondition)),
+        ),
+    });
+
+    expect(report.throttles['after applied']).toBeGreaterThan(0);
+    expect(report.duplicateEffects).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+  });
+
+  it('counts lost messages when a commit that met a transaction conflict is taken for committed', async () => {
+    const report = await runSeed(9004, {
+      ...small,
+      tamper: (client) =>
+        tamperFailedTransactions(client.document, isTransactionConflict, async () => ({
+          output: { $metadata: {} },
+          response: {},
+        })),
+    });
+
+    expect(report.racingConflicts).toBeGreaterThan(0);
+    expect(report.lost).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('never processed'))).toBe(true);
+  });
+
+  it('counts lost messages when the runtime deletes the batch of an invocation killed at its timeout', async () => {
+    const report = await runSeed(9005, { ...small, acknowledgeTimedOut: true, timeoutChance: 0.1 });
+
+    expect(report.injected['invocations timed out']).toBeGreaterThan(0);
+    expect(report.lost).toBeGreaterThan(0);
+  });
+
+  it('reports log lines in the wrong invocation when concurrent invocations of a process share one event', async () => {
+    const report = await runSeed(9006, {
+      ...small,
+      // A handler keeping "the current event" in its own state, which the next invocation in the
+      // same process overwrites before the first one reads it.
+      wrapHandler: (handler) => {
+        let current: Parameters<typeof handler>[0] | undefined;
+        return async (event, context) => {
+          current = event;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return handler(current, context);
+        };
+      },
+    });
+
+    expect(report.injected['invocations shared a process']).toBeGreaterThan(0);
+    expect(report.violations.some((violation) => violation.includes('a message it did not receive'))).toBe(
+      true,
+    );
   });
 });

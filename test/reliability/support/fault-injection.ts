@@ -363,3 +363,46 @@ export function roleOf(request: DynamoRequest): RequestRole {
       return { role: 'other' };
   }
 }
+
+/** True for one of the throttling errors DynamoDB documents ({@link THROTTLE_CODES}). */
+export function isThrottle(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return THROTTLE_CODES.some((code) => code === name);
+}
+
+/** True for a cancelled transaction one of whose reasons is `TransactionConflict`. */
+export function isTransactionConflict(error: unknown): boolean {
+  const reasons = (error as { CancellationReasons?: { Code?: string }[] } | null)?.CancellationReasons;
+  return reasons?.some((reason) => reason.Code === 'TransactionConflict') ?? false;
+}
+
+/**
+ * A deliberately broken store, to prove an oracle sees what it breaks: a `TransactWriteItems`
+ * that fails with `isFailure` is taken for one that did not happen (or for one that did) and
+ * `handle` decides what comes instead: for example sending it again rewritten (`resend`).
+ * Inside the fault injection's crash and fault decisions, outside the SDK's retries.
+ */
+export function tamperFailedTransactions(
+  client: DynamoDBClient | DynamoDBDocumentClient,
+  isFailure: (error: unknown) => boolean,
+  handle: (
+    resend: (items: Record<string, unknown>[]) => Promise<unknown>,
+    items: Record<string, unknown>[],
+  ) => Promise<unknown>,
+): void {
+  (client.middlewareStack as Stack).add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!isFailure(error)) throw error;
+        const input = args.input as { TransactItems?: Record<string, unknown>[] };
+        const resend = (TransactItems: Record<string, unknown>[]) =>
+          next({ ...args, input: { ...input, TransactItems, ClientRequestToken: undefined } });
+        return (await handle(resend, input.TransactItems ?? [])) as Awaited<ReturnType<typeof next>>;
+      }
+    },
+    { step: 'initialize', priority: 'low', name: 'reliabilityTamperFailures' },
+  );
+}
