@@ -1,11 +1,12 @@
 /**
  * The fakes every simulation's Lambda instances share (no I/O): what a drawn fault becomes, and
- * the dead-letter sender and metrics sink an invocation hands the real handler.
+ * the dead-letter sender and metrics sink an invocation hands the real handler; the kind of
+ * request a throttle is counted by, and the failures the deliberately broken stores recognise.
  */
 import { describe, expect, it } from 'vitest';
 import { createOutcomeCounts } from '../../lambda/core/metrics';
 import type { DeadLetterMessage } from '../../lambda/dead-letter/dead-letter-message';
-import { isSimulatedCrash } from './support/fault-injection';
+import { isSimulatedCrash, isThrottle, isTransactionConflict } from './support/fault-injection';
 import { chanceOf } from './support/prng';
 import {
   claimRequestFault,
@@ -16,6 +17,7 @@ import {
   type SimulatedInvocation,
 } from './support/simulated-lambda';
 import { sqsRecordOf } from './support/simulated-queue';
+import { requestKindOf } from './support/simulation';
 
 const letter = (sourceMessageId: string): DeadLetterMessage => ({
   body: '{}',
@@ -202,5 +204,56 @@ describe('sqsRecordOf', () => {
       eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:orders',
       awsRegion: 'us-east-1',
     });
+  });
+});
+
+describe('the request kinds throttles are counted by', () => {
+  const inbox = 'inbox';
+  const update = (UpdateExpression: string) => ({
+    operation: 'UpdateItem',
+    input: { TableName: inbox, Key: { pk: 'c#k1' }, UpdateExpression },
+  });
+
+  it('tells claims, commits, completes, releases, heartbeats and reads apart', () => {
+    expect(requestKindOf({ operation: 'PutItem', input: { TableName: inbox, Item: { pk: 'c#k1' } } })).toBe(
+      'claim',
+    );
+    expect(
+      requestKindOf({
+        operation: 'TransactWriteItems',
+        input: { TransactItems: [{ Put: { TableName: inbox, Item: { pk: 'c#k1' } } }] },
+      }),
+    ).toBe('commit');
+    expect(requestKindOf(update('SET #status = :completed'))).toBe('complete');
+    expect(requestKindOf(update('SET #status = :inProgress, #leaseExpiresAt = :released'))).toBe('release');
+    expect(requestKindOf(update('SET #leaseExpiresAt = :leaseExpiresAt, #expiresAt = :expiresAt'))).toBe(
+      'heartbeat',
+    );
+    expect(requestKindOf({ operation: 'GetItem', input: { TableName: inbox, Key: { pk: 'c#k1' } } })).toBe(
+      'read',
+    );
+    expect(requestKindOf(update('ADD #effects :one'))).toBe('other');
+  });
+});
+
+describe('the failures a deliberately broken store recognises', () => {
+  it('knows the three throttling errors DynamoDB documents, and nothing else, as throttles', () => {
+    const named = (name: string) => Object.assign(new Error(name), { name });
+    expect(
+      ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded'].map((name) =>
+        isThrottle(named(name)),
+      ),
+    ).toEqual([true, true, true]);
+    expect(isThrottle(named('TransactionCanceledException'))).toBe(false);
+  });
+
+  it('knows a cancelled transaction by its TransactionConflict reason', () => {
+    const cancelled = (codes: string[]) => ({
+      name: 'TransactionCanceledException',
+      CancellationReasons: codes.map((Code) => ({ Code })),
+    });
+    expect(isTransactionConflict(cancelled(['None', 'TransactionConflict']))).toBe(true);
+    expect(isTransactionConflict(cancelled(['ConditionalCheckFailed', 'None']))).toBe(false);
+    expect(isTransactionConflict(new Error('socket hang up'))).toBe(false);
   });
 });
