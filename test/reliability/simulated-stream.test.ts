@@ -202,6 +202,21 @@ describe('simulated stream event source', () => {
     ]);
   });
 
+  it('names shards with the shardIdOf option and gives each record its offset in its shard, from 0 in write order', () => {
+    const stream = streamOf({ shardCount: 2, shardIdOf: (index) => `orders-${index}` });
+    const keys = Array.from({ length: 12 }, (_, index) => `customer-${index}`);
+    for (const key of keys) stream.put(key, key);
+
+    const offsetsOf = (shardId: string) =>
+      stream.entries.filter((entry) => entry.shardId === shardId).map((entry) => entry.offset);
+
+    expect(new Set(stream.entries.map((entry) => entry.shardId))).toEqual(new Set(['orders-0', 'orders-1']));
+    for (const shardId of ['orders-0', 'orders-1']) {
+      const offsets = offsetsOf(shardId);
+      expect(offsets).toEqual(offsets.map((_, index) => index));
+    }
+  });
+
   it('delivers every record again after a replay from TRIM_HORIZON', () => {
     const stream = streamOf();
     put(stream, 'a', 'b');

@@ -3,7 +3,8 @@
  * `ReportBatchItemFailures`), with the semantics AWS documents for Lambda stream consumers:
  *
  * - a shard keeps its records in order, each under a sequence number that increases with every
- *   write (the same data written twice gets two sequence numbers);
+ *   write (the same data written twice gets two sequence numbers) and at an offset, its position
+ *   in the shard from 0 (a Kafka partition is such a shard: `shardIdOf` names it `<topic>-<n>`);
  * - a batch holds up to `batchSize` records of one shard from its checkpoint on; with a
  *   `parallelization` factor above 1 a shard runs that many batches at once, one per lane, and a
  *   record's lane is its partition key's hash (order is kept per partition key, not per shard);
@@ -32,6 +33,8 @@ import { hashOf } from './prng';
 export interface StreamEntry<TMeta> {
   readonly shardId: string;
   readonly sequenceNumber: string;
+  /** Its position in its shard, from 0 in write order: a Kafka record's offset in its partition. */
+  readonly offset: number;
   readonly partitionKey: string;
   readonly meta: TMeta;
 }
@@ -82,6 +85,8 @@ export interface SimulatedStreamOptions {
    * its partition key's hash, so a test can spread one partition key over lanes on purpose.
    */
   readonly laneOf?: (partitionKey: string, position: number) => number;
+  /** The id of shard `index` (a Kafka topic-partition: `orders-0`). @default the Kinesis {@link shardIdOf} */
+  readonly shardIdOf?: (index: number) => string;
 }
 
 /** Counts of what the event source did. */
@@ -142,10 +147,13 @@ export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): S
     bisectOnError,
     parallelization = 1,
     laneOf: tamperLane,
+    shardIdOf: nameOf = shardIdOf,
   } = options;
   const lanes = new Map<string, Lane<TMeta>>();
   const entries: StreamEntry<TMeta>[] = [];
   const fate = new Map<string, EntryFate>();
+  /** Records written to each shard so far: the next one's offset. */
+  const written = new Map<string, number>();
   const onFailure: OnFailureRecord[] = [];
   const stats: StreamStats = {
     batches: 0,
@@ -159,7 +167,7 @@ export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): S
 
   const laneOf = (partitionKey: string): Lane<TMeta> => {
     const hash = hashOf('partition key', partitionKey);
-    const shardId = shardIdOf(hash % shardCount);
+    const shardId = nameOf(hash % shardCount);
     const index = tamperLane?.(partitionKey, sequence) ?? Math.floor(hash / shardCount) % parallelization;
     const name = `${shardId}/${index}`;
     let lane = lanes.get(name);
@@ -209,10 +217,13 @@ export function createSimulatedStream<TMeta>(options: SimulatedStreamOptions): S
     put(partitionKey, meta) {
       sequence += 1;
       const lane = laneOf(partitionKey);
+      const offset = written.get(lane.shardId) ?? 0;
+      written.set(lane.shardId, offset + 1);
       const entry: StreamEntry<TMeta> = {
         shardId: lane.shardId,
         // Fixed width, so sequence numbers order as strings do.
         sequenceNumber: `4959${String(sequence).padStart(26, '0')}`,
+        offset,
         partitionKey,
         meta,
       };
