@@ -37,7 +37,7 @@ export const SQS_PROOF: ProofTopology<SeedReport> = {
 /** The stream simulation (`stream-simulation.test.ts`): one source and mode per seed. */
 export const STREAM_PROOF: ProofTopology<StreamSeedReport> = {
   topology: 'streams',
-  transport: 'Kinesis and DynamoDB Streams → Lambda → DynamoDB',
+  transport: 'Kinesis, DynamoDB Streams and Kafka → Lambda → DynamoDB',
   file: 'test/reliability/stream-simulation.test.ts',
   modeOf: (report) => `${report.source} ${report.mode}`,
   messagesOf: (report) => report.records,

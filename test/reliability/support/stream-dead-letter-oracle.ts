@@ -8,9 +8,11 @@
  *   record must fail with, its reason the one that code gives for that data (`REASONS`), and its
  *   attributes say the same (`eo-code`, `eo-reason`, the coordinates, `eo-source-message-id`);
  * - its coordinates are the record's, as Lambda delivered it (stream ARN, shard, sequence number,
- *   event id, partition key, arrival time; for a table stream the event name and the item keys);
- * - its data is the record's data byte for byte (a Kinesis record's data; a table stream record's
- *   `dynamodb` field as delivered, as JSON), as UTF-8 text when it is UTF-8 and base64 when it is
+ *   event id, partition key, arrival time; for a table stream the event name and the item keys;
+ *   for Kafka the cluster ARN, topic-partition, topic, partition and offset, timestamp, record key
+ *   and headers), and name it: a Kafka dead letter by its topic-partition and offset;
+ * - its data is the record's data byte for byte (a Kinesis record's data, a Kafka record's value;
+ *   a table stream record's `dynamodb` field as delivered, as JSON), as UTF-8 text when it is UTF-8 and base64 when it is
  *   not, with its size and SHA-256; or marked truncated, with the data's size and SHA-256, and
  *   then only when the whole envelope would not fit the queue's message size (counted here, as
  *   SQS counts it, with the attributes the message came with).
@@ -19,6 +21,7 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { DEAD_LETTER_ATTRIBUTES, STREAM_RECORD_ATTRIBUTES } from '../../../lambda/core/contract';
+import type { KafkaRecord } from '../../../lambda/kafka';
 import type { DynamoDbStreamRecord, KinesisStreamRecord } from '../../../lambda/streams';
 import {
   STREAM_DEAD_LETTER_FORMAT,
@@ -41,6 +44,23 @@ import {
 export interface ParsedDeadLetter {
   readonly received: ReceivedDeadLetter;
   readonly envelope: StreamDeadLetterBody;
+}
+
+/**
+ * The stream record a dead letter names, by its event id: a Kafka record by its topic-partition
+ * and offset (the smallest dead letter keeps only the topic-partition, as `shardId`, and the offset,
+ * as `sequenceNumber`), any other by its event id.
+ */
+function namedEventId(
+  result: StreamSimulationResult,
+  source: StreamCoordinates | undefined,
+): string | undefined {
+  if (source === undefined || result.options.source !== 'kafka') return source?.eventId;
+  const { topic, partition, offset, shardId, sequenceNumber } = source;
+  if (topic !== undefined && partition !== undefined && offset !== undefined) {
+    return `${topic}-${partition}:${offset}`;
+  }
+  return shardId === undefined ? undefined : `${shardId}:${sequenceNumber}`;
 }
 
 /** The reason each code gives, by whether the record's data is UTF-8 text. */
@@ -70,7 +90,7 @@ export function indexDeadLetters(result: StreamSimulationResult): {
       problems.push(`a dead letter that is not JSON: ${JSON.stringify(received.body.slice(0, 80))}`);
       continue;
     }
-    const eventId = envelope?.source?.eventId;
+    const eventId = namedEventId(result, envelope?.source);
     if (envelope?.format !== STREAM_DEAD_LETTER_FORMAT || eventId === undefined || !eventIds.has(eventId)) {
       problems.push(
         `a dead letter that points at no record of the stream: ${JSON.stringify(received.body.slice(0, 160))}`,
@@ -93,6 +113,33 @@ export function indexDeadLetters(result: StreamSimulationResult): {
   return { byEventId, problems };
 }
 
+/**
+ * The coordinates a Kafka record's dead letter must name: built here from the record as
+ * delivered, not with the handler's own `kafkaCoordinates`.
+ */
+function kafkaCoordinatesOf(
+  result: StreamSimulationResult,
+  entry: StreamEntry<StreamMeta>,
+  kafka: KafkaRecord,
+): StreamCoordinates {
+  const headers = (kafka.headers ?? []).flatMap((header) =>
+    Object.entries(header).map(([name, bytes]) => ({ name, value: Buffer.from(bytes).toString('base64') })),
+  );
+  return {
+    eventSource: 'aws:kafka',
+    eventSourceArn: result.streamArn,
+    shardId: entry.shardId,
+    sequenceNumber: String(entry.offset),
+    topic: kafka.topic,
+    partition: kafka.partition,
+    offset: entry.offset,
+    timestamp: kafka.timestamp!,
+    timestampType: kafka.timestampType!,
+    recordKey: Buffer.from(entry.partitionKey, 'utf8').toString('base64'),
+    ...(headers.length === 0 ? {} : { headers }),
+  };
+}
+
 /** The record's data as its dead letter must carry it, and the coordinates it must name. */
 function expectedOf(
   result: StreamSimulationResult,
@@ -100,10 +147,14 @@ function expectedOf(
 ): { readonly data: Buffer; readonly coordinates: StreamCoordinates } {
   const { source } = result.options;
   const record = lambdaRecordOf(source, entry, result.streamArn);
-  if (source === 'kinesis') {
-    const { kinesis } = record as KinesisStreamRecord;
+  if (source !== 'dynamodb') {
+    // Kinesis data and a Kafka value: the bytes as produced.
+    const data = Buffer.from(entry.meta.plan.writes[entry.meta.write]!.data);
+    if (source === 'kafka') {
+      return { data, coordinates: kafkaCoordinatesOf(result, entry, record as KafkaRecord) };
+    }
     return {
-      data: Buffer.from(entry.meta.plan.writes[entry.meta.write]!.data),
+      data,
       coordinates: {
         eventSource: 'aws:kinesis',
         eventSourceArn: result.streamArn,
@@ -111,7 +162,7 @@ function expectedOf(
         sequenceNumber: entry.sequenceNumber,
         eventId: entry.meta.eventId,
         partitionKey: entry.partitionKey,
-        arrivalTime: kinesis.approximateArrivalTimestamp,
+        arrivalTime: (record as KinesisStreamRecord).kinesis.approximateArrivalTimestamp,
       },
     };
   }
@@ -168,8 +219,9 @@ export function deadLetterProblems(
   const attributes: Record<string, string | undefined> = {
     [DEAD_LETTER_ATTRIBUTES.sourceMessageId]: entry.meta.eventId,
     [STREAM_RECORD_ATTRIBUTES.eventSourceArn]: result.streamArn,
-    [STREAM_RECORD_ATTRIBUTES.sequenceNumber]: entry.sequenceNumber,
-    [STREAM_RECORD_ATTRIBUTES.shardId]: result.options.source === 'kinesis' ? entry.shardId : undefined,
+    // A Kafka record's offset is its sequence number, its topic-partition its shard.
+    [STREAM_RECORD_ATTRIBUTES.sequenceNumber]: expected.coordinates.sequenceNumber,
+    [STREAM_RECORD_ATTRIBUTES.shardId]: result.options.source === 'dynamodb' ? undefined : entry.shardId,
     [STREAM_RECORD_ATTRIBUTES.partitionKey]:
       result.options.source === 'kinesis' ? entry.partitionKey : undefined,
   };

@@ -1,9 +1,17 @@
 /**
  * One seed of the stream simulation: a seeded plan of records written to a simulated stream
  * (`simulated-stream.ts`: shards, sequence numbers, checkpoints, bisects, retries, the on-failure
- * destination), read by simulated Lambda instances that run the real `createKinesisHandler` or
- * `createDynamoDbStreamHandler` over the real DynamoDB store on the local emulator, with faults
- * injected at every step (`fault-injection.ts`).
+ * destination), read by simulated Lambda instances that run the real `createKinesisHandler`,
+ * `createDynamoDbStreamHandler` or `createKafkaHandler` over the real DynamoDB store on the local
+ * emulator, with faults injected at every step (`fault-injection.ts`).
+ *
+ * A Kafka seed is the same stream read as a Kafka event source mapping reads a topic: each shard
+ * is a topic-partition (`orders-0`, `orders-1`), each record sits at its offset in it (from 0 in
+ * write order), keyed by the producer's partition key and carrying the order's id in an
+ * `idempotency-key` header; the handler's answer (a partition and an offset per partition to
+ * retry) is translated back to that record's sequence number (`streamCheckpointOf`), so the
+ * stream's retries, bisects, `MaximumRetryAttempts`, on-failure destination, lost checkpoints and
+ * replay apply unchanged. Kafka has no `ParallelizationFactor`: one lane per partition.
  *
  * What is simulated and what is real:
  * - real: the toolkit (options, stream handler, batch processor, store, the SQS dead-letter
@@ -70,6 +78,12 @@ import type { LogEntry, Logger } from '../../../lambda/core/logger';
 import type { MetricsSink } from '../../../lambda/core/metrics';
 import type { DeadLetterMessage, DeadLetterSender } from '../../../lambda/dead-letter/dead-letter-message';
 import { createSqsDeadLetterSender } from '../../../lambda/dead-letter/sqs-dead-letter-sender';
+import {
+  createKafkaHandler,
+  type KafkaBatchResponse,
+  type KafkaHandlerOptions,
+  type KafkaRecord,
+} from '../../../lambda/kafka';
 import { atomic } from '../../../lambda/modes/atomic';
 import { entity } from '../../../lambda/modes/entity';
 import { marker } from '../../../lambda/modes/marker';
@@ -112,7 +126,7 @@ import { addOwner, recordActions, unfollowedMarkers } from './simulation';
 import { createLocalClient, type LocalClient } from './tables';
 
 /** Which stream and mode a seed runs. */
-export type StreamSource = 'kinesis' | 'dynamodb';
+export type StreamSource = 'kinesis' | 'dynamodb' | 'kafka';
 /** The modes whose effect lives in DynamoDB (two-phase is covered by the SQS simulation). */
 export type StreamMode = 'atomic' | 'marker' | 'entity';
 
@@ -144,6 +158,20 @@ export const DEAD_LETTER_MAX_MESSAGE_BYTES = 2048;
 export const KINESIS_MAX_RECORD_BYTES = 1_048_576;
 
 /**
+ * The largest Kafka record a broker with its default settings takes: `message.max.bytes`, "The
+ * largest record batch size allowed by Kafka (after compression if compression is enabled)",
+ * default 1,048,588 (https://kafka.apache.org/documentation/#brokerconfigs_message.max.bytes). A
+ * batch of one record holds its value, key and headers besides a header of its own.
+ */
+export const KAFKA_MAX_RECORD_BATCH_BYTES = 1_048_588;
+
+/** The topic of a Kafka seed: its shards are the partitions `orders-0` and `orders-1`. */
+export const KAFKA_TOPIC = 'orders';
+
+/** The header a Kafka seed's producer puts the order's id in (the dedup key stays the value's `id`). */
+export const KAFKA_KEY_HEADER = 'idempotency-key';
+
+/**
  * The largest DynamoDB item, so the largest image of a change: "The maximum item size in DynamoDB
  * is 400 KB, which includes both attribute name binary length (UTF-8 length) and attribute value
  * lengths (again binary length)."
@@ -169,21 +197,21 @@ export type BadKind = (typeof BAD_KINDS)[number];
 
 /** How a bad record's data is made. */
 export type BadVariant =
-  /** Kinesis: no data at all (Kinesis accepts it; an SQS body needs a character). */
+  /** Kinesis, Kafka: no data at all (Kinesis accepts it, Kafka an empty value; an SQS body needs a character). */
   | 'empty'
-  /** Kinesis: a gzip of a JSON order (a CloudWatch Logs subscription, any compressing producer). */
+  /** Kinesis, Kafka: a gzip of a JSON order (a CloudWatch Logs subscription, any compressing producer). */
   | 'gzip'
-  /** Kinesis: bytes that are not UTF-8. */
+  /** Kinesis, Kafka: bytes that are not UTF-8. */
   | 'random-bytes'
-  /** Kinesis: UTF-8 text with characters an SQS body may not hold (NUL, U+0008, U+001F, U+FFFE, U+FFFF). */
+  /** Kinesis, Kafka: UTF-8 text with characters an SQS body may not hold (NUL, U+0008, U+001F, U+FFFE, U+FFFF). */
   | 'control-text'
-  /** Kinesis: an order cut off in the middle (oversize, or sized to the boundary). */
+  /** Kinesis, Kafka: an order cut off in the middle (oversize, or sized to the boundary). */
   | 'truncated-json'
-  /** Kinesis, oversize: a JSON order without its `id`. */
+  /** Kinesis, Kafka, oversize: a JSON order without its `id`. */
   | 'no-key'
-  /** Kinesis, oversize: bytes that are not UTF-8. */
+  /** Kinesis, Kafka, oversize: bytes that are not UTF-8. */
   | 'large-binary'
-  /** The largest record of the source: 1 MiB of Kinesis data and partition key, or a change with two images of the largest item. */
+  /** The largest record of the source: 1 MiB of Kinesis data and partition key, a Kafka value of nearly `message.max.bytes`, or a change with two images of the largest item. */
   | 'largest'
   /** Table stream: a `MODIFY` change without its version, with two large images (oversize, or sized to the boundary). */
   | 'two-images';
@@ -204,6 +232,11 @@ export interface StreamSeedOptions {
   readonly tamper?: (client: LocalClient) => void;
   /** Test hook: lets a test break the checkpoint on purpose (rewrites each batch response). */
   readonly tamperResponse?: (response: StreamBatchResponse) => StreamBatchResponse;
+  /**
+   * Test hook: lets a test break a Kafka handler's answer on purpose (rewrites each Kafka batch
+   * response before it is translated to the stream's checkpoint).
+   */
+  readonly tamperKafkaResponse?: (response: KafkaBatchResponse) => KafkaBatchResponse;
   /**
    * Test hook: lets a test break the dead-letter writer on purpose. Rewrites each dead letter
    * before it is sent (the record's data at hand), or drops it (`undefined`) while the handler is
@@ -230,24 +263,30 @@ export interface StreamSeedOptions {
 /** The chance, per answered invocation with faults, that its checkpoint is not stored. */
 export const LOST_CHECKPOINT_CHANCE = 0.04;
 
+/** The modes of Kafka seeds, one after the other (seeds 5, 10, 15, ...). */
+const KAFKA_MODES = ['atomic', 'entity', 'marker'] as const;
+
 /**
- * The source, mode and mapping of a seed: Kinesis atomic, marker and entity, then a DynamoDB
- * table stream in atomic mode (a projection); bisect on two seeds of three; a parallelization
- * factor of 2 on even seeds.
+ * The source, mode and mapping of a seed: Kinesis atomic, marker and entity, a DynamoDB table
+ * stream in atomic mode (a projection), then a Kafka topic (atomic, entity, marker in turn);
+ * bisect on two seeds of three; a parallelization factor of 2 on even seeds but Kafka's (Kafka has
+ * no `ParallelizationFactor`).
  */
 export function streamSeedProfile(
   seed: number,
 ): Pick<StreamSeedOptions, 'source' | 'mode' | 'bisectOnError' | 'parallelization'> {
   const profiles = [
-    { source: 'dynamodb', mode: 'atomic' },
+    { source: 'kafka', mode: KAFKA_MODES[(Math.floor(seed / 5) + 2) % KAFKA_MODES.length]! },
     { source: 'kinesis', mode: 'atomic' },
     { source: 'kinesis', mode: 'marker' },
     { source: 'kinesis', mode: 'entity' },
+    { source: 'dynamodb', mode: 'atomic' },
   ] as const;
+  const profile = profiles[seed % profiles.length]!;
   return {
-    ...profiles[seed % profiles.length]!,
+    ...profile,
     bisectOnError: seed % 3 !== 0,
-    parallelization: seed % 2 === 0 ? 2 : 1,
+    parallelization: seed % 2 === 0 && profile.source !== 'kafka' ? 2 : 1,
   };
 }
 
@@ -262,7 +301,7 @@ export interface PlannedWrite {
   readonly position: number;
   readonly partitionKey: string;
   /**
-   * The Kinesis data's bytes as produced, or the JSON of the change as the table stream emits it
+   * The Kinesis data's (or Kafka value's) bytes as produced, or the JSON of the change as the table stream emits it
    * (`eventName`, `Keys`, `NewImage`, `OldImage`). Set once: a boundary record's data is sized
    * when its coordinates are known (`fill`).
    */
@@ -299,7 +338,7 @@ export interface PlannedStreamRecord {
   readonly transaction?: string;
 }
 
-/** True for a Kinesis record whose data a producer serialises from an object (again on a retry). */
+/** True for a Kinesis or Kafka record whose data a producer serialises from an object (again on a retry). */
 function isJsonOrder(kind: StreamRecordKind): boolean {
   return kind === 'valid' || kind === 'conflict' || kind === 'missing-key';
 }
@@ -320,20 +359,24 @@ interface PlannedChange {
   readonly OldImage?: Image;
 }
 
+/** The bad data of a source whose records are bytes (Kinesis data, a Kafka value). */
+const PLANTED_BYTES: readonly (readonly [BadKind, BadVariant, number?])[] = [
+  ['empty', 'empty'],
+  ['binary', 'gzip'],
+  ['binary', 'random-bytes'],
+  ['binary', 'control-text'],
+  ['oversize', 'truncated-json'],
+  ['oversize', 'no-key'],
+  ['oversize', 'large-binary'],
+  ['oversize', 'largest'],
+  ['boundary', 'truncated-json', 0],
+  ['boundary', 'truncated-json', 1],
+];
+
 /** The bad records every seed carries at least once (when it has room), besides its share. */
 const PLANTED: Readonly<Record<StreamSource, readonly (readonly [BadKind, BadVariant, number?])[]>> = {
-  kinesis: [
-    ['empty', 'empty'],
-    ['binary', 'gzip'],
-    ['binary', 'random-bytes'],
-    ['binary', 'control-text'],
-    ['oversize', 'truncated-json'],
-    ['oversize', 'no-key'],
-    ['oversize', 'large-binary'],
-    ['oversize', 'largest'],
-    ['boundary', 'truncated-json', 0],
-    ['boundary', 'truncated-json', 1],
-  ],
+  kinesis: PLANTED_BYTES,
+  kafka: PLANTED_BYTES,
   dynamodb: [
     ['oversize', 'two-images'],
     ['oversize', 'largest'],
@@ -358,9 +401,9 @@ function bytesNotUtf8(random: Random, length: number): Uint8Array {
 const utf8 = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'utf8'));
 
 /**
- * The plan of a seed: about 82% valid records, 2% malformed data (Kinesis; a table stream cannot
- * carry it, so there a change without its version instead), 2% without a key (no `id`, or no
- * version), 5% reusing an earlier key with another payload, 9% bad data (Kinesis: 1.5% empty,
+ * The plan of a seed: about 82% valid records, 2% malformed data (Kinesis, Kafka; a table stream
+ * cannot carry it, so there a change without its version instead), 2% without a key (no `id`, or
+ * no version), 5% reusing an earlier key with another payload, 9% bad data (Kinesis, Kafka: 1.5% empty,
  * 4% binary, 2.5% oversize, 1% at the boundary; a table stream carries neither empty nor binary
  * data, so there 8% oversize changes and 1% at the boundary), and 2% of valid records behind an
  * outage; and one bad record of each variant (`PLANTED`) when the seed has room. 20% of records
@@ -411,13 +454,13 @@ export function planStreamRecords(
         : kind === 'binary'
           ? random.pick(['gzip', 'random-bytes', 'control-text'] as const)
           : kind === 'oversize'
-            ? source === 'kinesis'
-              ? random.pick(['truncated-json', 'no-key', 'large-binary'] as const)
-              : 'two-images'
+            ? source === 'dynamodb'
+              ? 'two-images'
+              : random.pick(['truncated-json', 'no-key', 'large-binary'] as const)
             : kind === 'boundary'
-              ? source === 'kinesis'
-                ? 'truncated-json'
-                : 'two-images'
+              ? source === 'dynamodb'
+                ? 'two-images'
+                : 'truncated-json'
               : undefined;
     let boundaryOffset = kind === 'boundary' ? random.between(-2, 2) : undefined;
     const plant = planted.get(index);
@@ -474,8 +517,11 @@ export function planStreamRecords(
         case 'largest':
           return source === 'kinesis'
             ? bytesNotUtf8(random, KINESIS_MAX_RECORD_BYTES - Buffer.byteLength(partitionKey))
-            : // Each image one item of the largest size: the note, less the other names and values.
-              twoImages(2 * (DYNAMODB_MAX_ITEM_BYTES - 64));
+            : source === 'kafka'
+              ? // The batch's own header (61 bytes) and the record's fields and key take the rest.
+                bytesNotUtf8(random, KAFKA_MAX_RECORD_BATCH_BYTES - 256)
+              : // Each image one item of the largest size: the note, less the other names and values.
+                twoImages(2 * (DYNAMODB_MAX_ITEM_BYTES - 64));
         case 'two-images':
           return twoImages(kind === 'boundary' ? limit / 2 : random.between(limit, 4 * limit));
       }
@@ -493,12 +539,12 @@ export function planStreamRecords(
       writes.push({
         position: index + random.between(1, 3 * BATCH_SIZE) + 0.5,
         partitionKey: random.chance(1 / 3) ? `customer-${random.int(24)}` : partitionKey,
-        // A Kinesis producer serialises again; a table stream emits the same change.
-        data: source === 'kinesis' && isJsonOrder(kind) ? dataOf() : writes[0]!.data,
+        // A Kinesis or Kafka producer serialises again; a table stream emits the same change.
+        data: source !== 'dynamodb' && isJsonOrder(kind) ? dataOf() : writes[0]!.data,
       });
     }
     const keyed = kind === 'valid' || kind === 'conflict';
-    const dedupKey = source === 'kinesis' ? key : toDedupKey([key, 'INSERT', '1']);
+    const dedupKey = source === 'dynamodb' ? toDedupKey([key, 'INSERT', '1']) : key;
     plans.push({
       index,
       kind,
@@ -630,7 +676,10 @@ export interface StreamMeta {
   readonly plan: PlannedStreamRecord;
   /** 0 for the producer's first write, 1 for its retry. */
   readonly write: number;
-  /** The record's event id (`<shard id>:<sequence number>` for Kinesis, a fresh id per emission for a table stream). */
+  /**
+   * The record's event id (`<shard id>:<sequence number>` for Kinesis, `<topic>-<partition>:<offset>`
+   * for Kafka, as its handler names a message; a fresh id per emission for a table stream).
+   */
   readonly eventId: string;
 }
 
@@ -744,13 +793,41 @@ interface Invocation {
 
 const invocationContext = new AsyncLocalStorage<Invocation>();
 
+/** A Lambda record of any source of the simulation. */
+export type SourceRecord = KinesisStreamRecord | DynamoDbStreamRecord | KafkaRecord;
+
+/** The partition number of a Kafka seed's shard (`orders-1` is partition 1). */
+export function kafkaPartitionOf(shardId: string): number {
+  return Number(shardId.slice(shardId.lastIndexOf('-') + 1));
+}
+
+/** The header list of a Kafka record as Lambda delivers it: each value's bytes as numbers. */
+function kafkaHeaderOf(name: string, value: string): KafkaRecord['headers'] {
+  return [{ [name]: [...Buffer.from(value, 'utf8')] }];
+}
+
 /** The Lambda record of a stream entry, as the event source mapping delivers it (with `data`, when given, instead of the planned data). */
 export function lambdaRecordOf(
   source: StreamSource,
   entry: StreamEntry<StreamMeta>,
   streamArn: string,
   data: Uint8Array = entry.meta.plan.writes[entry.meta.write]!.data,
-): KinesisStreamRecord | DynamoDbStreamRecord {
+): SourceRecord {
+  if (source === 'kafka') {
+    // The producer keys a record by its partition key (which picked the partition) and puts the
+    // order's id, where it has one, in a header.
+    const { key } = entry.meta.plan;
+    return {
+      topic: KAFKA_TOPIC,
+      partition: kafkaPartitionOf(entry.shardId),
+      offset: entry.offset,
+      timestamp: 1767225600500,
+      timestampType: 'CREATE_TIME',
+      key: Buffer.from(entry.partitionKey, 'utf8').toString('base64'),
+      value: Buffer.from(data).toString('base64'),
+      headers: key === undefined ? [] : kafkaHeaderOf(KAFKA_KEY_HEADER, key),
+    };
+  }
   if (source === 'kinesis') {
     return {
       kinesis: {
@@ -793,13 +870,14 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   const { seed, source, mode, inboxTable, businessTable } = options;
   const consumer = streamConsumerOf(seed, source, mode);
   const plans = planStreamRecords(seed, options.messages, consumer, source);
-  const streamArn =
-    source === 'kinesis'
-      ? `arn:aws:kinesis:us-east-1:000000000000:stream/reliability-${seed}`
-      : `arn:aws:dynamodb:us-east-1:000000000000:table/reliability-${seed}/stream/2026-01-01T00:00:00.000`;
+  if (source === 'kafka' && options.parallelization !== 1) {
+    throw new Error('A Kafka event source mapping has no ParallelizationFactor: run a Kafka seed with 1');
+  }
+  const streamArn = streamArnOf(source, seed);
   const stream = createSimulatedStream<StreamMeta>({
-    // A table stream on the emulator has one shard; a Kinesis stream here two.
-    shardCount: source === 'kinesis' ? 2 : 1,
+    // A table stream on the emulator has one shard; a Kinesis stream and a Kafka topic here two.
+    shardCount: source === 'dynamodb' ? 1 : 2,
+    ...(source === 'kafka' ? { shardIdOf: (index: number) => `${KAFKA_TOPIC}-${index}` } : {}),
     batchSize: BATCH_SIZE,
     maxRetryAttempts: MAX_RETRY_ATTEMPTS,
     bisectOnError: options.bisectOnError,
@@ -812,8 +890,12 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   let emission = 0;
   for (const { plan, write, index } of writes) {
     // The sequence number is known once the record landed; a table stream's event id is fresh per emission.
-    const eventIdOf = (entry: Pick<StreamEntry<unknown>, 'shardId' | 'sequenceNumber'>) =>
-      source === 'kinesis' ? `${entry.shardId}:${entry.sequenceNumber}` : `s${seed}-event-${++emission}`;
+    const eventIdOf = (entry: Pick<StreamEntry<unknown>, 'shardId' | 'sequenceNumber' | 'offset'>) =>
+      source === 'kinesis'
+        ? `${entry.shardId}:${entry.sequenceNumber}`
+        : source === 'kafka'
+          ? `${entry.shardId}:${entry.offset}`
+          : `s${seed}-event-${++emission}`;
     const placeholder = { plan, write: index, eventId: '' };
     const entry = stream.put(write.partitionKey, placeholder);
     (entry.meta as { eventId: string }).eventId = eventIdOf(entry);
@@ -1071,8 +1153,12 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
                 item: { pk: message.scopedKey, amount: amountOf(message.body) },
               };
             });
-    const handler = createSourceHandler(source, { ...common, mode: modeOf() });
-    instance.handler = (entries) => handler(entries.map((entry) => lambdaRecordOf(source, entry, streamArn)));
+    const handler = createSourceHandler(source, streamArn, { ...common, mode: modeOf() });
+    instance.handler = async (entries) => {
+      const response = await handler(entries.map((entry) => lambdaRecordOf(source, entry, streamArn)));
+      if (!isKafkaResponse(source, response)) return response;
+      return streamCheckpointOf(options.tamperKafkaResponse?.(response) ?? response, entries);
+    };
   }
 
   // A boundary record's data is sized once its coordinates are known: its whole dead letter must
@@ -1081,7 +1167,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
   if (boundaries.length > 0) {
     const probe = createLocalClient();
     try {
-      const measure = createDeadLetterProbe(source, {
+      const measure = createDeadLetterProbe(source, streamArn, {
         consumer,
         client: probe.document,
         tableName: inboxTable,
@@ -1347,16 +1433,73 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
 
 /** The options a seed's handlers share, whatever the source: everything but the key source. */
 type CommonHandlerOptions = Omit<KinesisHandlerOptions<Body & DynamoDbChange>, 'dedupKey'> &
-  Omit<DynamoDbStreamHandlerOptions<Body & DynamoDbChange>, 'dedupKey'>;
+  Omit<DynamoDbStreamHandlerOptions<Body & DynamoDbChange>, 'dedupKey'> &
+  Omit<KafkaHandlerOptions<Body & DynamoDbChange>, 'dedupKey'>;
 
 /** A Kinesis record's data, as the seed's producer writes a valid order. */
 type Body = { id: string; amount: number };
 
-/** The real stream handler of `source` (keyed by the order's `id`, or by the change's keys and version), taking Lambda records. */
+/** The ARN of a seed's stream, table stream, or MSK cluster. */
+function streamArnOf(source: StreamSource, seed: number): string {
+  switch (source) {
+    case 'kinesis':
+      return `arn:aws:kinesis:us-east-1:000000000000:stream/reliability-${seed}`;
+    case 'kafka':
+      return `arn:aws:kafka:us-east-1:000000000000:cluster/reliability-${seed}/7c0ffee1-0d1e-4b6a-9c2d-5e4f3a2b1c0d-1`;
+    case 'dynamodb':
+      return `arn:aws:dynamodb:us-east-1:000000000000:table/reliability-${seed}/stream/2026-01-01T00:00:00.000`;
+  }
+}
+
+/** True when `response` is a Kafka handler's (it names partitions and offsets, not sequence numbers). */
+function isKafkaResponse(
+  source: StreamSource,
+  response: StreamBatchResponse | KafkaBatchResponse,
+): response is KafkaBatchResponse {
+  return source === 'kafka';
+}
+
+/**
+ * The stream's checkpoint of a Kafka handler's answer: each partition and offset it names as the
+ * sequence number of that record of the batch. A name that is no record of the batch is passed on
+ * as it is (`<partition>:<offset>`), which fails the whole batch, as a stream's unknown sequence
+ * number does.
+ */
+export function streamCheckpointOf(
+  response: KafkaBatchResponse,
+  entries: readonly StreamEntry<StreamMeta>[],
+): StreamBatchResponse {
+  return {
+    batchItemFailures: response.batchItemFailures.map(({ itemIdentifier: { partition, offset } }) => {
+      const named = entries.find((entry) => entry.shardId === partition && entry.offset === offset);
+      return { itemIdentifier: named?.sequenceNumber ?? `${partition}:${offset}` };
+    }),
+  };
+}
+
+/** The real handler of `source` (keyed by the order's `id`, or by the change's keys and version), taking Lambda records. */
 function createSourceHandler(
   source: StreamSource,
+  streamArn: string,
   common: CommonHandlerOptions,
-): (records: readonly (KinesisStreamRecord | DynamoDbStreamRecord)[]) => Promise<StreamBatchResponse> {
+): (records: readonly SourceRecord[]) => Promise<StreamBatchResponse | KafkaBatchResponse> {
+  if (source === 'kafka') {
+    const handler = createKafkaHandler<Body & DynamoDbChange>({ ...common, dedupKey: fromData('id') });
+    return (records) => {
+      // An event groups its records by topic-partition, each list in offset order.
+      const grouped: Record<string, KafkaRecord[]> = {};
+      for (const record of records as KafkaRecord[]) {
+        const topicPartition = `${record.topic}-${record.partition}`;
+        grouped[topicPartition] = [...(grouped[topicPartition] ?? []), record];
+      }
+      return handler({
+        eventSource: 'aws:kafka',
+        eventSourceArn: streamArn,
+        bootstrapServers: 'b-1.reliability.kafka.us-east-1.amazonaws.com:9098',
+        records: grouped,
+      });
+    };
+  }
   if (source === 'kinesis') {
     const handler = createKinesisHandler<Body & DynamoDbChange>({ ...common, dedupKey: fromData('id') });
     return (records) => handler({ Records: records as KinesisStreamRecord[] });
@@ -1376,10 +1519,11 @@ function createSourceHandler(
  */
 function createDeadLetterProbe(
   source: StreamSource,
+  streamArn: string,
   common: Omit<CommonHandlerOptions, 'mode' | 'deadLetterSender' | 'deadLetterMaxMessageBytes'>,
-): (record: KinesisStreamRecord | DynamoDbStreamRecord) => Promise<number> {
+): (record: SourceRecord) => Promise<number> {
   let sent: SendMessageCommandInput | undefined;
-  const handler = createSourceHandler(source, {
+  const handler = createSourceHandler(source, streamArn, {
     ...common,
     mode: atomic<Body & DynamoDbChange>(() => {
       throw new Error('A probed record must be poison: it reached its effect');
