@@ -1467,7 +1467,7 @@ function isKafkaResponse(
  */
 export function streamCheckpointOf(
   response: KafkaBatchResponse,
-  entries: readonly StreamEntry<StreamMeta>[],
+  entries: readonly Pick<StreamEntry<unknown>, 'shardId' | 'offset' | 'sequenceNumber'>[],
 ): StreamBatchResponse {
   return {
     batchItemFailures: response.batchItemFailures.map(({ itemIdentifier: { partition, offset } }) => {
