@@ -199,6 +199,8 @@ export type BadKind = (typeof BAD_KINDS)[number];
 export type BadVariant =
   /** Kinesis, Kafka: no data at all (Kinesis accepts it, Kafka an empty value; an SQS body needs a character). */
   | 'empty'
+  /** Kafka: a tombstone, a record without a value (`null`), as a compacted topic deletes a key with. */
+  | 'tombstone'
   /** Kinesis, Kafka: a gzip of a JSON order (a CloudWatch Logs subscription, any compressing producer). */
   | 'gzip'
   /** Kinesis, Kafka: bytes that are not UTF-8. */
@@ -376,7 +378,7 @@ const PLANTED_BYTES: readonly (readonly [BadKind, BadVariant, number?])[] = [
 /** The bad records every seed carries at least once (when it has room), besides its share. */
 const PLANTED: Readonly<Record<StreamSource, readonly (readonly [BadKind, BadVariant, number?])[]>> = {
   kinesis: PLANTED_BYTES,
-  kafka: PLANTED_BYTES,
+  kafka: [...PLANTED_BYTES, ['empty', 'tombstone']],
   dynamodb: [
     ['oversize', 'two-images'],
     ['oversize', 'largest'],
@@ -404,7 +406,7 @@ const utf8 = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'utf
  * The plan of a seed: about 82% valid records, 2% malformed data (Kinesis, Kafka; a table stream
  * cannot carry it, so there a change without its version instead), 2% without a key (no `id`, or
  * no version), 5% reusing an earlier key with another payload, 9% bad data (Kinesis, Kafka: 1.5% empty,
- * 4% binary, 2.5% oversize, 1% at the boundary; a table stream carries neither empty nor binary
+ * for Kafka an empty value or a tombstone, 4% binary, 2.5% oversize, 1% at the boundary; a table stream carries neither empty nor binary
  * data, so there 8% oversize changes and 1% at the boundary), and 2% of valid records behind an
  * outage; and one bad record of each variant (`PLANTED`) when the seed has room. 20% of records
  * are written twice by a producer retry, a few batches later; a third of those copies under
@@ -450,7 +452,9 @@ export function planStreamRecords(
     if ((kind === 'empty' || kind === 'binary') && source === 'dynamodb') kind = 'oversize';
     let variant: BadVariant | undefined =
       kind === 'empty'
-        ? 'empty'
+        ? source === 'kafka'
+          ? random.pick(['empty', 'tombstone'] as const)
+          : 'empty'
         : kind === 'binary'
           ? random.pick(['gzip', 'random-bytes', 'control-text'] as const)
           : kind === 'oversize'
@@ -500,6 +504,7 @@ export function planStreamRecords(
     const dataOf = (): Uint8Array => {
       switch (variant) {
         case 'empty':
+        case 'tombstone':
           return new Uint8Array(0);
         case 'gzip':
           return new Uint8Array(gzipSync(JSON.stringify({ id: key, amount, note })));
@@ -824,7 +829,7 @@ export function lambdaRecordOf(
       timestamp: 1767225600500,
       timestampType: 'CREATE_TIME',
       key: Buffer.from(entry.partitionKey, 'utf8').toString('base64'),
-      value: Buffer.from(data).toString('base64'),
+      value: entry.meta.plan.variant === 'tombstone' ? null : Buffer.from(data).toString('base64'),
       headers: key === undefined ? [] : kafkaHeaderOf(KAFKA_KEY_HEADER, key),
     };
   }
