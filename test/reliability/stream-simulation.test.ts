@@ -428,6 +428,34 @@ describe.runIf(SINGLE_SEED === undefined)(
       ).toBe(true);
     });
 
+    it('finds a Kafka dead letter by its topic-partition and offset, and misses the record when the writer names the next offset', async () => {
+      // Enough records for one bad record of every Kafka variant (`PLANTED`).
+      const report = await runSeed(9132, {
+        ...small,
+        messages: 44,
+        source: 'kafka',
+        parallelization: 1,
+        tamperDeadLetter: (message) => {
+          const envelope = envelopeOf(message);
+          const offset = (envelope.source.offset ?? Number(envelope.source.sequenceNumber)) + 1;
+          return withEnvelope(message, {
+            ...envelope,
+            source: { ...envelope.source, offset, sequenceNumber: String(offset) },
+          });
+        },
+      });
+
+      expect(report.lost).toBeGreaterThan(0);
+      expect(
+        report.violations.some((violation) =>
+          /^r\d+ orders-\d+:\d+ \(.*\): on the dead-letter queue 0 times/.test(violation),
+        ),
+      ).toBe(true);
+      expect(
+        report.violations.some((violation) => /: dead letter coordinates .*"offset":\d+/.test(violation)),
+      ).toBe(true);
+    });
+
     it('sees data lost when the writer marks every dead letter truncated, and coordinates that point elsewhere', async () => {
       const report = await runSeed(9113, {
         ...small,
