@@ -28,8 +28,8 @@ const TOPOLOGIES = [
 const USAGE = `Usage: npm run proof [-- --messages <n> --seeds <n> --out <directory> | --render]
 
   --messages <n>    messages per seed, in every topology (default 10000)
-  --seeds <n>       seeds per topology, seeds 1..n (default 4: every SQS mode and every stream
-                    source and mode once)
+  --seeds <n>       seeds per topology, seeds 1..n (default 5: every SQS mode, and the streams'
+                    four Kinesis and DynamoDB Streams profiles and Kafka in atomic mode)
   --out <directory> where reliability.json, .md and .svg are written (default docs)
   --render          run nothing: render reliability.md and .svg again from the reliability.json
                     in --out (after a change to the page's layout)
@@ -64,7 +64,7 @@ function parseProofArgs(argv: readonly string[]): ProofOptions | undefined {
   if (values.help) return undefined;
   return {
     messages: positiveInteger('--messages', values.messages, 10_000),
-    seeds: positiveInteger('--seeds', values.seeds, 4),
+    seeds: positiveInteger('--seeds', values.seeds, 5),
     out: values.out ?? 'docs',
     render: values.render ?? false,
   };
