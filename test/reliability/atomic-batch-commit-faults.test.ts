@@ -40,6 +40,7 @@ import {
   recordingHandlerOptions,
 } from './support/faulted-instance';
 import { chanceOf } from './support/prng';
+import { countEffect } from './support/tables';
 
 const local = createLocalResources();
 const inboxTable = uniqueName('eo-batch-faults-inbox');
@@ -109,12 +110,7 @@ function instance(
     mode: atomic((message, unitOfWork) => {
       const { orderId, group, sequence } = message.body;
       unitOfWork.put({ TableName: ordersTable, Item: { pk: orderId } });
-      unitOfWork.update({
-        TableName: countersTable,
-        Key: { pk: orderId },
-        UpdateExpression: 'ADD effects :one',
-        ExpressionAttributeValues: { ':one': 1 },
-      });
+      countEffect(unitOfWork, countersTable, orderId);
       if (group !== undefined && sequence !== undefined) {
         unitOfWork.update({
           TableName: groupsTable,

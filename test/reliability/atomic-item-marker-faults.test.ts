@@ -39,6 +39,7 @@ import {
   recordingHandlerOptions,
 } from './support/faulted-instance';
 import { chanceOf } from './support/prng';
+import { countEffect } from './support/tables';
 
 const local = createLocalResources();
 const inboxTable = uniqueName('eo-item-marker-faults-inbox');
@@ -126,12 +127,7 @@ function instance(
           keyAttribute: 'orderId',
         });
         if (shapeOf(message.body) === 'the row alone') return;
-        unitOfWork.update({
-          TableName: countersTable,
-          Key: { pk: message.body.orderId },
-          UpdateExpression: 'ADD effects :one',
-          ExpressionAttributeValues: { ':one': 1 },
-        });
+        countEffect(unitOfWork, countersTable, message.body.orderId);
       },
       { marker: 'item' },
     ),

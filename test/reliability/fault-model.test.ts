@@ -43,6 +43,7 @@ import {
   type RequestFault,
   THROTTLE_CODES,
 } from './support/fault-injection';
+import { countEffect } from './support/tables';
 
 const local = createLocalResources();
 const inboxTable = uniqueName('eo-fault-inbox');
@@ -157,12 +158,7 @@ describe('a write applied by DynamoDB whose response is lost, followed by the SD
           ? createSqsHandler<Body>({
               ...common,
               mode: atomic((message, unitOfWork) => {
-                unitOfWork.update({
-                  TableName: businessTable,
-                  Key: { pk: message.scopedKey },
-                  UpdateExpression: 'ADD effects :one',
-                  ExpressionAttributeValues: { ':one': 1 },
-                });
+                countEffect(unitOfWork, businessTable, message.scopedKey);
               }),
             })
           : mode === 'marker'
@@ -303,12 +299,7 @@ describe('a commit DynamoDB applied, answered with a throttling error', () => {
       const handler = createSqsHandler<Body>({
         ...test.options(client),
         mode: atomic((message, unitOfWork) => {
-          unitOfWork.update({
-            TableName: businessTable,
-            Key: { pk: message.scopedKey },
-            UpdateExpression: 'ADD effects :one',
-            ExpressionAttributeValues: { ':one': 1 },
-          });
+          countEffect(unitOfWork, businessTable, message.scopedKey);
         }),
       });
       const message = sqsRecord(randomUUID(), { id: 'order-1', amount: 1 });
@@ -590,12 +581,7 @@ describe('keys the toolkit must not merge', () => {
       ...test.options(local.documentClient({ maxAttempts: 3 })),
       mode: atomic((message, unitOfWork) => {
         keys.push(message.scopedKey);
-        unitOfWork.update({
-          TableName: businessTable,
-          Key: { pk: message.scopedKey },
-          UpdateExpression: 'ADD effects :one',
-          ExpressionAttributeValues: { ':one': 1 },
-        });
+        countEffect(unitOfWork, businessTable, message.scopedKey);
       }),
     });
     const first = sqsRecord(randomUUID(), undefined, { rawBody: '{"id":1152921504606846977,"amount":1}' });

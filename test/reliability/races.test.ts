@@ -17,7 +17,7 @@ import type { SqsBatchResponse, SqsRecord } from '../../lambda/sqs/sqs-event';
 import { createSqsHandler } from '../../lambda/sqs/sqs-handler';
 import { uniqueName } from '../support/aws';
 import { sqsRecord } from '../support/fixtures';
-import { createLocalClient, readItems, useFileTables } from './support/tables';
+import { countEffect, createLocalClient, readItems, useFileTables } from './support/tables';
 
 const RACE_KEYS = process.env.RELIABILITY_RACE_KEYS ? Number(process.env.RELIABILITY_RACE_KEYS) : undefined;
 const files = useFileTables('eo-race');
@@ -91,12 +91,7 @@ async function race(mode: 'atomic' | 'two-phase', consumers: number, keyCount: n
       ? createSqsHandler<Body>({
           ...common,
           mode: atomic((message, unitOfWork) => {
-            unitOfWork.update({
-              TableName: businessTable,
-              Key: { pk: message.scopedKey },
-              UpdateExpression: 'ADD effects :one',
-              ExpressionAttributeValues: { ':one': 1 },
-            });
+            countEffect(unitOfWork, businessTable, message.scopedKey);
           }),
         })
       : createSqsHandler<Body>({

@@ -12,6 +12,7 @@ import {
 import { BatchGetCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
 import { OUTBOX_ATTRIBUTES } from '../../../lambda/core/contract';
+import type { UnitOfWork } from '../../../lambda/modes/unit-of-work';
 import { awsConfig, uniqueName } from '../../support/aws';
 import { createDocumentClient, createTable, deleteTables as deleteAll } from '../../support/fixtures';
 
@@ -189,4 +190,17 @@ export function dropMarkerCondition([marker, ...business]: Record<string, unknow
 /** A transaction that commits the marker (item 0) alone: the business writes are lost. */
 export function dropBusinessWrites([marker]: Record<string, unknown>[]): Record<string, unknown>[] {
   return [marker!];
+}
+
+/**
+ * Adds one to the `effects` counter of item `pk` of `tableName` in the unit of work: an effect the
+ * oracles count (a second commit of the same message would make it 2).
+ */
+export function countEffect(unitOfWork: Pick<UnitOfWork, 'update'>, tableName: string, pk: string): void {
+  unitOfWork.update({
+    TableName: tableName,
+    Key: { pk },
+    UpdateExpression: 'ADD effects :one',
+    ExpressionAttributeValues: { ':one': 1 },
+  });
 }
