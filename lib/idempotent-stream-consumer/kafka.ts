@@ -49,6 +49,8 @@ export const MSK_IAM_ACTIONS: {
 
 /** Kafka's legal topic names (at most 249 characters). */
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+/** A broker as `host:port`: a host name or IPv4 address, or an IPv6 address in brackets. */
+const BROKER = /^(?:[^\s:[\]]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/;
 /** Lambda's pattern for `KafkaConsumerGroupId`. */
 const CONSUMER_GROUP_ID = /^[a-zA-Z0-9-/*:_+=.@-]{1,200}$/;
 const AUTHENTICATIONS: readonly KafkaAuthentication[] = [
@@ -151,8 +153,10 @@ export function checkKafkaSource(kafka: KafkaTopicSource, fail: Fail): void {
   if (kafka.bootstrapServers?.length === 0)
     fail('Expected `kafka.bootstrapServers` to list at least one broker');
   for (const server of kafka.bootstrapServers ?? []) {
-    if (given(server) && !/^[^\s:]+:\d{1,5}$/.test(server)) {
-      fail(`Expected each of \`kafka.bootstrapServers\` to be host:port, got ${JSON.stringify(server)}`);
+    if (given(server) && !BROKER.test(server)) {
+      fail(
+        `Expected each of \`kafka.bootstrapServers\` to be host:port ([address]:port for IPv6), got ${JSON.stringify(server)}`,
+      );
     }
   }
   if (given(kafka.consumerGroupId) && !CONSUMER_GROUP_ID.test(kafka.consumerGroupId!)) {

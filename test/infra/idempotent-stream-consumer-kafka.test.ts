@@ -227,9 +227,12 @@ describe('IdempotentStreamConsumer on Kafka with a secret', () => {
 
   it('asks a self-managed cluster outside a VPC for no VPC actions and acknowledges nothing on Resource::*', () => {
     const { app, template, consumer } = synth(() => ({
-      bootstrapServers: ['kafka.example.com:9092'],
+      bootstrapServers: ['kafka.example.com:9092', '10.0.0.7:9092', '[2001:db8::7]:9092'],
       topic: 'orders',
     }));
+    expect(mappingOf(template).SelfManagedEventSource).toEqual({
+      Endpoints: { KafkaBootstrapServers: ['kafka.example.com:9092', '10.0.0.7:9092', '[2001:db8::7]:9092'] },
+    });
     expect(permissionsOf(template, consumer.role).filter((line) => line.startsWith('Allow ec2:'))).toEqual(
       [],
     );
