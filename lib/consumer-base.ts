@@ -141,7 +141,7 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
           ...created,
           maxMessageSizeBytes: deadLetterMaxMessageBytes,
         }));
-    this.inboxTable = props.table ?? this.createInboxTable(props);
+    this.inboxTable = props.table ?? this.createInboxTable(props, wiring.inboxWarmThroughput);
 
     // The runtime sends dead letters itself only in `direct` mode.
     const sendsDeadLetters = this.deadLetterMode === 'direct' && this.deadLetterQueue !== undefined;
@@ -246,11 +246,15 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
   }
 
   /** The inbox table the construct creates when none is given: none in `entity` mode. */
-  private createInboxTable(props: ConsumerBaseProps): dynamodb.ITable | undefined {
+  private createInboxTable(
+    props: ConsumerBaseProps,
+    warmThroughput: dynamodb.WarmThroughput | undefined,
+  ): dynamodb.ITable | undefined {
     if (this.mode === 'entity') return undefined;
     return new InboxTable(this, 'Inbox', {
       encryptionKey: props.tableEncryptionKey,
       removalPolicy: props.removalPolicy,
+      warmThroughput,
     }).table;
   }
 

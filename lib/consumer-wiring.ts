@@ -233,6 +233,13 @@ export interface ConsumerWiring {
   readonly lambdaDeadLetterReason: string;
 
   /**
+   * The warm throughput of the inbox table the construct creates (the capacity planner's).
+   *
+   * @default - none
+   */
+  readonly inboxWarmThroughput?: dynamodb.WarmThroughput;
+
+  /**
    * Permission to read the source, granted before any other, when the event source mapping
    * reads it with the function's role and grants nothing itself.
    *

@@ -36,6 +36,15 @@ export interface InboxTableProps {
    * @default false
    */
   readonly deletionProtection?: boolean;
+
+  /**
+   * Throughput the new table serves from its first second, above the 4,000 write units and
+   * 12,000 read units a second a new on-demand table starts with (a consumer construct sets the
+   * write units from `expectedPeakMessagesPerSecond`).
+   *
+   * @default - none: a new on-demand table's own
+   */
+  readonly warmThroughput?: dynamodb.WarmThroughput;
 }
 
 /**
@@ -77,6 +86,7 @@ export class InboxTable extends Construct {
         : dynamodb.TableEncryption.AWS_MANAGED,
       encryptionKey: props.encryptionKey,
       deletionProtection: props.deletionProtection,
+      warmThroughput: props.warmThroughput,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
   }

@@ -15,6 +15,15 @@ export {
   OUTBOX_ENV,
   type OutboxDestinationKind,
 } from '../lambda/core/contract';
+export {
+  CAPACITY_LIMITS,
+  type CapacityPlan,
+  type EventSourceConcurrency,
+  MODE_CAPACITY,
+  type ModeCapacity,
+  type PlannedTable,
+  type TableCapacity,
+} from './capacity-planner';
 export { ConsumerBase, type ConsumerBaseProps } from './consumer-base';
 export {
   BUSINESS_TABLE_ACCESSES,
@@ -36,7 +45,11 @@ export type {
   TerminalQueueOptions,
 } from './consumer-wiring';
 export { IdempotentConsumer } from './idempotent-consumer/construct';
-export type { DeadLetterMode, IdempotentConsumerProps } from './idempotent-consumer/props';
+export type {
+  DeadLetterMode,
+  IdempotentConsumerProps,
+  ProvisionedPollers,
+} from './idempotent-consumer/props';
 export { IdempotentStreamConsumer } from './idempotent-stream-consumer/construct';
 export { KAFKA_VPC_ACTIONS, MSK_CLUSTER_ACTIONS, MSK_IAM_ACTIONS } from './idempotent-stream-consumer/kafka';
 export type {

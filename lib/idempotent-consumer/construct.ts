@@ -4,14 +4,17 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { type CapacityPlan, planCapacity } from '../capacity-planner';
 import { ConsumerBase } from '../consumer-base';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
+import { queueCapacityInput } from './capacity';
 import {
   DEFAULT_AGE_THRESHOLD,
   DEFAULT_BATCH_SIZE,
   DEFAULT_DEAD_LETTER_RETENTION,
   DEFAULT_DUPLICATE_RATE_THRESHOLD,
   DEFAULT_MAX_RECEIVE_COUNT,
+  SQS_POLLERS,
 } from './defaults';
 import { createQueueConsumerAlarms, createQueueConsumerDashboard } from './monitoring';
 import type { IdempotentConsumerProps } from './props';
@@ -66,6 +69,11 @@ export class IdempotentConsumer extends ConsumerBase {
   public readonly eventSourceMapping: lambda.EventSourceMapping;
   /** The redelivery window the default record TTL is derived from. */
   public readonly redeliveryWindow: Duration;
+  /**
+   * The capacity planner's figures for `expectedPeakMessagesPerSecond` (tables' write rates,
+   * warm throughput, invocations and message groups needed); undefined without it.
+   */
+  public readonly capacityPlan?: CapacityPlan;
   /** Alarm on messages visible in the dead-letter queue (> 0), when there is a known DLQ. */
   public readonly deadLetterQueueAlarm?: cloudwatch.Alarm;
   /** Alarm on payload mismatches (same dedup key, different payload; > 0). */
@@ -82,9 +90,12 @@ export class IdempotentConsumer extends ConsumerBase {
   constructor(scope: Construct, id: string, props: IdempotentConsumerProps) {
     // Every prop is checked before anything is created, and every failure is reported at once.
     const timing = resolveTiming(props);
+    const capacityInput = queueCapacityInput(props);
+    const capacity = capacityInput && { input: capacityInput, plan: planCapacity(capacityInput) };
     super(scope, id, props, {
       constructName: 'IdempotentConsumer',
-      validation: validateConsumerProps(props, timing),
+      validation: validateConsumerProps(props, timing, capacity),
+      inboxWarmThroughput: capacity?.plan.tables.find((table) => table.created)?.warmThroughput,
       recordTtl: timing.recordTtl,
       lease: timing.lease,
       deadLetterMode: props.deadLetterMode ?? 'redrive',
@@ -111,6 +122,7 @@ export class IdempotentConsumer extends ConsumerBase {
         'The function is invoked synchronously by the SQS event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Failed messages go to the queue dead-letter queue.',
     });
     this.redeliveryWindow = timing.redelivery.window;
+    this.capacityPlan = capacity?.plan;
     this.queue = props.queue ?? this.createQueue(props, timing.visibilityTimeout);
 
     // Event source with partial batch responses.
@@ -118,6 +130,10 @@ export class IdempotentConsumer extends ConsumerBase {
       batchSize: props.batchSize ?? DEFAULT_BATCH_SIZE,
       maxBatchingWindow: props.maxBatchingWindow,
       maxConcurrency: props.maxConcurrency,
+      provisionedPollerConfig: props.provisionedPollers && {
+        minimumPollers: props.provisionedPollers.minimum ?? SQS_POLLERS.minimum.default,
+        maximumPollers: props.provisionedPollers.maximum ?? SQS_POLLERS.maximum.default,
+      },
       reportBatchItemFailures: true,
     });
     this.handler.addEventSource(this.eventSource);

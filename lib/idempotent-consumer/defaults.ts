@@ -28,3 +28,14 @@ export const LAMBDA_DEFAULT_TIMEOUT = Duration.seconds(3);
 
 /** AWS's guidance for Lambda event sources: visibility timeout >= 6 × function timeout (+ batching window). */
 export const VISIBILITY_FACTOR = 6;
+
+/**
+ * Provisioned pollers of an SQS event source: AWS's ranges and defaults. "For Amazon SQS:
+ * Minimum value of 2. Maximum value of 200. Default: 2." (`MinimumPollers`) and "For Amazon SQS:
+ * Minimum value of 2. Maximum value of 2000. Default: 200." (`MaximumPollers`)
+ * (`lambda.ProvisionedPollerConfig`, after the Lambda API Reference's `ProvisionedPollerConfig`).
+ */
+export const SQS_POLLERS = Object.freeze({
+  minimum: { low: 2, high: 200, default: 2 },
+  maximum: { low: 2, high: 2000, default: 200 },
+});

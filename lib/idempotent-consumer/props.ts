@@ -24,6 +24,23 @@ import type { Outbox } from '../outbox/construct';
  */
 export type DeadLetterMode = ContractDeadLetterMode;
 
+/** The pollers of an SQS event source in provisioned mode (`IdempotentConsumerProps.provisionedPollers`). */
+export interface ProvisionedPollers {
+  /**
+   * The fewest pollers (2-200): always running, and billed.
+   *
+   * @default 2
+   */
+  readonly minimum?: number;
+
+  /**
+   * The most pollers (2-2000), each running up to 10 concurrent invocations.
+   *
+   * @default 200
+   */
+  readonly maximum?: number;
+}
+
 /** Properties of an `IdempotentConsumer`. */
 export interface IdempotentConsumerProps {
   /**
@@ -253,11 +270,46 @@ export interface IdempotentConsumerProps {
   readonly maxBatchingWindow?: Duration;
 
   /**
-   * Most concurrent invocations the event source starts (2-1000).
+   * Most concurrent invocations the event source starts (2-1000). Not with `provisionedPollers`
+   * (AWS makes them mutually exclusive).
    *
    * @default - no limit beyond the account's concurrency
    */
   readonly maxConcurrency?: number;
+
+  /**
+   * Runs the event source in provisioned mode with dedicated pollers, from `minimum` (2-200,
+   * default 2) to `maximum` (2-2000, default 200); each poller runs up to 10 concurrent
+   * invocations, which the capacity planner counts (`expectedPeakMessagesPerSecond`). Provisioned
+   * pollers are billed while they run, the minimum always. Not with `maxConcurrency` (AWS makes
+   * them mutually exclusive).
+   *
+   * @default - standard mode: Lambda scales the pollers itself
+   */
+  readonly provisionedPollers?: ProvisionedPollers;
+
+  /**
+   * The most messages a second the queue is expected to deliver at its peak. The capacity
+   * planner then computes the write rate of the inbox and business tables from the mode's write
+   * units per message (entity 1, marker 2, atomic 4, two-phase 3), gives the inbox table it
+   * creates a warm throughput above the 4,000 write units a second a new on-demand table absorbs,
+   * and warns at synth, naming the numbers, where a given table, a FIFO message group or the
+   * event source's concurrency cannot carry the rate at the mode's modelled latency. Warm
+   * throughput only goes up (DynamoDB cannot lower it, and charges for raising it): keep this at
+   * the highest rate deployed. See docs/capacity.md.
+   *
+   * @default - no planning: no warm throughput, no capacity warnings
+   */
+  readonly expectedPeakMessagesPerSecond?: number;
+
+  /**
+   * How many message groups of the FIFO queue the peak is spread over, evenly: the planner warns
+   * when one group's share exceeds what a group carries (one message at a time). Only with
+   * `expectedPeakMessagesPerSecond` on a FIFO queue.
+   *
+   * @default - unknown: the planner warns when the peak needs more than one group, naming how many
+   */
+  readonly expectedMessageGroups?: number;
 
   /**
    * An existing inbox table, so several consumers can share one (see `InboxTable`). When it

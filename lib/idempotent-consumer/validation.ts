@@ -18,6 +18,7 @@ import {
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
+import { type CapacityInput, type CapacityPlan, capacityNotes, knownWarmWrites } from '../capacity-planner';
 import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
@@ -35,7 +36,12 @@ import {
   type Warn,
 } from '../consumer-validation';
 import { SQS_MAX_RETENTION } from '../record-ttl';
-import { DEFAULT_MAX_RECEIVE_COUNT, MIN_RECOMMENDED_MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './defaults';
+import {
+  DEFAULT_MAX_RECEIVE_COUNT,
+  MIN_RECOMMENDED_MAX_RECEIVE_COUNT,
+  SQS_POLLERS,
+  VISIBILITY_FACTOR,
+} from './defaults';
 import type { IdempotentConsumerProps } from './props';
 import { type ConsumerTiming, knownDeadLetterQueue, ownDeadLetterQueue, requiredVisibility } from './timing';
 
@@ -82,10 +88,17 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
 const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,75}$/;
 
+/** The capacity planner's input and plan, when `expectedPeakMessagesPerSecond` is set. */
+export interface CapacityPlanning {
+  readonly input: CapacityInput;
+  readonly plan: CapacityPlan;
+}
+
 /** Runs every check over `props` and the durations derived from them. */
 export function validateConsumerProps(
   props: IdempotentConsumerProps,
   timing: ConsumerTiming,
+  capacity?: CapacityPlanning,
 ): PropsValidation {
   const { failures, notes, fail, warn, info } = collectValidation();
 
@@ -100,6 +113,8 @@ export function validateConsumerProps(
   checkRecordTtl(props, timing, warn);
   checkMultiRegionTables(props, fail, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
+  checkCapacityProps(props, fail);
+  if (capacity) capacityNotes(capacity.plan, capacity.input, knownWarmWrites, { warn, info });
   if (isKnownNumber(props.maxReceiveCount) && props.maxReceiveCount < MIN_RECOMMENDED_MAX_RECEIVE_COUNT) {
     warn(
       'lowMaxReceiveCount',
@@ -202,6 +217,47 @@ function checkExclusiveProps(props: IdempotentConsumerProps, fail: Fail): void {
   }
   if (props.duplicateRateAlarm === false && props.duplicateRateThreshold !== undefined) {
     fail('Expected no `duplicateRateThreshold` with `duplicateRateAlarm: false`');
+  }
+  if (props.provisionedPollers !== undefined && props.maxConcurrency !== undefined) {
+    fail(
+      'Expected `provisionedPollers` or `maxConcurrency`, not both: AWS makes provisioned mode and maximum concurrency mutually exclusive on an SQS event source',
+    );
+  }
+}
+
+/**
+ * The capacity planner's props: a positive expected peak, message groups only with it on a FIFO
+ * queue, and provisioned pollers within AWS's ranges (`SQS_POLLERS`), the minimum at most the
+ * maximum.
+ */
+function checkCapacityProps(props: IdempotentConsumerProps, fail: Fail): void {
+  const rate = props.expectedPeakMessagesPerSecond;
+  if (isKnownNumber(rate) && !(Number.isFinite(rate) && rate > 0)) {
+    fail(
+      `Expected \`expectedPeakMessagesPerSecond\` to be a positive number of messages a second, got \`${describeValue(rate)}\``,
+    );
+  }
+  const groups = props.expectedMessageGroups;
+  if (groups !== undefined) {
+    if (isKnownNumber(groups) && !(Number.isSafeInteger(groups) && groups > 0)) {
+      fail(`Expected \`expectedMessageGroups\` to be a positive integer, got \`${describeValue(groups)}\``);
+    }
+    const fifo = props.queue ? props.queue.fifo : props.fifo === true;
+    if (!fifo) fail('Expected `expectedMessageGroups` only on a FIFO queue');
+    if (rate === undefined)
+      fail('Expected `expectedMessageGroups` only with `expectedPeakMessagesPerSecond`');
+  }
+  const pollers = props.provisionedPollers;
+  if (!pollers) return;
+  const { minimum, maximum } = SQS_POLLERS;
+  checkInteger('provisionedPollers.minimum', pollers.minimum, minimum.low, minimum.high, fail);
+  checkInteger('provisionedPollers.maximum', pollers.maximum, maximum.low, maximum.high, fail);
+  const low = pollers.minimum ?? minimum.default;
+  const high = pollers.maximum ?? maximum.default;
+  if (isKnownNumber(low) && isKnownNumber(high) && low > high) {
+    fail(
+      `Expected \`provisionedPollers.minimum\` (${describeValue(low)}) to be at most \`provisionedPollers.maximum\` (${describeValue(high)})`,
+    );
   }
 }
 
