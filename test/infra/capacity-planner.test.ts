@@ -1,14 +1,17 @@
 /**
  * The capacity planner of `IdempotentConsumer` (`expectedPeakMessagesPerSecond`): the warm
  * throughput of the inbox table it creates, the warnings with their numbers for each mode, a FIFO
- * queue and a rate above a table's quota, provisioned pollers and the refused values.
+ * queue and a rate above a table's quota, provisioned pollers, the refused values, and the worked
+ * example of docs/capacity.md.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { CfnParameter } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { IdempotentConsumer, type IdempotentConsumerProps } from '../../lib';
+import { IdempotentConsumer, type IdempotentConsumerProps, MODE_CAPACITY } from '../../lib';
 import { FIXTURE_ENTRY, newStack } from './support';
 
 /** An on-demand table keyed by `pk`, with the given extra props. */
@@ -282,6 +285,76 @@ describe('IdempotentConsumer capacity planner', () => {
         { fifo: true, expectedMessageGroups: 4 },
         'Expected `expectedMessageGroups` only with `expectedPeakMessagesPerSecond`',
       );
+    });
+  });
+
+  describe('docs/capacity.md', () => {
+    const page = readFileSync(join(__dirname, '..', '..', 'docs', 'capacity.md'), 'utf8');
+    const shown = (value: number) => value.toLocaleString('en-US', { maximumFractionDigits: 1 });
+
+    it('shows each mode as the planner has it', () => {
+      for (const [mode, figures] of Object.entries(MODE_CAPACITY)) {
+        const row = page.split('\n').find((line) => line.startsWith(`| \`${mode}\``));
+        expect(
+          row
+            ?.split('|')
+            .slice(2, -1)
+            .map((cell) => cell.trim()),
+        ).toEqual([
+          String(figures.inboxWriteUnits),
+          String(figures.businessWriteUnits),
+          String(figures.inboxWriteUnits + figures.businessWriteUnits),
+          String(figures.messageMillis),
+          shown(1000 / figures.messageMillis),
+          String(figures.batchOfTenMillis),
+          shown(10_000 / figures.batchOfTenMillis),
+        ]);
+      }
+    });
+
+    it('computes the worked example as the page says', () => {
+      const { stack } = newStack('OrdersStack');
+      const orders = onDemandTable(stack, 'Orders');
+      const consumer = new IdempotentConsumer(stack, 'OrderEvents', {
+        mode: 'atomic',
+        entry: FIXTURE_ENTRY,
+        businessTables: [{ table: orders }],
+        maxConcurrency: 5,
+        expectedPeakMessagesPerSecond: 3_000,
+      });
+      const sample = page.match(/^```ts\n([\s\S]*?)^```$/m)?.[1] ?? '';
+      for (const line of [
+        "mode: 'atomic',",
+        'businessTables: [{ table: orders }],',
+        'maxConcurrency: 5,',
+        'expectedPeakMessagesPerSecond: 3_000,',
+      ]) {
+        expect(sample).toContain(line);
+      }
+      const plan = consumer.capacityPlan!;
+      const [inbox, business] = plan.tables;
+      const atomic = MODE_CAPACITY.atomic;
+      for (const figure of [
+        `3,000 messages a second × ${plan.writeUnitsPerMessage} = **${shown(plan.writeUnitsPerSecond)} write units a second**`,
+        `3,000 × 2 = ${shown(inbox!.writeUnitsPerSecond)}\n  on the inbox table and 3,000 × 2 = ${shown(business!.writeUnitsPerSecond)} on \`Orders\``,
+        `its warm throughput to **${shown(inbox!.warmThroughput!.writeUnitsPerSecond!)} write units a second**`,
+        `10 × 1,000 / ${atomic.batchOfTenMillis} = **${shown(plan.messagesPerSecondPerInvocation)} messages a second**`,
+        `rounded up **${plan.invocationsNeeded} concurrent invocations**`,
+        `3,000 × ${atomic.messageMillis} / 1,000 = 73.1,\n  rounded up **${plan.messageGroupsNeeded} message groups**`,
+      ]) {
+        expect(page).toContain(figure);
+      }
+      const annotations = Annotations.fromStack(stack);
+      const printed = [
+        ...annotations
+          .findWarning('*', Match.anyValue())
+          .map((message) => `[Warning at ${message.id}] ${message.entry.data}`),
+        ...annotations
+          .findInfo('*', Match.anyValue())
+          .map((message) => `[Info at ${message.id}] ${message.entry.data}`),
+      ];
+      const output = page.match(/^```text\n([\s\S]*?)^```$/m)?.[1] ?? '';
+      expect(output.trimEnd().split('\n')).toEqual(printed);
     });
   });
 });
