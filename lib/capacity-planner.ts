@@ -13,7 +13,9 @@
 import { Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { ConsumerMode } from '../lambda/core/contract';
+import { describeValue } from '../lambda/core/errors';
 import { type BusinessTableAccess, defaultBusinessTableAccess } from './consumer-permissions';
+import { type Fail, isKnownNumber } from './consumer-validation';
 
 /** What one first delivery costs in a mode, as the benchmark counted and modelled it. */
 export interface ModeCapacity {
@@ -48,6 +50,12 @@ export const MODE_CAPACITY: Readonly<Record<ConsumerMode, ModeCapacity>> = Objec
   'two-phase': { inboxWriteUnits: 2, businessWriteUnits: 1, messageMillis: 23.44, batchOfTenMillis: 31.38 },
 });
 
+/**
+ * Messages the runtime runs side by side in one invocation by default (its `concurrency` option,
+ * `DEFAULT_CONCURRENCY` in lambda/core/options.ts; a unit test holds the two equal).
+ */
+export const RUNTIME_DEFAULT_CONCURRENCY = 10;
+
 /** The AWS limits the planner plans with, each quoted from AWS's documentation. */
 export const CAPACITY_LIMITS = Object.freeze({
   /**
@@ -78,15 +86,18 @@ export const CAPACITY_LIMITS = Object.freeze({
 });
 
 /**
- * What bounds the event source's concurrent invocations: `maxConcurrency`, provisioned pollers
- * (10 invocations each, up to `maximum`), neither (the event source's and the Region's default
- * limits), or a limit unknown at synth time (a token), which the planner does not check.
+ * What bounds the event source's concurrent invocations: an SQS event source's `maxConcurrency`,
+ * provisioned pollers (10 invocations each, up to `maximum`), or neither (the event source's and
+ * the Region's default limits); a Kinesis stream's shards × `parallelizationFactor`; or a limit
+ * unknown at synth time (a token, a stream whose shards are not known), which the planner does
+ * not check.
  */
 export type EventSourceConcurrency =
   | { readonly kind: 'maxConcurrency'; readonly maxConcurrency: number }
   | { readonly kind: 'provisionedPollers'; readonly minimum: number; readonly maximum: number }
+  | { readonly kind: 'shards'; readonly shards: number; readonly parallelizationFactor: number }
   | { readonly kind: 'default' }
-  | { readonly kind: 'unknown' };
+  | { readonly kind: 'unknown'; readonly reason: string };
 
 /** A table the consumer writes, as the planner sees it. */
 export interface PlannedTable {
@@ -105,8 +116,11 @@ export interface CapacityInput {
   readonly mode: ConsumerMode;
   /** `expectedPeakMessagesPerSecond`, a positive finite number. */
   readonly messagesPerSecond: number;
-  /** Messages per invocation. */
-  readonly batchSize: number;
+  /**
+   * Messages one invocation runs side by side: the batch size up to the runtime's default 10 for
+   * a queue, 1 for a stream (a shard's records run in order).
+   */
+  readonly messagesSideBySide: number;
   /** True for a FIFO queue. */
   readonly fifo: boolean;
   /** `expectedMessageGroups`, on a FIFO queue. */
@@ -150,6 +164,17 @@ export interface CapacityPlan {
   readonly messageGroupsNeeded: number;
 }
 
+/** The planner's input and plan for one consumer, when `expectedPeakMessagesPerSecond` is set. */
+export interface CapacityPlanning {
+  readonly input: CapacityInput;
+  readonly plan: CapacityPlan;
+}
+
+/** The input and its plan, or `undefined` without an input. */
+export function planning(input: CapacityInput | undefined): CapacityPlanning | undefined {
+  return input && { input, plan: planCapacity(input) };
+}
+
 /** Computes the plan (see {@link CapacityPlan}); the input is assumed valid. */
 export function planCapacity(input: CapacityInput): CapacityPlan {
   const mode = MODE_CAPACITY[input.mode];
@@ -165,13 +190,13 @@ export function planCapacity(input: CapacityInput): CapacityPlan {
       return { ...table, writeUnitsPerSecond, ...(warm && { warmThroughput: warm }) };
     });
   const writeUnitsPerMessage = mode.inboxWriteUnits + mode.businessWriteUnits;
-  // A batch of one waits for one message's requests; larger batches run 10 at a time (the
-  // runtime's default `concurrency`), each 10 in the modelled time of a batch of 10. Fewer than 10
-  // are taken at the batch-of-10 time: a little slow, so the need is not understated.
+  // One at a time, an invocation waits for each message's requests; side by side (at most the
+  // runtime's default `concurrency`, 10), each group in the modelled time of a batch of 10. Fewer
+  // than 10 are taken at the batch-of-10 time: a little slow, so the need is not understated.
   const perInvocation =
-    input.batchSize <= 1
+    input.messagesSideBySide <= 1
       ? 1000 / mode.messageMillis
-      : (Math.min(input.batchSize, 10) * 1000) / mode.batchOfTenMillis;
+      : (Math.min(input.messagesSideBySide, RUNTIME_DEFAULT_CONCURRENCY) * 1000) / mode.batchOfTenMillis;
   const { limit, source } = concurrencyLimit(input.concurrency);
   const perGroup = 1000 / mode.messageMillis;
   return {
@@ -202,8 +227,13 @@ function concurrencyLimit(concurrency: EventSourceConcurrency): { limit: number;
         limit: concurrency.maximum * perPoller,
         source: `\`provisionedPollers.maximum\` ${concurrency.maximum} × ${perPoller} invocations a poller`,
       };
+    case 'shards':
+      return {
+        limit: concurrency.shards * concurrency.parallelizationFactor,
+        source: `${concurrency.shards} shards × \`parallelizationFactor\` ${concurrency.parallelizationFactor}`,
+      };
     case 'unknown':
-      return { limit: Number.POSITIVE_INFINITY, source: 'unknown at synth time' };
+      return { limit: Number.POSITIVE_INFINITY, source: concurrency.reason };
     default:
       return {
         limit: Math.min(CAPACITY_LIMITS.sqsEventSourceConcurrency, CAPACITY_LIMITS.regionalConcurrency),
@@ -231,7 +261,7 @@ export interface CapacityNotes {
  */
 export function capacityNotes(
   plan: CapacityPlan,
-  input: Pick<CapacityInput, 'fifo' | 'messageGroups' | 'batchSize'>,
+  input: Pick<CapacityInput, 'fifo' | 'messageGroups' | 'messagesSideBySide'>,
   knownWarmWrites: (table: dynamodb.ITable) => number | undefined,
   notes: CapacityNotes,
 ): void {
@@ -280,14 +310,19 @@ export function capacityNotes(
     );
   }
 
-  if (plan.invocationsNeeded > plan.concurrencyLimit) {
-    const pace =
-      input.batchSize <= 1
-        ? `one message in ${formatNumber(mode.messageMillis)} ms`
-        : `${Math.min(input.batchSize, 10)} messages side by side in ${formatNumber(mode.batchOfTenMillis)} ms`;
+  const pace =
+    input.messagesSideBySide <= 1
+      ? `one message at a time, ${formatNumber(mode.messageMillis)} ms each`
+      : `${Math.min(input.messagesSideBySide, RUNTIME_DEFAULT_CONCURRENCY)} messages side by side in ${formatNumber(mode.batchOfTenMillis)} ms`;
+  const carries = `one invocation carries ${formatNumber(plan.messagesPerSecondPerInvocation)} messages a second (${pace}, ${plan.mode} mode's modelled p50)`;
+  if (!Number.isFinite(plan.concurrencyLimit)) {
+    notes.info(
+      `The event source's concurrency was not checked (${plan.concurrencyLimitSource}): ${carries}, so the expected peak of ${rate} messages a second needs at least ${formatNumber(plan.invocationsNeeded)} concurrent invocations.`,
+    );
+  } else if (plan.invocationsNeeded > plan.concurrencyLimit) {
     notes.warn(
       'eventSourceConcurrency',
-      `The event source runs at most ${formatNumber(plan.concurrencyLimit)} concurrent invocations (${plan.concurrencyLimitSource}); one invocation carries ${formatNumber(plan.messagesPerSecondPerInvocation)} messages a second (${pace}, ${plan.mode} mode's modelled p50), so the expected peak of ${rate} messages a second needs at least ${formatNumber(plan.invocationsNeeded)}. Raise the limit, or expect a backlog at the peak (the model counts DynamoDB request time only, so the real need is higher).`,
+      `The event source runs at most ${formatNumber(plan.concurrencyLimit)} concurrent invocations (${plan.concurrencyLimitSource}); ${carries}, so the expected peak of ${rate} messages a second needs at least ${formatNumber(plan.invocationsNeeded)}. Raise the limit, or expect a backlog at the peak (the model counts DynamoDB request time only, so the real need is higher).`,
     );
   }
 }
@@ -354,4 +389,18 @@ export function knownWarmWrites(table: dynamodb.ITable): number | undefined {
   const warm = Stack.of(table).resolve(cfn.warmThroughput) as { writeUnitsPerSecond?: unknown } | undefined;
   const writes = warm?.writeUnitsPerSecond;
   return typeof writes === 'number' ? writes : undefined;
+}
+
+/** `expectedPeakMessagesPerSecond` when it is a usable rate: known at synth time, finite and positive. */
+export function plannedRate(rate: number | undefined): number | undefined {
+  return isKnownNumber(rate) && Number.isFinite(rate) && rate > 0 ? rate : undefined;
+}
+
+/** Fails unless a known `expectedPeakMessagesPerSecond` is a positive, finite number. */
+export function checkExpectedPeak(rate: number | undefined, fail: Fail): void {
+  if (isKnownNumber(rate) && plannedRate(rate) === undefined) {
+    fail(
+      `Expected \`expectedPeakMessagesPerSecond\` to be a positive number of messages a second, got \`${describeValue(rate)}\``,
+    );
+  }
 }

@@ -4,7 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { type CapacityPlan, planCapacity } from '../capacity-planner';
+import { type CapacityPlan, planning } from '../capacity-planner';
 import { ConsumerBase } from '../consumer-base';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
 import { queueCapacityInput } from './capacity';
@@ -90,8 +90,7 @@ export class IdempotentConsumer extends ConsumerBase {
   constructor(scope: Construct, id: string, props: IdempotentConsumerProps) {
     // Every prop is checked before anything is created, and every failure is reported at once.
     const timing = resolveTiming(props);
-    const capacityInput = queueCapacityInput(props);
-    const capacity = capacityInput && { input: capacityInput, plan: planCapacity(capacityInput) };
+    const capacity = planning(queueCapacityInput(props));
     super(scope, id, props, {
       constructName: 'IdempotentConsumer',
       validation: validateConsumerProps(props, timing, capacity),

@@ -18,7 +18,12 @@ import {
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
-import { type CapacityInput, type CapacityPlan, capacityNotes, knownWarmWrites } from '../capacity-planner';
+import {
+  type CapacityPlanning,
+  capacityNotes,
+  checkExpectedPeak,
+  knownWarmWrites,
+} from '../capacity-planner';
 import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
@@ -87,12 +92,6 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
 
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
 const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,75}$/;
-
-/** The capacity planner's input and plan, when `expectedPeakMessagesPerSecond` is set. */
-export interface CapacityPlanning {
-  readonly input: CapacityInput;
-  readonly plan: CapacityPlan;
-}
 
 /** Runs every check over `props` and the durations derived from them. */
 export function validateConsumerProps(
@@ -232,11 +231,7 @@ function checkExclusiveProps(props: IdempotentConsumerProps, fail: Fail): void {
  */
 function checkCapacityProps(props: IdempotentConsumerProps, fail: Fail): void {
   const rate = props.expectedPeakMessagesPerSecond;
-  if (isKnownNumber(rate) && !(Number.isFinite(rate) && rate > 0)) {
-    fail(
-      `Expected \`expectedPeakMessagesPerSecond\` to be a positive number of messages a second, got \`${describeValue(rate)}\``,
-    );
-  }
+  checkExpectedPeak(rate, fail);
   const groups = props.expectedMessageGroups;
   if (groups !== undefined) {
     if (isKnownNumber(groups) && !(Number.isSafeInteger(groups) && groups > 0)) {

@@ -8,6 +8,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { type CapacityPlan, planning } from '../capacity-planner';
 import { ConsumerBase, createTerminalQueue } from '../consumer-base';
 import {
   DYNAMODB_STREAM_READ_ACTIONS,
@@ -17,6 +18,7 @@ import {
   TOPIC_KEY_PUBLISH_ACTIONS,
 } from '../consumer-permissions';
 import type { SourceReadAccess, TerminalQueueOptions } from '../consumer-wiring';
+import { streamCapacityInput } from './capacity';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
   DEFAULT_OFFSET_LAG_THRESHOLD,
@@ -109,6 +111,11 @@ export class IdempotentStreamConsumer extends ConsumerBase {
   public readonly eventSourceMapping: lambda.EventSourceMapping;
   /** The replay window the default record TTL is derived from. */
   public readonly replayWindow: Duration;
+  /**
+   * The capacity planner's figures for `expectedPeakMessagesPerSecond` (tables' write rates,
+   * warm throughput, invocations needed); undefined without it.
+   */
+  public readonly capacityPlan?: CapacityPlan;
   /** The oldest record the event source delivers. */
   public readonly maxRecordAge: Duration;
   /** Alarm on Lambda's `IteratorAge` reaching `iteratorAgeThreshold` (a Kinesis or DynamoDB stream). */
@@ -131,6 +138,7 @@ export class IdempotentStreamConsumer extends ConsumerBase {
   constructor(scope: Construct, id: string, props: IdempotentStreamConsumerProps) {
     // Every prop is checked before anything is created, and every failure is reported at once.
     const timing = resolveStreamTiming(props);
+    const capacity = planning(streamCapacityInput(props));
     // Validated: exactly one source, and a table with a stream.
     const eventSourceArn = props.stream
       ? props.stream.streamArn
@@ -139,7 +147,8 @@ export class IdempotentStreamConsumer extends ConsumerBase {
         : props.kafka?.clusterArn;
     super(scope, id, props, {
       constructName: 'IdempotentStreamConsumer',
-      validation: validateStreamConsumerProps(props, timing),
+      validation: validateStreamConsumerProps(props, timing, capacity),
+      inboxWarmThroughput: capacity?.plan.tables.find((table) => table.created)?.warmThroughput,
       recordTtl: timing.recordTtl,
       lease: timing.lease,
       // A stream has no redrive: the runtime sends permanent failures to the dead-letter queue
@@ -158,6 +167,7 @@ export class IdempotentStreamConsumer extends ConsumerBase {
     this.eventSourceArn = eventSourceArn;
     this.maxRecordAge = timing.maxRecordAge;
     this.replayWindow = timing.replay.window;
+    this.capacityPlan = capacity?.plan;
 
     // Where the event source sends the batches it gives up on.
     this.onFailureTopic = props.onFailureTopic;

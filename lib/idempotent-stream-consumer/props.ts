@@ -175,6 +175,22 @@ export interface IdempotentStreamConsumerProps {
   readonly parallelizationFactor?: number;
 
   /**
+   * The most records a second the source is expected to deliver at its peak. The capacity
+   * planner then computes the write rate of the inbox and business tables from the mode's write
+   * units per message (entity 1, marker 2, atomic 4, two-phase 3), gives the inbox table it
+   * creates a warm throughput above the 4,000 write units a second a new on-demand table absorbs,
+   * and warns at synth, naming the numbers, where a given table cannot take the rate, or where a
+   * Kinesis stream of this app has too few shards × `parallelizationFactor` to carry it (a
+   * shard's records run one at a time, at the mode's modelled latency; a DynamoDB stream's
+   * shards and a Kafka topic's partitions are not known at synth time, so an info note names the
+   * concurrency needed instead). Warm throughput only goes up: keep this at the highest rate
+   * deployed. See docs/capacity.md.
+   *
+   * @default - no planning: no warm throughput, no capacity warnings
+   */
+  readonly expectedPeakMessagesPerSecond?: number;
+
+  /**
    * Whether the event source splits a batch in two and retries each half when the function
    * fails (throws or times out), so a record that crashes the function is isolated and the
    * records around it proceed. A retryable outcome is reported as a batch item failure with its

@@ -15,6 +15,12 @@ import {
   ENV,
   MAX_COMPLETED_CACHE_ENTRIES,
 } from '../../lambda/core/contract';
+import {
+  type CapacityPlanning,
+  capacityNotes,
+  checkExpectedPeak,
+  knownWarmWrites,
+} from '../capacity-planner';
 import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
   checkConsumerNameAndNamespace,
@@ -60,8 +66,9 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
 export function validateStreamConsumerProps(
   props: IdempotentStreamConsumerProps,
   timing: StreamConsumerTiming,
+  capacity?: CapacityPlanning,
 ): PropsValidation {
-  const { failures, notes, fail, warn } = collectValidation();
+  const { failures, notes, fail, warn, info } = collectValidation();
 
   checkOneOf('mode', props.mode, CONSUMER_MODES, fail);
   checkLogLevel(props.logLevel, fail);
@@ -76,6 +83,8 @@ export function validateStreamConsumerProps(
   checkTimeout(timing, fail);
   checkAges(props, timing, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
+  checkExpectedPeak(props.expectedPeakMessagesPerSecond, fail);
+  if (capacity) capacityNotes(capacity.plan, capacity.input, knownWarmWrites, { warn, info });
   return { failures, notes };
 }
 

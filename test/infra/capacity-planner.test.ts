@@ -12,7 +12,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { IdempotentConsumer, type IdempotentConsumerProps, MODE_CAPACITY } from '../../lib';
-import { FIXTURE_ENTRY, newStack } from './support';
+import { FIXTURE_ENTRY, newStack, notesOf } from './support';
 
 /** An on-demand table keyed by `pk`, with the given extra props. */
 function onDemandTable(
@@ -36,15 +36,13 @@ function synth(props: Partial<IdempotentConsumerProps> & Pick<IdempotentConsumer
     businessTables: [{ table: orders }],
     ...props,
   });
-  const annotations = Annotations.fromStack(stack);
-  const texts = (entries: { entry: { data?: unknown } }[]) =>
-    entries.map(({ entry }) => String(entry.data).replace(/ \[ack: [^\]]+\]$/, ''));
+  const { warnings, infos } = notesOf(stack);
   return {
     stack,
     consumer,
     template: Template.fromStack(stack),
-    warnings: texts(annotations.findWarning('*', Match.anyValue())),
-    infos: texts(annotations.findInfo('*', Match.anyValue())).filter((text) => text.includes('warm')),
+    warnings,
+    infos: infos.filter((text) => text.includes('warm')),
   };
 }
 

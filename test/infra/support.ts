@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App, type CfnElement, Stack, Validations } from 'aws-cdk-lib';
-import type { Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
@@ -112,4 +112,18 @@ export function acknowledgments(root: IConstruct): { path: string; rule: string;
         })),
       ),
   );
+}
+
+/**
+ * The synth-time warnings and infos of `stack` as their texts, in order, a warning's
+ * acknowledgement suffix (` [ack: <id>]`) left out.
+ */
+export function notesOf(stack: Stack): { warnings: string[]; infos: string[] } {
+  const annotations = Annotations.fromStack(stack);
+  const texts = (entries: { entry: { data?: unknown } }[]) =>
+    entries.map(({ entry }) => String(entry.data).replace(/ \[ack: [^\]]+\]$/, ''));
+  return {
+    warnings: texts(annotations.findWarning('*', Match.anyValue())),
+    infos: texts(annotations.findInfo('*', Match.anyValue())),
+  };
 }

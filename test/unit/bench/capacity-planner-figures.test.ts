@@ -12,7 +12,7 @@ import { type BatchSchedule, simulateBatches, simulateTrace } from '../../../ben
 import type { TracedRequest } from '../../../bench/measure/traces';
 import type { ConsumerMode } from '../../../lambda/core/contract';
 import { DEFAULT_CONCURRENCY } from '../../../lambda/core/options';
-import { MODE_CAPACITY } from '../../../lib/capacity-planner';
+import { MODE_CAPACITY, RUNTIME_DEFAULT_CONCURRENCY } from '../../../lib/capacity-planner';
 
 const INBOX = 'bench-inbox';
 const ORDERS = 'bench-orders';
@@ -78,6 +78,10 @@ describe('capacity planner figures', () => {
         business: MODE_CAPACITY[mode].businessWriteUnits,
       });
     }
+  });
+
+  it("plans with the runtime's default concurrency", () => {
+    expect(RUNTIME_DEFAULT_CONCURRENCY).toBe(DEFAULT_CONCURRENCY);
   });
 
   it('takes the modelled p50 of one message and of a batch of 10 from the latency model', () => {
