@@ -144,9 +144,9 @@ export interface CapacityPlan {
   readonly mode: ConsumerMode;
   /** `expectedPeakMessagesPerSecond`. */
   readonly messagesPerSecond: number;
-  /** Every table's write units a message together. */
+  /** The mode's write units a message: the inbox record's and one business item's. */
   readonly writeUnitsPerMessage: number;
-  /** Every table's write units a second together at the expected peak. */
+  /** `writeUnitsPerMessage` × the expected peak: write units a second (see `tables` for each table's). */
   readonly writeUnitsPerSecond: number;
   /** Each table the consumer writes, with its write rate (and warm throughput, on one it creates). */
   readonly tables: readonly TableCapacity[];
