@@ -96,7 +96,8 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.deadLetterMessages)} dead letters on the queue (${sum((r) => r.deadLetterCopies)} copies: replay, retries, ${sum((r) => r.deadLetterLostResponses)} lost responses), ` +
     `${sum((r) => r.truncatedDeadLetters)} truncated, ${sum((r) => r.base64DeadLetters)} base64, ` +
     `${sum((r) => r.movedOnPastBadRecord)} times the shard moved on in the same invocation, ` +
-    `${sum((r) => r.refusedDeadLetters)} refused by SQS, ${sum((r) => r.stalls)} shards stalled`;
+    `${sum((r) => r.refusedDeadLetters)} refused by SQS, ${sum((r) => r.stalls)} shards stalled; ` +
+    `history checked: ${sum((r) => r.history.keys)} keys, order checked: ${sum((r) => r.history.groups)} partition keys, ${sum((r) => r.history.violations)} violations`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
   file.meta.proof = createProofRecord(STREAM_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
@@ -211,6 +212,11 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
 
     expect(report.duplicateEffects).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+    expect(report.violations).toContainEqual(
+      expect.stringMatching(
+        /^history check exactlyOnce failed at seed 9101 \(\S+\): \S+ applied again in live window 0/,
+      ),
+    );
   });
 
   it('counts lost records when the commit drops the business writes', async () => {
@@ -221,6 +227,32 @@ describe.runIf(SINGLE_SEED === undefined)('the stream oracle on a deliberately b
 
     expect(report.lost).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('effect missing'))).toBe(true);
+    expect(report.violations).toContainEqual(
+      expect.stringMatching(
+        /^history check inputEqualsOutput failed at seed 9102 \(m\d+\): m\d+ neither applied/,
+      ),
+    );
+  });
+
+  it('sees the records of a partition key applied out of their sequence when each batch reaches the handler reversed', async () => {
+    const report = await runSeed(9103, {
+      ...small,
+      tamperBatch: (batch) => [...batch.entries].reverse(),
+    });
+
+    const [violation] = report.violations.filter((line) => line.startsWith('history check orderPerGroup'));
+    // The two effects of one partition key that show it, and nothing else.
+    expect(violation?.split('\n')).toEqual([
+      expect.stringMatching(
+        /^history check orderPerGroup failed at seed 9103 \((customer-\d+)\): group \1: \S+ \(sequence \d+\) applied after \S+ \(sequence \d+\)$/,
+      ),
+      expect.stringMatching(
+        /^ {2}t\d+ applied \S+ amount \d+ window 0 group (customer-\d+) sequence \d+ \(m\d+\)$/,
+      ),
+      expect.stringMatching(
+        /^ {2}t\d+ applied \S+ amount \d+ window 0 group (customer-\d+) sequence \d+ \(m\d+\)$/,
+      ),
+    ]);
   });
 
   it('sees records acknowledged while they failed when the handler checkpoints past its failures', async () => {

@@ -104,9 +104,15 @@ export interface FaultController {
    * Every attempt that reached DynamoDB, with the HTTP status it answered. `repeated` is true
    * when an earlier attempt of the same send was already answered 200: an SDK retry of a
    * `TransactWriteItems` after a lost response carries the same `ClientRequestToken`, and
-   * DynamoDB answers it 200 again without applying it twice.
+   * DynamoDB answers it 200 again without applying it twice. `sent` is the input DynamoDB
+   * received: after any tampering of a deliberately broken client, in `AttributeValue` form.
    */
-  onServerResponse?(request: DynamoRequest, statusCode: number, repeated: boolean): void;
+  onServerResponse?(
+    request: DynamoRequest,
+    statusCode: number,
+    repeated: boolean,
+    sent: Readonly<Record<string, unknown>>,
+  ): void;
   /**
    * A `late-duplicate` request was answered; `send` sends its identical copy (once) and resolves
    * to the HTTP status DynamoDB answered it. The controller decides when, and must await it
@@ -230,7 +236,12 @@ export function attachFaultInjection(
       const attempt = async () => {
         const result = await next(args);
         const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
-        controller.onServerResponse?.(state.request, statusCode, state.succeeded);
+        controller.onServerResponse?.(
+          state.request,
+          statusCode,
+          state.succeeded,
+          args.input as Record<string, unknown>,
+        );
         if (statusCode === 200) state.succeeded = true;
         return { result, statusCode };
       };
@@ -271,6 +282,64 @@ export function attachFaultInjection(
     },
     { step: 'deserialize', priority: 'low', name: FAULT_MIDDLEWARE, override: true },
   );
+}
+
+/** A value in document shape, whether it came in document or raw `AttributeValue` shape. */
+export function plainOf(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const raw = value as { S?: string; N?: string; BOOL?: boolean; L?: unknown[]; M?: Record<string, unknown> };
+  if (raw.S !== undefined) return raw.S;
+  if (raw.N !== undefined) return Number(raw.N);
+  if (raw.BOOL !== undefined) return raw.BOOL;
+  if (raw.L !== undefined) return raw.L.map(plainOf);
+  if (raw.M !== undefined) return Object.fromEntries(Object.entries(raw.M).map(([k, v]) => [k, plainOf(v)]));
+  return value;
+}
+
+/** One write a request makes to an item: its key, and the item put or the values an update uses. */
+export interface TableWrite {
+  readonly pk: string;
+  /** A put's item, or an update's expression attribute values, in document shape. */
+  readonly values: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The puts and updates a request (as sent: `onServerResponse`'s `sent`) makes on `tableName`:
+ * each item of a `TransactWriteItems`, or a `PutItem` or `UpdateItem` on it. Read in commit order
+ * from the 200 answers, they are the effects DynamoDB applied.
+ */
+export function writesOn(
+  operation: string,
+  sent: Readonly<Record<string, unknown>>,
+  tableName: string,
+): TableWrite[] {
+  type Write = {
+    TableName?: string;
+    Item?: Record<string, unknown>;
+    Key?: unknown;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  };
+  const plain = (values: Record<string, unknown> | undefined) =>
+    Object.fromEntries(Object.entries(values ?? {}).map(([name, value]) => [name, plainOf(value)]));
+  const writeOf = (write: Write | undefined, put: boolean): TableWrite[] => {
+    if (write?.TableName !== tableName) return [];
+    const pk = pkOf(put ? write.Item : write.Key);
+    return pk === undefined
+      ? []
+      : [{ pk, values: plain(put ? write.Item : write.ExpressionAttributeValues) }];
+  };
+  switch (operation) {
+    case 'TransactWriteItems':
+      return ((sent.TransactItems ?? []) as { Put?: Write; Update?: Write }[]).flatMap((item) =>
+        item.Put !== undefined ? writeOf(item.Put, true) : writeOf(item.Update, false),
+      );
+    case 'PutItem':
+      return writeOf(sent as Write, true);
+    case 'UpdateItem':
+      return writeOf(sent as Write, false);
+    default:
+      return [];
+  }
 }
 
 /** The partition key `pk` of an item or key, in document or raw `AttributeValue` shape. */

@@ -95,7 +95,7 @@ export interface HistoryViolation {
   /** The key, message, group or event it is about. */
   readonly subject: string;
   readonly summary: string;
-  /** The logical time of the entry that breaks the check (an input never output: the input). */
+  /** The logical time of the entry that breaks the check (something never output: the end of the run). */
   readonly at: number;
   readonly history: readonly HistoryEntry[];
 }
@@ -201,7 +201,8 @@ export function inputEqualsOutput(entries: readonly HistoryEntry[]): HistoryViol
         keys.length === 0
           ? `${input.message} has no key and was never dead-lettered with a reason`
           : `${input.message} neither applied${input.amount === undefined ? '' : ` with amount ${input.amount}`} under ${unapplied.join(', ')} nor dead-lettered with a reason`,
-      at: input.entry.t,
+      // Known only once the run ended: after any effect applied twice or out of order.
+      at: entries.length,
       // The input, its last delivery, its dead letters without a reason, what its keys got.
       history: [
         ...own.filter((entry) => entry.event.kind === 'input'),
@@ -317,7 +318,7 @@ export function chainOnce(entries: readonly HistoryEntry[]): HistoryViolation | 
         check: 'chainOnce',
         subject: id,
         summary: `${id} emitted upstream, never applied downstream nor dead-lettered with a reason`,
-        at: entry.t,
+        at: entries.length,
         history: [entry, ...related.slice(-2)],
       });
       continue;
@@ -410,4 +411,26 @@ export function assertHistory(seed: number, entries: readonly HistoryEntry[]): H
   const summary = checkHistory(entries);
   if (summary.violation !== undefined) throw new Error(describeViolation(seed, summary.violation));
   return summary;
+}
+
+/** What a seed's report says of its history: what was checked, and how many checks failed (0 or 1: the first). */
+export interface HistoryCoverage {
+  readonly keys: number;
+  readonly groups: number;
+  readonly events: number;
+  readonly violations: number;
+}
+
+/**
+ * Checks a run's history for an oracle: the earliest violation goes to `violate` as
+ * {@link describeViolation} words it; returns what was checked.
+ */
+export function checkRunHistory(
+  seed: number,
+  entries: readonly HistoryEntry[],
+  violate: (message: string) => void,
+): HistoryCoverage {
+  const { keys, groups, events, violation } = checkHistory(entries);
+  if (violation !== undefined) violate(describeViolation(seed, violation));
+  return { keys, groups, events, violations: violation === undefined ? 0 : 1 };
 }

@@ -36,6 +36,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
+import { checkRunHistory, type HistoryCoverage } from './history';
 import { deadLetterProblems, indexDeadLetters } from './stream-dead-letter-oracle';
 import {
   BAD_KINDS,
@@ -122,6 +123,8 @@ export interface StreamSeedReport {
   readonly duplicateEffects: number;
   readonly lost: number;
   readonly invocations: number;
+  /** What the history checker covered (`history.ts`): keys, partition keys whose order it checked. */
+  readonly history: HistoryCoverage;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
 }
@@ -351,6 +354,7 @@ export async function checkStreamSeed(
       );
     }
   }
+  const history = checkRunHistory(options.seed, result.history, violate);
   const parsed = [...letters.byEventId.values()].flat();
   const crashes = Object.values(result.crashes).reduce((sum, count) => sum + count, 0);
   return {
@@ -400,6 +404,7 @@ export async function checkStreamSeed(
     duplicateEffects,
     lost,
     invocations: result.invocations,
+    history,
     violations,
   };
 }

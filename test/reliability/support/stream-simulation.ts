@@ -112,10 +112,13 @@ import {
   type RequestFault,
   roleOf,
   SimulatedCrash,
+  writesOn,
 } from './fault-injection';
+import { createHistory, type HistoryEntry } from './history';
 import { chanceOf, createRandom, type Random } from './prng';
 import { claimRequestFault, createCrashingMetrics, drawFault, losesResponse } from './simulated-lambda';
 import {
+  type BatchResult,
   createSimulatedStream,
   type EntryFate,
   type SimulatedStream,
@@ -759,6 +762,12 @@ export interface StreamSimulationResult {
   /** The IAM actions the requests sent need, by table, to compare with the construct's grants. */
   readonly actions: ReadonlyMap<string, ReadonlySet<string>>;
   readonly runtimeViolations: readonly string[];
+  /**
+   * What happened, in order (`history.ts`): every record's input, deliveries, the effects
+   * DynamoDB applied (with the partition key and sequence number of the record that applied
+   * them), dead letters, records discarded after `MaximumRetryAttempts` and marker-mode gaps.
+   */
+  readonly history: readonly HistoryEntry[];
 }
 
 /** A message of the dead-letter queue, as `ReceiveMessage` returned it. */
@@ -793,6 +802,8 @@ interface Invocation {
   readonly markerWritten: Map<string, Set<string>>;
   readonly effectWritten: Set<string>;
   readonly markerReleased: Map<string, Set<string>>;
+  /** The event id of the record whose effect each record key's next business write carries. */
+  readonly effectOf: Map<string, string>;
   crashed: boolean;
 }
 
@@ -906,6 +917,17 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     (entry.meta as { eventId: string }).eventId = eventIdOf(entry);
   }
 
+  const history = createHistory();
+  const messageOf = (plan: PlannedStreamRecord) => `m${plan.index}`;
+  for (const plan of plans) {
+    history.append({
+      kind: 'input',
+      message: messageOf(plan),
+      keys: plan.scopedKey === undefined ? [] : [plan.scopedKey],
+      amount: plan.amount,
+    });
+  }
+
   let phase: 1 | 2 = 1;
   const random = createRandom(seed ^ 0x57ea);
   let movedOnPastBadRecord = 0;
@@ -976,10 +998,26 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       const invocation = current(instance);
       if (invocation !== undefined) crash(invocation, label as StreamCrashPoint);
     },
-    onServerResponse(request, statusCode, repeated) {
+    onServerResponse(request, statusCode, repeated, sent) {
       const invocation = current(instance);
       const role = roleOf(request);
       if (statusCode !== 200 || repeated || role.role === 'other') return;
+      for (const write of writesOn(request.operation, sent, businessTable)) {
+        const eventId = invocation?.effectOf.get(write.pk);
+        const entry = eventId === undefined ? undefined : entryOf.get(eventId);
+        history.append({
+          kind: 'applied',
+          key: write.pk,
+          amount: Number(write.values.amount ?? write.values[':amount']),
+          ...(entry === undefined
+            ? {}
+            : {
+                group: entry.partitionKey,
+                sequence: entry.sequenceNumber,
+                message: messageOf(entry.meta.plan),
+              }),
+        });
+      }
       if (role.role === 'claim' && mode === 'entity' && role.tableName === businessTable) {
         entityWrites.set(role.pk, (entityWrites.get(role.pk) ?? 0) + 1);
       }
@@ -1071,6 +1109,14 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       if (sent === undefined) return;
       await queueSender.send(sent);
       deadLettersSent += 1;
+      if (entry !== undefined) {
+        history.append({
+          kind: 'dead-lettered',
+          message: messageOf(entry.meta.plan),
+          code: sent.code,
+          reason: sent.reason,
+        });
+      }
       if (roll < 0.133) {
         deadLetterLostResponses += 1;
         throw new Error('The response of SendMessage to the dead-letter queue was lost (injected)');
@@ -1141,17 +1187,20 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       mode === 'atomic'
         ? atomic<Body & DynamoDbChange>((message, unitOfWork) => {
             failInOutage(instance, message.messageId);
+            current(instance)?.effectOf.set(message.scopedKey, message.messageId);
             unitOfWork.update(effectUpdate(message.scopedKey, amountOf(message.body)));
           })
         : mode === 'marker'
           ? marker<Body & DynamoDbChange>(async (message) => {
               failInOutage(instance, message.messageId);
+              current(instance)?.effectOf.set(message.scopedKey, message.messageId);
               await instance.client.document.send(
                 new UpdateCommand(effectUpdate(message.scopedKey, amountOf(message.body))),
               );
             })
           : entity<Body & DynamoDbChange>((message) => {
               failInOutage(instance, message.messageId);
+              current(instance)?.effectOf.set(message.scopedKey, message.messageId);
               return {
                 tableName: businessTable,
                 keyAttribute: 'pk',
@@ -1196,6 +1245,27 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     return fault === 'crash-during-effect' && mode !== 'marker' ? undefined : fault;
   };
 
+  /** Tells the stream how a batch ended; the records of a batch it discards lose their order. */
+  const complete = (batch: StreamBatch<StreamMeta>, result: BatchResult): void => {
+    const before = stream.onFailure.length;
+    stream.complete(batch, result);
+    for (const report of stream.onFailure.slice(before)) {
+      for (const entry of stream.entries) {
+        if (
+          entry.shardId === report.shardId &&
+          entry.sequenceNumber >= report.startSequenceNumber &&
+          entry.sequenceNumber <= report.endSequenceNumber
+        ) {
+          history.append({
+            kind: 'discarded',
+            message: messageOf(entry.meta.plan),
+            why: `${entry.meta.eventId} discarded after MaximumRetryAttempts`,
+          });
+        }
+      }
+    }
+  };
+
   /** Runs one batch on `instance` and tells the stream how it ended. */
   const invoke = async (instance: Instance, batch: StreamBatch<StreamMeta>): Promise<void> => {
     const faults = batch.retry < FAULT_FREE_FROM_RETRY;
@@ -1223,6 +1293,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       markerWritten: new Map(),
       effectWritten: new Set(),
       markerReleased: new Map(),
+      effectOf: new Map(),
       crashed: false,
     };
     // Another lane of the shard runs a batch now (a parallelization factor above 1): two
@@ -1247,6 +1318,11 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
       const delivery = (deliveries.get(eventId) ?? 0) + 1;
       deliveries.set(eventId, delivery);
       invocation.deliveryOf.set(eventId, delivery);
+      history.append({
+        kind: 'delivered',
+        message: messageOf(entry.meta.plan),
+        attempt: `${eventId} delivery ${delivery}`,
+      });
       invocation.logs.set(eventId, { eventId, sequenceNumber: entry.sequenceNumber });
       const fault = faults ? recordFaultOf(eventId, delivery) : undefined;
       const pk = entry.meta.plan.scopedKey;
@@ -1293,12 +1369,12 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     }
     // A crashed invocation is a function error: the whole batch comes again (bisected, maybe).
     if (invocation.crashed) {
-      stream.complete(batch, { kind: 'error' });
+      complete(batch, { kind: 'error' });
       return;
     }
     if (thrown !== undefined || response === undefined) {
       runtimeViolations.push(`invocation ${invocation.id}: the handler threw ${String(thrown)}`);
-      stream.complete(batch, { kind: 'error' });
+      complete(batch, { kind: 'error' });
       return;
     }
     checkResponse(invocation, response);
@@ -1325,7 +1401,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
         if (log.outcome === 'processed') processedBeforeLostCheckpoint.set(log.eventId, invocation.id);
       }
     }
-    stream.complete(batch, {
+    complete(batch, {
       kind: 'response',
       itemIdentifiers: returned.batchItemFailures.map((failure) => failure.itemIdentifier),
       checkpointLost,
@@ -1401,6 +1477,13 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     stream.replayFromTrimHorizon();
     await drain();
     deadLetters = await receiveDeadLetters(sqs, queueUrl, deadLettersSent);
+    for (const key of markerGaps) {
+      history.append({
+        kind: 'excused',
+        key,
+        why: 'marker left without its effect (at-most-once by design)',
+      });
+    }
   } finally {
     for (const instance of instances) instance.client.raw.destroy();
     await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => undefined);
@@ -1433,6 +1516,7 @@ export async function runStreamSimulation(options: StreamSeedOptions): Promise<S
     invocations: invocationCount,
     actions,
     runtimeViolations,
+    history: history.entries,
   };
 }
 
