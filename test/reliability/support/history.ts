@@ -148,13 +148,14 @@ const hasReason = (event: HistoryEvent): boolean =>
 export function inputEqualsOutput(entries: readonly HistoryEntry[]): HistoryViolation | undefined {
   const keysOf = new Map<string, Set<string>>();
   const inputs: { entry: HistoryEntry; message: string; amount?: number }[] = [];
-  const byMessage = new Map<string, HistoryEntry[]>();
-  const byKey = new Map<string, HistoryEntry[]>();
-  const push = (map: Map<string, HistoryEntry[]>, name: string, entry: HistoryEntry) => {
-    const list = map.get(name) ?? [];
-    list.push(entry);
-    map.set(name, list);
+  /** Per key, the amounts applied (`undefined` for an effect that carries none), or excused. */
+  const outputs = new Map<string, { excused: boolean; amounts: Set<number | undefined> }>();
+  const outputOf = (key: string) => {
+    const output = outputs.get(key) ?? { excused: false, amounts: new Set<number | undefined>() };
+    outputs.set(key, output);
+    return output;
   };
+  const deadLettered = new Set<string>();
   for (const entry of entries) {
     const { event } = entry;
     if (event.kind === 'input' || event.kind === 'keyed') {
@@ -168,33 +169,36 @@ export function inputEqualsOutput(entries: readonly HistoryEntry[]): HistoryViol
           ...(event.amount === undefined ? {} : { amount: event.amount }),
         });
       }
+    } else if (event.kind === 'applied' && event.upstream === undefined) {
+      outputOf(event.key).amounts.add(event.amount);
+    } else if (event.kind === 'excused') {
+      outputOf(event.key).excused = true;
+    } else if (event.kind === 'dead-lettered' && hasReason(event)) {
+      deadLettered.add(event.message);
     }
-    if ('message' in event && event.message !== undefined) push(byMessage, event.message, entry);
-    if (event.kind === 'applied' && event.upstream === undefined) push(byKey, event.key, entry);
-    if (event.kind === 'excused') push(byKey, event.key, entry);
   }
-  const amountMatches = (event: HistoryEvent, amount: number | undefined) =>
-    event.kind === 'applied' &&
-    (amount === undefined || event.amount === undefined || event.amount === amount);
+  const applies = (key: string, amount: number | undefined): boolean => {
+    const output = outputs.get(key);
+    if (output === undefined) return false;
+    if (output.excused || output.amounts.has(amount) || output.amounts.has(undefined)) return true;
+    return amount === undefined && output.amounts.size > 0;
+  };
 
   let first: HistoryViolation | undefined;
-  const found = (violation: HistoryViolation) => {
-    if (first === undefined || violation.at < first.at) first = violation;
-  };
   for (const input of inputs) {
+    if (deadLettered.has(input.message)) continue;
     const keys = [...(keysOf.get(input.message) ?? [])];
-    const own = byMessage.get(input.message) ?? [];
-    if (own.some((entry) => hasReason(entry.event))) continue;
-    const unapplied = keys.filter(
-      (key) =>
-        !(byKey.get(key) ?? []).some(
-          (entry) => entry.event.kind === 'excused' || amountMatches(entry.event, input.amount),
-        ),
-    );
+    const unapplied = keys.filter((key) => !applies(key, input.amount));
     if (keys.length > 0 && unapplied.length === 0) continue;
-    const keyEntries = keys.flatMap((key) => byKey.get(key) ?? []);
-    const deadLetters = own.filter((entry) => entry.event.kind === 'dead-lettered');
-    found({
+    // The input, its last delivery, its dead letters without a reason, what its keys got.
+    const own = entries.filter((entry) => 'message' in entry.event && entry.event.message === input.message);
+    const keyEntries = entries.filter(
+      (entry) =>
+        (entry.event.kind === 'applied' || entry.event.kind === 'excused') &&
+        (entry.event.kind === 'excused' || entry.event.upstream === undefined) &&
+        keys.includes(entry.event.key),
+    );
+    first = {
       check: 'inputEqualsOutput',
       subject: input.message,
       summary:
@@ -203,38 +207,42 @@ export function inputEqualsOutput(entries: readonly HistoryEntry[]): HistoryViol
           : `${input.message} neither applied${input.amount === undefined ? '' : ` with amount ${input.amount}`} under ${unapplied.join(', ')} nor dead-lettered with a reason`,
       // Known only once the run ended: after any effect applied twice or out of order.
       at: entries.length,
-      // The input, its last delivery, its dead letters without a reason, what its keys got.
       history: [
         ...own.filter((entry) => entry.event.kind === 'input'),
         ...own.filter((entry) => entry.event.kind === 'delivered').slice(-1),
-        ...deadLetters,
+        ...own.filter((entry) => entry.event.kind === 'dead-lettered'),
         ...keyEntries,
       ].sort((a, b) => a.t - b.t),
-    });
+    };
+    break;
   }
 
-  const inputsOfKey = new Map<string, { message: string; amount?: number }[]>();
+  const inputsOfKey = new Map<string, Set<number | undefined>>();
   for (const input of inputs) {
     for (const key of keysOf.get(input.message) ?? []) {
-      const list = inputsOfKey.get(key) ?? [];
-      list.push(input);
-      inputsOfKey.set(key, list);
+      const amounts = inputsOfKey.get(key) ?? new Set<number | undefined>();
+      amounts.add(input.amount);
+      inputsOfKey.set(key, amounts);
     }
   }
-  for (const { entry, event } of appliedOf(entries)) {
-    if (event.upstream !== undefined) continue;
-    const asked = (inputsOfKey.get(event.key) ?? []).some(
-      (input) => input.amount === undefined || event.amount === undefined || input.amount === event.amount,
-    );
+  for (const entry of entries) {
+    const { event } = entry;
+    if (event.kind !== 'applied' || event.upstream !== undefined) continue;
+    const amounts = inputsOfKey.get(event.key);
+    const asked =
+      amounts !== undefined &&
+      (amounts.has(event.amount) ||
+        amounts.has(undefined) ||
+        (event.amount === undefined && amounts.size > 0));
     if (asked) continue;
-    found({
+    // An effect nobody asked for shows itself at once: earlier than anything never output.
+    return {
       check: 'inputEqualsOutput',
       subject: event.key,
       summary: `${event.key} applied${event.amount === undefined ? '' : ` with amount ${event.amount}`}, which no input asked for`,
       at: entry.t,
       history: [entry],
-    });
-    break;
+    };
   }
   return first;
 }
