@@ -83,7 +83,8 @@ afterAll(async ({}, file) => {
   const summary =
     `reliability: ${sum((r) => r.messages)} messages, ${sum((r) => r.duplicateDeliveries)} duplicate deliveries, ` +
     `${sum((r) => r.crashes)} crashes injected, ${faults}, ` +
-    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
+    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost; ` +
+    `history checked: ${sum((r) => r.history.keys)} keys, ${sum((r) => r.history.violations)} violations`;
   process.stdout.write(`${summary}\n`);
   // test/support/summary-reporter.ts prints it again after vitest's totals, as the run's last line.
   file.meta.summary = summary;
@@ -252,6 +253,13 @@ function withoutCondition(item: Record<string, unknown>): Record<string, unknown
   return { Put: rest };
 }
 
+/** The history checker's report of its first violation (`support/history.ts`), a line a history entry after it. */
+function historyViolation(check: string, seed: number): unknown {
+  return expect.stringMatching(
+    new RegExp(`^history check ${check} failed at seed ${seed} \\(\\S+\\): .+(\\n  t\\d+ [a-z-]+ .+)+$`),
+  );
+}
+
 describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken store', () => {
   const small = { messages: 200, mode: 'atomic', deadLetter: 'direct' } as const;
 
@@ -263,6 +271,7 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
 
     expect(report.duplicateEffects).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+    expect(report.violations).toContainEqual(historyViolation('exactlyOnce', 9001));
   });
 
   it('counts lost messages when the commit drops the business writes', async () => {
@@ -273,6 +282,7 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
 
     expect(report.lost).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('effect missing'))).toBe(true);
+    expect(report.violations).toContainEqual(historyViolation('inputEqualsOutput', 9002));
   });
 
   it('counts duplicate effects when a commit throttled after it was applied is sent again without its marker condition', async () => {
@@ -288,6 +298,8 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
     expect(report.throttles['after applied']).toBeGreaterThan(0);
     expect(report.duplicateEffects).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('duplicate effect'))).toBe(true);
+    // The commit sent again rewritten is no repeat of the applied one: its effect is in the history.
+    expect(report.violations).toContainEqual(historyViolation('exactlyOnce', 9003));
   });
 
   it('counts lost messages when a commit that met a transaction conflict is taken for committed', async () => {
@@ -303,6 +315,7 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
     expect(report.racingConflicts).toBeGreaterThan(0);
     expect(report.lost).toBeGreaterThan(0);
     expect(report.violations.some((violation) => violation.includes('never processed'))).toBe(true);
+    expect(report.violations).toContainEqual(historyViolation('inputEqualsOutput', 9004));
   });
 
   it('counts lost messages when the runtime deletes the batch of an invocation killed at its timeout', async () => {
@@ -310,6 +323,7 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
 
     expect(report.injected['invocations timed out']).toBeGreaterThan(0);
     expect(report.lost).toBeGreaterThan(0);
+    expect(report.violations).toContainEqual(historyViolation('inputEqualsOutput', 9005));
   });
 
   it('reports log lines in the wrong invocation when concurrent invocations of a process share one event', async () => {

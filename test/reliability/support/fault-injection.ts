@@ -102,7 +102,7 @@ export interface FaultController {
   crash(label: string, request: DynamoRequest): void;
   /**
    * Every attempt that reached DynamoDB, with the HTTP status it answered. `repeated` is true
-   * when an earlier attempt of the same send was already answered 200: an SDK retry of a
+   * when an earlier attempt of the same send, with the same input, was already answered 200: an SDK retry of a
    * `TransactWriteItems` after a lost response carries the same `ClientRequestToken`, and
    * DynamoDB answers it 200 again without applying it twice. `sent` is the input DynamoDB
    * received: after any tampering of a deliberately broken client, in `AttributeValue` form.
@@ -130,7 +130,8 @@ interface SendState {
   readonly request: DynamoRequest;
   readonly fault: RequestFault | undefined;
   attempts: number;
-  succeeded: boolean;
+  /** The input (as JSON) of the attempts answered 200: an identical one again is a repeat. */
+  readonly succeeded: Set<string>;
 }
 
 /** An error response as DynamoDB would send it, for the SDK to deserialise. */
@@ -207,7 +208,7 @@ export function attachFaultInjection(
       if (controller.isCrashed())
         throw new SimulatedCrash(`${request.operation} refused: the invocation crashed`);
       const fault = controller.decide(request);
-      sends.set(context, { request, fault, attempts: 0, succeeded: false });
+      sends.set(context, { request, fault, attempts: 0, succeeded: new Set() });
       if (fault?.kind === 'crash-before') {
         controller.crash(fault.label, request);
         throw new SimulatedCrash(`crashed before ${request.operation} (${fault.label})`);
@@ -236,13 +237,15 @@ export function attachFaultInjection(
       const attempt = async () => {
         const result = await next(args);
         const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
+        // A request sent again rewritten (a deliberately broken store) is not a repeat.
+        const sent = JSON.stringify(args.input);
         controller.onServerResponse?.(
           state.request,
           statusCode,
-          state.succeeded,
+          state.succeeded.has(sent),
           args.input as Record<string, unknown>,
         );
-        if (statusCode === 200) state.succeeded = true;
+        if (statusCode === 200) state.succeeded.add(sent);
         return { result, statusCode };
       };
       const fault = state.fault;

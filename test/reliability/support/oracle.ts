@@ -78,6 +78,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
 import { scopeKey } from '../../../lambda/core/dedup-key';
+import { checkRunHistory, type HistoryCoverage } from './history';
 import {
   consumerOf,
   type EpochEvents,
@@ -146,6 +147,8 @@ export interface SeedReport {
   readonly throttledRequests: Readonly<Partial<Record<RequestKind, number>>>;
   readonly invocations: number;
   readonly virtualSeconds: number;
+  /** What the history checker covered (`history.ts`): the keys whose effects it followed. */
+  readonly history: HistoryCoverage;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
   /**
@@ -543,6 +546,7 @@ export async function checkSeed(
     if (count >= 2) deliveredTwice += 1;
   }
   const crashes = Object.values(result.crashes).reduce((sum, n) => sum + n, 0);
+  const history = checkRunHistory(options.seed, result.history, violate);
 
   return {
     seed: options.seed,
@@ -573,6 +577,7 @@ export async function checkSeed(
     throttledRequests: result.throttledRequests,
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
+    history,
     violations,
     ...(result.trace === undefined
       ? {}

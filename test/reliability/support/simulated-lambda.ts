@@ -31,7 +31,7 @@ export interface CapturingDeadLetterSenderOptions<TInvocation extends SimulatedI
   /** How often the invocation's message had been delivered, this delivery included. */
   readonly deliveryOf: (invocation: TInvocation, sourceMessageId: string) => number;
   /** Where the sent dead letters go. */
-  readonly sent: DeadLetterMessage[];
+  readonly sent: Pick<DeadLetterMessage[], 'push'>;
 }
 
 /**

@@ -98,7 +98,9 @@ import {
   SimulatedCrash,
   THROTTLE_CODES,
   type ThrottleCode,
+  writesOn,
 } from './fault-injection';
+import { createHistory, type HistoryEntry } from './history';
 import { chanceOf, createRandom, type Random } from './prng';
 import {
   claimRequestFault,
@@ -652,6 +654,13 @@ export interface SimulationResult {
   readonly racingConflicts: number;
   /** The throttling errors injected, by the kind of request they answered. */
   readonly throttledRequests: Readonly<Partial<Record<RequestKind, number>>>;
+  /**
+   * What happened, in order (`history.ts`): every message's input, keys made at run time and
+   * deliveries, the effects DynamoDB (or, in two-phase mode, the downstream service) applied in
+   * commit order with their live window, dead letters with their reason (the redrive policy's,
+   * with the last logged outcome's, once the run ended) and marker-mode gaps.
+   */
+  readonly history: readonly HistoryEntry[];
 }
 
 /** Fault classes counted in the summary, next to the crashes. */
@@ -818,6 +827,17 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const planByMessageId = new Map(
     plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
   );
+  const history = createHistory();
+  for (const plan of plans) {
+    const keys =
+      mode === 'two-phase' ? (plan.effectKeys ?? []) : plan.scopedKey === undefined ? [] : [plan.scopedKey];
+    history.append({
+      kind: 'input',
+      message: `m${plan.index}`,
+      keys,
+      ...(plan.amount === undefined ? {} : { amount: plan.amount }),
+    });
+  }
   /** 1 until the queue first drained; 2 while the dead-letter redrive runs (the outage is over). */
   let phase: 1 | 2 = 1;
   const keyedAs = new Map<number, Set<string>>();
@@ -1110,9 +1130,20 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       const invocation = current(instance);
       if (invocation !== undefined) crash(invocation, label as CrashPoint);
     },
-    onServerResponse(request, statusCode, repeated) {
+    onServerResponse(request, statusCode, repeated, sent) {
       const invocation = current(instance);
       for (const role of rolesOf(request)) onResponse(invocation, request, role, statusCode, repeated);
+      if (statusCode !== 200 || repeated || mode === 'two-phase') return;
+      for (const write of writesOn(request.operation, sent, businessTable)) {
+        const epoch = write.values[':epoch'];
+        history.append({
+          kind: 'applied',
+          key: write.pk,
+          amount: Number(write.values.amount ?? write.values[':amount']),
+          // The entity is its own marker and never expires: one live window.
+          window: mode === 'entity' ? 0 : Array.isArray(epoch) ? Number(epoch[0]) : (invocation?.epoch ?? 0),
+        });
+      }
     },
   });
 
@@ -1268,7 +1299,18 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       labels: ['dead-letter'],
       current: () => current(instance),
       deliveryOf: (invocation, messageId) => invocation.receiveCounts.get(messageId) ?? 0,
-      sent: directDeadLetters,
+      sent: {
+        push(message) {
+          const plan = planByMessageId.get(message.sourceMessageId);
+          history.append({
+            kind: 'dead-lettered',
+            message: plan === undefined ? message.sourceMessageId : `m${plan.index}`,
+            code: message.code,
+            reason: message.reason,
+          });
+          return directDeadLetters.push(message);
+        },
+      },
     });
 
   const clockOf = (instance: Instance) => (): number => {
@@ -1356,8 +1398,11 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     tag(executions, pk, epoch);
     note(pk, invocation, `executed (clock ${clockOf(instance)()})`);
     const previous = applied.get(idempotencyKey);
-    if (previous === undefined) applied.set(idempotencyKey, { pk, amount, count: 1 });
-    else previous.count += 1;
+    if (previous === undefined) {
+      applied.set(idempotencyKey, { pk, amount, count: 1 });
+      // What the outside world sees: the downstream service applies an idempotency key once.
+      history.append({ kind: 'applied', key: pk, amount, window: epoch });
+    } else previous.count += 1;
     if (
       invocation !== undefined &&
       plan?.expiryMidEffect === true &&
@@ -1471,6 +1516,16 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     const plan = planByMessageId.get(message.messageId.replace(/-rival$/, ''));
     if (plan?.kind !== 'big-key') return;
     const keys = keyedAs.get(plan.index) ?? new Set<string>();
+    if (!keys.has(message.dedupKey)) {
+      history.append({
+        kind: 'keyed',
+        message: `m${plan.index}`,
+        keys:
+          mode === 'two-phase'
+            ? TWO_PHASE_EFFECTS.map((effect) => scopeKey(consumer, message.dedupKey, effect))
+            : [scopeKey(consumer, message.dedupKey)],
+      });
+    }
     keys.add(message.dedupKey);
     keyedAs.set(plan.index, keys);
   };
@@ -1678,6 +1733,11 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         endedAt: started,
       };
       deliveries.push(delivery);
+      history.append({
+        kind: 'delivered',
+        message: `m${received.meta.plan.index}`,
+        attempt: `${received.messageId} receive ${received.receiveCount}${epoch === 1 ? ' (window 1)' : ''}`,
+      });
       return delivery;
     });
     const context = lambdaContextOf(invocation);
@@ -1884,6 +1944,22 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     }
     await drain();
     await landLate();
+    for (const moved of queue.redriven) {
+      const logged = lastOutcome.get(moved.messageId);
+      history.append({
+        kind: 'dead-lettered',
+        message: `m${moved.meta.plan.index}`,
+        code: logged?.code ?? '',
+        reason: logged?.reason ?? '',
+      });
+    }
+    for (const [key, gap] of markerGaps) {
+      history.append({
+        kind: 'excused',
+        key,
+        why: `marker left without its effect (${gap}, at-most-once by design)`,
+      });
+    }
   } finally {
     for (const instance of instances) instance.client.raw.destroy();
   }
@@ -1912,6 +1988,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     throttles,
     racingConflicts,
     throttledRequests,
+    history: history.entries,
   };
 }
 
