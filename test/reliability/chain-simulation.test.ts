@@ -109,7 +109,8 @@ afterAll(async ({}, file) => {
     `${sum((r) => r.lostCheckpoints)} relay checkpoints lost (${sum((r) => r.redeliveredAfterLostCheckpoint)} records delivered again), ` +
     `${sum((r) => r.emittedTwice)} stream records emitted twice, ${sum((r) => r.redrives)} redrives, ` +
     `${sum((r) => r.doubleTapMessages)} double-tap messages, ` +
-    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost`;
+    `${sum((r) => r.duplicateEffects)} duplicate effects, ${sum((r) => r.lost)} lost; ` +
+    `history checked: ${sum((r) => r.history.keys)} keys, ${sum((r) => r.history.events)} events followed downstream, ${sum((r) => r.history.violations)} violations`;
   process.stdout.write(`${summary}\n`);
   file.meta.summary = summary;
   file.meta.proof = createProofRecord(CHAIN_PROOF, reports, { messages: MESSAGES, seeds: SEEDS });
@@ -208,6 +209,12 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
     expect(
       report.violations.some((violation) => violation.includes('effects in shipping (duplicate effect)')),
     ).toBe(true);
+    // The history checker names the event, with its emission, its publishes and both effects.
+    expect(report.violations).toContainEqual(
+      expect.stringMatching(
+        /^history check chainOnce failed at seed \d+ \((\S+)\): \1 emitted once upstream, applied \d+ times downstream\n {2}t\d+ emitted \1(?:\n {2}t\d+ (?:delivered \1 published as \S+|applied \S+ window 0 for \1))+$/,
+      ),
+    );
   });
 
   it('counts duplicate effects downstream from lost relay checkpoints alone when shipping keys by the message id', async () => {
@@ -232,6 +239,12 @@ describe.runIf(SINGLE_SEED === undefined)('the chain oracle on a deliberately br
     expect(
       report.violations.some((violation) => violation.includes('effects in shipping (duplicate effect)')),
     ).toBe(true);
+    // The history checker names the event, with its emission, its publishes and both effects.
+    expect(report.violations).toContainEqual(
+      expect.stringMatching(
+        /^history check chainOnce failed at seed \d+ \((\S+)\): \1 emitted once upstream, applied \d+ times downstream\n {2}t\d+ emitted \1(?:\n {2}t\d+ (?:delivered \1 published as \S+|applied \S+ window 0 for \1))+$/,
+      ),
+    );
   });
 });
 
@@ -276,6 +289,11 @@ describe.runIf(SINGLE_SEED === undefined)(
       expect(
         report.violations.some((violation) => violation.includes('discarded to the on-failure destination')),
       ).toBe(true);
+      expect(report.violations).toContainEqual(
+        expect.stringMatching(
+          /^history check chainOnce failed at seed 9203 \((\S+)\): \1 emitted upstream, never applied downstream nor dead-lettered with a reason\n {2}t\d+ emitted \1/,
+        ),
+      );
     });
   },
 );

@@ -75,6 +75,7 @@ import {
   type RelayDeadLetter,
 } from './chain-simulation';
 import { ungrantedActions } from './grants';
+import { checkRunHistory, type HistoryCoverage } from './history';
 import { readItems, scanItems } from './tables';
 
 /** What one seed amounted to. */
@@ -122,6 +123,8 @@ export interface ChainSeedReport {
   readonly deadLettered: number;
   readonly duplicateEffects: number;
   readonly lost: number;
+  /** What the history checker covered (`history.ts`): order keys, and events followed downstream. */
+  readonly history: HistoryCoverage;
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
 }
@@ -412,6 +415,7 @@ export async function checkChainSeed(
     shipping: sumOf(Object.values(result.shipping.crashes)),
   };
   const publishes = sumOf(result.relay.landed.values());
+  const history = checkRunHistory(options.seed, result.history, violate);
   return {
     seed: options.seed,
     messages: plans.length,
@@ -452,6 +456,7 @@ export async function checkChainSeed(
     deadLettered,
     duplicateEffects,
     lost,
+    history,
     violations,
   };
 }

@@ -114,7 +114,9 @@ import {
   type RequestFault,
   rolesOf,
   SimulatedCrash,
+  writesOn,
 } from './fault-injection';
+import { createHistory, type HistoryEntry } from './history';
 import { chanceOf, createRandom, type Random } from './prng';
 import {
   type ClaimFault,
@@ -524,6 +526,14 @@ export interface ChainSimulationResult {
   readonly beforeDoubleTap: ChainSnapshot;
   readonly afterDoubleTap: ChainSnapshot;
   readonly runtimeViolations: readonly string[];
+  /**
+   * What happened, in order (`history.ts`): every order's input and deliveries, the effects both
+   * services applied in commit order (shipping's with the event it carries), the events the
+   * outbox received (orders' commits and the other writer's puts), every publish that landed in
+   * shipping's queue, and every dead letter with its reason (orders' sent directly; those its
+   * queue's redrive policy moved, with the last logged code, once the run ended).
+   */
+  readonly history: readonly HistoryEntry[];
 }
 
 /** What queue 1 carries next to each copy. */
@@ -603,6 +613,10 @@ interface FleetOptions<TMeta> {
   readonly attributesOf: (meta: TMeta) => Readonly<Record<string, SqsMessageAttribute>>;
   /** The request that carries the effect: a commit, or an entity put. */
   readonly isEffect: (request: DynamoRequest) => boolean;
+  /** An effect request DynamoDB answered 200 (not a repeat), as it received it. */
+  readonly onEffect: (request: DynamoRequest, sent: Readonly<Record<string, unknown>>) => void;
+  /** A dead letter the consumer sent. */
+  readonly onDeadLetter: (message: DeadLetterMessage) => void;
   readonly createHandler: (options: InstanceOptions) => SqsHandler;
   readonly violations: string[];
 }
@@ -660,8 +674,9 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
       const invocation = current(instance());
       if (invocation !== undefined) crash(invocation, label as ConsumerCrashPoint);
     },
-    onServerResponse(request, statusCode, repeated) {
+    onServerResponse(request, statusCode, repeated, sent) {
       if (statusCode !== 200 || repeated || !options.isEffect(request)) return;
+      options.onEffect(request, sent);
       for (const role of rolesOf(request)) {
         if (role.role === 'claim') log.effectWrites.set(role.pk, (log.effectWrites.get(role.pk) ?? 0) + 1);
       }
@@ -715,7 +730,12 @@ function createConsumerFleet<TMeta>(options: FleetOptions<TMeta>): ConsumerFleet
         labels: [consumer, 'dead-letter'],
         current: () => current(self),
         deliveryOf: (invocation, messageId) => invocation.receiveCounts.get(messageId) ?? 0,
-        sent: log.deadLetters,
+        sent: {
+          push(message) {
+            options.onDeadLetter(message);
+            return log.deadLetters.push(message);
+          },
+        },
       }),
     });
     self = { index, skewMillis, client, handler };
@@ -883,6 +903,19 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
   const planByMessageId = new Map(
     plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
   );
+  const history = createHistory();
+  for (const plan of plans) {
+    history.append({
+      kind: 'input',
+      message: `o${plan.index}`,
+      keys: plan.scopedKey === undefined ? [] : [plan.scopedKey],
+      amount: plan.amount,
+    });
+  }
+  const orderOf = (messageId: string): string => {
+    const plan = planByMessageId.get(messageId) ?? planByMessageId.get(messageId.replace(/-double-tap$/, ''));
+    return plan === undefined ? messageId : `o${plan.index}`;
+  };
   /** 1 until the queues first drained; 2 for the redrive and the double tap (the outage is over). */
   let phase: 1 | 2 = 1;
   const violations: string[] = [];
@@ -920,6 +953,21 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     pkOf: (received) => received.meta.plan.scopedKey,
     attributesOf: () => ({}),
     isEffect: (request) => request.operation === 'TransactWriteItems',
+    onEffect: (request, sent) => {
+      for (const write of writesOn(request.operation, sent, options.ordersTable)) {
+        history.append({ kind: 'applied', key: write.pk, amount: Number(write.values[':amount']) });
+      }
+      for (const write of writesOn(request.operation, sent, options.outboxTable)) {
+        history.append({ kind: 'emitted', event: write.pk });
+      }
+    },
+    onDeadLetter: (message) =>
+      history.append({
+        kind: 'dead-lettered',
+        message: orderOf(message.sourceMessageId),
+        code: message.code,
+        reason: message.reason,
+      }),
     violations,
     createHandler: (common) =>
       createSqsHandler<OrderBody>({
@@ -964,6 +1012,19 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     pkOf: (received) => scopeKey(consumers.shipping, shippingKeyOf(received)),
     attributesOf: (meta) => meta.attributes,
     isEffect: (request) => request.operation === 'PutItem',
+    onEffect: (request, sent) => {
+      for (const write of writesOn(request.operation, sent, options.shipmentsTable)) {
+        history.append({ kind: 'applied', key: write.pk, upstream: String(write.values.eventId) });
+      }
+    },
+    // Shipping dead-letters nothing (the oracle says so); a dead letter of it names its message.
+    onDeadLetter: (message) =>
+      history.append({
+        kind: 'dead-lettered',
+        message: message.sourceMessageId,
+        code: message.code,
+        reason: message.reason,
+      }),
     violations,
     createHandler: (common) =>
       createSqsHandler<EventDetail>({
@@ -1064,6 +1125,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         const messageId = `s${seed}-published-${++publishCount}`;
         shippingQueue.send({ messageId, body: input.MessageBody ?? '', meta: { eventId, attributes } });
         relayLog.landed.set(eventId, (relayLog.landed.get(eventId) ?? 0) + 1);
+        history.append({ kind: 'delivered', message: eventId, attempt: `published as ${messageId}` });
         invocation.landed.add(eventId);
         invocation.landedCount += 1;
         // Two invocations of one lane publishing the same event, one of them past its timeout: a race.
@@ -1124,6 +1186,13 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
         throw deadLetterSendError();
       }
       relayLog.deadLetters.push({ input: command.input, invocation: invocation.id });
+      const attributes = command.input.MessageAttributes;
+      history.append({
+        kind: 'dead-lettered',
+        message: eventId,
+        code: attributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue ?? '',
+        reason: attributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue ?? '',
+      });
       deadLettered.add(eventId);
       return { MessageId: `s${seed}-dead-letter-${relayLog.deadLetters.length}` };
     },
@@ -1393,6 +1462,7 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
   try {
     // Another writer's items, put straight into the outbox table: the relay reads them first.
     for (const event of foreignEvents) {
+      history.append({ kind: 'emitted', event: event.id, message: FOREIGN_WRITER });
       await admin.document.send(
         new PutCommand({
           TableName: options.outboxTable,
@@ -1441,6 +1511,14 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     }
     await drain();
     afterDoubleTap = await snapshot();
+    for (const moved of orderQueue.redriven) {
+      history.append({
+        kind: 'dead-lettered',
+        message: `o${moved.meta.plan.index}`,
+        code: orders.log.lastOutcome.get(moved.messageId)?.code ?? '',
+        reason: '',
+      });
+    }
   } finally {
     orders.close();
     shipping.close();
@@ -1463,5 +1541,6 @@ export async function runChainSimulation(options: ChainSeedOptions): Promise<Cha
     beforeDoubleTap,
     afterDoubleTap,
     runtimeViolations: violations,
+    history: history.entries,
   };
 }
