@@ -130,8 +130,11 @@ interface SendState {
   readonly request: DynamoRequest;
   readonly fault: RequestFault | undefined;
   attempts: number;
-  /** The input (as JSON) of the attempts answered 200: an identical one again is a repeat. */
-  readonly succeeded: Set<string>;
+  /**
+   * The inputs of the attempts answered 200: the SDK's retries and a lost response's resend carry
+   * the same input object again, a repeat; a request rewritten and sent again carries another.
+   */
+  readonly succeeded: Set<unknown>;
 }
 
 /** An error response as DynamoDB would send it, for the SDK to deserialise. */
@@ -238,14 +241,13 @@ export function attachFaultInjection(
         const result = await next(args);
         const statusCode = (result.response as { statusCode?: number }).statusCode ?? 0;
         // A request sent again rewritten (a deliberately broken store) is not a repeat.
-        const sent = JSON.stringify(args.input);
         controller.onServerResponse?.(
           state.request,
           statusCode,
-          state.succeeded.has(sent),
+          state.succeeded.has(args.input),
           args.input as Record<string, unknown>,
         );
-        if (statusCode === 200) state.succeeded.add(sent);
+        if (statusCode === 200) state.succeeded.add(args.input);
         return { result, statusCode };
       };
       const fault = state.fault;
