@@ -48,6 +48,12 @@
  * beyond the first, an outbox item or entity of nothing planned), L lost (an effect, outbox
  * item, publish or entity missing, a refused event not dead-lettered, poison not dead-lettered, a
  * message left in a queue), F refused events and their dead letters, T transient publish faults.
+ *
+ * The run's history is checked too (`history.ts`): each order's effect applied once, every order
+ * applied with its payload or dead-lettered with a reason, and each event the outbox received
+ * (from orders or the other writer) applied exactly once downstream, or never and dead-lettered by
+ * the relay with a reason. The first violation is reported with its seed and the entries that
+ * show it.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';

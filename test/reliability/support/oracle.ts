@@ -70,6 +70,12 @@
  * a missing effect is excused only for those keys, and counted as an at-most-once gap, not as
  * lost. A missing effect anywhere else is lost.
  *
+ * The run's history is checked too (`history.ts`): per key, each effect DynamoDB (or, in two-phase
+ * mode, the downstream service) applied opens a later live window; every message is applied with
+ * its payload, dead-lettered with a reason, or excused as a marker-mode gap, and nothing is
+ * applied that no message asked for. The first violation is reported with its seed and the
+ * entries that show it. The queue is a standard one: there is no message group order to check.
+ *
  * Counted: N messages (logical, planned), D duplicate deliveries (deliveries beyond the first,
  * redeliveries of the same copy included), C crashes injected, E duplicate effects, L lost
  * messages (not processed and not dead-lettered, or a copy left in the queue).

@@ -33,6 +33,13 @@
  * at-most-once for the effect by design: a key left with a marker and no effect by one invocation
  * (a crash in between, a lost response to the marker write) may miss its effect, counted as an
  * at-most-once gap, not as lost. Anything else missing is lost.
+ *
+ * The run's history is checked too (`history.ts`): each key's effect applied once, every record
+ * applied with its payload or dead-lettered with a reason (or excused as a marker-mode gap), and
+ * per partition key the effects in the order of the records' sequence numbers, but for the records
+ * of a batch the event source discarded after `MaximumRetryAttempts` (the replay applies them
+ * after later ones, as AWS would). The first violation is reported with its seed and the entries
+ * that show it.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ENTITY_FINGERPRINT_ATTRIBUTE } from '../../../lambda/core/contract';
