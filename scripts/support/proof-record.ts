@@ -28,6 +28,19 @@ export interface ModeProof {
   readonly deadLettered: number;
   readonly duplicateEffects: number;
   readonly lost: number;
+  /**
+   * What the history checker covered (`test/reliability/support/history.ts`), summed over the
+   * seeds; absent from records written before it existed.
+   */
+  readonly history?: HistoryProof;
+}
+
+/** The history checker's coverage: keys followed, groups whose order was checked, events followed downstream, violations. */
+export interface HistoryProof {
+  readonly keys: number;
+  readonly groups: number;
+  readonly events: number;
+  readonly violations: number;
 }
 
 /** One topology's run: what ran, at what size, its figures per mode, and how to replay it. */
@@ -50,6 +63,7 @@ export interface CommonReport {
   readonly deadLettered: number;
   readonly duplicateEffects: number;
   readonly lost: number;
+  readonly history?: HistoryProof;
 }
 
 /** How a topology's seed reports become its proof record. */
@@ -105,6 +119,16 @@ export function createProofRecord<Report extends CommonReport>(
         deadLettered: sum((report) => report.deadLettered),
         duplicateEffects: sum((report) => report.duplicateEffects),
         lost: sum((report) => report.lost),
+        ...(seeds.every((report) => report.history !== undefined)
+          ? {
+              history: {
+                keys: sum((report) => report.history!.keys),
+                groups: sum((report) => report.history!.groups),
+                events: sum((report) => report.history!.events),
+                violations: sum((report) => report.history!.violations),
+              },
+            }
+          : {}),
       };
     }),
     replay: replayCommand(topology.file, size),

@@ -79,6 +79,22 @@ describe('createProofRecord', () => {
     });
   });
 
+  it("sums the history checker's coverage of each mode when every seed reports it", () => {
+    const checked = (seedNumber: number, mode: string) => ({
+      ...seed(seedNumber, mode),
+      history: { keys: 90, groups: seedNumber, events: 0, violations: 0 },
+    });
+
+    const record = createProofRecord(topology, [checked(1, 'marker'), checked(2, 'marker')], {
+      messages: 100,
+      seeds: [1, 2],
+    });
+
+    expect(record.modes.map((mode) => mode.history)).toEqual([
+      { keys: 180, groups: 3, events: 0, violations: 0 },
+    ]);
+  });
+
   it('replays a single seed by its number', () => {
     expect(replayCommand('test/reliability/chain-simulation.test.ts', { messages: 40, seeds: [7] })).toBe(
       'RELIABILITY_MESSAGES=40 RELIABILITY_SEED=7 npx vitest run --project reliability test/reliability/chain-simulation.test.ts',
