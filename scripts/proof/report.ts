@@ -132,6 +132,26 @@ function topologySection(record: ProofRecord): string {
   ].join('\n');
 }
 
+/**
+ * The history checker's sentence: its coverage summed over every mode, or nothing for a report
+ * with a mode that carries none (written before the checker existed).
+ */
+function historySentence(report: ReliabilityReport): string[] {
+  const modes = report.topologies.flatMap((record) => record.modes);
+  if (modes.length === 0 || modes.some((mode) => mode.history === undefined)) return [];
+  const sum = (pick: (history: NonNullable<ModeProof['history']>) => number) =>
+    formatCount(modes.reduce((all, mode) => all + pick(mode.history!), 0));
+  return [
+    '',
+    "Every seed's history (its deliveries, the effects in commit order, its dead letters) was " +
+      `checked as well: ${sum((history) => history.keys)} keys, each effect applied once per live window; ` +
+      'every message applied with its payload or dead-lettered with a reason; ' +
+      `${sum((history) => history.groups)} partition keys, their effects in the order of their records; ` +
+      `${sum((history) => history.events)} events of the chain, each applied once downstream or dead-lettered: ` +
+      `${sum((history) => history.violations)} violations.`,
+  ];
+}
+
 /** Renders `docs/reliability.md` from the report. */
 export function renderMarkdown(report: ReliabilityReport): string {
   const { machine } = report;
@@ -152,6 +172,7 @@ export function renderMarkdown(report: ReliabilityReport): string {
       'end state and checks every message: its effect applied once, or dead-lettered with its reason. ' +
       'The method: [Testing](../CONTRIBUTING.md#testing); what this does not cover: ' +
       '[What the reliability report does not cover](limits.md#what-the-reliability-report-does-not-cover).',
+    ...historySentence(report),
     '',
     `**${sum((total) => total.messages)} messages, ${sum((total) => total.duplicateDeliveries)} duplicates delivered, ` +
       `${kindsInjected} of ${kindsCounted} fault kinds injected: ` +
