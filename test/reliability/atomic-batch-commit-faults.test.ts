@@ -12,6 +12,9 @@
  * - two instances delivering overlapping batches at once (a conflict with a concurrent delivery);
  * - a FIFO batch of two message groups, each group's writes applied in order (a business
  *   condition fails if one is applied out of turn), with a lost response on the shared commit;
+ *   the history checker (`support/history.ts`) follows each group's writes in commit order too:
+ *   once each, in the order of the group, and, broken on purpose (a group delivered out of order,
+ *   its writes unconditioned), it names the group with the two writes that show it;
  * - a seeded run drawing those faults at random over many batches.
  *
  * Each batch is delivered until every message is acknowledged (the unacknowledged ones again, as
@@ -33,12 +36,14 @@ import {
   type CommitFaultName,
   type DynamoRequest,
   type RequestFault,
+  writesOn,
 } from './support/fault-injection';
 import {
   createFaultedInstance,
   type HandlerRecord,
   recordingHandlerOptions,
 } from './support/faulted-instance';
+import { createHistory, exactlyOnce, formatEntry, type History, orderPerGroup } from './support/history';
 import { chanceOf } from './support/prng';
 import { countEffect } from './support/tables';
 
@@ -81,9 +86,11 @@ function ordersOf(request: DynamoRequest): string[] {
 interface Sink extends HandlerRecord {
   /** The size (orders) of every `TransactWriteItems` sent, in order. */
   readonly transactions: number[];
+  /** Each FIFO message's group write DynamoDB applied, in commit order (`support/history.ts`). */
+  readonly history: History;
 }
 
-const newSink = (): Sink => ({ logs: [], deadLetters: [], transactions: [] });
+const newSink = (): Sink => ({ logs: [], deadLetters: [], transactions: [], history: createHistory() });
 
 /**
  * One simulated Lambda instance whose commits `faultOf` may fault. Each message puts its order
@@ -94,11 +101,19 @@ function instance(
   consumer: string,
   faultOf: (request: DynamoRequest) => RequestFault | undefined,
   sink: Sink,
+  options: { readonly groupCondition?: boolean } = {},
 ) {
   const { client, invoke } = createFaultedInstance(local.documentClient({ maxAttempts: 1 }), {
     decide: (request) => {
       if (request.operation === 'TransactWriteItems') sink.transactions.push(ordersOf(request).length);
       return faultOf(request);
+    },
+    onServerResponse: (request, statusCode, repeated, sent) => {
+      if (statusCode !== 200 || repeated) return;
+      for (const write of writesOn(request.operation, sent, groupsTable)) {
+        const sequence = String(write.values[':sequence']);
+        sink.history.append({ kind: 'applied', key: `${write.pk}#${sequence}`, group: write.pk, sequence });
+      }
     },
   });
   const handler = createSqsHandler<OrderPlaced>({
@@ -116,10 +131,15 @@ function instance(
           TableName: groupsTable,
           Key: { pk: group },
           UpdateExpression: 'SET #sequence = :sequence',
-          ConditionExpression: sequence === 1 ? 'attribute_not_exists(#sequence)' : '#sequence = :previous',
           ExpressionAttributeNames: { '#sequence': 'sequence' },
-          ExpressionAttributeValues:
-            sequence === 1 ? { ':sequence': 1 } : { ':sequence': sequence, ':previous': sequence - 1 },
+          ...(options.groupCondition === false
+            ? { ExpressionAttributeValues: { ':sequence': sequence } }
+            : {
+                ConditionExpression:
+                  sequence === 1 ? 'attribute_not_exists(#sequence)' : '#sequence = :previous',
+                ExpressionAttributeValues:
+                  sequence === 1 ? { ':sequence': 1 } : { ':sequence': sequence, ':previous': sequence - 1 },
+              }),
         });
       }
     }),
@@ -305,10 +325,38 @@ describe('atomic batch commit: a FIFO batch of two message groups', () => {
       );
       expect(await local.readItem(groupsTable, { pk: a })).toEqual({ pk: a, sequence: 3 });
       expect(await local.readItem(groupsTable, { pk: b })).toEqual({ pk: b, sequence: 3 });
+      // The history checker sees each group's writes land once, in the order of the group.
+      const { entries } = sink.history;
+      expect(entries).toHaveLength(6);
+      expect([exactlyOnce(entries), orderPerGroup(entries)]).toEqual([undefined, undefined]);
       // One message of each group per shared transaction: the groups side by side, each in order.
       if (fault === 'none') expect(sink.transactions.slice(0, 3)).toEqual([2, 2, 2]);
     },
   );
+
+  it('is named by the history checker, with the two writes that show it, when a group reaches the handler out of order and nothing conditions its writes (broken on purpose)', async () => {
+    const sink = newSink();
+    const { deliver } = instance(consumerName('batch-fifo-unordered'), () => undefined, sink, {
+      groupCondition: false,
+    });
+    const group = `g-${randomUUID()}`;
+    const bodies: OrderPlaced[] = [2, 1, 3].map((sequence) => ({
+      orderId: `o-${randomUUID()}`,
+      group,
+      sequence,
+    }));
+
+    await deliverUntilAcknowledged(deliver, recordsOf(bodies));
+
+    const violation = orderPerGroup(sink.history.entries);
+    expect(violation?.summary).toBe(
+      `group ${group}: ${group}#1 (sequence 1) applied after ${group}#2 (sequence 2)`,
+    );
+    expect(violation?.history.map(formatEntry)).toEqual([
+      `t0 applied ${group}#2 window 0 group ${group} sequence 2`,
+      `t1 applied ${group}#1 window 0 group ${group} sequence 1`,
+    ]);
+  });
 });
 
 describe('atomic batch commit: faults at random', () => {
