@@ -77,6 +77,7 @@ export type { BodyParser, CorrelationIdPicker, FingerprintPicker, Message } from
 export {
   createEmfMetricsSink,
   type EmfMetricsSinkOptions,
+  type MetricsContext,
   type MetricsSink,
   type OutcomeCounts,
 } from './core/metrics';

@@ -207,11 +207,16 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
     const acknowledged = records.map(() => false);
     const outcomes: Outcome[] = [];
     const counts = createOutcomeCounts();
+    // Lines go to standard output directly, where Lambda tags none with its invocation: on
+    // managed instances, invocations running at once share one log stream, so each line and the
+    // metrics line name their own.
+    const requestId = context?.awsRequestId;
+    const invocationFields = requestId === undefined ? {} : { requestId };
     // The fields every line of a message carries, built only when something is logged.
     const fieldsOf = (
       messageId: string,
       { scopedKey, correlationId }: { readonly scopedKey?: string; readonly correlationId: string },
-    ) => ({ consumer, ...keyFields(scopedKey), messageId, correlationId });
+    ) => ({ consumer, ...invocationFields, ...keyFields(scopedKey), messageId, correlationId });
     const settle = async (index: number): Promise<void> => {
       const record = records[index]!;
       const current = prepared[index]!;
@@ -293,7 +298,9 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
 
     await runWithDependencies(dependencies, config.concurrency, settle);
 
-    if (metrics !== undefined) publishCounts(metrics, counts, { consumer, timestampMillis: clock() }, log);
+    if (metrics !== undefined) {
+      publishCounts(metrics, counts, { consumer, timestampMillis: clock(), ...invocationFields }, log);
+    }
 
     return records.map((_record, index) => ({
       outcome: outcomes[index]!,

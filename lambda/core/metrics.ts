@@ -47,16 +47,23 @@ export function createOutcomeCounts(): OutcomeCounts {
   };
 }
 
+/** What a metrics line says of the invocation it counts. */
+export interface MetricsContext {
+  /** The consumer, the metrics' `Consumer` dimension. */
+  readonly consumer: string;
+  /** When the counts were measured. */
+  readonly timestampMillis: number;
+  /** The invocation's Lambda request id, when there is a Lambda context (a property, not a dimension). */
+  readonly requestId?: string;
+}
+
 /** Where the counts of one invocation go. */
 export interface MetricsSink {
   /**
    * Publishes the counts of one invocation of `context.consumer`, measured at
    * `context.timestampMillis`; an error it throws is logged, never rethrown.
    */
-  publish(
-    counts: Readonly<OutcomeCounts>,
-    context: { readonly consumer: string; readonly timestampMillis: number },
-  ): void;
+  publish(counts: Readonly<OutcomeCounts>, context: MetricsContext): void;
 }
 
 /**
@@ -66,7 +73,7 @@ export interface MetricsSink {
 export function publishCounts(
   metrics: MetricsSink,
   counts: Readonly<OutcomeCounts>,
-  context: { readonly consumer: string; readonly timestampMillis: number },
+  context: MetricsContext,
   log: (entry: LogEntry) => void,
 ): void {
   try {
@@ -101,9 +108,9 @@ export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): Metri
   const write = options.write ?? writeStdoutLine;
   const names = Object.keys(createOutcomeCounts()) as (keyof OutcomeCounts)[];
   return {
-    publish(counts, { consumer, timestampMillis }) {
+    publish(counts, context) {
       const values = Object.fromEntries(names.map((name) => [METRICS[name], counts[name]]));
-      write(embeddedMetricLine(namespace, { consumer, timestampMillis }, values));
+      write(embeddedMetricLine(namespace, context, values));
     },
   };
 }
@@ -111,11 +118,12 @@ export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): Metri
 /**
  * One Embedded Metric Format line: each of `values` (metric name to count, zeros included, so
  * alarms see data, or to an array of at most 100 values) in `namespace`, dimension `Consumer`,
- * unit `Count` unless `units` names another.
+ * unit `Count` unless `units` names another; `context.requestId`, when given, as the property
+ * `requestId` (no dimension: one value per invocation would be a metric per invocation).
  */
 export function embeddedMetricLine(
   namespace: string,
-  context: { readonly consumer: string; readonly timestampMillis: number },
+  context: MetricsContext,
   values: Readonly<Record<string, number | readonly number[]>>,
   units: Readonly<Record<string, string>> = {},
 ): string {
@@ -132,6 +140,7 @@ export function embeddedMetricLine(
     },
     [METRIC_DIMENSION_CONSUMER]: context.consumer,
   };
+  if (context.requestId !== undefined) line.requestId = context.requestId;
   for (const [name, value] of Object.entries(values)) line[name] = value;
   return JSON.stringify(line);
 }

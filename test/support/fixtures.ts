@@ -545,12 +545,13 @@ export function captureLogger(): Logger & { readonly entries: LogEntry[] } {
 
 /** A metrics sink that keeps what was published. */
 export function captureMetrics(): MetricsSink & {
-  readonly published: { counts: OutcomeCounts; consumer: string }[];
+  readonly published: { counts: OutcomeCounts; consumer: string; requestId?: string }[];
 } {
-  const published: { counts: OutcomeCounts; consumer: string }[] = [];
+  const published: { counts: OutcomeCounts; consumer: string; requestId?: string }[] = [];
   return {
     published,
-    publish: (counts, { consumer }) => published.push({ counts: { ...counts }, consumer }),
+    publish: (counts, { consumer, requestId }) =>
+      published.push({ counts: { ...counts }, consumer, ...(requestId === undefined ? {} : { requestId }) }),
   };
 }
 

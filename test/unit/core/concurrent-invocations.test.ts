@@ -173,4 +173,32 @@ describe('concurrent invocations through one handler instance', () => {
       counts({ duplicate: 1, cacheHit: 1 }),
     ]);
   });
+
+  it('names each invocation’s request id on its own log lines and metrics line, which no Lambda prefix does on standard output', async () => {
+    const effects = heldEffects();
+    const { processBatch, logger, metrics } = setup(marker(effects.handle));
+    const contextOf = (awsRequestId: string) => ({ awsRequestId, getRemainingTimeInMillis: () => 60_000 });
+    const first = processBatch(
+      sqsEvent(sqsRecord('a-1', { id: 'a-1', outcome: 'throw' })),
+      contextOf('req-a'),
+    );
+    const second = processBatch(
+      sqsEvent(sqsRecord('b-1', { id: 'b-1', outcome: 'permanent' })),
+      contextOf('req-b'),
+    );
+    await settle();
+    effects.release('b-1');
+    await second;
+    effects.release('a-1');
+    await first;
+
+    expect(logger.entries.map(({ requestId, messageId }) => ({ requestId, messageId }))).toEqual([
+      { requestId: 'req-b', messageId: 'b-1' },
+      { requestId: 'req-a', messageId: 'a-1' },
+    ]);
+    expect(metrics.published.map(({ requestId, counts }) => ({ requestId, counts }))).toEqual([
+      { requestId: 'req-b', counts: counts({ permanent: 1 }) },
+      { requestId: 'req-a', counts: counts({ retry: 1 }) },
+    ]);
+  });
 });
