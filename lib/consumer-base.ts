@@ -35,6 +35,7 @@ import {
 } from './consumer-wiring';
 import type { IdempotentConsumerProps } from './idempotent-consumer/props';
 import { InboxTable } from './inbox-table';
+import { MANAGED_INSTANCES_MIN_MEMORY_SIZE } from './managed-instances';
 
 /**
  * The props every consumer construct has, whatever its transport, and which `ConsumerBase`
@@ -64,6 +65,7 @@ export type ConsumerBaseProps = Pick<
   | 'businessTables'
   | 'outbox'
   | 'metricNamespace'
+  | 'managedInstances'
 >;
 
 /**
@@ -170,7 +172,9 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
         mode: this.mode,
         runtime: props.runtime,
         architecture: props.architecture,
-        memorySize: props.memorySize ?? DEFAULT_MEMORY_SIZE,
+        memorySize:
+          props.memorySize ??
+          (props.managedInstances ? MANAGED_INSTANCES_MIN_MEMORY_SIZE : DEFAULT_MEMORY_SIZE),
         timeout: props.timeout ?? DEFAULT_TIMEOUT,
         environment: props.environment,
         contractEnvironment: environment,
@@ -178,6 +182,7 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
         tracing: props.tracing,
         lambdaDeadLetterReason: wiring.lambdaDeadLetterReason,
+        managedInstances: props.managedInstances,
       });
       this.handler = created.handler;
       this.role = created.role;

@@ -4,12 +4,16 @@
  * values. Each transport's own defaults stay in its folder (`defaults.ts`).
  */
 import { Duration } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 
 /** `timeout` when not set. */
 export const DEFAULT_TIMEOUT = Duration.seconds(30);
 
 /** `memorySize` when not set, MiB. */
 export const DEFAULT_MEMORY_SIZE = 256;
+
+/** `architecture` when not set. */
+export const DEFAULT_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** `producerRetryHorizon` when not set. */
 export const DEFAULT_PRODUCER_RETRY_HORIZON = Duration.hours(1);

@@ -10,7 +10,9 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { ConsumerMode } from '../lambda/core/contract';
+import { DEFAULT_ARCHITECTURE } from './consumer-defaults';
 import { assertEsbuildInstalled } from './esbuild-check';
+import { attachToCapacityProvider, type ManagedInstances } from './managed-instances';
 
 /** What the created function is made of; every optional field falls back as the props document. */
 export interface ConsumerFunctionOptions {
@@ -36,6 +38,8 @@ export interface ConsumerFunctionOptions {
    * acknowledgment): which event source invokes it, and where failed records go.
    */
   readonly lambdaDeadLetterReason: string;
+  /** The capacity provider the function runs on, when it runs on Lambda Managed Instances. */
+  readonly managedInstances?: ManagedInstances;
 }
 
 /** The created function with its role and log group. */
@@ -66,7 +70,7 @@ export function createConsumerFunction(scope: Construct, options: ConsumerFuncti
   const handler = new nodejs.NodejsFunction(scope, 'Function', {
     entry: options.entry,
     runtime: options.runtime ?? lambda.Runtime.NODEJS_24_X,
-    architecture: options.architecture ?? lambda.Architecture.ARM_64,
+    architecture: options.architecture ?? DEFAULT_ARCHITECTURE,
     memorySize: options.memorySize,
     timeout: options.timeout,
     role,
@@ -89,6 +93,7 @@ export function createConsumerFunction(scope: Construct, options: ConsumerFuncti
       sourceMap: true,
     },
   });
+  if (options.managedInstances) attachToCapacityProvider(handler, options.managedInstances);
   Validations.of(handler).acknowledge({
     id: 'Serverless-LambdaDLQ',
     reason: options.lambdaDeadLetterReason,

@@ -58,6 +58,7 @@ export type {
   KafkaTopicSource,
 } from './idempotent-stream-consumer/props';
 export { InboxTable, type InboxTableProps } from './inbox-table';
+export type { ManagedInstances } from './managed-instances';
 export { OUTBOX_PUBLISH_ACTIONS, OUTBOX_WRITER_ACTIONS, Outbox } from './outbox/construct';
 export {
   DEFAULT_RELAY_MAX_RECORD_AGE,

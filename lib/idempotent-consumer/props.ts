@@ -12,6 +12,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { ConsumerMode, DeadLetterMode as ContractDeadLetterMode } from '../../lambda/core/contract';
 import type { BusinessTable, ConsumerLogLevel } from '../consumer-wiring';
+import type { ManagedInstances } from '../managed-instances';
 import type { Outbox } from '../outbox/construct';
 
 /**
@@ -85,7 +86,8 @@ export interface IdempotentConsumerProps {
   readonly consumerName?: string;
 
   /**
-   * Function memory, in MiB (128-10240). Only with `entry`.
+   * Function memory, in MiB (128-10240; with `managedInstances` at least 2048, and 2048 when not
+   * set). Only with `entry`.
    *
    * @default 256
    */
@@ -113,6 +115,19 @@ export interface IdempotentConsumerProps {
    * @default lambda.Architecture.ARM_64
    */
   readonly architecture?: lambda.Architecture;
+
+  /**
+   * Runs the created function on Lambda Managed Instances: attached to this capacity provider,
+   * many invocations at once in one Node.js process (the runtime keeps each invocation's batch
+   * response, log lines and metrics its own; the completed-record cache is shared by the
+   * process's invocations). Lambda requires Node.js 22 or later and at least 2048 MiB of memory,
+   * which becomes `memorySize`'s default; a smaller `memorySize`, an older `runtime` or an
+   * `architecture` the provider does not launch throws. Only with `entry`; a given `handler` is
+   * attached by its owner (`capacityProvider.addFunction`).
+   *
+   * @default - the function runs on Lambda's default compute, one invocation per environment
+   */
+  readonly managedInstances?: ManagedInstances;
 
   /**
    * Extra environment variables for the function. The `EO_` variables of the contract are

@@ -40,6 +40,7 @@ import {
   type PropsValidation,
   type Warn,
 } from '../consumer-validation';
+import { checkManagedInstances } from '../managed-instances';
 import { SQS_MAX_RETENTION } from '../record-ttl';
 import {
   DEFAULT_MAX_RECEIVE_COUNT,
@@ -73,6 +74,7 @@ const FUNCTION_CREATION_PROPS = [
   'environment',
   'logRetention',
   'tracing',
+  'managedInstances',
 ] as const;
 
 /** Which prop sets each environment variable of the contract, for error messages. */
@@ -113,6 +115,7 @@ export function validateConsumerProps(
   checkMultiRegionTables(props, fail, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
   checkCapacityProps(props, fail);
+  checkManagedInstances(props, fail);
   if (capacity) capacityNotes(capacity.plan, capacity.input, knownWarmWrites, { warn, info });
   if (isKnownNumber(props.maxReceiveCount) && props.maxReceiveCount < MIN_RECOMMENDED_MAX_RECEIVE_COUNT) {
     warn(

@@ -53,6 +53,17 @@ function buildVariants(stack: Stack): void {
     entry: FIXTURE_ENTRY,
     businessTables: [{ table: orders }],
   });
+  new IdempotentConsumer(stack, 'ManagedInstances', {
+    mode: 'two-phase',
+    entry: FIXTURE_ENTRY,
+    managedInstances: {
+      capacityProvider: lambda.CapacityProvider.fromCapacityProviderArn(
+        stack,
+        'CapacityProvider',
+        'arn:aws:lambda:eu-west-1:123456789012:capacity-provider:consumers',
+      ),
+    },
+  });
   const dlq = new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true, retentionPeriod: Duration.days(14) });
   Validations.of(dlq).acknowledge({
     id: 'Serverless-SQSRedrivePolicy',
