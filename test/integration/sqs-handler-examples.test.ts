@@ -292,6 +292,7 @@ describe('the README handler examples on the local endpoint', () => {
         level: 'error',
         message: 'Dedup key reused with a different payload',
         consumer: 'search-indexer',
+        requestId: expect.any(String),
         scopedKeyHash: createHash('sha256').update(`search-indexer#${eventId}`).digest('hex'),
         messageId: reused.messageId,
         correlationId: traceparent,

@@ -330,6 +330,7 @@ describe("createSqsHandler with deadLetter: 'direct'", () => {
         level: 'error',
         message: 'Dedup key reused with a different payload',
         consumer: 'order-projector',
+        requestId: expect.any(String),
         scopedKey: `order-projector#${order.orderId}:PAID`,
         messageId: reused!.MessageId,
         correlationId: 'checkout-42',
