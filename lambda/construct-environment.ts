@@ -9,6 +9,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { CompletedCacheOptions } from './core/completed-cache';
 import { assertAgreesWithConstruct, type Environment, readConstructSettings } from './core/environment';
+import type { GroupMetricsOptions } from './core/group-metrics';
 import type { LogLevel } from './core/logger';
 import type { ModeDefaults } from './core/mode';
 import type { DeadLetterMode, DeadLetterSender } from './dead-letter/dead-letter-message';
@@ -52,6 +53,7 @@ export interface ConstructOptions {
   readonly metricNamespace?: string;
   readonly logLevel?: LogLevel;
   readonly completedCache?: CompletedCacheOptions;
+  readonly groupMetrics?: GroupMetricsOptions;
 }
 
 /**
@@ -59,8 +61,8 @@ export interface ConstructOptions {
  * `consumer` (`EO_CONSUMER`), `tableName` (`EO_INBOX_TABLE`), `ttlSeconds` (`EO_TTL_SECONDS`),
  * `deadLetter` (`EO_DEAD_LETTER_MODE`) and, for `direct`, a `deadLetterSender` to
  * `EO_DEAD_LETTER_QUEUE_URL`, `metricNamespace`
- * (`EO_METRIC_NAMESPACE`), `logLevel` (`EO_LOG_LEVEL`) and `completedCache`
- * (`EO_COMPLETED_CACHE_MAX_ENTRIES`); and, without a `store`, the default
+ * (`EO_METRIC_NAMESPACE`), `logLevel` (`EO_LOG_LEVEL`), `completedCache`
+ * (`EO_COMPLETED_CACHE_MAX_ENTRIES`) and `groupMetrics` (`EO_GROUP_METRICS_MAX_GROUPS`); and, without a `store`, the default
  * document client. An explicit option wins, except that a `consumer` or `tableName` other than
  * the construct's throws `INVALID_OPTIONS`, as does a malformed variable. Applying it twice
  * gives the same options.
@@ -92,6 +94,11 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
       (settings.completedCacheMaxEntries === undefined
         ? undefined
         : { maxEntries: settings.completedCacheMaxEntries }),
+    groupMetrics:
+      options.groupMetrics ??
+      (settings.groupMetricsMaxGroups === undefined
+        ? undefined
+        : { maxGroups: settings.groupMetricsMaxGroups }),
   };
 }
 

@@ -23,6 +23,7 @@ export {
   INBOX_STATUS,
   LOG_LEVELS,
   METRIC_DIMENSION_CONSUMER,
+  METRIC_DIMENSION_MESSAGE_GROUP,
   METRICS,
   OUTBOX_DESTINATION_KINDS,
   type OutboxDestinationKind,
@@ -52,6 +53,7 @@ export {
   PermanentError,
 } from './core/errors';
 export { canonicalJson, fingerprintOf, sha256Hex } from './core/fingerprint';
+export type { GroupMetricsOptions } from './core/group-metrics';
 export type {
   DeadLetter,
   DeadLetterWriter,

@@ -8,8 +8,9 @@ import { createCompletedCache } from './completed-cache';
 import { DEADLINE_MARGIN_MAX_SHARE } from './contract';
 import { ERROR_CODES, isEffectivelyOnceError } from './errors';
 import { sha256Hex } from './fingerprint';
+import { createGroupMetrics } from './group-metrics';
 import type { InboundMessage, LambdaContext, MessageResult } from './inbound-message';
-import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry } from './logger';
+import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry, writeStdoutLine } from './logger';
 import { type Message, type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
 import type { ModeDefaults, ModeProcessor, ModeStepResult } from './mode';
@@ -135,6 +136,11 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
   const log = createLevelLog(logger, config.logLevel);
   // One per handler instance: a warm environment remembers what it completed across invocations.
   const cache = config.completedCache === undefined ? undefined : createCompletedCache(config.completedCache);
+  // A fair queue's per-group lines, next to the metrics line (none when metrics are off).
+  const groups =
+    config.groupMetrics === undefined || metrics === undefined
+      ? undefined
+      : createGroupMetrics(config.groupMetrics, config.metricNamespace, writeStdoutLine);
 
   /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
   const step = async (
@@ -207,6 +213,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
     const acknowledged = records.map(() => false);
     const outcomes: Outcome[] = [];
     const counts = createOutcomeCounts();
+    const groupTally = groups?.tally();
     // Lines go to standard output directly, where Lambda tags none with its invocation: on
     // managed instances, invocations running at once share one log stream, so each line and the
     // metrics line name their own.
@@ -266,6 +273,7 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
       acknowledged[index] = ack;
       outcomes[index] = outcome;
       counts[outcome.kind === 'in-flight' ? 'inFlight' : outcome.kind] += 1;
+      groupTally?.add(record.groupId, outcome.kind);
 
       const line = LOG[outcome.kind];
       // A configuration error met at run time (missing table, access denied) needs a human.
@@ -299,7 +307,9 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
     await runWithDependencies(dependencies, config.concurrency, settle);
 
     if (metrics !== undefined) {
-      publishCounts(metrics, counts, { consumer, timestampMillis: clock(), ...invocationFields }, log);
+      const metricsContext = { consumer, timestampMillis: clock(), ...invocationFields };
+      publishCounts(metrics, counts, metricsContext, log);
+      groupTally?.publish(metricsContext);
     }
 
     return records.map((_record, index) => ({

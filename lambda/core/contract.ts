@@ -87,7 +87,25 @@ export const ENV = /* @__PURE__ */ Object.freeze({
    * cache is off.
    */
   completedCacheMaxEntries: 'EO_COMPLETED_CACHE_MAX_ENTRIES',
+  /**
+   * A fair queue's per-group metrics (`groupMetrics.maxGroups`): how many message groups get a
+   * `MessageGroup` dimension value of their own, 1 to 1000; unset, there are none.
+   */
+  groupMetricsMaxGroups: 'EO_GROUP_METRICS_MAX_GROUPS',
 });
+
+/**
+ * The most message groups that get per-group metrics of their own (`groupMetrics.maxGroups`,
+ * `EO_GROUP_METRICS_MAX_GROUPS`): each is two custom metrics (`Duplicate`, `InFlight`) once it
+ * has been counted.
+ */
+export const MAX_GROUP_METRICS_GROUPS = 1000;
+
+/** The dimension of a fair queue's per-group metrics, next to `Consumer`. */
+export const METRIC_DIMENSION_MESSAGE_GROUP = 'MessageGroup';
+
+/** The `MessageGroup` value of every group beyond `groupMetrics.maxGroups`. */
+export const OTHER_MESSAGE_GROUPS = '(other)';
 
 /**
  * The most entries a completed-record cache may hold (`completedCache.maxEntries`,

@@ -13,6 +13,7 @@ import {
   ENV,
   LOG_LEVELS,
   MAX_COMPLETED_CACHE_ENTRIES,
+  MAX_GROUP_METRICS_GROUPS,
   OUTBOX_DESTINATION_KINDS,
   OUTBOX_ENV,
   type OutboxDestinationKind,
@@ -48,6 +49,8 @@ export interface ConstructSettings {
   readonly logLevel?: LogLevel;
   /** `EO_COMPLETED_CACHE_MAX_ENTRIES`: the completed-record cache's `maxEntries`. */
   readonly completedCacheMaxEntries?: number;
+  /** `EO_GROUP_METRICS_MAX_GROUPS`: a fair queue's per-group metrics' `maxGroups`. */
+  readonly groupMetricsMaxGroups?: number;
   /** `EO_OUTBOX_TABLE_NAME`: the outbox atomic mode's `emit` writes to. */
   readonly outboxTableName?: string;
   /** `EO_OUTBOX_RETENTION_SECONDS`: how long an outbox item is kept. */
@@ -145,6 +148,11 @@ export function readConstructSettings(environment: Environment): ConstructSettin
       ENV.completedCacheMaxEntries,
       read(ENV.completedCacheMaxEntries),
       MAX_COMPLETED_CACHE_ENTRIES,
+    ),
+    groupMetricsMaxGroups: positiveInteger(
+      ENV.groupMetricsMaxGroups,
+      read(ENV.groupMetricsMaxGroups),
+      MAX_GROUP_METRICS_GROUPS,
     ),
     outboxTableName: read(OUTBOX_ENV.tableName),
     outboxRetentionSeconds: positiveInteger(OUTBOX_ENV.retentionSeconds, read(OUTBOX_ENV.retentionSeconds)),

@@ -119,13 +119,15 @@ export function createEmfMetricsSink(options: EmfMetricsSinkOptions = {}): Metri
  * One Embedded Metric Format line: each of `values` (metric name to count, zeros included, so
  * alarms see data, or to an array of at most 100 values) in `namespace`, dimension `Consumer`,
  * unit `Count` unless `units` names another; `context.requestId`, when given, as the property
- * `requestId` (no dimension: one value per invocation would be a metric per invocation).
+ * `requestId` (no dimension: one value per invocation would be a metric per invocation). The
+ * `dimensions` follow `Consumer` in the one dimension set.
  */
 export function embeddedMetricLine(
   namespace: string,
   context: MetricsContext,
   values: Readonly<Record<string, number | readonly number[]>>,
   units: Readonly<Record<string, string>> = {},
+  dimensions: Readonly<Record<string, string>> = {},
 ): string {
   const line: Record<string, unknown> = {
     _aws: {
@@ -133,12 +135,13 @@ export function embeddedMetricLine(
       CloudWatchMetrics: [
         {
           Namespace: namespace,
-          Dimensions: [[METRIC_DIMENSION_CONSUMER]],
+          Dimensions: [[METRIC_DIMENSION_CONSUMER, ...Object.keys(dimensions)]],
           Metrics: Object.keys(values).map((name) => ({ Name: name, Unit: units[name] ?? 'Count' })),
         },
       ],
     },
     [METRIC_DIMENSION_CONSUMER]: context.consumer,
+    ...dimensions,
   };
   if (context.requestId !== undefined) line.requestId = context.requestId;
   for (const [name, value] of Object.entries(values)) line[name] = value;

@@ -6,6 +6,7 @@ import { type CompletedCacheOptions, expectCompletedCacheOptions } from './compl
 import { DEFAULT_METRIC_NAMESPACE, LOG_LEVELS } from './contract';
 import { assertName, type KeySource } from './dedup-key';
 import { expectMethods, expectOption } from './errors';
+import { expectGroupMetricsOptions, type GroupMetricsOptions } from './group-metrics';
 import type { DeadLetterWriter } from './inbound-message';
 import type { Logger, LogLevel } from './logger';
 import type { BodyParser, CorrelationIdPicker, FingerprintPicker } from './message';
@@ -105,6 +106,15 @@ export interface CommonOptions<TBody, TStore = unknown, TRecord = unknown> {
    * @default off (`EO_COMPLETED_CACHE_MAX_ENTRIES` in a function the construct configured)
    */
   readonly completedCache?: CompletedCacheOptions;
+  /**
+   * A fair queue's per-group metrics: each invocation also writes, per message group with a
+   * duplicate or in-flight message, `Duplicate` and `InFlight` with dimensions `Consumer` and
+   * `MessageGroup`; the first `maxGroups` (1 to 1000) groups of an execution environment get their
+   * own value, later ones count as `(other)` (see `group-metrics.ts`). Written to standard output
+   * in `metricNamespace`, unless `metrics` is `false`.
+   * @default off (`EO_GROUP_METRICS_MAX_GROUPS` in a function the construct configured)
+   */
+  readonly groupMetrics?: GroupMetricsOptions;
 }
 
 /**
@@ -133,7 +143,13 @@ export type ResolvedOptions<TBody, TStore = unknown, TRecord = unknown> = Readon
   Required<
     Omit<
       CommonOptions<TBody, TStore, TRecord>,
-      'fingerprint' | 'correlationId' | 'logger' | 'metrics' | 'metricNamespace' | 'completedCache'
+      | 'fingerprint'
+      | 'correlationId'
+      | 'logger'
+      | 'metrics'
+      | 'metricNamespace'
+      | 'completedCache'
+      | 'groupMetrics'
     >
   > & {
     readonly fingerprint: FingerprintPicker<TBody, TRecord> | undefined;
@@ -143,6 +159,7 @@ export type ResolvedOptions<TBody, TStore = unknown, TRecord = unknown> = Readon
     readonly metrics: MetricsSink | false | undefined;
     readonly metricNamespace: string;
     readonly completedCache: CompletedCacheOptions | undefined;
+    readonly groupMetrics: GroupMetricsOptions | undefined;
     readonly store: TStore;
     readonly clock: Clock;
   }
@@ -221,6 +238,7 @@ export function resolveOptions<TBody, TStore, TRecord>(
     metricNamespace,
   );
   expectCompletedCacheOptions(options.completedCache);
+  expectGroupMetricsOptions(options.groupMetrics);
   // The store is checked by the mode, which knows the capability it needs.
   expectOption(isFunction(options.clock), 'clock', 'a function returning epoch milliseconds', options.clock);
   const ttlSeconds = integer('ttlSeconds', options.ttlSeconds, DEFAULT_TTL_SECONDS, 1);

@@ -463,3 +463,33 @@ describe('entry points configured by the construct', () => {
     expect(store.items('billing-inbox').map((item) => item.pk)).toEqual(['billing/charge#o-1']);
   });
 });
+
+describe('a fair queue’s per-group metrics from the construct', () => {
+  it('reads EO_GROUP_METRICS_MAX_GROUPS, an integer from 1 to 1000', () => {
+    expect(readConstructSettings({ EO_GROUP_METRICS_MAX_GROUPS: '100' })).toEqual({
+      groupMetricsMaxGroups: 100,
+    });
+    for (const value of ['0', '1001', 'all']) {
+      expect(() => readConstructSettings({ EO_GROUP_METRICS_MAX_GROUPS: value })).toThrow(
+        `Expected \`EO_GROUP_METRICS_MAX_GROUPS\` to be an integer from 1 to 1000, got \`"${value}"\``,
+      );
+    }
+  });
+
+  it('fills groupMetrics from it, an explicit option winning', () => {
+    const environment = { ...construct, EO_GROUP_METRICS_MAX_GROUPS: '100' };
+
+    expect(applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, environment).groupMetrics).toEqual({
+      maxGroups: 100,
+    });
+    expect(
+      applyConstructEnvironment<SqsHandlerOptions<Order>>(
+        { ...minimal, groupMetrics: { maxGroups: 5 } },
+        environment,
+      ).groupMetrics,
+    ).toEqual({ maxGroups: 5 });
+    expect(
+      applyConstructEnvironment<SqsHandlerOptions<Order>>(minimal, construct).groupMetrics,
+    ).toBeUndefined();
+  });
+});
