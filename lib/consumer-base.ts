@@ -159,6 +159,7 @@ export abstract class ConsumerBase extends Construct implements iam.IGrantable {
       inboxTable: this.inboxTable,
       logLevel: props.logLevel,
       completedCacheMaxEntries: props.completedCacheMaxEntries,
+      groupMetricsMaxGroups: wiring.groupMetricsMaxGroups,
       outbox: props.outbox,
     });
     this.environment = Object.freeze(environment);

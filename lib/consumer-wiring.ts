@@ -57,6 +57,8 @@ export interface ConsumerEnvironmentSettings {
   readonly inboxTable?: dynamodb.ITable;
   readonly logLevel?: LogLevel;
   readonly completedCacheMaxEntries?: number;
+  /** A fair queue's per-group metrics (`EO_GROUP_METRICS_MAX_GROUPS`). */
+  readonly groupMetricsMaxGroups?: number;
   /** The outbox the handler emits to: its writer environment is added. */
   readonly outbox?: Outbox;
 }
@@ -81,6 +83,9 @@ export function consumerEnvironment(settings: ConsumerEnvironmentSettings): Reco
   }
   if (settings.inboxTable) environment[ENV.inboxTable] = settings.inboxTable.tableName;
   if (settings.logLevel) environment[ENV.logLevel] = settings.logLevel;
+  if (settings.groupMetricsMaxGroups !== undefined) {
+    environment[ENV.groupMetricsMaxGroups] = Tokenization.stringifyNumber(settings.groupMetricsMaxGroups);
+  }
   if (settings.completedCacheMaxEntries !== undefined) {
     environment[ENV.completedCacheMaxEntries] = Tokenization.stringifyNumber(
       settings.completedCacheMaxEntries,
@@ -238,6 +243,14 @@ export interface ConsumerWiring {
    * @default - none
    */
   readonly inboxWarmThroughput?: dynamodb.WarmThroughput;
+
+  /**
+   * How many message groups get per-group metrics (`EO_GROUP_METRICS_MAX_GROUPS`): a fair
+   * queue's.
+   *
+   * @default - no per-group metrics
+   */
+  readonly groupMetricsMaxGroups?: number;
 
   /**
    * Permission to read the source, granted before any other, when the event source mapping

@@ -16,6 +16,7 @@ import {
   DEFAULT_MAX_RECEIVE_COUNT,
   SQS_POLLERS,
 } from './defaults';
+import { groupMetricsMaxGroups } from './fair-queue';
 import { createQueueConsumerAlarms, createQueueConsumerDashboard } from './monitoring';
 import type { IdempotentConsumerProps } from './props';
 import { knownDeadLetterQueue, resolveTiming } from './timing';
@@ -117,6 +118,7 @@ export class IdempotentConsumer extends ConsumerBase {
             ],
           },
       handler: props.handler,
+      groupMetricsMaxGroups: groupMetricsMaxGroups(props),
       lambdaDeadLetterReason:
         'The function is invoked synchronously by the SQS event source mapping, never asynchronously, so a Lambda dead-letter target would never receive anything. Failed messages go to the queue dead-letter queue.',
     });

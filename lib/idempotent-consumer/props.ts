@@ -188,6 +188,26 @@ export interface IdempotentConsumerProps {
   readonly fifo?: boolean;
 
   /**
+   * Marks the queue as a fair queue: a standard queue whose producers set `MessageGroupId` per
+   * tenant. The runtime then writes per-group `Duplicate` and `InFlight` metrics (dimensions
+   * `Consumer` and `MessageGroup`, `EO_GROUP_METRICS_MAX_GROUPS`), so a tenant whose producer
+   * retries in a storm shows by name. A fair queue keeps no order, and the runtime treats its
+   * groups so whether or not it is marked. A FIFO queue throws.
+   *
+   * @default false
+   */
+  readonly fairQueue?: boolean;
+
+  /**
+   * With `fairQueue`: how many message groups of one execution environment get a `MessageGroup`
+   * value of their own (1-1000); later groups are counted as `(other)`. Each value is two custom
+   * CloudWatch metrics once counted, so this bounds the cost per execution environment.
+   *
+   * @default 100
+   */
+  readonly maxMetricGroups?: number;
+
+  /**
    * Whether the created FIFO queue derives deduplication ids from the message body. When
    * false, producers must send a `MessageDeduplicationId`. Only with `fifo: true`.
    *

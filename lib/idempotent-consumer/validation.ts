@@ -48,6 +48,7 @@ import {
   SQS_POLLERS,
   VISIBILITY_FACTOR,
 } from './defaults';
+import { checkFairQueue } from './fair-queue';
 import type { IdempotentConsumerProps } from './props';
 import { type ConsumerTiming, knownDeadLetterQueue, ownDeadLetterQueue, requiredVisibility } from './timing';
 
@@ -90,6 +91,7 @@ const ENV_SOURCES: Readonly<Record<string, string>> = {
   [ENV.metricNamespace]: '`metricNamespace`',
   [ENV.logLevel]: '`logLevel`',
   [ENV.completedCacheMaxEntries]: '`completedCacheMaxEntries`',
+  [ENV.groupMetricsMaxGroups]: '`fairQueue` (`maxMetricGroups`)',
 };
 
 /** SQS's rule for a queue name, without the `.fifo` suffix of a FIFO queue. */
@@ -116,6 +118,7 @@ export function validateConsumerProps(
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
   checkCapacityProps(props, fail);
   checkManagedInstances(props, fail);
+  checkFairQueue(props, fail);
   if (capacity) capacityNotes(capacity.plan, capacity.input, knownWarmWrites, { warn, info });
   if (isKnownNumber(props.maxReceiveCount) && props.maxReceiveCount < MIN_RECOMMENDED_MAX_RECEIVE_COUNT) {
     warn(
