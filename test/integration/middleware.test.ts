@@ -134,8 +134,10 @@ describe('createSqsMiddleware under middy', () => {
       path.lines.length = 0;
     }
 
-    const expected = await handler(batch, lambdaContext());
-    const actual = await middyHandler(batch, lambdaContext() as never);
+    // One context for both: each line names its invocation's request id.
+    const context = lambdaContext();
+    const expected = await handler(batch, context);
+    const actual = await middyHandler(batch, context as never);
 
     const failed = (index: number) => ({ itemIdentifier: records[index]!.messageId });
     expect(expected).toEqual({ batchItemFailures: [2, 3, 4, 5, 6].map(failed) });
