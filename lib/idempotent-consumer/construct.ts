@@ -4,6 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { METRIC_DIMENSION_CONSUMER, METRIC_DIMENSION_MESSAGE_GROUP } from '../../lambda/core/contract';
 import { type CapacityPlan, planning } from '../capacity-planner';
 import { ConsumerBase } from '../consumer-base';
 import { SQS_DEFAULT_RETENTION } from '../record-ttl';
@@ -164,6 +165,23 @@ export class IdempotentConsumer extends ConsumerBase {
       this.alarms = Object.freeze([]);
     }
     if (props.dashboard ?? true) this.dashboard = createQueueConsumerDashboard(this, this, this.alarms);
+  }
+
+  /**
+   * A fair queue's per-group metric (`Duplicate` or `InFlight`, see `fairQueue`) of one message
+   * group, or of `(other)` for the groups beyond `maxMetricGroups` (Sum over 5 minutes).
+   */
+  public metricOfMessageGroup(
+    metricName: string,
+    messageGroup: string,
+    props?: cloudwatch.MetricOptions,
+  ): cloudwatch.Metric {
+    return this.metric(metricName, props).with({
+      dimensionsMap: {
+        [METRIC_DIMENSION_CONSUMER]: this.consumerName,
+        [METRIC_DIMENSION_MESSAGE_GROUP]: messageGroup,
+      },
+    });
   }
 
   /** The queue the construct creates when none is given, redriving to the dead-letter queue. */

@@ -75,4 +75,27 @@ describe('IdempotentConsumer with a fair queue', () => {
     }
     expectThrow({ environment: { [ENV.groupMetricsMaxGroups]: '5' } }, '`fairQueue` (`maxMetricGroups`)');
   });
+
+  it('gives the metric of one message group, by name or (other)', () => {
+    const { consumer } = build({ fairQueue: true, consumerName: 'tenants', metricNamespace: 'Shop' });
+    const metric = consumer.metricOfMessageGroup('Duplicate', 'tenant-42');
+
+    expect({
+      namespace: metric.namespace,
+      metricName: metric.metricName,
+      dimensions: metric.dimensions,
+      statistic: metric.statistic,
+      period: metric.period.toMinutes(),
+    }).toEqual({
+      namespace: 'Shop',
+      metricName: 'Duplicate',
+      dimensions: { Consumer: 'tenants', MessageGroup: 'tenant-42' },
+      statistic: 'Sum',
+      period: 5,
+    });
+    expect(consumer.metricOfMessageGroup('InFlight', '(other)').dimensions).toEqual({
+      Consumer: 'tenants',
+      MessageGroup: '(other)',
+    });
+  });
 });
