@@ -14,6 +14,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { ConsumerMode } from '../../lambda/core/contract';
 import type { BusinessTable, ConsumerLogLevel } from '../consumer-wiring';
+import type { ManagedInstances } from '../managed-instances';
 import type { Outbox } from '../outbox/construct';
 
 /** Properties of an `IdempotentStreamConsumer`. */
@@ -66,7 +67,8 @@ export interface IdempotentStreamConsumerProps {
   readonly consumerName?: string;
 
   /**
-   * Function memory, in MiB (128-10240).
+   * Function memory, in MiB (128-10240; with `managedInstances` at least 2048, and 2048 when not
+   * set).
    *
    * @default 256
    */
@@ -125,6 +127,17 @@ export interface IdempotentStreamConsumerProps {
    * @default - off: every record asks the store
    */
   readonly completedCacheMaxEntries?: number;
+
+  /**
+   * Runs the created function on Lambda Managed Instances: attached to this capacity provider,
+   * many invocations at once in one Node.js process (each invocation's batch response, log lines
+   * and metrics stay its own). Lambda requires Node.js 22 or later and at least 2048 MiB of
+   * memory, which becomes `memorySize`'s default; a smaller `memorySize`, an older `runtime` or
+   * an `architecture` the provider does not launch throws.
+   *
+   * @default - the function runs on Lambda's default compute, one invocation per environment
+   */
+  readonly managedInstances?: ManagedInstances;
 
   /**
    * X-Ray tracing. Active tracing grants `xray:PutTraceSegments` and

@@ -36,6 +36,7 @@ import {
   type PropsValidation,
   type Warn,
 } from '../consumer-validation';
+import { checkManagedInstances } from '../managed-instances';
 import { STREAM_MAX_RECORD_AGE_LIMIT } from '../record-ttl';
 import {
   DEFAULT_ITERATOR_AGE_THRESHOLD,
@@ -84,6 +85,7 @@ export function validateStreamConsumerProps(
   checkAges(props, timing, warn);
   if (props.mode === 'two-phase') checkLease(props, timing, fail, warn);
   checkExpectedPeak(props.expectedPeakMessagesPerSecond, fail);
+  checkManagedInstances(props, fail);
   if (capacity) capacityNotes(capacity.plan, capacity.input, knownWarmWrites, { warn, info });
   return { failures, notes };
 }

@@ -1,8 +1,16 @@
+import * as path from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { IdempotentConsumer, type IdempotentConsumerProps, type ManagedInstances } from '../../lib';
+import {
+  IdempotentConsumer,
+  type IdempotentConsumerProps,
+  IdempotentStreamConsumer,
+  type IdempotentStreamConsumerProps,
+  type ManagedInstances,
+} from '../../lib';
 import { FIXTURE_ENTRY, logicalId, newStack } from './support';
 
 const PROVIDER_ARN = 'arn:aws:lambda:eu-west-1:123456789012:capacity-provider:consumers';
@@ -143,5 +151,38 @@ describe('IdempotentConsumer on Lambda Managed Instances', () => {
           },
         }),
     ).toThrow('Expected no `managedInstances` with a given `handler`: configure your function');
+  });
+});
+
+describe('IdempotentStreamConsumer on Lambda Managed Instances', () => {
+  const streamConsumer = (props: Partial<IdempotentStreamConsumerProps>) => {
+    const { stack } = newStack();
+    const consumer = new IdempotentStreamConsumer(stack, 'Consumer', {
+      mode: 'marker',
+      entry: path.join(__dirname, 'fixtures', 'stream-handler.ts'),
+      stream: new kinesis.Stream(stack, 'Orders', { encryption: kinesis.StreamEncryption.MANAGED }),
+      managedInstances: {
+        capacityProvider: lambda.CapacityProvider.fromCapacityProviderArn(stack, 'Provider', PROVIDER_ARN),
+      },
+      ...props,
+    });
+    return { consumer, template: Template.fromStack(stack) };
+  };
+
+  it('attaches the created function to the capacity provider with 2048 MiB by default', () => {
+    const { consumer, template } = streamConsumer({});
+    const properties =
+      template.findResources('AWS::Lambda::Function')[logicalId(consumer.handler)]!.Properties;
+
+    expect(properties.CapacityProviderConfig).toEqual({
+      LambdaManagedInstancesCapacityProviderConfig: { CapacityProviderArn: PROVIDER_ARN },
+    });
+    expect(properties.MemorySize).toBe(2048);
+  });
+
+  it('refuses what Lambda refuses on managed instances', () => {
+    expect(() => streamConsumer({ memorySize: 512 })).toThrow(
+      'Expected `memorySize` to be at least 2048 with `managedInstances` (Lambda Managed Instances run functions of 2 GB and more), got `512`',
+    );
   });
 });
