@@ -17,8 +17,9 @@
  *
  * The interleaving layer of the fault-injection simulation (`support/simulation.ts`, fault
  * "invocations shared a process") runs two or three invocations per process among thousands of
- * faults with injected loggers and sinks; this test runs ten at a time, fault-free, on the real
- * output, so a mixed-up line or count is attributed to the invocation that wrote it.
+ * faults with injected loggers and sinks; this test runs nine at a time (90 messages in batches
+ * of ten), fault-free, on the real output, so a mixed-up line or count is attributed to the
+ * invocation that wrote it.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it, vi } from 'vitest';
