@@ -271,11 +271,11 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
       : (options.metrics ??
         createEmfMetricsSink({ namespace: options.metricNamespace ?? DEFAULT_METRIC_NAMESPACE }));
 
-  const count = (kind: HttpOutcomeKind): void => {
+  const countFor = (kind: HttpOutcomeKind, invocation: { readonly requestId?: string }): void => {
     if (metrics === undefined) return;
     const counts = createOutcomeCounts();
     counts[kind] = 1;
-    publishCounts(metrics, counts, { consumer, timestampMillis: clock() }, log);
+    publishCounts(metrics, counts, { consumer, timestampMillis: clock(), ...invocation }, log);
   };
   const keyFields = (scopedKey: string): Record<string, string> =>
     options.logKeys === 'hash' ? { scopedKeyHash: sha256Hex(scopedKey) } : { scopedKey };
@@ -288,6 +288,10 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
   };
 
   return async (event, context) => {
+    // Each line names its invocation: on managed instances, invocations running at once share
+    // one log stream, and Lambda tags no line written to standard output directly.
+    const invocation = context?.awsRequestId === undefined ? {} : { requestId: context.awsRequestId };
+    const count = (kind: HttpOutcomeKind) => countFor(kind, invocation);
     const request = toHttpRequest(event);
     if (!methods.has(request.method)) return handle(event, context);
 
@@ -316,13 +320,14 @@ export function createIdempotentHttpHandler<TEvent extends HttpEvent, TResult>(
         level: 'error',
         message: 'The idempotency key could not be scoped or the request fingerprinted',
         consumer,
+        ...invocation,
         route: request.route,
         code: isEffectivelyOnceError(error) ? error.code : 'UNEXPECTED',
         errorName: (error as Error | undefined)?.name,
       });
       return PROBLEMS.misconfigured();
     }
-    const fields = { consumer, ...keyFields(scopedKey), route: request.route };
+    const fields = { consumer, ...invocation, ...keyFields(scopedKey), route: request.route };
 
     const now = clock();
     const lease = createLeaseClaim(

@@ -595,3 +595,51 @@ describe('createIdempotentHttpHandler under concurrent invocations', () => {
     ]);
   });
 });
+
+describe('createIdempotentHttpHandler on Lambda Managed Instances', () => {
+  it('names each invocation’s request id on its log lines and its metrics, interleaved in one process', async () => {
+    const store: MemoryStore = createMemoryStore();
+    const logs: LogEntry[] = [];
+    const published: { requestId?: string; counts: OutcomeCounts }[] = [];
+    const held = deferred();
+    const handler = createIdempotentHttpHandler<PaymentsEvent, unknown>({
+      consumer: 'payments-api',
+      store,
+      clock: manualClock(),
+      leaseMillis: 10_000,
+      logger: { log: (entry) => void logs.push(entry) },
+      logLevel: 'debug',
+      metrics: {
+        publish: (counts, { requestId }) => void published.push({ requestId, counts: { ...counts } }),
+      },
+      handle: async () => {
+        await held.promise;
+        return { statusCode: 201, body: '' };
+      },
+    });
+    const contextOf = (awsRequestId: string) => ({ awsRequestId, getRemainingTimeInMillis: () => 60_000 });
+    const event = post({ amount: 5 }, { key: 'k-1' });
+
+    const first = handler(event, contextOf('req-a'));
+    await settle();
+    const second = await handler(event, contextOf('req-b'));
+    held.resolve();
+    await first;
+
+    expect((second as { statusCode: number }).statusCode).toBe(409);
+    expect(logs.map(({ requestId, outcome }) => ({ requestId, outcome }))).toEqual([
+      { requestId: 'req-b', outcome: 'in-flight' },
+      { requestId: 'req-a', outcome: 'processed' },
+    ]);
+    expect(
+      published.map(({ requestId, counts }) => ({
+        requestId,
+        inFlight: counts.inFlight,
+        processed: counts.processed,
+      })),
+    ).toEqual([
+      { requestId: 'req-b', inFlight: 1, processed: 0 },
+      { requestId: 'req-a', inFlight: 0, processed: 1 },
+    ]);
+  });
+});
