@@ -30,11 +30,16 @@ export function sha256HexOfBytes(bytes: Uint8Array): string {
 
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
+/** `String.prototype.isWellFormed` where the runtime has it (Node.js 20 and later). */
+const nativeIsWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed;
+
 /**
  * True unless `text` holds a lone surrogate (ill-formed UTF-16), as `String.prototype.isWellFormed`
- * answers (which the ES2022 library this package targets does not declare).
+ * answers (which the ES2022 library this package targets does not declare): the runtime's own
+ * where it has one, several times faster than the expression on every message's fingerprint.
  */
 export function isWellFormedText(text: string): boolean {
+  if (nativeIsWellFormed !== undefined) return nativeIsWellFormed.call(text);
   // With the `u` flag a surrogate pair is one code point, so only a lone surrogate matches.
   return !LONE_SURROGATE.test(text);
 }
@@ -117,11 +122,23 @@ export function canonicalJsonOfNode(node: JsonNode): string {
 }
 
 /**
- * A string literal (its escapes skipped) or, in group 1, a number literal of a JSON text: the
- * only places a digit can be in valid JSON. A number's characters are `-+.eE` and digits, and
- * nothing else valid in JSON continues one.
+ * A string literal (its escapes skipped) or a number literal of a JSON text: the only places a
+ * digit can be in valid JSON. A number's characters are `-+.eE` and digits, and nothing else
+ * valid in JSON continues one. A match that ends in a digit is a number (a string ends in `"`).
  */
-const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|(-?\d[\d.eE+-]*)/g;
+const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*/g;
+
+/** True for a character of a number literal: a digit or one of `.eE+-`. */
+function isNumberCharacter(code: number): boolean {
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    code === 0x2e ||
+    code === 0x65 ||
+    code === 0x45 ||
+    code === 0x2b ||
+    code === 0x2d
+  );
+}
 
 /**
  * {@link canonicalJsonText} of `text`, given `parsed`, what `JSON.parse(text)` returned: the
@@ -136,12 +153,64 @@ const STRING_OR_NUMBER = /"(?:[^"\\]|\\.)*"|(-?\d[\d.eE+-]*)/g;
  */
 export function canonicalJsonOfParsedText(text: string, parsed: unknown): string {
   STRING_OR_NUMBER.lastIndex = 0;
-  for (let match = STRING_OR_NUMBER.exec(text); match !== null; match = STRING_OR_NUMBER.exec(text)) {
-    const literal = match[1];
-    if (literal === undefined || String(Number(literal)) === literal) continue;
+  // `test`, not `exec`: no match array for every string of the body. A number literal is found
+  // back from its end (what precedes one in JSON, `[,:` or white space, is no number character).
+  while (STRING_OR_NUMBER.test(text)) {
+    const end = STRING_OR_NUMBER.lastIndex;
+    if (text.charCodeAt(end - 1) === 0x22) continue;
+    let start = end - 1;
+    while (start > 0 && isNumberCharacter(text.charCodeAt(start - 1))) start--;
+    const literal = text.slice(start, end);
+    if (String(Number(literal)) === literal) continue;
     if (canonicalNumber(literal) !== JSON.stringify(Number(literal))) return canonicalJsonText(text);
   }
+  return canonicalJsonOfParsed(parsed);
+}
+
+/** What {@link sortedCopy} returns for a value `JSON.stringify` cannot write in sorted order. */
+const UNSORTABLE = Symbol('unsortable');
+
+/**
+ * {@link canonicalJson} of what `JSON.parse` returned (plain objects and arrays, strings, finite
+ * numbers, booleans, null: no `toJSON`, bigint, `undefined` or cycle), written by `JSON.stringify`
+ * from a copy whose members were added in sorted order: the same string, in about half the time
+ * and with a fraction of the garbage of building it piece by piece. `JSON.stringify` writes an
+ * object's members in the order they were added, except array-index names (`"0"`, `"10"`), which
+ * come first in numeric order, and a copy cannot take a `__proto__` member by assignment: a value
+ * with either (or one too deep for the copy) is written by `canonicalJson`.
+ */
+function canonicalJsonOfParsed(parsed: unknown): string {
+  try {
+    const sorted = sortedCopy(parsed);
+    if (sorted !== UNSORTABLE) return JSON.stringify(sorted);
+  } catch {
+    // Too deep to copy or write here: `canonicalJson` answers as it always did.
+  }
   return canonicalJson(parsed);
+}
+
+/** `value` with every object's members added in sorted order, or {@link UNSORTABLE}. */
+function sortedCopy(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const items: unknown[] = [];
+    for (const item of value) {
+      const copy = sortedCopy(item);
+      if (copy === UNSORTABLE) return UNSORTABLE;
+      items.push(copy);
+    }
+    return items;
+  }
+  const members: Record<string, unknown> = {};
+  for (const name of Object.keys(value).sort()) {
+    // A name starting with a digit may be an array index; `__proto__` would set the prototype.
+    const first = name.charCodeAt(0);
+    if ((first >= 0x30 && first <= 0x39) || name === '__proto__') return UNSORTABLE;
+    const copy = sortedCopy((value as Record<string, unknown>)[name]);
+    if (copy === UNSORTABLE) return UNSORTABLE;
+    members[name] = copy;
+  }
+  return members;
 }
 
 /** The fingerprint of any value: `sha256Hex(canonicalJson(value))`. */

@@ -103,6 +103,14 @@ describe('canonicalJsonOfParsedText', () => {
           `${digits}${fraction > 0 ? `.${String(fraction).padStart(3, '0')}` : ''}${power === 0 ? '' : `e${power}`}`,
       ),
   );
+  /**
+   * Member names, among them those an object written in insertion order would get wrong: array
+   * indices (written first, in numeric order) and `__proto__`.
+   */
+  const memberName = fc.oneof(
+    fc.string({ maxLength: 4 }),
+    fc.constantFrom('__proto__', '0', '9', '10', '01', '-1', '1a', 'toJSON', 'constructor'),
+  );
   /** JSON texts with such literals in objects and arrays, and strings holding digits, quotes and escapes. */
   const text = fc.letrec<{ value: string }>((tie) => ({
     value: fc.oneof(
@@ -112,7 +120,7 @@ describe('canonicalJsonOfParsedText', () => {
       fc.string().map((s) => JSON.stringify(s)),
       fc.array(tie('value'), { maxLength: 4 }).map((items) => `[${items.join(',')}]`),
       fc
-        .array(fc.tuple(fc.string({ maxLength: 4 }), tie('value')), { maxLength: 4 })
+        .array(fc.tuple(memberName, tie('value')), { maxLength: 4 })
         .map((members) => `{ ${members.map(([k, v]) => `${JSON.stringify(k)} : ${v}`).join(',\n')} }`),
     ),
   })).value;
@@ -123,6 +131,19 @@ describe('canonicalJsonOfParsedText', () => {
         expect(canonicalJsonOfParsedText(json, JSON.parse(json))).toBe(canonicalJsonText(json));
       }),
     ));
+
+  it('sorts members as canonicalJson does, array-index names and __proto__ included', () => {
+    for (const body of [
+      '{"b":1,"a":{"d":[{"z":0,"y":null}],"c":"x"}}',
+      '{"9":1,"10":2,"a":3}',
+      '{"__proto__":{"x":1},"a":[]}',
+      '[{"b":{"__proto__":null}},{"10":{},"9":[]}]',
+    ]) {
+      const parsed: unknown = JSON.parse(body);
+      expect(canonicalJsonOfParsedText(body, parsed)).toBe(canonicalJson(parsed));
+    }
+    expect(canonicalJsonOfParsedText('{"9":1,"10":2}', JSON.parse('{"9":1,"10":2}'))).toBe('{"10":2,"9":1}');
+  });
 
   it('keeps every digit where the parsed body has lost some', () => {
     const body = '{"amount":12345678901234567891,"id":"12345678901234567890"}';
