@@ -156,14 +156,15 @@ export function createUnitOfWork(
   const outboxPut = outbox === undefined ? undefined : createEventNamer(outbox);
   const guards = new Set<number>();
   const events = new Map<number, string>();
-  let marked: GuardedUnitOfWork['marked'];
   const add = (write: TransactWriteAction): number => {
     if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites();
     if (marker === 'inbox' && writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
     writes.push(write);
     return writes.length - 1;
   };
-  return {
+  // `marked` is a field set once by `putAsMarker`, not a getter: an object literal with an
+  // accessor is built the slow way, and one is built for every message.
+  const unitOfWork: { -readonly [Field in keyof GuardedUnitOfWork]: GuardedUnitOfWork[Field] } = {
     put: (write) => add({ Put: write }),
     putAsMarker(write) {
       if (marker !== 'item') {
@@ -172,16 +173,16 @@ export function createUnitOfWork(
           "putAsMarker: this atomic mode keeps the marker in the inbox; mark a put only with `atomic(handle, { marker: 'item' })`",
         );
       }
-      if (marked !== undefined) {
+      if (unitOfWork.marked !== undefined) {
         throw new EffectivelyOnceError(
           'VALIDATION',
-          `putAsMarker: a message marks one put, and write ${marked.index} already is the marker`,
+          `putAsMarker: a message marks one put, and write ${unitOfWork.marked.index} already is the marker`,
         );
       }
       assertMarkerPut(write);
       const { keyAttribute, ...put } = write;
       const index = add({ Put: put });
-      marked = { index, keyAttribute };
+      unitOfWork.marked = { index, keyAttribute };
       return index;
     },
     update: (write) => add({ Update: write }),
@@ -214,10 +215,9 @@ export function createUnitOfWork(
     writes,
     guards,
     events,
-    get marked() {
-      return marked;
-    },
+    marked: undefined,
   };
+  return unitOfWork;
 }
 
 /**
