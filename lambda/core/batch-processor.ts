@@ -11,9 +11,9 @@ import { sha256Hex } from './fingerprint';
 import { createGroupMetrics } from './group-metrics';
 import type { InboundMessage, LambdaContext, MessageResult } from './inbound-message';
 import { createJsonLogger, createLevelLog, isLevelEnabled, type LogEntry, writeStdoutLine } from './logger';
-import { type Message, type Prepared, prepareMessage } from './message';
+import { type Prepared, prepareMessage } from './message';
 import { createEmfMetricsSink, createOutcomeCounts, publishCounts } from './metrics';
-import type { ModeDefaults, ModeProcessor, ModeStepResult } from './mode';
+import type { ModeDefaults, ModeStepResult } from './mode';
 import { type BatchProcessorOptions, resolveOptions } from './options';
 import { type Outcome, type OutcomeKind, outcomeOfError, reasonOf } from './outcome';
 import { runWithDependencies } from './scheduler';
@@ -142,21 +142,6 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
       ? undefined
       : createGroupMetrics(config.groupMetrics, config.metricNamespace, writeStdoutLine);
 
-  /** One prepared message through the mode; a mode that throws (it should not) is a retry. */
-  const step = async (
-    processor: ModeProcessor<TBody, TRecord>,
-    message: Message<TBody, TRecord>,
-    fingerprint: string,
-    nowMillis: number,
-    remainingMillis: number | undefined,
-  ): Promise<ModeStepResult> => {
-    try {
-      return await processor.process(message, { fingerprint, nowMillis, remainingMillis });
-    } catch (error) {
-      return { outcome: outcomeOfError(error, 'UNEXPECTED'), logs: [], takeovers: 0 };
-    }
-  };
-
   const keyFields = (scopedKey: string | undefined): Record<string, string> => {
     if (scopedKey === undefined) return {};
     return config.logKeys === 'hash' ? { scopedKeyHash: sha256Hex(scopedKey) } : { scopedKey };
@@ -245,7 +230,14 @@ export function createBatchProcessor<TBody = unknown, TStore = unknown, TRecord 
         cacheHit = true;
         counts.cacheHit += 1;
       } else if (current.ok) {
-        const result = await step(processor, current.message, current.fingerprint, now, remainingMillis);
+        let result: ModeStepResult;
+        try {
+          const { message, fingerprint } = current;
+          result = await processor.process(message, { fingerprint, nowMillis: now, remainingMillis });
+        } catch (error) {
+          // A mode that throws (it should not) is a retry.
+          result = { outcome: outcomeOfError(error, 'UNEXPECTED'), logs: [], takeovers: 0 };
+        }
         counts.takeover += result.takeovers;
         for (const entry of result.logs) log({ ...entry, ...fieldsOf(record.id, current.message) });
         outcome = result.outcome;
