@@ -4,11 +4,15 @@
  * bench's stub rigs, taking turns, under the V8 sampling profiler (`node:inspector`), and prints,
  * per batch:
  * the time by where the code lives (the toolkit's `lambda/**`, the AWS SDK, the stub, the GC),
- * the toolkit's functions by self and total time, and the toolkit's stacks folded (a flame
- * graph as text: each line is a stack of toolkit frames, `;`-joined, and its milliseconds).
+ * the toolkit's functions by self and total time, the toolkit's stacks folded (a flame graph as
+ * text: each line is a stack of toolkit frames, `;`-joined, and its milliseconds), and every
+ * function's self time in the toolkit's rig less the mirror's (the collector, the SDK and Node.js
+ * included: where the toolkit costs more outside its own code).
  *
- * `--measure` instead runs the bench's own CPU measurement (`measure/cpu.ts`) on just those
- * pairs and prints the paired ratio toolkit / hand-written per mode, with the machine's load.
+ * `--measure` instead runs the bench's own CPU measurement against the same calls
+ * (`measure/cpu-pair.ts`: each pair in a process of its own) on just those pairs and prints the
+ * paired ratio toolkit / hand-written per mode, with the machine's load (under tsx, as the
+ * bench runs them, with or without `--bundled`).
  *
  * `--bundled` runs all of it from an esbuild bundle of this file (packages external, as a
  * handler's bundle has the toolkit minus tsx's additions: tsx keeps every function's name with
@@ -16,7 +20,7 @@
  * through a getter), with its source map, so the profile reads as the code runs in Lambda.
  *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 7] [--bundled]
+ *        [--repetitions 11] [--bundled]
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -27,8 +31,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS, type Implementation, sameCallsBaseline } from './implementations';
-import { type CpuRig, createCpuRig, measureCpu } from './measure/cpu';
-import { alternate, bootstrapMedian } from './stats';
+import { type CpuRig, createCpuRig } from './measure/cpu';
+import { measurePairInOwnProcess } from './measure/cpu-pair';
+import { alternate, bootstrapMedian, median } from './stats';
 import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -119,6 +124,8 @@ interface Summary {
   readonly folded: Map<string, number>;
   /** Toolkit self time by source line (readable under `--bundled`: tsx compiles a file to one line). */
   readonly lines: Map<string, number>;
+  /** Self time of every function, whatever its area, keyed `[area] name path:line`. */
+  readonly everySelf: Map<string, number>;
 }
 
 function add(map: Map<string, number>, key: string, millis: number): void {
@@ -134,6 +141,7 @@ function emptySummary(): Summary {
     total: new Map(),
     folded: new Map(),
     lines: new Map(),
+    everySelf: new Map(),
   };
 }
 
@@ -151,6 +159,7 @@ function addProfile(summary: Summary, profile: Profile): void {
     if (nodes.get(id)!.callFrame.functionName === '(idle)') continue;
     summary.totalMillis += millis;
     summary.byArea.set(leaf.area, (summary.byArea.get(leaf.area) ?? 0) + millis);
+    add(summary.everySelf, `[${leaf.area}] ${leaf.key}`, millis);
     if (leaf.area === 'toolkit') {
       selfMillis.set(id, (selfMillis.get(id) ?? 0) + millis);
       add(summary.self, leaf.key, millis);
@@ -247,6 +256,13 @@ function printProfiles(mode: string, toolkit: Summary, mirror: Summary, batches:
     lines.push('', `### ${title}`);
     for (const [key, millis] of top(map, count)) lines.push(`${perBatch(millis, batches)}  ${key}`);
   }
+  // Where the toolkit rig spends more than its mirror outside the toolkit's own code too (the
+  // SDK on larger requests, the collector on more garbage): every function's self time, the
+  // mirror's subtracted.
+  const extra = new Map(toolkit.everySelf);
+  for (const [key, millis] of mirror.everySelf) extra.set(key, (extra.get(key) ?? 0) - millis);
+  lines.push('', '### every function by self time, toolkit rig less mirror rig');
+  for (const [key, millis] of top(extra, count)) lines.push(`${perBatch(millis, batches)}  ${key}`);
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }
 
@@ -258,37 +274,44 @@ function pairOf(mode: string): [Implementation, Implementation] {
   return [toolkit, mirror];
 }
 
+/**
+ * The bench's measurement of CPU against the same calls (`npm run bench`, `runCpuPairs`): each
+ * pair in a process of its own, one pair after another, with the bench's sizes. Until
+ * 2026-12-02 this ran every pair's rigs in one process, where the toolkit's shared functions
+ * saw every mode's shapes and the collector every rig's heap: atomic read about 1.5× here
+ * against the bench's 1.27×.
+ */
 async function measure(modes: readonly string[], repetitions: number): Promise<void> {
-  const pairs = modes.map(pairOf);
-  const rigs = pairs.flat().map((implementation) => createCpuRig(implementation, DEFAULT_TABLES));
-  const samples = new Map<string, number[]>(rigs.map((rig) => [rig.implementation.id, []]));
-  const loadStart = loadavg()[0]!;
   const run = `m${Date.now().toString(36)}`;
-  for (let repetition = 0; repetition < repetitions; repetition++) {
-    const round = await measureCpu(
-      rigs,
-      { batchSize: BATCH_SIZE, warmupBatches: 10, batches: 40, chunkBatches: 5 },
-      `${run}-${repetition}`,
-      repetition,
-    );
-    for (const [id, sample] of round) samples.get(id)!.push(sample.cpuMicrosPerRecord);
-    process.stderr.write(`[profile] CPU repetition ${repetition + 1}/${repetitions}\n`);
-  }
-  const loadEnd = loadavg()[0]!;
   const lines = [
-    `CPU per record, toolkit / hand-written mirror, paired by repetition (${repetitions} repetitions, 40 batches of ${BATCH_SIZE} each);`,
-    `1-minute load ${loadStart.toFixed(2)} at the start, ${loadEnd.toFixed(2)} at the end, on ${cpus().length} vCPU`,
+    `CPU per record, toolkit / hand-written mirror, paired by repetition (${repetitions} repetitions of ${PAIR_PLAN.batches} batches of ${BATCH_SIZE}), each pair in a process of its own, on ${cpus().length} vCPU:`,
   ];
-  for (const [toolkit, mirror] of pairs) {
-    const mine = samples.get(toolkit.id)!;
-    const theirs = samples.get(mirror.id)!;
-    const interval = bootstrapMedian(mine.map((value, index) => value / theirs[index]!));
-    lines.push(
-      `${toolkit.id.padEnd(12)} ${interval.median.toFixed(3)}× (95% ${interval.ciLow.toFixed(3)}–${interval.ciHigh.toFixed(3)})`,
+  for (const mode of modes) {
+    const [toolkit, mirror] = pairOf(mode);
+    const loadStart = loadavg()[0]!;
+    const samples = await measurePairInOwnProcess(
+      toolkit.id,
+      mirror.id,
+      { ...PAIR_PLAN, repetitions },
+      `${run}-${toolkit.id}`,
     );
+    const loadEnd = loadavg()[0]!;
+    const mine = samples[toolkit.id]!.map((sample) => sample.cpuMicrosPerRecord);
+    const theirs = samples[mirror.id]!.map((sample) => sample.cpuMicrosPerRecord);
+    const interval = bootstrapMedian(mine.map((value, index) => value / theirs[index]!));
+    const added = median(mine.map((value, index) => value - theirs[index]!));
+    lines.push(
+      `${toolkit.id.padEnd(12)} ${interval.median.toFixed(3)}× (95% ${interval.ciLow.toFixed(3)}–${interval.ciHigh.toFixed(3)}); ` +
+        `${median(mine).toFixed(1)} against ${median(theirs).toFixed(1)} µs per record, ` +
+        `${((added * BATCH_SIZE) / 1000).toFixed(3)} ms added per batch; load ${loadStart.toFixed(2)} → ${loadEnd.toFixed(2)}`,
+    );
+    process.stderr.write(`[profile] CPU against the same calls: ${toolkit.id} / ${mirror.id}\n`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
+
+/** The bench's sizes of one repetition of a pair (`bench/run.ts`, the full plan). */
+const PAIR_PLAN = { batchSize: BATCH_SIZE, warmupBatches: 10, batches: 40, chunkBatches: 5 } as const;
 
 /** Where `--bundled` writes the bundle: under `node_modules`, so its packages resolve. */
 const BUNDLE = 'node_modules/.cache/profile-cpu/profile-cpu.js';
@@ -317,17 +340,18 @@ async function main(): Promise<void> {
       batches: { type: 'string', default: '400' },
       top: { type: 'string', default: '15' },
       measure: { type: 'boolean', default: false },
-      repetitions: { type: 'string', default: '7' },
+      repetitions: { type: 'string', default: '11' },
       bundled: { type: 'boolean', default: false },
     },
   });
-  if (values.bundled) {
-    runBundled(process.argv.slice(2).filter((arg) => arg !== '--bundled'));
-    return;
-  }
   const modes = values.modes.split(',');
+  // As the bench measures it (each pair's process runs under tsx), bundled or not.
   if (values.measure) {
     await measure(modes, Number(values.repetitions));
+    return;
+  }
+  if (values.bundled) {
+    runBundled(process.argv.slice(2).filter((arg) => arg !== '--bundled'));
     return;
   }
   const batches = Number(values.batches);
