@@ -138,6 +138,8 @@ describe('canonicalJsonOfParsedText', () => {
       '{"9":1,"10":2,"a":3}',
       '{"__proto__":{"x":1},"a":[]}',
       '[{"b":{"__proto__":null}},{"10":{},"9":[]}]',
+      // More members than are sorted by insertion.
+      JSON.stringify(Object.fromEntries(Array.from({ length: 20 }, (_, n) => [`k${(n * 7) % 20}é`, n]))),
     ]) {
       const parsed: unknown = JSON.parse(body);
       expect(canonicalJsonOfParsedText(body, parsed)).toBe(canonicalJson(parsed));
