@@ -32,7 +32,6 @@ import { parseArgs } from 'node:util';
 import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS, type Implementation, sameCallsBaseline } from './implementations';
 import { type CpuRig, createCpuRig } from './measure/cpu';
-import { measurePairInOwnProcess } from './measure/cpu-pair';
 import { alternate, bootstrapMedian, median } from './stats';
 import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
 
@@ -282,6 +281,9 @@ function pairOf(mode: string): [Implementation, Implementation] {
  * against the bench's 1.27×.
  */
 async function measure(modes: readonly string[], repetitions: number): Promise<void> {
+  // Loaded here, not at the top: `cpu-pair.ts` runs as a script when it is the main module,
+  // which in a bundle of this file (`--bundled`) it would be.
+  const { measurePairInOwnProcess } = await import('./measure/cpu-pair');
   const run = `m${Date.now().toString(36)}`;
   const lines = [
     `CPU per record, toolkit / hand-written mirror, paired by repetition (${repetitions} repetitions of ${PAIR_PLAN.batches} batches of ${BATCH_SIZE}), each pair in a process of its own, on ${cpus().length} vCPU:`,
