@@ -817,18 +817,28 @@ const PLACEHOLDER = /[#:][A-Za-z0-9_]+/g;
  * `ReturnValuesOnConditionCheckFailure` is replaced: the marker needs the item).
  */
 function markedPut(put: MarkerPut, keyAttribute: string, fingerprint: string, nowSeconds: number): MarkerPut {
-  const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues, ...rest } = put;
-  return {
-    ...rest,
-    Item: { ...put.Item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint },
-    ...entityCondition(keyAttribute, nowSeconds, {
-      ConditionExpression,
-      ExpressionAttributeNames,
-      ExpressionAttributeValues,
-    }),
-    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-  };
+  const condition = entityCondition(keyAttribute, nowSeconds, put);
+  // Built field by field, in the order a literal spreading the put would give: V8 takes a slow
+  // path for members a literal adds after a spread (a new hidden class for every object, about a
+  // microsecond each), and this runs for every message.
+  const marked: Record<string, unknown> = {};
+  for (const field of Object.keys(put) as (keyof MarkerPut)[]) {
+    if (!OWN_CONDITION_FIELDS.includes(field)) marked[field] = put[field];
+  }
+  marked.Item = { ...put.Item, [ENTITY_FINGERPRINT_ATTRIBUTE]: fingerprint };
+  marked.ConditionExpression = condition.ConditionExpression;
+  marked.ExpressionAttributeNames = condition.ExpressionAttributeNames;
+  marked.ExpressionAttributeValues = condition.ExpressionAttributeValues;
+  marked.ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
+  return marked as MarkerPut;
 }
+
+/** A put's own condition, which the marked put's condition joins (`entityCondition`). */
+const OWN_CONDITION_FIELDS: readonly (keyof MarkerPut)[] = [
+  'ConditionExpression',
+  'ExpressionAttributeNames',
+  'ExpressionAttributeValues',
+];
 
 /**
  * What cancelled a commit whose marker passed: a transient failure anywhere wins over a business
