@@ -62,6 +62,10 @@ const PLANS = {
     caseRepetitions: 5,
     batchSize: 10,
     cpuRepetitions: 11,
+    // Each pair of the toolkit and its same-calls mirror, in a process of its own: a pair's
+    // ratio moved by up to 0.09 between two runs of 11 on a loaded 2-core machine; 33 narrow its
+    // interval to about ±0.03-0.05 for about a minute more.
+    pairRepetitions: 33,
     warmupBatches: 10,
     cpuBatches: 40,
     chunkBatches: 5,
@@ -77,6 +81,7 @@ const PLANS = {
     caseRepetitions: 2,
     batchSize: 10,
     cpuRepetitions: 2,
+    pairRepetitions: 2,
     warmupBatches: 3,
     cpuBatches: 6,
     chunkBatches: 2,
@@ -304,7 +309,7 @@ async function runCpuPairs(
         warmupBatches: plan.warmupBatches,
         batches: plan.cpuBatches,
         chunkBatches: plan.chunkBatches,
-        repetitions: plan.cpuRepetitions,
+        repetitions: plan.pairRepetitions,
       },
       `${run}-pair-${implementation.id}`,
     );
