@@ -93,11 +93,38 @@ export const CAPACITY_LIMITS = Object.freeze({
  * not check.
  */
 export type EventSourceConcurrency =
-  | { readonly kind: 'maxConcurrency'; readonly maxConcurrency: number }
-  | { readonly kind: 'provisionedPollers'; readonly minimum: number; readonly maximum: number }
-  | { readonly kind: 'shards'; readonly shards: number; readonly parallelizationFactor: number }
-  | { readonly kind: 'default' }
-  | { readonly kind: 'unknown'; readonly reason: string };
+  | {
+      /** An SQS event source's `maxConcurrency`. */
+      readonly kind: 'maxConcurrency';
+      /** The most concurrent invocations the event source starts. */
+      readonly maxConcurrency: number;
+    }
+  | {
+      /** An SQS event source in provisioned mode. */
+      readonly kind: 'provisionedPollers';
+      /** The fewest event pollers the event source keeps. */
+      readonly minimum: number;
+      /** The most event pollers the event source scales to, 10 invocations each. */
+      readonly maximum: number;
+    }
+  | {
+      /** A Kinesis stream whose shard count is known at synth time. */
+      readonly kind: 'shards';
+      /** The stream's shards. */
+      readonly shards: number;
+      /** Concurrent batches per shard (`parallelizationFactor`). */
+      readonly parallelizationFactor: number;
+    }
+  | {
+      /** Neither `maxConcurrency` nor provisioned pollers: the event source's and the Region's defaults. */
+      readonly kind: 'default';
+    }
+  | {
+      /** A limit not known at synth time, which the planner does not check. */
+      readonly kind: 'unknown';
+      /** Why it is not known (a token, a stream whose shards are not known). */
+      readonly reason: string;
+    };
 
 /** A table the consumer writes, as the planner sees it. */
 export interface PlannedTable {
