@@ -27,7 +27,7 @@
  * after its record was deleted is acknowledged as a duplicate by a warm environment that has it.
  */
 import { MAX_COMPLETED_CACHE_ENTRIES } from './contract';
-import { expectOption } from './errors';
+import { expectBoundedCountOption } from './errors';
 import { isExpired } from './time';
 
 /** The options of the completed-record cache (`completedCache` of every SQS entry point). */
@@ -68,17 +68,7 @@ export interface CompletedCache {
 export function expectCompletedCacheOptions(
   value: unknown,
 ): asserts value is CompletedCacheOptions | undefined {
-  if (value === undefined) return;
-  expectOption(typeof value === 'object' && value !== null, 'completedCache', 'an object', value);
-  const { maxEntries } = value as Partial<CompletedCacheOptions>;
-  expectOption(
-    Number.isSafeInteger(maxEntries) &&
-      (maxEntries as number) >= 1 &&
-      (maxEntries as number) <= MAX_COMPLETED_CACHE_ENTRIES,
-    'completedCache.maxEntries',
-    `an integer from 1 to ${MAX_COMPLETED_CACHE_ENTRIES}`,
-    maxEntries,
-  );
+  expectBoundedCountOption('completedCache', 'maxEntries', MAX_COMPLETED_CACHE_ENTRIES, value);
 }
 
 /**

@@ -173,6 +173,23 @@ export function expectOption(ok: unknown, field: string, expected: string, value
 }
 
 /**
+ * Throws `INVALID_OPTIONS` (see `invalidOption`) unless `value` is `undefined` or an object whose
+ * `count` member is an integer from 1 to `max`: the shape of the options that size a bounded
+ * table (`completedCache: { maxEntries }`, `groupMetrics: { maxGroups }`).
+ */
+export function expectBoundedCountOption(field: string, count: string, max: number, value: unknown): void {
+  if (value === undefined) return;
+  expectOption(typeof value === 'object' && value !== null, field, 'an object', value);
+  const member = (value as Record<string, unknown>)[count];
+  expectOption(
+    Number.isSafeInteger(member) && (member as number) >= 1 && (member as number) <= max,
+    `${field}.${count}`,
+    `an integer from 1 to ${max}`,
+    member,
+  );
+}
+
+/**
  * Throws `INVALID_OPTIONS` (see `invalidOption`) unless `value` is an object with a function at
  * each of `methods`: ``Expected `store` to be an object with `insert`, `release`, got ...``.
  */

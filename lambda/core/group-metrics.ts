@@ -16,7 +16,7 @@ import {
   METRICS,
   OTHER_MESSAGE_GROUPS,
 } from './contract';
-import { expectOption } from './errors';
+import { expectBoundedCountOption } from './errors';
 import type { LineWriter } from './logger';
 import { embeddedMetricLine, type MetricsContext } from './metrics';
 import type { OutcomeKind } from './outcome';
@@ -32,17 +32,7 @@ export interface GroupMetricsOptions {
 
 /** Throws `INVALID_OPTIONS` unless `value` is `undefined` or valid {@link GroupMetricsOptions}. */
 export function expectGroupMetricsOptions(value: unknown): asserts value is GroupMetricsOptions | undefined {
-  if (value === undefined) return;
-  expectOption(typeof value === 'object' && value !== null, 'groupMetrics', 'an object', value);
-  const { maxGroups } = value as Partial<GroupMetricsOptions>;
-  expectOption(
-    Number.isSafeInteger(maxGroups) &&
-      (maxGroups as number) >= 1 &&
-      (maxGroups as number) <= MAX_GROUP_METRICS_GROUPS,
-    'groupMetrics.maxGroups',
-    `an integer from 1 to ${MAX_GROUP_METRICS_GROUPS}`,
-    maxGroups,
-  );
+  expectBoundedCountOption('groupMetrics', 'maxGroups', MAX_GROUP_METRICS_GROUPS, value);
 }
 
 /** One invocation's per-group counts. */
