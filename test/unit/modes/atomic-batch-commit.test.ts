@@ -314,6 +314,38 @@ describe('atomic batch commit', () => {
     expect(sharedSizes(store)).toEqual([2]);
   });
 
+  it('awaits what a handler returns only when it is a promise or thenable, whatever it is', async () => {
+    // A plain value is ignored; a thenable (not a Promise) is awaited, its rejection the handler's failure.
+    const { store, run } = consumer((message, unitOfWork) => {
+      const { orderId } = message.body;
+      if (orderId === 'o-1') {
+        putOrder(message, unitOfWork);
+        // biome-ignore lint/suspicious/noThenProperty: a value that only looks like a thenable, on purpose
+        return { then: 'not a function' };
+      }
+      if (orderId === 'o-2') {
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise, on purpose
+        return { then: (_resolve: () => void, reject: (error: Error) => void) => reject(new Error('late')) };
+      }
+      return {
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise, on purpose
+        then(resolve: () => void) {
+          setTimeout(() => {
+            putOrder(message, unitOfWork);
+            resolve();
+          }, 5);
+        },
+      };
+    });
+    const { outcomes } = await run(...orders(3));
+    expect(outcomes).toEqual(['processed', 'retry:HANDLER_FAILED', 'processed']);
+    expect(
+      store
+        .items('Orders')
+        .map((item) => item.pk)
+        .sort(),
+    ).toEqual(['o-1', 'o-3']);
+  });
   it('keeps each FIFO message group in order: one message per group in each shared round', async () => {
     const { store, run } = consumer();
     const { outcomes } = await run(
