@@ -11,8 +11,12 @@
  *
  * `--measure` instead runs the bench's own CPU measurement against the same calls
  * (`measure/cpu-pair.ts`: each pair in a process of its own) on just those pairs and prints the
- * paired ratio toolkit / hand-written per mode, with the machine's load (under tsx, as the
- * bench runs them, with or without `--bundled`).
+ * paired ratio toolkit / hand-written per mode, with the machine's load (each pair from a
+ * minified bundle, as the bench and Lambda run them, with or without `--bundled`).
+ *
+ * `--allocations` instead samples what each rig allocates (V8's sampling heap profiler, objects
+ * the collector already freed included: garbage is what the collector then spends time on) and
+ * prints bytes per batch by area and by function, the toolkit's less the mirror's.
  *
  * `--bundled` runs all of it from an esbuild bundle of this file (packages external, as a
  * handler's bundle has the toolkit minus tsx's additions: tsx keeps every function's name with
@@ -20,7 +24,7 @@
  * through a getter), with its source map, so the profile reads as the code runs in Lambda.
  *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 11] [--bundled]
+ *        [--repetitions 11] [--allocations] [--bundled]
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -224,6 +228,65 @@ async function profileRigs(session: Session, rigs: readonly CpuRig[], batches: n
   return rigs.map((rig) => summaries.get(rig)!);
 }
 
+interface AllocationNode {
+  readonly callFrame: ProfileNode['callFrame'];
+  readonly selfSize: number;
+  readonly children: AllocationNode[];
+}
+
+/** Bytes per batch by area and by function (self), over `batches` first deliveries of `rig`. */
+async function sampleAllocations(session: Session, rig: CpuRig, batches: number): Promise<Summary> {
+  const run = `a${Date.now().toString(36)}-${rig.implementation.id}`;
+  rig.table.clear();
+  await runBatches(rig, `${run}-w`, 0, Math.max(50, batches / 4));
+  rig.table.clear();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 256,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  await runBatches(rig, run, 0, batches);
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  rig.table.clear();
+  const summary = emptySummary();
+  const visit = (node: AllocationNode, toolkitStack: string[]): void => {
+    const frame = frameOf({ id: 0, callFrame: node.callFrame });
+    const stack = frame.area === 'toolkit' ? [...toolkitStack, frame.key] : toolkitStack;
+    if (node.selfSize > 0) {
+      summary.totalMillis += node.selfSize;
+      add(summary.byArea as Map<string, number>, frame.area, node.selfSize);
+      add(summary.everySelf, `[${frame.area}] ${frame.key}`, node.selfSize);
+      // Allocated by the SDK or Node.js on the toolkit's behalf: charged to the innermost toolkit frame.
+      if (stack.length > 0) add(summary.total, stack.at(-1)!, node.selfSize);
+    }
+    for (const child of node.children) visit(child, stack);
+  };
+  visit((profile as unknown as { head: AllocationNode }).head, []);
+  return summary;
+}
+
+function printAllocations(mode: string, toolkit: Summary, mirror: Summary, batches: number, count: number) {
+  const kb = (bytes: number) => (bytes / batches / 1024).toFixed(2).padStart(8);
+  const lines = [
+    `## ${mode}: KB allocated per batch of ${BATCH_SIZE}, ${batches} batches, first deliveries`,
+    '',
+  ];
+  lines.push(`${'area'.padEnd(8)} ${'toolkit'.padStart(8)} ${'mirror'.padStart(8)}`);
+  for (const area of AREAS) {
+    const mine = toolkit.byArea.get(area) ?? 0;
+    const theirs = mirror.byArea.get(area) ?? 0;
+    if (mine > 0 || theirs > 0) lines.push(`${area.padEnd(8)} ${kb(mine)} ${kb(theirs)}`);
+  }
+  lines.push(`${'all'.padEnd(8)} ${kb(toolkit.totalMillis)} ${kb(mirror.totalMillis)}`, '');
+  lines.push('### by innermost toolkit frame (what it allocates itself or through what it calls)');
+  for (const [key, bytes] of top(toolkit.total, count)) lines.push(`${kb(bytes)}  ${key}`);
+  lines.push('', '### every function by bytes allocated, toolkit rig less mirror rig');
+  const difference = new Map(toolkit.everySelf);
+  for (const [key, bytes] of mirror.everySelf) difference.set(key, (difference.get(key) ?? 0) - bytes);
+  for (const [key, bytes] of top(difference, count)) lines.push(`${kb(bytes)}  ${key}`);
+  process.stdout.write(`${lines.join('\n')}\n\n`);
+}
+
 const AREAS: readonly Area[] = ['toolkit', 'tsx', 'sdk', 'stub', 'bench', 'node', 'gc', 'other'];
 
 function top(map: Map<string, number>, count: number): [string, number][] {
@@ -344,10 +407,11 @@ async function main(): Promise<void> {
       measure: { type: 'boolean', default: false },
       repetitions: { type: 'string', default: '11' },
       bundled: { type: 'boolean', default: false },
+      allocations: { type: 'boolean', default: false },
     },
   });
   const modes = values.modes.split(',');
-  // As the bench measures it (each pair's process runs under tsx), bundled or not.
+  // As the bench measures it (each pair's process runs a bundle of its own), bundled or not.
   if (values.measure) {
     await measure(modes, Number(values.repetitions));
     return;
@@ -368,6 +432,12 @@ async function main(): Promise<void> {
     const [toolkit, mirror] = pairOf(mode).map((implementation) =>
       createCpuRig(implementation, DEFAULT_TABLES),
     ) as [CpuRig, CpuRig];
+    if (values.allocations) {
+      const toolkitAllocations = await sampleAllocations(session, toolkit, batches);
+      const mirrorAllocations = await sampleAllocations(session, mirror, batches);
+      printAllocations(mode, toolkitAllocations, mirrorAllocations, batches, Number(values.top));
+      continue;
+    }
     const [toolkitSummary, mirrorSummary] = (await profileRigs(session, [toolkit, mirror], batches)) as [
       Summary,
       Summary,

@@ -8,10 +8,20 @@
  * with the same method (`measureCpu`: warm containers, turns in alternating order, the stub's
  * cost calibrated and subtracted), and the parent reads the samples from standard output.
  *
- * Usage (from the bench, through {@link measurePairInOwnProcess}):
- * `tsx --expose-gc bench/measure/cpu-pair.ts <toolkit id> <baseline id> <plan JSON> <run>`
+ * The process runs the code as Lambda runs a handler the construct deploys: one esbuild bundle,
+ * minified, the AWS SDK inside, with its source map and `--enable-source-maps`
+ * (`lib/consumer-function.ts`), the toolkit and its mirror alike. Until 2026-12-02 it ran the
+ * TypeScript sources under tsx, whose loader wraps every function the toolkit creates, closures
+ * included, in a `__name` call and reads every import through a getter: a cost per function and
+ * per call that no deployed handler pays, and that fell on the toolkit's many small functions
+ * far more than on the mirror's few (atomic's ratio read about 0.07 higher under tsx).
+ *
+ * Usage (from the bench, through {@link measurePairInOwnProcess}), on the bundle:
+ * `node --enable-source-maps --expose-gc <bundle> <toolkit id> <baseline id> <plan JSON> <run>`
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS } from '../implementations';
 import { DEFAULT_TABLES } from '../workload';
 import { type CpuPlan, type CpuSample, createCpuRig, measureCpu } from './cpu';
@@ -40,8 +50,40 @@ async function measurePair(ids: readonly string[], plan: PairPlan, run: string):
 }
 
 /**
- * Runs this file in a child process (this process's runtime flags: tsx's loader and
- * `--expose-gc`) for the pair `toolkitId`, `baselineId`, and returns its samples.
+ * Where the bundle of this file goes (under `node_modules`, out of the tree), and its source: read
+ * from the repository root (`npm run` runs there), since this module may itself run from a bundle
+ * (`npm run bench:profile -- --bundled`).
+ */
+const BUNDLE = join(process.cwd(), 'node_modules/.cache/bench-cpu-pair/cpu-pair.js');
+const SOURCE = join(process.cwd(), 'bench/measure/cpu-pair.ts');
+let bundled = false;
+
+/**
+ * Bundles this file once per process, with the options the construct bundles a handler with
+ * (`lib/consumer-function.ts`: CommonJS, minified, source map, no external modules).
+ */
+function bundlePair(): string {
+  if (!bundled) {
+    buildSync({
+      entryPoints: [SOURCE],
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      minify: true,
+      sourcemap: true,
+      outfile: BUNDLE,
+      logLevel: 'warning',
+    });
+    bundled = true;
+  }
+  return BUNDLE;
+}
+
+/**
+ * Runs this file's bundle in a child process (as Lambda runs the construct's bundle, with
+ * `--expose-gc` for the bench's collections) for the pair `toolkitId`, `baselineId`, and
+ * returns its samples.
  */
 export function measurePairInOwnProcess(
   toolkitId: string,
@@ -52,7 +94,7 @@ export function measurePairInOwnProcess(
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...process.execArgv, __filename, toolkitId, baselineId, JSON.stringify(plan), run],
+      ['--enable-source-maps', '--expose-gc', bundlePair(), toolkitId, baselineId, JSON.stringify(plan), run],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let output = '';

@@ -316,6 +316,7 @@ export function renderCostSections(
       `Noise band: ${formatNumber(results.initNoise.bandMillis)} ms (${results.initNoise.method}). ` +
       'CPU: client CPU per record against the hand-written handler making the same calls, ' +
       'each pair measured in a process of its own (as a Lambda process runs one handler), ' +
+      'from a minified esbuild bundle with its source map, as the construct deploys a handler, ' +
       `${results.plan.pairRepetitions ?? results.plan.cpuRepetitions} paired repetitions, ` +
       `${results.cpuRatioVsSameCallsInterval[Object.keys(results.cpuRatioVsSameCallsInterval)[0] ?? '']?.method ?? 'bootstrap'}; ` +
       "ms per batch of 10 taken at one vCPU (1,769 MB), this machine's core standing in for Lambda's (an assumption). " +
