@@ -17,7 +17,8 @@
  *   `IdempotentStreamConsumer` keeping a read model of the orders table's stream. It sends orders
  *   with a resend and a poison message, checks every table, sends shipping a second copy of an
  *   event, rewrites and removes outbox items, and checks what each construct configured reached
- *   its function.
+ *   its function (and the capacity planner's write rate, from the order service's
+ *   `expectedPeakMessagesPerSecond`, reached the stack's outputs).
  * - Stream consumers (`test/fixtures/user-stream-app/`, handlers importing only
  *   `effectively-once`, `effectively-once/streams` and `effectively-once/kafka`): a Kinesis
  *   consumer, a DynamoDB Streams projection and two Kafka consumers (atomic and entity mode, fed
@@ -336,6 +337,7 @@ describe("a chain in a user's own CDK app: an outbox and a stream consumer, depl
       'InboxTableName',
       'OrdersDeadLetterQueueUrl',
       'OrdersLogGroupName',
+      'OrdersPlannedWriteUnitsPerSecond',
       'OrdersQueueUrl',
       'OrdersRecordTtlSeconds',
       'OrdersTableName',
@@ -350,6 +352,9 @@ describe("a chain in a user's own CDK app: an outbox and a stream consumer, depl
       'SummariesRecordTtlSeconds',
       'SummariesTableName',
     ]);
+    // The capacity planner, from the installed package: atomic mode's 4 write units a message
+    // (the inbox record's and the order's, each doubled in a transaction) at the 50 a second given.
+    expect(app.output('OrdersPlannedWriteUnitsPerSecond')).toBe('200');
   }, 240_000);
 
   it('commits each order with exactly one outbox event, and dead-letters the poison order with neither', async () => {
