@@ -36,17 +36,25 @@ export async function runWithDependencies(
   // queue. After that a task awaits only a real wait (a dependency, a slot), not a turn or two of
   // the queue per message.
   await undefined;
+  const releaseAndRethrow = (error: unknown): never => {
+    release();
+    throw error;
+  };
+  /** Runs a task holding a slot, and frees the slot when it settles. */
+  const runInSlot = (index: number): Promise<void> => run(index).then(release, releaseAndRethrow);
   const finished: Promise<void>[] = [];
   dependencies.forEach((list, index) => {
+    // A task ready from the start with a slot free (the usual case) starts here, with no wrapper.
+    if (list.length === 0 && active < concurrency) {
+      active += 1;
+      finished[index] = runInSlot(index);
+      return;
+    }
     finished[index] = (async () => {
       if (list.length > 0) await Promise.all(list.map((dependency) => finished[dependency]));
       const slot = acquire();
       if (slot !== undefined) await slot;
-      try {
-        await run(index);
-      } finally {
-        release();
-      }
+      await runInSlot(index);
     })();
   });
   await Promise.all(finished);

@@ -137,6 +137,11 @@ export interface GuardedUnitOfWork extends ItemMarkerUnitOfWork {
   readonly marked: Omit<ItemMarker, 'fingerprint'> | undefined;
 }
 
+/** The `guards` of a unit of work without a version guard (never added to: each one builds its own). */
+const NO_GUARDS: ReadonlySet<number> = new Set<number>();
+/** The `events` of a unit of work without an outbox put (never added to: each one builds its own). */
+const NO_EVENTS: ReadonlyMap<number, string> = new Map<number, string>();
+
 /** Where a unit of work's marker goes: the inbox (index 0 of the commit), or a business put. */
 export type MarkerPlacement = 'inbox' | 'item';
 
@@ -154,8 +159,6 @@ export function createUnitOfWork(
 ): GuardedUnitOfWork {
   const writes: TransactWriteAction[] = [];
   const outboxPut = outbox === undefined ? undefined : createEventNamer(outbox);
-  const guards = new Set<number>();
-  const events = new Map<number, string>();
   const add = (write: TransactWriteAction): number => {
     if (marker === 'item' && writes.length >= MAX_TRANSACTION_ACTIONS) throw tooManyItemMarkerWrites();
     if (marker === 'inbox' && writes.length >= MAX_BUSINESS_WRITES) throw tooManyWrites();
@@ -197,7 +200,9 @@ export function createUnitOfWork(
       }
       const put = outboxPut(event, options);
       const id = put.Item[OUTBOX_ATTRIBUTES.pk] as string;
-      events.set(add({ Put: put }), id);
+      const index = add({ Put: put });
+      if (unitOfWork.events === NO_EVENTS) unitOfWork.events = new Map();
+      (unitOfWork.events as Map<number, string>).set(index, id);
       return id;
     },
     putIfNewer(write) {
@@ -209,12 +214,15 @@ export function createUnitOfWork(
         );
       }
       const index = add(store!.putIfNewer(write));
-      guards.add(index);
+      if (unitOfWork.guards === NO_GUARDS) unitOfWork.guards = new Set();
+      (unitOfWork.guards as Set<number>).add(index);
       return index;
     },
     writes,
-    guards,
-    events,
+    // Shared empty ones until a write needs its own: most messages have no guard and no event,
+    // and a set and a map for each would be built for every message.
+    guards: NO_GUARDS,
+    events: NO_EVENTS,
     marked: undefined,
   };
   return unitOfWork;
