@@ -16,7 +16,9 @@
  *
  * `--allocations` instead samples what each rig allocates (V8's sampling heap profiler, objects
  * the collector already freed included: garbage is what the collector then spends time on) and
- * prints bytes per batch by area and by function, the toolkit's less the mirror's.
+ * prints bytes per batch by area and by function, the toolkit's less the mirror's. With
+ * `--bundled --no-inlining` the bundle runs without TurboFan's inlining, so each function owns
+ * the bytes (and time) it spends instead of its caller.
  *
  * `--bundled` runs all of it from an esbuild bundle of this file (packages external, as a
  * handler's bundle has the toolkit minus tsx's additions: tsx keeps every function's name with
@@ -24,7 +26,7 @@
  * through a getter), with its source map, so the profile reads as the code runs in Lambda.
  *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 11] [--allocations] [--bundled]
+ *        [--repetitions 11] [--allocations] [--bundled [--no-inlining]]
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -382,7 +384,7 @@ const PAIR_PLAN = { batchSize: BATCH_SIZE, warmupBatches: 10, batches: 40, chunk
 const BUNDLE = 'node_modules/.cache/profile-cpu/profile-cpu.js';
 
 /** Bundles this file and runs the bundle with `args`, in a child process. */
-function runBundled(args: readonly string[]): void {
+function runBundled(args: readonly string[], nodeFlags: readonly string[]): void {
   buildSync({
     entryPoints: [__filename],
     bundle: true,
@@ -392,9 +394,13 @@ function runBundled(args: readonly string[]): void {
     outfile: BUNDLE,
     logLevel: 'warning',
   });
-  const child = spawnSync(process.execPath, ['--enable-source-maps', '--expose-gc', BUNDLE, ...args], {
-    stdio: 'inherit',
-  });
+  const child = spawnSync(
+    process.execPath,
+    ['--enable-source-maps', '--expose-gc', ...nodeFlags, BUNDLE, ...args],
+    {
+      stdio: 'inherit',
+    },
+  );
   process.exitCode = child.status ?? 1;
 }
 
@@ -408,6 +414,7 @@ async function main(): Promise<void> {
       repetitions: { type: 'string', default: '11' },
       bundled: { type: 'boolean', default: false },
       allocations: { type: 'boolean', default: false },
+      'no-inlining': { type: 'boolean', default: false },
     },
   });
   const modes = values.modes.split(',');
@@ -417,7 +424,11 @@ async function main(): Promise<void> {
     return;
   }
   if (values.bundled) {
-    runBundled(process.argv.slice(2).filter((arg) => arg !== '--bundled'));
+    runBundled(
+      process.argv.slice(2).filter((arg) => arg !== '--bundled' && arg !== '--no-inlining'),
+      // Inlined, a function's allocations and time are charged to its caller.
+      values['no-inlining'] ? ['--no-turbo-inlining'] : [],
+    );
     return;
   }
   const batches = Number(values.batches);
