@@ -107,6 +107,8 @@ export interface HistorySummary {
   readonly keys: number;
   /** Groups whose order was checked. */
   readonly groups: number;
+  /** First effects of a key whose place in their group's order was checked. */
+  readonly ordered: number;
   /** Upstream events followed downstream. */
   readonly events: number;
   readonly violation?: HistoryViolation;
@@ -253,19 +255,40 @@ function compareSequence(a: string, b: string): number {
 }
 
 /**
- * Per group, the first effect of each key lands in the order the source sequenced the records
- * that applied them; a record the event source discarded (its order lost by design) is left out.
+ * The first effect of each key with a group and a sequence number, but for records the event
+ * source discarded (their order lost by design): the effects `orderPerGroup` checks.
  */
-export function orderPerGroup(entries: readonly HistoryEntry[]): HistoryViolation | undefined {
+function orderedEffects(entries: readonly HistoryEntry[]) {
   const discarded = new Set(
     entries.flatMap((entry) => (entry.event.kind === 'discarded' ? [entry.event.message] : [])),
   );
   const seen = new Set<string>();
-  const highest = new Map<string, { entry: HistoryEntry; sequence: string }>();
-  for (const { entry, event } of appliedOf(entries)) {
-    if (event.group === undefined || event.sequence === undefined || seen.has(event.key)) continue;
+  return appliedOf(entries).filter(({ event }) => {
+    if (event.group === undefined || event.sequence === undefined || seen.has(event.key)) return false;
     seen.add(event.key);
-    if (event.message !== undefined && discarded.has(event.message)) continue;
+    return event.message === undefined || !discarded.has(event.message);
+  });
+}
+
+/**
+ * Per group, the first effect of each key lands in the order the source sequenced the records
+ * that applied them; a record the event source discarded (its order lost by design) is left out.
+ *
+ * On a FIFO queue the group is the message group and the sequence the `SequenceNumber` of the
+ * record whose delivery applied the effect, which is all AWS lets reorder:
+ * - a message dead-lettered (by the handler with a reason, or by the redrive policy after
+ *   `maxReceiveCount` receives) lets its group's later messages pass; it applies nothing then,
+ *   and if it comes back (a redrive) it comes back as a new message with a later sequence number;
+ * - a producer copy sent again after the 5-minute deduplication interval is a new message with a
+ *   later sequence number; its effect is a duplicate (not a first effect: not checked), unless
+ *   the first copy applied nothing, when it applies in its own, later place;
+ * - effects after a key's first (an expired record's next live window, a redriven completed
+ *   message) are `exactlyOnce`'s, not this check's.
+ */
+export function orderPerGroup(entries: readonly HistoryEntry[]): HistoryViolation | undefined {
+  const highest = new Map<string, { entry: HistoryEntry; sequence: string }>();
+  for (const { entry, event } of orderedEffects(entries)) {
+    if (event.group === undefined || event.sequence === undefined) continue;
     const previous = highest.get(event.group);
     if (previous !== undefined && compareSequence(event.sequence, previous.sequence) < 0) {
       return {
@@ -362,6 +385,7 @@ export function checkHistory(entries: readonly HistoryEntry[]): HistorySummary {
     entries: entries.length,
     keys: new Set(applied.map(({ event }) => event.key)).size,
     groups: new Set(applied.flatMap(({ event }) => (event.group === undefined ? [] : [event.group]))).size,
+    ordered: orderedEffects(entries).length,
     events: entries.filter((entry) => entry.event.kind === 'emitted').length,
     ...(violation === undefined ? {} : { violation }),
   };
@@ -425,6 +449,8 @@ export function assertHistory(seed: number, entries: readonly HistoryEntry[]): H
 export interface HistoryCoverage {
   readonly keys: number;
   readonly groups: number;
+  /** First effects whose place in their group's order was checked. */
+  readonly ordered: number;
   readonly events: number;
   readonly violations: number;
 }
@@ -438,7 +464,7 @@ export function checkRunHistory(
   entries: readonly HistoryEntry[],
   violate: (message: string) => void,
 ): HistoryCoverage {
-  const { keys, groups, events, violation } = checkHistory(entries);
+  const { keys, groups, ordered, events, violation } = checkHistory(entries);
   if (violation !== undefined) violate(describeViolation(seed, violation));
-  return { keys, groups, events, violations: violation === undefined ? 0 : 1 };
+  return { keys, groups, ordered, events, violations: violation === undefined ? 0 : 1 };
 }

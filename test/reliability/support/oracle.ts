@@ -88,8 +88,10 @@ import { checkRunHistory, type HistoryCoverage } from './history';
 import {
   consumerOf,
   type EpochEvents,
+  type FifoCounts,
   type InjectedFault,
   type PlannedMessage,
+  type QueueType,
   type RequestKind,
   type SimulationResult,
   type ThrottleCounts,
@@ -101,6 +103,8 @@ import { readItems } from './tables';
 export interface SeedReport {
   readonly seed: number;
   readonly mode: string;
+  /** The queue type: standard, or FIFO (with its `fifo` counts). */
+  readonly queue: QueueType;
   readonly deadLetter: string;
   /** Entries of each instance's completed-record cache; `undefined` with the cache off. */
   readonly completedCacheEntries: number | undefined;
@@ -155,6 +159,11 @@ export interface SeedReport {
   readonly virtualSeconds: number;
   /** What the history checker covered (`history.ts`): the keys whose effects it followed. */
   readonly history: HistoryCoverage;
+  /**
+   * FIFO seeds: what the queue deduplicated and how its groups went, and the messages dead-lettered
+   * by the redrive policy behind a failed message of their group (`behindGroup`).
+   */
+  readonly fifo?: FifoCounts & { readonly deadLetteredBehindGroup: number };
   /** Everything that broke the contract; empty when the seed passed. */
   readonly violations: readonly string[];
   /**
@@ -206,7 +215,7 @@ export async function checkSeed(
   const violate = (message: string) => violations.push(message);
   for (const violation of result.runtimeViolations) violate(violation);
 
-  const consumer = consumerOf(options.seed, mode);
+  const consumer = consumerOf(options.seed, mode, options.queue);
   /** The record keys the toolkit used for each big-key plan (its effects' in two-phase mode). */
   const bigKeyRecords = new Map<number, string[]>();
   for (const [index, dedupKeys] of result.keyedAs) {
@@ -238,6 +247,18 @@ export async function checkSeed(
 
   let lost = 0;
   let deadLettered = 0;
+  /**
+   * FIFO seeds dead-lettering by the redrive policy: a copy the queue moved to the dead-letter
+   * queue while the engine held it back behind a failed message of its group in the same batch
+   * (`GROUP_BLOCKED`). AWS counts a receive of every message of the batch, so a permanent failure
+   * left to the redrive policy takes the messages received with it, each time, to the dead-letter
+   * queue with it: in the dead-letter queue, with its group's reason, never lost (and redrivable).
+   */
+  const behindGroup = (copy: PlannedMessage['copies'][number]): boolean =>
+    options.queue === 'fifo' &&
+    queue.stateOf(copy.messageId) === 'dead-lettered' &&
+    result.lastOutcome.get(copy.messageId)?.code === 'GROUP_BLOCKED';
+  let deadLetteredBehindGroup = 0;
   /** Checks that every copy of `plan` was dead-lettered with `code` and a reason. */
   const expectDeadLettered = (plan: PlannedMessage, code: string): boolean => {
     let ok = true;
@@ -267,7 +288,7 @@ export async function checkSeed(
             `m${plan.index} copy ${copy.messageId}: expected redriven to the dead-letter queue (${code}), state ${state}`,
           );
           ok = false;
-        } else if (logged?.code !== code || !logged.reason) {
+        } else if ((logged?.code !== code || !logged.reason) && !behindGroup(copy)) {
           violate(
             `m${plan.index} copy ${copy.messageId}: redriven, but the last logged outcome is ${JSON.stringify(logged)}, expected ${code} with a reason`,
           );
@@ -288,6 +309,7 @@ export async function checkSeed(
       plan.copies.flatMap((copy) => (copy.redriveOf === undefined ? [] : [copy.redriveOf])),
     );
     for (const copy of plan.copies) {
+      if (behindGroup(copy)) continue;
       const state = queue.stateOf(copy.messageId);
       const letters = directByCopy.get(copy.messageId) ?? [];
       // Dead-lettered in the outage: directly (acknowledged, one dead letter at least, PERMANENT),
@@ -521,6 +543,11 @@ export async function checkSeed(
       violate(`${pk}: the stored fingerprint matches no planned payload`);
     }
     for (const plan of group) {
+      if (plan !== winner && plan.copies.every(behindGroup)) {
+        deadLettered += 1;
+        deadLetteredBehindGroup += 1;
+        continue;
+      }
       if (plan === winner) {
         expectAcknowledged(plan);
         const gap = mode === 'marker' && missing !== undefined ? result.markerGaps.get(pk) : undefined;
@@ -557,6 +584,7 @@ export async function checkSeed(
   return {
     seed: options.seed,
     mode,
+    queue: options.queue ?? 'standard',
     deadLetter: options.deadLetter,
     completedCacheEntries: options.completedCacheEntries,
     atomicCommit: options.atomicCommit,
@@ -584,6 +612,7 @@ export async function checkSeed(
     invocations: result.invocations,
     virtualSeconds: Math.round(result.virtualMillis / 1000),
     history,
+    ...(result.fifo === undefined ? {} : { fifo: { ...result.fifo, deadLetteredBehindGroup } }),
     violations,
     ...(result.trace === undefined
       ? {}
@@ -611,7 +640,9 @@ function tracesOf(
   );
   for (const violation of violations) {
     const index = /^m(\d+)\b/.exec(violation)?.[1];
-    const plan = index === undefined ? undefined : plans[Number(index)];
+    // By index, not position: a FIFO seed's plans leave out the messages the queue deduplicated.
+    const plan =
+      index === undefined ? undefined : plans.find((candidate) => candidate.index === Number(index));
     for (const key of plan?.effectKeys ?? []) named.add(key);
   }
   const traces: Record<string, readonly string[]> = {};

@@ -19,12 +19,13 @@ import { BAD_KINDS, STREAM_CRASH_POINTS } from './stream-simulation';
 
 export { createProofRecord };
 
-/** The SQS simulation (`fault-injection.test.ts`): one mode per seed. */
+/** The SQS simulation (`fault-injection.test.ts`): one mode per seed, on a standard queue or a FIFO one. */
 export const SQS_PROOF: ProofTopology<SeedReport> = {
   topology: 'sqs',
   transport: 'SQS (standard and FIFO) → Lambda → DynamoDB',
   file: 'test/reliability/fault-injection.test.ts',
-  modeOf: (report) => report.mode,
+  // The FIFO seeds are rows of their own: `FIFO atomic`, ...
+  modeOf: (report) => (report.queue === 'fifo' ? `FIFO ${report.mode}` : report.mode),
   messagesOf: (report) => report.messages,
   faults: [
     ...CRASH_POINTS.map(

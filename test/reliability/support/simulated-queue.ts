@@ -8,12 +8,52 @@
  *
  * Time only moves when `advance()` is called, to the moment the next message becomes visible,
  * so a test waits for nothing.
+ *
+ * With `fifo`, it is a FIFO queue as the SQS Developer Guide describes it (sources beside each
+ * rule):
+ * - every message has a message group, and a sequence number that grows in send order ("The
+ *   large, non-consecutive number that Amazon SQS assigns to each message [...] continues to
+ *   increase for a particular MessageGroupId", SendMessage API reference);
+ * - a receive returns a group's messages in send order and never a later message of a group
+ *   while an earlier one is in flight: the group is blocked until that message is deleted, its
+ *   visibility timeout ends, or the redrive policy moves it to the dead-letter queue ("Inflight
+ *   messages block delivery of available messages within the same message group", knowledge
+ *   center "sqs-fifo-messages-not-returned"; "FIFO queue delivery logic": you cannot receive
+ *   more of a group "unless the messages you received are deleted or become visible again");
+ * - one receive may carry several groups, each in order ("FIFO queue delivery logic": "Amazon
+ *   SQS might include messages from other message group IDs in the same batch, but each group
+ *   retains FIFO order"); a receive that passes over a group's first visible message (the
+ *   `skipChance`, or a message that must come `alone`) passes over the rest of that group too;
+ * - a send whose deduplication id was sent successfully within the last 5 minutes is accepted
+ *   and never delivered (`deduplicated`), and does not extend the interval ("If a message with a
+ *   particular MessageDeduplicationId is sent successfully, any messages sent with the same
+ *   MessageDeduplicationId are accepted successfully but aren't delivered during the 5-minute
+ *   deduplication interval", SendMessage API reference; the id is tracked "even after the
+ *   message has been received and deleted", "FIFO queue key terms"); a send after the interval
+ *   is a new message;
+ * - FIFO queues take no per-message delay ("When you set FifoQueue, you can't set DelaySeconds
+ *   per message", SendMessage API reference): a send with a delay stands for the producer
+ *   sending it that much later, so it is deduplicated and sequenced then.
  */
 import type { SqsMessageAttribute, SqsRecord } from '../../../lambda/sqs/sqs-event';
 import type { Random } from './prng';
 
-/** Where a message is. */
-export type MessageState = 'queued' | 'in-flight' | 'deleted' | 'dead-lettered';
+/**
+ * Where a message is; `deduplicated`: a FIFO queue accepted the send and will never deliver it
+ * (its deduplication id was sent within the last 5 minutes).
+ */
+export type MessageState = 'queued' | 'in-flight' | 'deleted' | 'dead-lettered' | 'deduplicated';
+
+/** The FIFO deduplication interval. */
+export const FIFO_DEDUPLICATION_WINDOW_MILLIS = 5 * 60_000;
+
+/** What a FIFO queue reads of each message it is sent. */
+export interface FifoSettings<TMeta> {
+  /** The `MessageGroupId` the producer set. */
+  readonly groupOf: (message: OutgoingMessage<TMeta>) => string;
+  /** The `MessageDeduplicationId` the producer set, or the body's SHA-256 (content-based deduplication). */
+  readonly deduplicationIdOf: (message: OutgoingMessage<TMeta>) => string;
+}
 
 /** A message as sent: SQS body and attributes, plus whatever the test attaches (`meta`). */
 export interface OutgoingMessage<TMeta> {
@@ -32,6 +72,12 @@ export interface ReceivedMessage<TMeta> {
   readonly receiveCount: number;
   /** Virtual epoch milliseconds of the first send. */
   readonly sentAt: number;
+  /** FIFO: the message group. */
+  readonly groupId?: string;
+  /** FIFO: the deduplication id the queue deduplicated the send by. */
+  readonly deduplicationId?: string;
+  /** FIFO: the sequence number, a decimal integer beyond 2^64 growing in send order. */
+  readonly sequenceNumber?: string;
 }
 
 /** A message moved to the dead-letter queue by the redrive policy. */
@@ -54,13 +100,18 @@ export interface SimulatedQueueOptions<TMeta> {
   readonly skipChance?: number;
   /** Messages that must be received alone, in a batch of one. @default none */
   readonly alone?: (meta: TMeta) => boolean;
+  /** Makes the queue a FIFO queue (see the module's comment). @default a standard queue */
+  readonly fifo?: FifoSettings<TMeta>;
 }
 
 /** The queue. */
 export interface SimulatedQueue<TMeta> {
   /** Virtual epoch milliseconds now. */
   now(): number;
-  /** Sends a message, visible after `delayMillis`. */
+  /**
+   * Sends a message, visible after `delayMillis` (FIFO: sent by the producer `delayMillis` later,
+   * when the deduplication interval and the sequence number apply).
+   */
   send(message: OutgoingMessage<TMeta>, delayMillis?: number): void;
   /**
    * Receives up to `max` visible messages, oldest first, moving any that exhausted
@@ -87,21 +138,74 @@ interface Entry<TMeta> {
   visibleAt: number;
   receiveCount: number;
   receiptHandle: string | undefined;
+  /** FIFO: the message group, deduplication id and sequence number. */
+  readonly fifo?: {
+    readonly groupId: string;
+    readonly deduplicationId: string;
+    readonly sequenceNumber: string;
+  };
 }
+
+/** FIFO sequence numbers start here: 20 digits, as SQS's 128-bit numbers print. */
+const FIRST_SEQUENCE_NUMBER = 18_000_000_000_000_000_000n;
 
 /** Creates an empty queue. */
 export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta>): SimulatedQueue<TMeta> {
-  const { visibilityTimeoutMillis, maxReceiveCount, random, skipChance = 0, alone = () => false } = options;
+  const {
+    visibilityTimeoutMillis,
+    maxReceiveCount,
+    random,
+    skipChance = 0,
+    alone = () => false,
+    fifo,
+  } = options;
   let now = options.startMillis;
   let order: Entry<TMeta>[] = [];
   const byId = new Map<string, Entry<TMeta>>();
   const byHandle = new Map<string, Entry<TMeta>>();
   const redriven: RedrivenMessage<TMeta>[] = [];
   let pending = 0;
+  /** FIFO: sends the producer makes later, in the order they were asked for. */
+  const scheduled: { readonly at: number; readonly message: OutgoingMessage<TMeta> }[] = [];
+  /** FIFO: when each deduplication id was last sent successfully. */
+  const sentIds = new Map<string, number>();
+  let sequence = FIRST_SEQUENCE_NUMBER;
 
   const isPending = (entry: Entry<TMeta>) => entry.state === 'queued' || entry.state === 'in-flight';
   const compact = () => {
     if (order.length > 64 && pending < order.length / 2) order = order.filter(isPending);
+  };
+
+  const enqueue = (message: OutgoingMessage<TMeta>, delayMillis: number): void => {
+    let state: MessageState = 'queued';
+    let fifoFields: Entry<TMeta>['fifo'];
+    if (fifo !== undefined) {
+      const deduplicationId = fifo.deduplicationIdOf(message);
+      const last = sentIds.get(deduplicationId);
+      if (last !== undefined && now - last < FIFO_DEDUPLICATION_WINDOW_MILLIS) state = 'deduplicated';
+      else {
+        sentIds.set(deduplicationId, now);
+        sequence += 1n + BigInt(random.int(1000));
+        fifoFields = { groupId: fifo.groupOf(message), deduplicationId, sequenceNumber: sequence.toString() };
+      }
+    }
+    const entry: Entry<TMeta> = {
+      message,
+      sentAt: now,
+      state,
+      visibleAt: now + delayMillis,
+      receiveCount: 0,
+      receiptHandle: undefined,
+      ...(fifoFields === undefined ? {} : { fifo: fifoFields }),
+    };
+    byId.set(message.messageId, entry);
+    if (state === 'deduplicated') return;
+    order.push(entry);
+    pending += 1;
+  };
+  /** FIFO: the producer's later sends whose moment has come. */
+  const sendScheduled = () => {
+    while (scheduled.length > 0 && scheduled[0]!.at <= now) enqueue(scheduled.shift()!.message, 0);
   };
 
   const deliver = (entry: Entry<TMeta>): ReceivedMessage<TMeta> => {
@@ -118,31 +222,52 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
       receiptHandle: entry.receiptHandle,
       receiveCount: entry.receiveCount,
       sentAt: entry.sentAt,
+      ...(entry.fifo === undefined
+        ? {}
+        : {
+            groupId: entry.fifo.groupId,
+            deduplicationId: entry.fifo.deduplicationId,
+            sequenceNumber: entry.fifo.sequenceNumber,
+          }),
     };
   };
 
   return {
     now: () => now,
     send(message, delayMillis = 0) {
-      if (byId.has(message.messageId)) throw new Error(`Duplicate message id ${message.messageId}`);
-      const entry: Entry<TMeta> = {
-        message,
-        sentAt: now,
-        state: 'queued',
-        visibleAt: now + delayMillis,
-        receiveCount: 0,
-        receiptHandle: undefined,
-      };
-      order.push(entry);
-      byId.set(message.messageId, entry);
-      pending += 1;
+      if (
+        byId.has(message.messageId) ||
+        scheduled.some((later) => later.message.messageId === message.messageId)
+      )
+        throw new Error(`Duplicate message id ${message.messageId}`);
+      if (fifo === undefined || delayMillis <= 0) {
+        enqueue(message, delayMillis);
+        return;
+      }
+      // Kept sorted by moment; sends for one moment in the order they were asked for.
+      const at = now + delayMillis;
+      let index = scheduled.length;
+      while (index > 0 && scheduled[index - 1]!.at > at) index -= 1;
+      scheduled.splice(index, 0, { at, message });
     },
     receive(max) {
+      sendScheduled();
       const batch: ReceivedMessage<TMeta>[] = [];
+      // FIFO: a group with a message in flight gives nothing; a group whose first visible
+      // message this receive passes over gives nothing after it either.
+      const closed = new Set<string>();
+      if (fifo !== undefined) {
+        for (const entry of order) {
+          if (entry.state === 'in-flight' && entry.visibleAt > now) closed.add(entry.fifo!.groupId);
+        }
+      }
       for (const entry of order) {
         if (batch.length >= max) break;
         if (!isPending(entry) || entry.visibleAt > now) continue;
+        const group = entry.fifo?.groupId;
+        if (group !== undefined && closed.has(group)) continue;
         if (entry.receiveCount >= maxReceiveCount) {
+          // The redrive policy moves it: its group's next message is free to go.
           entry.state = 'dead-lettered';
           pending -= 1;
           redriven.push({
@@ -154,9 +279,14 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
           continue;
         }
         const single = alone(entry.message.meta);
-        if (single && batch.length > 0) continue;
-        // A receive never comes back empty while a message is visible.
-        if (!single && batch.length > 0 && skipChance > 0 && random.chance(skipChance)) continue;
+        const passOver =
+          (single && batch.length > 0) ||
+          // A receive never comes back empty while a message is visible.
+          (!single && batch.length > 0 && skipChance > 0 && random.chance(skipChance));
+        if (passOver) {
+          if (group !== undefined) closed.add(group);
+          continue;
+        }
         batch.push(deliver(entry));
         if (single) break;
       }
@@ -172,7 +302,7 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
       return true;
     },
     advance() {
-      let next = Number.POSITIVE_INFINITY;
+      let next = scheduled[0]?.at ?? Number.POSITIVE_INFINITY;
       for (const entry of order) {
         if (isPending(entry) && entry.visibleAt > now && entry.visibleAt < next) next = entry.visibleAt;
       }
@@ -181,6 +311,7 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
       for (const entry of order) {
         if (entry.state === 'in-flight' && entry.visibleAt <= now) entry.state = 'queued';
       }
+      sendScheduled();
       return true;
     },
     stateOf: (messageId) => {
@@ -191,13 +322,13 @@ export function createSimulatedQueue<TMeta>(options: SimulatedQueueOptions<TMeta
       return entry.state;
     },
     redriven,
-    pendingCount: () => pending,
+    pendingCount: () => pending + scheduled.length,
   };
 }
 
 /** How {@link sqsRecordOf} builds a record. */
 export interface SqsRecordSettings {
-  /** The queue's ARN. */
+  /** The queue's ARN (a FIFO queue's name ends in `.fifo`). */
   readonly eventSourceARN: string;
   /** The message's attributes, as the producer set them. @default none */
   readonly messageAttributes?: Readonly<Record<string, SqsMessageAttribute>>;
@@ -216,6 +347,10 @@ export function sqsRecordOf<TMeta>(received: ReceivedMessage<TMeta>, settings: S
       SentTimestamp: String(received.sentAt),
       SenderId: 'AIDAEXAMPLE',
       ApproximateFirstReceiveTimestamp: String(received.sentAt),
+      // A FIFO queue's records carry the group, the deduplication id and the sequence number.
+      ...(received.groupId === undefined ? {} : { MessageGroupId: received.groupId }),
+      ...(received.deduplicationId === undefined ? {} : { MessageDeduplicationId: received.deduplicationId }),
+      ...(received.sequenceNumber === undefined ? {} : { SequenceNumber: received.sequenceNumber }),
       ...settings.attributes,
     },
     messageAttributes: { ...settings.messageAttributes },

@@ -64,6 +64,7 @@
  * instance is idle, and an instance whose invocation crashed starts again cold, its cache empty.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { fromBody, scopeKey } from '../../../lambda/core/dedup-key';
@@ -111,6 +112,7 @@ import {
 } from './simulated-lambda';
 import {
   createSimulatedQueue,
+  FIFO_DEDUPLICATION_WINDOW_MILLIS,
   type ReceivedMessage,
   type SimulatedQueue,
   sqsRecordOf,
@@ -233,6 +235,8 @@ export interface PlannedMessage {
   readonly expiryMidEffect: boolean;
   /** `big-key`: the id's decimal digits as the producer sent them. */
   readonly bigKey?: string;
+  /** FIFO seeds: the `MessageGroupId` every copy is sent with. */
+  readonly group?: string;
   readonly copies: readonly PlannedCopy[];
 }
 
@@ -266,7 +270,22 @@ export interface SeedOptions {
   readonly acknowledgeTimedOut?: boolean;
   /** The chance that an invocation with faults is killed at its timeout. @default 0.01 */
   readonly timeoutChance?: number;
+  /**
+   * The queue type: `fifo` sends every message with a message group, deduplicates sends within
+   * 5 minutes and holds a group back while one of its messages is in flight
+   * (`simulated-queue.ts`), and the history checker's `orderPerGroup` runs on its groups.
+   * @default 'standard'
+   */
+  readonly queue?: QueueType;
+  /**
+   * Test hook: wraps the queue a FIFO seed receives from, to prove the order check sees a queue
+   * that hands a group's messages out of order.
+   */
+  readonly wrapQueue?: (queue: SimulatedQueue<PlannedCopyMeta>) => SimulatedQueue<PlannedCopyMeta>;
 }
+
+/** The SQS queue type a seed runs on. */
+export type QueueType = 'standard' | 'fifo';
 
 /** Entries of the completed-record cache in the seeds that turn it on. */
 export const SEED_CACHE_ENTRIES = 1000;
@@ -295,9 +314,67 @@ export function seedProfile(seed: number): {
   return { mode, deadLetter, keySource, ...cache, ...commit };
 }
 
-/** The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables. */
-export function consumerOf(seed: number, mode: Mode): string {
-  return `rel-s${seed}-${mode}`;
+/**
+ * The consumer name of a seed: every key of a seed is scoped by it, so seeds share tables (a FIFO
+ * seed and the standard seed of its number too).
+ */
+export function consumerOf(seed: number, mode: Mode, queue: QueueType = 'standard'): string {
+  return `rel-${queue === 'fifo' ? 'f' : 's'}${seed}-${mode}`;
+}
+
+/**
+ * The message group of a FIFO seed's message: runs of three consecutive messages share a group
+ * (so one batch often carries several messages of a group, and the engine's rule after a failure
+ * in a group is exercised), and the runs go round about one group per eight messages, so a group
+ * holds messages sent far apart too.
+ */
+export function fifoGroupOf(index: number, count: number): string {
+  const groups = Math.max(2, Math.floor(count / 8));
+  return `g${Math.floor(index / 3) % groups}`;
+}
+
+/** The deduplication id a FIFO queue deduplicates a copy by: the producer's, or the body's SHA-256. */
+export function fifoDeduplicationIdOf(copy: Pick<PlannedCopy, 'deduplicationId' | 'body'>): string {
+  return copy.deduplicationId ?? createHash('sha256').update(copy.body).digest('hex');
+}
+
+/**
+ * The copies a FIFO queue accepts and never delivers: a copy the producer sends (at its delay
+ * after the start) within 5 minutes of the last accepted send of its deduplication id. Copies a
+ * redrive sends carry a new id. The queue decides the same at run time; the simulation checks
+ * that it did (`runtimeViolations`).
+ */
+export function fifoDeduplicatedCopies(plans: readonly PlannedMessage[]): ReadonlySet<string> {
+  const sends = plans
+    .flatMap((plan) => plan.copies)
+    .filter((copy) => copy.redriveOf === undefined)
+    .sort((a, b) => a.delayMillis - b.delayMillis || a.position - b.position);
+  const lastSent = new Map<string, number>();
+  const deduplicated = new Set<string>();
+  for (const copy of sends) {
+    const id = fifoDeduplicationIdOf(copy);
+    const last = lastSent.get(id);
+    if (last !== undefined && copy.delayMillis - last < FIFO_DEDUPLICATION_WINDOW_MILLIS) {
+      deduplicated.add(copy.messageId);
+    } else lastSent.set(id, copy.delayMillis);
+  }
+  return deduplicated;
+}
+
+/**
+ * The plan as a FIFO queue delivers it: without the copies it deduplicates (nor their redrives:
+ * they never reached the dead-letter queue), and without the messages left with no copy (a
+ * producer duplicate of another message's deduplication id, as a payload reusing a key within 5
+ * minutes is: SQS drops it, so it is no input of the consumer's).
+ */
+export function fifoAccepted(plans: readonly PlannedMessage[]): PlannedMessage[] {
+  const deduplicated = fifoDeduplicatedCopies(plans);
+  return plans.flatMap((plan) => {
+    const copies = plan.copies.filter(
+      (copy) => !deduplicated.has(copy.messageId) && !deduplicated.has(copy.redriveOf ?? ''),
+    );
+    return copies.length === 0 ? [] : [{ ...plan, copies }];
+  });
 }
 
 function serialise(payload: Record<string, unknown>, random: Random): string {
@@ -324,7 +401,9 @@ export function planMessages(
   consumer: string,
   mode: Mode,
   keySource: KeySourceStyle = 'body',
+  queue: QueueType = 'standard',
 ): PlannedMessage[] {
+  const fifo = queue === 'fifo';
   const random = createRandom(seed);
   const plans: PlannedMessage[] = [];
   const partnerable: number[] = [];
@@ -394,9 +473,18 @@ export function planMessages(
     const extra = random.next();
     if (extra < 0.4) copy(index + random.between(BATCH_SIZE, 2 * BATCH_SIZE - 1) + 0.5, 0);
     // Resends come in waves (a producer's retry schedule), so they also meet concurrently.
-    else if (extra < 0.44) copy(index + 0.5, random.between(1, 8) * 15_000);
+    // On a FIFO queue the waves are four times as long (1 to 8 minutes), so some resends fall
+    // within the 5-minute deduplication interval (SQS drops them) and some after it (delivered
+    // as new messages: the consumer's dedup must catch them).
+    else if (extra < 0.44) copy(index + 0.5, random.between(1, 8) * 15_000 * (fifo ? 4 : 1));
     else if (extra < 0.46) copy(index + random.between(1, 5) + 0.25, 0);
-    if (expiry) copy(index + 0.75, random.between(1, 3) * VISIBILITY_TIMEOUT_MILLIS, 1);
+    // A FIFO queue would drop an expiry redelivery sent within the deduplication interval.
+    if (expiry)
+      copy(
+        index + 0.75,
+        random.between(1, 3) * VISIBILITY_TIMEOUT_MILLIS + (fifo ? FIFO_DEDUPLICATION_WINDOW_MILLIS : 0),
+        1,
+      );
     // Redriven copies keep the body (and attributes) and get a new message id, as AWS does.
     const redriven = outage ? [...copies] : redriveCompleted ? [copies[0]!] : [];
     for (const source of redriven) {
@@ -418,6 +506,7 @@ export function planMessages(
       kind,
       ...(keyed ? { key: messageKey, scopedKey: scopeKey(consumer, messageKey), amount } : {}),
       ...(bigKey === undefined ? {} : { key: bigKey, bigKey, amount }),
+      ...(fifo ? { group: fifoGroupOf(index, count) } : {}),
       ...(keyed
         ? {
             effectKeys:
@@ -661,6 +750,20 @@ export interface SimulationResult {
    * with the last logged outcome's, once the run ended) and marker-mode gaps.
    */
   readonly history: readonly HistoryEntry[];
+  /** FIFO seeds: what the queue deduplicated and how the groups went. */
+  readonly fifo?: FifoCounts;
+}
+
+/** What a FIFO seed's queue did beyond a standard queue's. */
+export interface FifoCounts {
+  /** Message groups. */
+  readonly groups: number;
+  /** Producer copies the queue accepted and never delivered (sent again within 5 minutes). */
+  readonly deduplicated: number;
+  /** Producer copies sent again after the 5-minute interval, delivered as new messages. */
+  readonly resentAfterWindow: number;
+  /** Messages the engine reported failed because an earlier one of their group failed in the batch. */
+  readonly groupBlocked: number;
 }
 
 /** Fault classes counted in the summary, next to the crashes. */
@@ -822,8 +925,11 @@ export async function settlesWithin(promise: Promise<unknown>, millis: number): 
 /** Runs one seed to the end (every message deleted or dead-lettered) and returns what it saw. */
 export async function runSimulation(options: SeedOptions): Promise<SimulationResult> {
   const { seed, mode, inboxTable, businessTable } = options;
-  const consumer = consumerOf(seed, mode);
-  const plans = planMessages(seed, options.messages, consumer, mode, options.keySource);
+  const fifo = options.queue === 'fifo';
+  const consumer = consumerOf(seed, mode, options.queue);
+  const planned = planMessages(seed, options.messages, consumer, mode, options.keySource, options.queue);
+  // What the consumer is sent: a FIFO queue drops the copies it deduplicates.
+  const plans = fifo ? fifoAccepted(planned) : planned;
   const planByMessageId = new Map(
     plans.flatMap((plan) => plan.copies.map((copy) => [copy.messageId, plan] as const)),
   );
@@ -899,14 +1005,25 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const keysInEpochOne = new Set<number>();
   const epochOf = (meta: PlannedCopyMeta): 0 | 1 =>
     meta.epoch === 1 || keysInEpochOne.has(meta.plan.keyIndex) ? 1 : 0;
-  const queue = createSimulatedQueue<PlannedCopyMeta>({
+  const created = createSimulatedQueue<PlannedCopyMeta>({
     startMillis: options.startMillis,
     visibilityTimeoutMillis: VISIBILITY_TIMEOUT_MILLIS,
     maxReceiveCount: MAX_RECEIVE_COUNT,
     random,
     skipChance: 0.05,
     alone: (meta) => epochOf(meta) === 1 || meta.plan.expiryMidEffect,
+    ...(fifo
+      ? {
+          fifo: {
+            groupOf: (message) => message.meta.plan.group!,
+            deduplicationIdOf: (message) =>
+              fifoDeduplicationIdOf({ deduplicationId: message.meta.deduplicationId, body: message.body }),
+          },
+        }
+      : {}),
   });
+  const queue = options.wrapQueue?.(created) ?? created;
+  let groupBlocked = 0;
   const metaOf = (
     plan: PlannedMessage,
     copy: PlannedCopy,
@@ -917,12 +1034,16 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     ...(copy.deduplicationId === undefined ? {} : { deduplicationId: copy.deduplicationId }),
     ...(attributes === undefined ? {} : { attributes }),
   });
-  const sends = plans
+  // A FIFO queue is sent every copy the producer sends, and deduplicates them itself.
+  const sends = planned
     .flatMap((plan) => plan.copies.map((copy) => ({ plan, copy })))
     .filter(({ copy }) => copy.redriveOf === undefined)
     .sort((a, b) => a.copy.position - b.copy.position);
+  const sentPlans = new Map(plans.map((plan) => [plan.index, plan]));
   for (const { plan, copy } of sends) {
-    queue.send({ messageId: copy.messageId, body: copy.body, meta: metaOf(plan, copy) }, copy.delayMillis);
+    // A copy the queue deduplicates is never delivered: its meta names the plan as planned.
+    const meta = metaOf(sentPlans.get(plan.index) ?? plan, copy);
+    queue.send({ messageId: copy.messageId, body: copy.body, meta }, copy.delayMillis);
   }
 
   const directDeadLetters: DeadLetterMessage[] = [];
@@ -948,6 +1069,36 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const current = (instance: Instance): Invocation | undefined => {
     const invocation = invocationContext.getStore();
     return invocation?.instance === instance ? invocation : undefined;
+  };
+  /**
+   * FIFO: the group, sequence number and message of the record in `invocation`'s batch that
+   * applied the effect on `pk` with `amount`, for the history checker's `orderPerGroup`: the first
+   * record of the batch with that key and payload (the engine runs a batch's records of one key in
+   * batch order, and a group's in group order). Nothing on a standard queue, or for a request no
+   * invocation sent.
+   */
+  const orderOf = (
+    invocation: Invocation | undefined,
+    pk: string,
+    amount: number,
+  ): { group?: string; sequence?: string; message?: string } => {
+    if (!fifo || invocation === undefined) return {};
+    const received = invocation.batch.find(({ meta: { plan } }) => {
+      const keys =
+        plan.effectKeys ??
+        [...(keyedAs.get(plan.index) ?? [])].flatMap((key) =>
+          mode === 'two-phase'
+            ? TWO_PHASE_EFFECTS.map((effect) => scopeKey(consumer, key, effect))
+            : [scopeKey(consumer, key)],
+        );
+      return keys.includes(pk) && (plan.amount === undefined || plan.amount === amount);
+    });
+    if (received?.groupId === undefined || received.sequenceNumber === undefined) return {};
+    return {
+      group: received.groupId,
+      sequence: received.sequenceNumber,
+      message: `m${received.meta.plan.index}`,
+    };
   };
   const trace = process.env.RELIABILITY_TRACE ? new Map<string, string[]>() : undefined;
   const note = (pk: string, invocation: Invocation | undefined, text: string): void => {
@@ -1136,12 +1287,14 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
       if (statusCode !== 200 || repeated || mode === 'two-phase') return;
       for (const write of writesOn(request.operation, sent, businessTable)) {
         const epoch = write.values[':epoch'];
+        const amount = Number(write.values.amount ?? write.values[':amount']);
         history.append({
           kind: 'applied',
           key: write.pk,
-          amount: Number(write.values.amount ?? write.values[':amount']),
+          amount,
           // The entity is its own marker and never expires: one live window.
           window: mode === 'entity' ? 0 : Array.isArray(epoch) ? Number(epoch[0]) : (invocation?.epoch ?? 0),
+          ...orderOf(invocation, write.pk, amount),
         });
       }
     },
@@ -1257,6 +1410,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         ...(typeof entry.code === 'string' ? { code: entry.code } : {}),
         ...(typeof entry.reason === 'string' ? { reason: entry.reason } : {}),
       });
+      if (entry.code === 'GROUP_BLOCKED') groupBlocked += 1;
       if (invocation.outcomeCrash.has(messageId)) {
         crash(invocation, 'after the outcome, before the acknowledgement');
         throw new SimulatedCrash('crashed after the outcome was decided');
@@ -1401,7 +1555,7 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     if (previous === undefined) {
       applied.set(idempotencyKey, { pk, amount, count: 1 });
       // What the outside world sees: the downstream service applies an idempotency key once.
-      history.append({ kind: 'applied', key: pk, amount, window: epoch });
+      history.append({ kind: 'applied', key: pk, amount, window: epoch, ...orderOf(invocation, pk, amount) });
     } else previous.count += 1;
     if (
       invocation !== undefined &&
@@ -1698,11 +1852,13 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
   const recordsOf = (batch: readonly ReceivedMessage<PlannedCopyMeta>[]): SqsRecord[] =>
     batch.map((received) =>
       sqsRecordOf(received, {
-        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}`,
+        // The engine tells a FIFO queue by its ARN's `.fifo` suffix (`isFifoQueue`); a FIFO
+        // queue's records carry the group, deduplication id and sequence number (`sqsRecordOf`).
+        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:reliability-${seed}${fifo ? '.fifo' : ''}`,
         messageAttributes: { ...received.meta.attributes },
-        // The queue stays a standard one (no group order): the records carry the FIFO
-        // deduplication id only, for the seeds keyed by it.
-        ...(options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
+        // A standard queue keeps no group order: its records carry the FIFO deduplication id
+        // only, for the seeds keyed by it.
+        ...(!fifo && options.keySource === 'deduplication-id' && received.meta.deduplicationId !== undefined
           ? { attributes: { MessageDeduplicationId: received.meta.deduplicationId } }
           : {}),
       }),
@@ -1960,6 +2116,19 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
         why: `marker left without its effect (${gap}, at-most-once by design)`,
       });
     }
+    if (fifo) {
+      // The queue deduplicated what the plan says a FIFO queue deduplicates, and nothing else.
+      const expected = fifoDeduplicatedCopies(planned);
+      for (const copy of planned.flatMap((plan) => plan.copies)) {
+        if (copy.redriveOf !== undefined) continue;
+        const deduplicated = queue.stateOf(copy.messageId) === 'deduplicated';
+        if (deduplicated !== expected.has(copy.messageId)) {
+          runtimeViolations.push(
+            `${copy.messageId}: ${deduplicated ? 'deduplicated' : 'delivered'} by the FIFO queue, expected ${deduplicated ? 'delivered' : 'deduplicated'}`,
+          );
+        }
+      }
+    }
   } finally {
     for (const instance of instances) instance.client.raw.destroy();
   }
@@ -1989,6 +2158,32 @@ export async function runSimulation(options: SeedOptions): Promise<SimulationRes
     racingConflicts,
     throttledRequests,
     history: history.entries,
+    ...(fifo ? { fifo: fifoCountsOf(planned, plans, groupBlocked) } : {}),
+  };
+}
+
+/** What a FIFO seed's queue deduplicated and delivered, from its plan as planned and as accepted. */
+function fifoCountsOf(
+  planned: readonly PlannedMessage[],
+  accepted: readonly PlannedMessage[],
+  groupBlocked: number,
+): FifoCounts {
+  const deduplicated = fifoDeduplicatedCopies(planned);
+  // A producer copy after the first that the queue delivered: sent again after the interval.
+  const resentAfterWindow = accepted.reduce(
+    (sum, plan) =>
+      sum +
+      plan.copies.filter(
+        (copy) =>
+          copy.redriveOf === undefined && copy.messageId !== plan.copies[0]!.messageId && copy.epoch === 0,
+      ).length,
+    0,
+  );
+  return {
+    groups: new Set(accepted.map((plan) => plan.group)).size,
+    deduplicated: deduplicated.size,
+    resentAfterWindow,
+    groupBlocked,
   };
 }
 
