@@ -450,3 +450,49 @@ describe.runIf(SINGLE_SEED === undefined)('the oracle on a deliberately broken s
     );
   });
 });
+
+describe.runIf(SINGLE_SEED === undefined)(
+  'the order check on a deliberately broken FIFO queue or handler',
+  () => {
+    const small = { messages: 200, mode: 'atomic', deadLetter: 'direct', queue: 'fifo' } as const;
+
+    it('names orderPerGroup when the queue hands out the second message of a group before its first', async () => {
+      const report = await runSeed(9101, {
+        ...small,
+        // Each group's messages in a batch, last first: the engine runs them in that order.
+        wrapQueue: (queue) => ({ ...queue, receive: (max) => lastFirstPerGroup(queue.receive(max)) }),
+      });
+
+      expect(report.violations).toContainEqual(historyViolation('orderPerGroup', 9101));
+    });
+
+    it('names orderPerGroup when a handler runs each record of a batch on its own, so a failure holds nothing of its group back', async () => {
+      const report = await runSeed(9102, {
+        ...small,
+        // The "rest of the group fails" rule needs the batch: one record per call loses it.
+        wrapHandler: (handler) => async (event, context) => {
+          const failures = [];
+          for (const record of event.Records) {
+            const response = await handler({ Records: [record] }, context);
+            failures.push(...response.batchItemFailures);
+          }
+          return { batchItemFailures: failures };
+        },
+      });
+
+      expect(report.history.groups).toBeGreaterThan(0);
+      expect(report.violations).toContainEqual(historyViolation('orderPerGroup', 9102));
+    });
+  },
+);
+
+/** `batch` with each group's messages in reverse order, each group keeping its places in the batch. */
+function lastFirstPerGroup<T extends { readonly groupId?: string }>(batch: readonly T[]): T[] {
+  const reversed = new Map<string | undefined, T[]>();
+  for (const received of batch) {
+    const list = reversed.get(received.groupId) ?? [];
+    list.unshift(received);
+    reversed.set(received.groupId, list);
+  }
+  return batch.map((received) => reversed.get(received.groupId)!.shift()!);
+}

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { duplicateEffectsOf } from './support/oracle';
 import { chanceOf, createRandom } from './support/prng';
-import { createSimulatedQueue } from './support/simulated-queue';
+import { createSimulatedQueue, FIFO_DEDUPLICATION_WINDOW_MILLIS } from './support/simulated-queue';
 import { stateBeforeRedrive, unfollowedMarkers } from './support/simulation';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -177,6 +177,109 @@ describe('marker-mode gaps of one invocation', () => {
         markerReleased: new Map([[key, new Set(['a'])]]),
       }),
     ).toEqual([key]);
+  });
+});
+
+/** A FIFO queue of messages `<group>:<name>`, deduplicated by name. */
+function fifoQueueOf(options: { maxReceiveCount?: number; skipChance?: number } = {}) {
+  return createSimulatedQueue<string>({
+    startMillis: T0,
+    visibilityTimeoutMillis: 30_000,
+    maxReceiveCount: options.maxReceiveCount ?? 3,
+    random: createRandom(3),
+    ...(options.skipChance === undefined ? {} : { skipChance: options.skipChance }),
+    fifo: {
+      groupOf: (message) => message.meta.split(':')[0]!,
+      deduplicationIdOf: (message) => message.meta.split(':')[1]!,
+    },
+  });
+}
+
+const ids = (batch: readonly { readonly messageId: string }[]) => batch.map((received) => received.messageId);
+
+describe('simulated SQS FIFO queue', () => {
+  it('returns several groups in one receive, each in send order, with growing sequence numbers', () => {
+    const queue = fifoQueueOf();
+    send(queue, 'g1:a', 'g2:b', 'g1:c', 'g2:d');
+
+    const batch = queue.receive(10);
+
+    expect(ids(batch)).toEqual(['g1:a', 'g2:b', 'g1:c', 'g2:d']);
+    expect(batch.map((received) => received.groupId)).toEqual(['g1', 'g2', 'g1', 'g2']);
+    const sequences = batch.map((received) => BigInt(received.sequenceNumber!));
+    expect([...sequences].sort((x, y) => (x < y ? -1 : 1))).toEqual(sequences);
+  });
+
+  it('holds a group back while one of its messages is in flight, until it is deleted or visible again', () => {
+    const queue = fifoQueueOf();
+    send(queue, 'g1:a', 'g1:b', 'g2:c');
+    const [first] = queue.receive(1);
+
+    // g1 is blocked by a; g2 is free.
+    expect(ids(queue.receive(10))).toEqual(['g2:c']);
+    expect(queue.receive(10)).toEqual([]);
+    // a's visibility ends (so does c's): a comes back before b.
+    expect(queue.advance()).toBe(true);
+    const again = queue.receive(1);
+    expect(ids(again)).toEqual(['g1:a']);
+    expect(queue.delete(first!.receiptHandle)).toBe(false);
+    expect(queue.delete(again[0]!.receiptHandle)).toBe(true);
+    expect(ids(queue.receive(10))).toEqual(['g1:b', 'g2:c']);
+  });
+
+  it('lets a group go on once the redrive policy moved its first message to the dead-letter queue', () => {
+    const queue = fifoQueueOf({ maxReceiveCount: 2 });
+    send(queue, 'g1:poison');
+    queue.receive(10);
+    send(queue, 'g1:next');
+    queue.advance();
+    expect(ids(queue.receive(1))).toEqual(['g1:poison']);
+    queue.advance();
+
+    expect(ids(queue.receive(10))).toEqual(['g1:next']);
+    expect(queue.stateOf('g1:poison')).toBe('dead-lettered');
+  });
+
+  it('never passes over the first message of a group to hand out a later one', () => {
+    const queue = fifoQueueOf({ skipChance: 0.9 });
+    send(queue, 'g1:a', 'g1:b', 'g1:c', 'g1:d');
+
+    const seen: string[] = [];
+    for (let batch = queue.receive(10); batch.length > 0; batch = queue.receive(10)) {
+      seen.push(...ids(batch));
+      for (const received of batch) queue.delete(received.receiptHandle);
+    }
+
+    expect(seen).toEqual(['g1:a', 'g1:b', 'g1:c', 'g1:d']);
+  });
+
+  it('accepts and never delivers a deduplication id sent again within 5 minutes, and delivers it after', () => {
+    const queue = fifoQueueOf();
+    send(queue, 'g1:k1');
+    queue.send({ messageId: 'again', body: '{}', meta: 'g1:k1' }, 60_000);
+    queue.send({ messageId: 'after', body: '{}', meta: 'g1:k1' }, FIFO_DEDUPLICATION_WINDOW_MILLIS);
+    for (const received of queue.receive(10)) queue.delete(received.receiptHandle);
+
+    const later: string[] = [];
+    while (queue.advance()) {
+      for (const received of queue.receive(10)) {
+        later.push(received.messageId);
+        queue.delete(received.receiptHandle);
+      }
+    }
+
+    expect(queue.stateOf('again')).toBe('deduplicated');
+    expect(later).toEqual(['after']);
+    expect(queue.now()).toBe(T0 + FIFO_DEDUPLICATION_WINDOW_MILLIS);
+  });
+
+  it('sequences a late send when it is sent, after messages sent before it', () => {
+    const queue = fifoQueueOf();
+    queue.send({ messageId: 'late', body: '{}', meta: 'g1:late' }, 10_000);
+    queue.advance();
+    send(queue, 'g1:now');
+
+    expect(ids(queue.receive(10))).toEqual(['late', 'g1:now']);
   });
 });
 
