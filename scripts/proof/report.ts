@@ -95,6 +95,35 @@ export function violationsOf(report: Pick<ReliabilityReport, 'topologies'>): str
   );
 }
 
+/**
+ * The order check's rows, when every mode of the record counts what it ordered (records written
+ * before that have none): the groups (FIFO message groups, stream partition keys) and the first
+ * effects checked in their group's order.
+ */
+function orderRows(
+  record: ProofRecord,
+  counts: (label: string, pick: (mode: ModeProof) => number) => string,
+): string[] {
+  if (!record.modes.every((mode) => mode.history?.ordered !== undefined)) return [];
+  const total = (pick: (history: NonNullable<ModeProof['history']>) => number) =>
+    record.modes.reduce((sum, mode) => sum + pick(mode.history!), 0);
+  const pickOf =
+    (pick: (history: NonNullable<ModeProof['history']>) => number) =>
+    (mode: ModeProof): number =>
+      // The total column carries no history of its own: it sums the modes'.
+      mode.history === undefined ? total(pick) : pick(mode.history);
+  return [
+    counts(
+      'groups checked in order',
+      pickOf((history) => history.groups),
+    ),
+    counts(
+      'first effects checked in order',
+      pickOf((history) => history.ordered ?? 0),
+    ),
+  ];
+}
+
 function table(record: ProofRecord): string {
   const columns = [...record.modes, totalOf(record)];
   const row = (label: string, cells: readonly string[]) => `| ${label} | ${cells.join(' | ')} |`;
@@ -114,6 +143,7 @@ function table(record: ProofRecord): string {
     counts('duplicates delivered', (mode) => mode.duplicateDeliveries),
     ...faultNames(record).map((name) => counts(name, (mode) => mode.faults[name] ?? 0)),
     counts('dead-lettered with a reason', (mode) => mode.deadLettered),
+    ...orderRows(record, counts),
     counts('**duplicate effects**', (mode) => mode.duplicateEffects),
     counts('**lost**', (mode) => mode.lost),
   ].join('\n');
@@ -146,7 +176,10 @@ function historySentence(report: ReliabilityReport): string[] {
     "Every seed's history (its deliveries, the effects in commit order, its dead letters) was " +
       `checked as well: ${sum((history) => history.keys)} keys, each effect applied once per live window; ` +
       'every message applied with its payload or dead-lettered with a reason; ' +
-      `${sum((history) => history.groups)} partition keys, their effects in the order of their records; ` +
+      (modes.every((mode) => mode.history!.ordered !== undefined)
+        ? `${sum((history) => history.groups)} partition keys and FIFO message groups, ` +
+          `${sum((history) => history.ordered ?? 0)} first effects in the order of their records; `
+        : `${sum((history) => history.groups)} partition keys, their effects in the order of their records; `) +
       `${sum((history) => history.events)} events of the chain, each applied once downstream or dead-lettered: ` +
       `${sum((history) => history.violations)} violations.`,
   ];

@@ -38,7 +38,13 @@ export interface ModeProof {
 /** The history checker's coverage: keys followed, groups whose order was checked, events followed downstream, violations. */
 export interface HistoryProof {
   readonly keys: number;
+  /** Ordered groups with an effect: FIFO message groups, stream partition keys. */
   readonly groups: number;
+  /**
+   * First effects of a key whose place in their group's order was checked; absent from records
+   * written before it was counted.
+   */
+  readonly ordered?: number;
   readonly events: number;
   readonly violations: number;
 }
@@ -104,7 +110,8 @@ export function createProofRecord<Report extends CommonReport>(
   return {
     topology: topology.topology,
     transport: topology.transport,
-    seeds: bySeed.map((report) => report.seed),
+    // Once each: a seed may run in two modes of a topology (SQS seed 1 on a standard and a FIFO queue).
+    seeds: [...new Set(bySeed.map((report) => report.seed))],
     messagesPerSeed: size.messages,
     modes: modes.map((mode) => {
       const seeds = bySeed.filter((report) => topology.modeOf(report) === mode);
@@ -124,6 +131,9 @@ export function createProofRecord<Report extends CommonReport>(
               history: {
                 keys: sum((report) => report.history!.keys),
                 groups: sum((report) => report.history!.groups),
+                ...(seeds.every((report) => report.history!.ordered !== undefined)
+                  ? { ordered: sum((report) => report.history!.ordered!) }
+                  : {}),
                 events: sum((report) => report.history!.events),
                 violations: sum((report) => report.history!.violations),
               },

@@ -95,6 +95,25 @@ describe('createProofRecord', () => {
     ]);
   });
 
+  it('lists a seed once when it runs in two modes, and sums what the order check covered when every seed counts it', () => {
+    const checked = (seedNumber: number, mode: string) => ({
+      ...seed(seedNumber, mode),
+      history: { keys: 90, groups: 4, ordered: 80, events: 0, violations: 0 },
+    });
+
+    const record = createProofRecord(
+      topology,
+      [checked(1, 'atomic'), checked(1, 'FIFO atomic'), checked(2, 'FIFO atomic')],
+      { messages: 100, seeds: [1, 2] },
+    );
+
+    expect(record.seeds).toEqual([1, 2]);
+    expect(record.modes.map((mode) => [mode.mode, mode.seeds, mode.history?.ordered])).toEqual([
+      ['atomic', [1], 80],
+      ['FIFO atomic', [1, 2], 160],
+    ]);
+  });
+
   it('replays a single seed by its number', () => {
     expect(replayCommand('test/reliability/chain-simulation.test.ts', { messages: 40, seeds: [7] })).toBe(
       'RELIABILITY_MESSAGES=40 RELIABILITY_SEED=7 npx vitest run --project reliability test/reliability/chain-simulation.test.ts',

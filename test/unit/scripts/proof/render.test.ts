@@ -122,4 +122,28 @@ describe('renderMarkdown', () => {
         '24 partition keys, their effects in the order of their records; 640 events of the chain, each applied once downstream or dead-lettered: 0 violations.\n\n',
     );
   });
+
+  it('counts the groups and first effects checked in order, per mode and in the sentence, when every mode counts them', () => {
+    const checked = (name: string, history: NonNullable<ModeProof['history']>) => mode(name, { history });
+    const report = {
+      ...base,
+      topologies: [
+        record('sqs', [
+          checked('atomic', { keys: 1200, groups: 0, ordered: 0, events: 0, violations: 0 }),
+          checked('FIFO atomic', { keys: 190, groups: 25, ordered: 170, events: 0, violations: 0 }),
+        ]),
+        record('streams', [
+          checked('kinesis atomic', { keys: 300, groups: 24, ordered: 290, events: 0, violations: 0 }),
+        ]),
+      ],
+    };
+
+    const page = renderMarkdown(report);
+
+    expect(page).toContain('| groups checked in order | 0 | 25 | 25 |');
+    expect(page).toContain('| first effects checked in order | 0 | 170 | 170 |');
+    expect(page).toContain(
+      '49 partition keys and FIFO message groups, 460 first effects in the order of their records; ',
+    );
+  });
 });
