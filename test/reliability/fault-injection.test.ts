@@ -82,8 +82,8 @@ afterAll(async ({}, file) => {
   await deleteTables(admin.raw, inboxTable, businessTable);
   admin.raw.destroy();
   if (reports.length === 0 && fifoReports.length === 0) return;
-  const sum = (pick: (report: SeedReport) => number, of: readonly SeedReport[] = reports) =>
-    of.reduce((total, report) => total + pick(report), 0);
+  const sum = (pick: (report: SeedReport) => number) =>
+    reports.reduce((total, report) => total + pick(report), 0);
   const faults = INJECTED_FAULTS.map((fault) => {
     const total = `${sum((r) => r.injected[fault])} ${fault}`;
     if (fault === 'throttles') {
