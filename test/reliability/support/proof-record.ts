@@ -22,7 +22,7 @@ export { createProofRecord };
 /** The SQS simulation (`fault-injection.test.ts`): one mode per seed, on a standard queue or a FIFO one. */
 export const SQS_PROOF: ProofTopology<SeedReport> = {
   topology: 'sqs',
-  transport: 'SQS (standard and FIFO) → Lambda → DynamoDB',
+  transport: 'SQS (standard, and FIFO at a fifth of the messages per seed) → Lambda → DynamoDB',
   file: 'test/reliability/fault-injection.test.ts',
   // The FIFO seeds are rows of their own: `FIFO atomic`, ...
   modeOf: (report) => (report.queue === 'fifo' ? `FIFO ${report.mode}` : report.mode),

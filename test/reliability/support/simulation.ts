@@ -59,6 +59,13 @@
  * claim its own invocation sent; concurrent invocations on one handler must not leak into each
  * other.
  *
+ * A seed may run on a FIFO queue (`queue: 'fifo'`, `simulated-queue.ts`): every copy carries its
+ * message's group (`fifoGroupOf`), the queue deduplicates the copies sent again within 5 minutes
+ * (the plan predicts which, `fifoDeduplicatedCopies`, and the oracle gets the messages it
+ * accepted, `fifoAccepted`), resends wait 1 to 8 minutes and expiry redeliveries come after the
+ * interval, and each applied effect carries the group and sequence number of the record that
+ * applied it, for the history checker's `orderPerGroup`.
+ *
  * Half the seeds run with the completed-record cache on (`seedProfile`): each simulated instance
  * has its own, as each Lambda execution environment does, a redelivery lands on whichever
  * instance is idle, and an instance whose invocation crashed starts again cold, its cache empty.
