@@ -106,7 +106,8 @@ export function applyConstructEnvironment<TOptions extends ConstructOptions>(
  * The defaults the construct's settings in `environment` supply to a mode: the lease of a
  * two-phase claim (`EO_LEASE_MILLIS`, the function timeout) and the outbox atomic mode emits to
  * (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`, `EO_OUTBOX_DESTINATION_KIND`,
- * `EO_OUTBOX_EVENT_SOURCE`, `EO_OUTBOX_DESTINATION_FIFO`). A mode's own option wins.
+ * `EO_OUTBOX_EVENT_SOURCE`, `EO_OUTBOX_DESTINATION_FIFO`, `EO_OUTBOX_DESTINATION_FAIR`). A mode's own
+ * option wins.
  */
 export function constructModeDefaults(environment: Environment): ModeDefaults {
   const {
@@ -116,6 +117,7 @@ export function constructModeDefaults(environment: Environment): ModeDefaults {
     outboxDestinationKind,
     outboxEventSource,
     outboxDestinationFifo,
+    outboxDestinationFair,
   } = readConstructSettings(environment);
   return {
     ...(leaseMillis === undefined ? {} : { leaseMillis }),
@@ -128,6 +130,7 @@ export function constructModeDefaults(environment: Environment): ModeDefaults {
             ...(outboxDestinationKind === undefined ? {} : { destinationKind: outboxDestinationKind }),
             ...(outboxEventSource === undefined ? {} : { eventSource: outboxEventSource }),
             ...(outboxDestinationFifo === undefined ? {} : { destinationFifo: outboxDestinationFifo }),
+            ...(outboxDestinationFair === undefined ? {} : { destinationFair: outboxDestinationFair }),
           },
         }),
   };

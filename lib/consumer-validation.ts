@@ -207,6 +207,7 @@ const OUTBOX_ENV_SOURCES: Readonly<Record<string, string>> = {
   [OUTBOX_ENV.retentionSeconds]: '`outbox`',
   [OUTBOX_ENV.destinationKind]: '`outbox`',
   [OUTBOX_ENV.destinationFifo]: '`outbox`',
+  [OUTBOX_ENV.destinationFair]: '`outbox`',
   [OUTBOX_ENV.eventSource]: '`outbox`',
 };
 

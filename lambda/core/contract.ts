@@ -326,6 +326,12 @@ export const OUTBOX_ENV = /* @__PURE__ */ Object.freeze({
   destinationKind: 'EO_OUTBOX_DESTINATION_KIND',
   /** `true` when the destination is a FIFO queue or topic (group id and deduplication id required), else `false`. */
   destinationFifo: 'EO_OUTBOX_DESTINATION_FIFO',
+  /**
+   * `true` when the destination is an SQS fair queue (a standard queue whose messages carry a
+   * `MessageGroupId` per tenant: the relay sends each event's entity, else its type), else
+   * `false`. `sqs` only.
+   */
+  destinationFair: 'EO_OUTBOX_DESTINATION_FAIR',
   /** ARN of the destination: the queue's, the bus's (`PutEvents` takes it as `EventBusName`) or the topic's. Relay only. */
   destinationArn: 'EO_OUTBOX_DESTINATION_ARN',
   /** URL of the destination queue (`sqs` only). Relay only. */

@@ -61,6 +61,8 @@ export interface ConstructSettings {
   readonly outboxEventSource?: string;
   /** `EO_OUTBOX_DESTINATION_FIFO`: whether the relay's queue or topic is FIFO (events need a valid group id). */
   readonly outboxDestinationFifo?: boolean;
+  /** `EO_OUTBOX_DESTINATION_FAIR`: whether the relay's queue is a fair queue (events need a valid group id). */
+  readonly outboxDestinationFair?: boolean;
 }
 
 /** SQS's largest `MaximumMessageSize`, 1 MiB: the most `EO_DEAD_LETTER_MAX_MESSAGE_BYTES` may say. */
@@ -163,6 +165,7 @@ export function readConstructSettings(environment: Environment): ConstructSettin
     ),
     outboxEventSource: read(OUTBOX_ENV.eventSource),
     outboxDestinationFifo: booleanText(OUTBOX_ENV.destinationFifo, read(OUTBOX_ENV.destinationFifo)),
+    outboxDestinationFair: booleanText(OUTBOX_ENV.destinationFair, read(OUTBOX_ENV.destinationFair)),
   };
   for (const field of Object.keys(settings)) {
     if (settings[field] === undefined) delete settings[field];

@@ -52,6 +52,8 @@ export interface OutboxDefaults {
   readonly eventSource?: string;
   /** Whether the relay's queue or topic is FIFO: each event's group id must be one it takes. */
   readonly destinationFifo?: boolean;
+  /** Whether the relay's queue is a fair queue: each event's group id must be one SQS takes. */
+  readonly destinationFair?: boolean;
 }
 
 /** What a mode is created with: the store and the settings common to every mode, validated. */

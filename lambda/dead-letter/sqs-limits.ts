@@ -57,7 +57,9 @@ export const DEFAULT_DEAD_LETTER_MAX_MESSAGE_BYTES = 262_144;
  * punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~)." The same holds for MessageDeduplicationId
  * (Amazon SQS API Reference, SendMessage), and for an SNS FIFO topic's group and deduplication
  * ids (Amazon SNS API Reference, Publish: "MessageGroupId can contain up to 128 alphanumeric
- * characters (a-z, A-Z, 0-9) and punctuation").
+ * characters (a-z, A-Z, 0-9) and punctuation"). SendMessage states the group id's rule for both
+ * queue types, after "Standard queues: Use MessageGroupId in standard queues to enable fair
+ * queues", so a fair queue's group id is held to it too.
  */
 const FIFO_ID = /^[\x21-\x7e]{1,128}$/;
 

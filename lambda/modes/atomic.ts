@@ -353,7 +353,7 @@ function resolveOutbox(
     'a positive integer',
     retentionSeconds,
   );
-  // An own destination kind comes with its own event source and FIFO flag; else the
+  // An own destination kind comes with its own event source, FIFO and fair flags; else the
   // construct's fill in.
   const sizing: DestinationSizingOptions =
     own?.destinationKind !== undefined
@@ -362,6 +362,7 @@ function resolveOutbox(
           destinationKind: configured?.destinationKind,
           eventSource: own?.eventSource ?? configured?.eventSource,
           destinationFifo: own?.destinationFifo ?? configured?.destinationFifo,
+          destinationFair: own?.destinationFair ?? configured?.destinationFair,
         };
   return {
     tableName: tableName as string,

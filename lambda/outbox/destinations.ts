@@ -9,7 +9,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
 import { expectMethods, expectOption } from '../core/errors';
 import { classifyPutEventsEntryError } from '../store/classify-aws-error';
-import { eventBridgeDetail, type OutboxMessage } from './outbox-item';
+import { eventBridgeDetail, FAIR_QUEUE_IS_STANDARD, type OutboxMessage } from './outbox-item';
 
 /**
  * Where the relay publishes. `publish` resolves once the destination has the message, and
@@ -32,23 +32,38 @@ function eventAttributes(message: OutboxMessage) {
   };
 }
 
+/** An event's `MessageGroupId` on a FIFO queue or topic or a fair queue: its entity, else its type. */
+function groupIdOf(message: OutboxMessage): string {
+  return message.entity ?? message.type;
+}
+
 /** Options of {@link sqsDestination}. */
 export interface SqsDestinationOptions {
   /** The SQS client, created once at module scope. */
   readonly client: Pick<SQSClient, 'send'>;
   /** The queue's URL (`EO_OUTBOX_DESTINATION_QUEUE_URL`); a `.fifo` URL is a FIFO queue. */
   readonly queueUrl: string;
+  /**
+   * Whether the queue is a fair queue (`EO_OUTBOX_DESTINATION_FAIR`): a standard queue whose
+   * messages name their tenant in `MessageGroupId`. Each send then carries the event's entity
+   * (else its type) as the `MessageGroupId`, as on a FIFO queue, and no deduplication id. A
+   * `.fifo` URL is refused with it: a FIFO queue already groups by `MessageGroupId`.
+   * @default false: on a standard queue, every message is a tenant of its own
+   */
+  readonly fairQueue?: boolean;
 }
 
 /**
  * An SQS queue as the relay's destination: the detail as the body, the event id and type as the
  * `idempotency-key` and `eo-event-type` attributes. On a FIFO queue the event id is the
  * `MessageDeduplicationId` (a re-publish within 5 minutes is dropped by SQS itself) and the
- * entity (else the type) the `MessageGroupId`. The receiving consumer keys on
- * `fromAttribute('idempotency-key')`.
+ * entity (else the type) the `MessageGroupId`. On a fair queue (`fairQueue: true`) the entity
+ * (else the type) is the `MessageGroupId` too, the tenant SQS keeps fair. The receiving consumer
+ * keys on `fromAttribute('idempotency-key')`.
  *
  * @example
  * const destination = sqsDestination({ client: new SQSClient({}), queueUrl });
+ * const fair = sqsDestination({ client: new SQSClient({}), queueUrl: tenantsQueueUrl, fairQueue: true });
  */
 export function sqsDestination(options: SqsDestinationOptions): OutboxDestination {
   expectOption(
@@ -57,10 +72,26 @@ export function sqsDestination(options: SqsDestinationOptions): OutboxDestinatio
     'an object',
     options,
   );
-  const { client, queueUrl } = options;
+  const { client, queueUrl, fairQueue = false } = options;
   expectMethods('client', client, ['send']);
   expectOption(typeof queueUrl === 'string' && queueUrl !== '', 'queueUrl', 'a non-empty string', queueUrl);
+  expectOption(typeof fairQueue === 'boolean', 'fairQueue', 'a boolean', fairQueue);
   const fifo = queueUrl.endsWith('.fifo');
+  expectOption(
+    !(fairQueue && fifo),
+    'queueUrl',
+    `a standard queue's URL (not ending in '.fifo') with \`fairQueue: true\`: ${FAIR_QUEUE_IS_STANDARD}`,
+    queueUrl,
+  );
+  const grouping = (message: OutboxMessage) => {
+    if (fifo) return { MessageDeduplicationId: message.id, MessageGroupId: groupIdOf(message) };
+    // "We recommend setting a MessageGroupId on every message you send to a fair queue, using an
+    // identifier that maps to a real entity in your system" (Amazon SQS Developer Guide, How
+    // Amazon SQS fair queues work). A standard queue has no deduplication id: the receiving
+    // consumer dedups on the event id.
+    if (fairQueue) return { MessageGroupId: groupIdOf(message) };
+    return {};
+  };
   return {
     async publish(message) {
       await client.send(
@@ -68,9 +99,7 @@ export function sqsDestination(options: SqsDestinationOptions): OutboxDestinatio
           QueueUrl: queueUrl,
           MessageBody: message.body,
           MessageAttributes: eventAttributes(message),
-          ...(fifo
-            ? { MessageDeduplicationId: message.id, MessageGroupId: message.entity ?? message.type }
-            : {}),
+          ...grouping(message),
         }),
       );
     },
@@ -211,9 +240,7 @@ export function snsDestination(options: SnsDestinationOptions): OutboxDestinatio
           TopicArn: topicArn,
           Message: message.body,
           MessageAttributes: eventAttributes(message),
-          ...(fifo
-            ? { MessageDeduplicationId: message.id, MessageGroupId: message.entity ?? message.type }
-            : {}),
+          ...(fifo ? { MessageDeduplicationId: message.id, MessageGroupId: groupIdOf(message) } : {}),
         }),
       );
     },

@@ -33,14 +33,14 @@ export interface OutboxMessage {
   readonly type: string;
   /** The detail's JSON text, the message body. */
   readonly body: string;
-  /** The entity, when the event names one: a FIFO `MessageGroupId`. */
+  /** The entity, when the event names one: the `MessageGroupId` on a FIFO destination or a fair queue. */
   readonly entity?: string;
 }
 
 /**
  * What the destination's rules for a published event depend on: its kind, whether a queue or
- * topic is FIFO (its events need a valid `MessageGroupId`) and, on an EventBridge bus, the
- * `Source` of its entries (counted in an entry's size).
+ * topic is FIFO or a queue is fair (either way its events need a valid `MessageGroupId`) and, on
+ * an EventBridge bus, the `Source` of its entries (counted in an entry's size).
  */
 export type OutboxDestinationSizing =
   | {
@@ -52,6 +52,12 @@ export type OutboxDestinationSizing =
        * @default false
        */
       readonly fifo?: boolean;
+      /**
+       * An SQS fair queue (a standard queue, `kind: 'sqs'` only): the relay sends each event's
+       * `entity` (else its `type`) as the `MessageGroupId`, under the same rule as on a FIFO queue.
+       * @default false
+       */
+      readonly fair?: boolean;
     }
   | {
       /** An EventBridge bus: the whole entry counts (`Source`, `DetailType`, the `Detail` envelope). */
@@ -83,24 +89,35 @@ export interface DestinationSizingOptions {
    * @default false
    */
   readonly destinationFifo?: boolean;
+  /**
+   * Whether the relay's queue is an SQS fair queue (`EO_OUTBOX_DESTINATION_FAIR`): a standard
+   * queue to which the relay sends each event's `entity` (else its `type`) as the
+   * `MessageGroupId`, the tenant SQS keeps fair. SQS takes a standard queue's group id under the
+   * FIFO rule (1 to 128 ASCII letters, digits and punctuation), so an event whose group id it would
+   * refuse is a `VALIDATION` error before anything is committed. Only with `'sqs'`, and not with
+   * `destinationFifo: true`: a FIFO queue already groups by `MessageGroupId`.
+   * @default false
+   */
+  readonly destinationFair?: boolean;
 }
 
 /**
  * Checks `options` (at cold start, `INVALID_OPTIONS` naming `<prefix>destinationKind`,
- * `<prefix>eventSource` or `<prefix>destinationFifo`) and returns the destination's rules events
- * are checked against.
+ * `<prefix>eventSource`, `<prefix>destinationFifo` or `<prefix>destinationFair`) and returns the
+ * destination's rules events are checked against.
  */
 export function resolveDestinationSizing(
   prefix: string,
   options: DestinationSizingOptions,
 ): OutboxDestinationSizing {
-  const { destinationKind = 'sqs', eventSource, destinationFifo } = options;
+  const { destinationKind = 'sqs', eventSource, destinationFifo, destinationFair } = options;
   expectOption(
     (OUTBOX_DESTINATION_KINDS as readonly unknown[]).includes(destinationKind),
     `${prefix}destinationKind`,
     `one of ${OUTBOX_DESTINATION_KINDS.map((kind) => `'${kind}'`).join(', ')}`,
     destinationKind,
   );
+  const fair = destinationFairOption(prefix, destinationKind, destinationFifo, destinationFair);
   if (destinationKind !== 'eventbridge') {
     expectOption(
       eventSource === undefined,
@@ -114,7 +131,8 @@ export function resolveDestinationSizing(
       'a boolean',
       destinationFifo,
     );
-    return destinationFifo === true ? { kind: destinationKind, fifo: true } : { kind: destinationKind };
+    if (destinationFifo === true) return { kind: destinationKind, fifo: true };
+    return fair ? { kind: destinationKind, fair: true } : { kind: destinationKind };
   }
   expectOption(
     destinationFifo === undefined || destinationFifo === false,
@@ -131,16 +149,59 @@ export function resolveDestinationSizing(
   return { kind: 'eventbridge', eventSource: eventSource as string };
 }
 
+/**
+ * Why a fair queue cannot be a FIFO one, for the messages that refuse the pair: "In standard
+ * queues, using MessageGroupId enables fair queues. If strict ordering is required, use a FIFO
+ * queue." (Amazon SQS Developer Guide, Using the message group ID.)
+ */
+export const FAIR_QUEUE_IS_STANDARD =
+  'a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
+
+/**
+ * Whether `destinationFair` marks a fair queue, after checking it: a boolean, `true` only for an
+ * SQS destination that is not FIFO.
+ */
+function destinationFairOption(
+  prefix: string,
+  destinationKind: OutboxDestinationKind,
+  destinationFifo: unknown,
+  destinationFair: unknown,
+): boolean {
+  const name = `${prefix}destinationFair`;
+  expectOption(
+    destinationFair === undefined || typeof destinationFair === 'boolean',
+    name,
+    'a boolean',
+    destinationFair,
+  );
+  if (destinationFair !== true) return false;
+  expectOption(
+    destinationKind === 'sqs',
+    name,
+    "left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue)",
+    destinationFair,
+  );
+  expectOption(
+    destinationFifo !== true,
+    name,
+    `left out with \`destinationFifo: true\` (${FAIR_QUEUE_IS_STANDARD})`,
+    destinationFair,
+  );
+  return true;
+}
+
 /** Options of one emitted event. */
 export interface EmitOptions {
   /**
    * The entity the event is about (an order id): the `MessageGroupId` on a FIFO queue or topic,
-   * so the destination delivers one entity's events in the order the relay published them. The
+   * so the destination delivers one entity's events in the order the relay published them, and
+   * on a fair queue, where it is the tenant SQS keeps fair (name a real entity: a customer, a
+   * client application). The
    * relay publishes in stream order, but DynamoDB Streams orders the changes of one item only
    * and each event is an item of its own, so two events of one entity written by separate
    * commits can reach the relay in either order: carry a version in the detail when the
    * receiver needs the order (`putIfNewer`, `fromKeysAndVersion`).
-   * @default none: a FIFO destination groups by the event's type
+   * @default none: a FIFO destination or a fair queue groups by the event's type
    */
   readonly entity?: string;
   /**
@@ -243,7 +304,8 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
         `emit: the event's \`type\` is the \`${EVENT_TYPE_ATTRIBUTE}\` message attribute, whose characters SQS and SNS restrict; it has ${refused}`,
       );
     }
-    if (destination.fifo === true) assertFifoGroupId(entity, type);
+    if (destination.fifo === true) assertGroupId(entity, type, 'a FIFO destination');
+    else if (destination.fair === true) assertGroupId(entity, type, 'a fair queue');
   }
   const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {
@@ -289,12 +351,13 @@ function firstOutsideSqsText(text: string): string | undefined {
 }
 
 /**
- * Throws `VALIDATION` unless a FIFO queue or topic takes the event's group id, its `entity` or
- * else its `type` (see `isSqsFifoId`): the relay would have the send refused. The message names
- * the first character refused by its code point and position, not the value (an entity may be a
- * customer's identifier, and the reason travels into dead letters and logs).
+ * Throws `VALIDATION` unless the destination (`where`: a FIFO queue or topic, or a fair queue)
+ * takes the event's group id, its `entity` or else its `type` (see `isSqsFifoId`, whose rule
+ * SendMessage states for every `MessageGroupId`): the relay would have the send refused. The
+ * message names the first character refused by its code point and position, not the value (an
+ * entity may be a customer's identifier, and the reason travels into dead letters and logs).
  */
-function assertFifoGroupId(entity: string | undefined, type: string): void {
+function assertGroupId(entity: string | undefined, type: string, where: string): void {
   const groupId = entity ?? type;
   if (isSqsFifoId(groupId)) return;
   const field = entity === undefined ? "the event's `type` (it has no `entity`)" : '`entity`';
@@ -303,7 +366,7 @@ function assertFifoGroupId(entity: string | undefined, type: string): void {
     `${Array.from(groupId).length} characters`;
   throw new EffectivelyOnceError(
     'VALIDATION',
-    `emit: on a FIFO destination ${field} is the \`MessageGroupId\`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has ${why}`,
+    `emit: on ${where} ${field} is the \`MessageGroupId\`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has ${why}`,
   );
 }
 

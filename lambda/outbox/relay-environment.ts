@@ -21,6 +21,7 @@ import {
   snsDestination,
   sqsDestination,
 } from './destinations';
+import { FAIR_QUEUE_IS_STANDARD } from './outbox-item';
 
 let sqsClient: SQSClient | undefined;
 let eventBridgeClient: EventBridgeClient | undefined;
@@ -49,6 +50,8 @@ export interface OutboxRelaySettings extends ConstructSettings {
   readonly destinationQueueUrl?: string;
   /** `EO_OUTBOX_DESTINATION_FIFO`. */
   readonly destinationFifo?: boolean;
+  /** `EO_OUTBOX_DESTINATION_FAIR` (`sqs` only). */
+  readonly destinationFair?: boolean;
   /** `EO_OUTBOX_EVENT_SOURCE` (`eventbridge` only). */
   readonly eventSource?: string;
 }
@@ -58,8 +61,8 @@ export interface OutboxRelaySettings extends ConstructSettings {
  * (`EO_CONSUMER`, `EO_DEAD_LETTER_MODE`, `EO_DEAD_LETTER_QUEUE_URL`, `EO_LOG_LEVEL`,
  * `EO_METRIC_NAMESPACE`, checked the same way) and the outbox's. Unset or empty variables are
  * left out; a set one must be well-formed (`EO_OUTBOX_DESTINATION_KIND` one of the kinds,
- * `EO_OUTBOX_DESTINATION_FIFO` `true` or `false`, `EO_DEAD_LETTER_MODE` `direct`: a stream has no
- * redrive).
+ * `EO_OUTBOX_DESTINATION_FIFO` and `EO_OUTBOX_DESTINATION_FAIR` `true` or `false`,
+ * `EO_DEAD_LETTER_MODE` `direct`: a stream has no redrive).
  */
 export function readOutboxRelaySettings(environment: Environment): OutboxRelaySettings {
   const settings = readConstructSettings(environment);
@@ -73,9 +76,11 @@ export function readOutboxRelaySettings(environment: Environment): OutboxRelaySe
     const value = environment[name];
     return value === undefined || value.trim() === '' ? undefined : value;
   };
-  // The kind and the FIFO flag are checked by `readConstructSettings` (every writer reads them).
+  // The kind and the FIFO and fair flags are checked by `readConstructSettings` (every writer
+  // reads them).
   const kind = settings.outboxDestinationKind;
   const fifo = settings.outboxDestinationFifo;
+  const fair = settings.outboxDestinationFair;
   const eventSource = read(OUTBOX_ENV.eventSource);
   if (eventSource !== undefined) assertEventSource(OUTBOX_ENV.eventSource, eventSource);
   const outbox: Record<string, unknown> = {
@@ -83,6 +88,7 @@ export function readOutboxRelaySettings(environment: Environment): OutboxRelaySe
     destinationArn: read(OUTBOX_ENV.destinationArn),
     destinationQueueUrl: read(OUTBOX_ENV.destinationQueueUrl),
     destinationFifo: fifo,
+    destinationFair: fair,
     eventSource,
   };
   for (const field of Object.keys(outbox)) {
@@ -108,7 +114,8 @@ export interface OutboxDestinationClients {
  * `EO_OUTBOX_DESTINATION_ARN` with `Source` `EO_OUTBOX_EVENT_SOURCE`, else the relay's name
  * `EO_CONSUMER` ({@link eventBridgeDestination}), `sns` to the topic `EO_OUTBOX_DESTINATION_ARN`
  * ({@link snsDestination}). `EO_OUTBOX_DESTINATION_FIFO`, when set, must agree with the queue's
- * or topic's `.fifo` suffix. Throws `INVALID_OPTIONS` naming a missing or malformed variable.
+ * or topic's `.fifo` suffix; `EO_OUTBOX_DESTINATION_FAIR` `true` (a fair queue: each send carries
+ * the event's entity, else its type, as `MessageGroupId`) needs kind `sqs` and a standard queue. Throws `INVALID_OPTIONS` naming a missing or malformed variable.
  * Wrap it to add behaviour to the default destination. `clients` gives the SDK clients to publish
  * with (a region or endpoint of your own, as `effectively-once outbox redrive` does); each one left
  * out is the relay's, created once per cold start.
@@ -129,6 +136,13 @@ export function outboxDestinationFromEnvironment(
       kind,
     );
   }
+  const fairQueue = settings.destinationFair === true;
+  expectOption(
+    !fairQueue || kind === 'sqs',
+    OUTBOX_ENV.destinationFair,
+    `'false' or unset unless \`${OUTBOX_ENV.destinationKind}\` is 'sqs' (a fair queue is an SQS standard queue)`,
+    'true',
+  );
   if (kind === 'sqs') {
     const queueUrl = settings.destinationQueueUrl;
     if (queueUrl === undefined || !/^https?:\/\//.test(queueUrl)) {
@@ -139,7 +153,13 @@ export function outboxDestinationFromEnvironment(
       );
     }
     assertFifoAgrees(settings.destinationFifo, queueUrl, OUTBOX_ENV.destinationQueueUrl);
-    return sqsDestination({ client: clients.sqs ?? defaultSqsClient(), queueUrl });
+    expectOption(
+      !fairQueue || !queueUrl.endsWith('.fifo'),
+      OUTBOX_ENV.destinationQueueUrl,
+      `a standard queue's URL (not ending in '.fifo') as \`${OUTBOX_ENV.destinationFair}\` is 'true': ${FAIR_QUEUE_IS_STANDARD}`,
+      queueUrl,
+    );
+    return sqsDestination({ client: clients.sqs ?? defaultSqsClient(), queueUrl, fairQueue });
   }
   const arn = settings.destinationArn;
   if (arn === undefined || !arn.startsWith('arn:')) {

@@ -384,7 +384,7 @@ export interface IdempotentConsumerProps {
    * The outbox the handler emits events to (`unitOfWork.emit`, `atomic` mode only): the
    * function gets `dynamodb:PutItem` on the outbox table only (no read, no delete) and the
    * outbox's writer environment (`EO_OUTBOX_TABLE_NAME`, `EO_OUTBOX_RETENTION_SECONDS`,
-   * `EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_DESTINATION_FIFO`).
+   * `EO_OUTBOX_DESTINATION_KIND`, `EO_OUTBOX_DESTINATION_FIFO`, `EO_OUTBOX_DESTINATION_FAIR`).
    *
    * @default - no outbox
    */

@@ -54,7 +54,7 @@ export const OUTBOX_PUBLISH_ACTIONS: Readonly<Record<OutboxDestinationKind, stri
 /**
  * The transactional outbox: a table that writers put events into in the same
  * `TransactWriteItems` as their business writes, and a relay that publishes each new item to
- * one destination (an SQS queue, standard or FIFO; an EventBridge bus; an SNS topic).
+ * one destination (an SQS queue, standard, fair or FIFO; an EventBridge bus; an SNS topic).
  *
  * - The table: partition key `OUTBOX_ATTRIBUTES.pk` (the event id), on-demand, encrypted (an
  *   AWS-managed key unless `tableEncryptionKey`), point-in-time recovery, TTL on
@@ -106,6 +106,8 @@ export class Outbox extends Construct {
   public readonly destinationArn: string;
   /** Whether the destination is a FIFO queue or topic. */
   public readonly fifo: boolean;
+  /** Whether the destination is a fair queue (`fairQueue`): each event's entity, else its type, is its `MessageGroupId`. */
+  public readonly fairQueue: boolean;
   /** The relay's name, the `Consumer` dimension of its metrics. */
   public readonly relayName: string;
   /** The `Source` of the events the relay puts on an EventBridge bus; absent for a queue or topic. */
@@ -118,7 +120,7 @@ export class Outbox extends Construct {
   public readonly maxRecordAge: Duration;
   /** The metric namespace of the relay. */
   public readonly metricNamespace: string;
-  /** The `EO_` variables a writer needs (`EO_OUTBOX_TABLE_NAME`, retention, destination kind, FIFO, EventBridge source). */
+  /** The `EO_` variables a writer needs (`EO_OUTBOX_TABLE_NAME`, retention, destination kind, FIFO, fair, EventBridge source). */
   public readonly writerEnvironment: Readonly<Record<string, string>>;
   /** The `EO_` variables the relay is given. */
   public readonly relayEnvironment: Readonly<Record<string, string>>;
@@ -152,6 +154,7 @@ export class Outbox extends Construct {
     this.destinationKind = destination.kind;
     this.destinationArn = destination.arn;
     this.fifo = destination.fifo;
+    this.fairQueue = props.fairQueue === true;
     this.retention = timing.retention;
     this.onFailureRetention = timing.onFailureRetention;
     this.maxRecordAge = timing.maxRecordAge;
@@ -183,6 +186,7 @@ export class Outbox extends Construct {
       [OUTBOX_ENV.retentionSeconds]: Tokenization.stringifyNumber(this.retention.toSeconds()),
       [OUTBOX_ENV.destinationKind]: this.destinationKind,
       [OUTBOX_ENV.destinationFifo]: String(this.fifo),
+      [OUTBOX_ENV.destinationFair]: String(this.fairQueue),
       // The writer counts the entry's Source in its size, so it reads the relay's.
       ...(this.eventSource === undefined ? {} : { [OUTBOX_ENV.eventSource]: this.eventSource }),
     });

@@ -21,6 +21,18 @@ export interface OutboxProps {
   readonly queue?: sqs.IQueue;
 
   /**
+   * Marks `queue` as a fair queue: a standard queue whose messages name their tenant in
+   * `MessageGroupId` (`EO_OUTBOX_DESTINATION_FAIR`, given to the relay and to writers). The relay
+   * sends each event's entity (else its type) as the `MessageGroupId`, and writers refuse, before
+   * the commit, an event whose group id SQS would refuse (1 to 128 ASCII letters, digits and
+   * punctuation). Only with `queue`, a standard one. Mark the receiving `IdempotentConsumer`
+   * `fairQueue: true` too, for its per-group metrics.
+   *
+   * @default false - every event is a tenant of its own
+   */
+  readonly fairQueue?: boolean;
+
+  /**
    * The EventBridge bus the relay publishes to (`events:PutEvents` on that bus).
    *
    * @default - none: exactly one of `queue`, `eventBus`, `topic`

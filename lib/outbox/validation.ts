@@ -42,6 +42,17 @@ export function validateOutboxProps(
       `Expected exactly one destination of \`queue\` (SQS), \`eventBus\` (EventBridge) and \`topic\` (SNS), got ${destinations.length === 0 ? 'none' : destinations.length}`,
     );
   }
+  if (props.fairQueue) {
+    // "In standard queues, using MessageGroupId enables fair queues. If strict ordering is
+    // required, use a FIFO queue." (Amazon SQS Developer Guide, Using the message group ID.)
+    if (!props.queue) {
+      fail('`fairQueue` marks an SQS queue as fair: give it only with `queue`');
+    } else if (props.queue.fifo) {
+      fail(
+        'Expected a standard queue with `fairQueue: true`, got a FIFO queue: a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one',
+      );
+    }
+  }
   if (!Token.isUnresolved(relayEntry) && !fs.existsSync(relayEntry)) {
     fail(
       `Expected \`relayEntry\` to be an existing handler file, got \`${describeValue(relayEntry)}\`${props.relayEntry === undefined ? " (the package's relay handler)" : ''}`,

@@ -46,4 +46,19 @@ describe('SQS conformance in integration tests', () => {
       ),
     ).rejects.toMatchObject({ name: 'InvalidParameterValue' });
   });
+
+  it('refuses the same group id on a standard queue, where a group id makes it a fair queue', async () => {
+    // "The length of MessageGroupId is 128 characters. Valid values: alphanumeric characters and
+    // punctuation" (API_SendMessage.html), stated for standard queues as for FIFO ones.
+    await expect(
+      sqs.send(
+        new SendMessageCommand({ QueueUrl: standardUrl, MessageBody: 'x', MessageGroupId: 'group one' }),
+      ),
+    ).rejects.toMatchObject({ name: 'InvalidParameterValue' });
+    await expect(
+      sqs.send(
+        new SendMessageCommand({ QueueUrl: standardUrl, MessageBody: 'x', MessageGroupId: 'group-one' }),
+      ),
+    ).resolves.toMatchObject({ MessageId: expect.any(String) });
+  });
 });

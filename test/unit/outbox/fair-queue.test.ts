@@ -1,0 +1,305 @@
+/**
+ * An outbox publishing to an SQS fair queue (a standard queue whose messages name their tenant
+ * in `MessageGroupId`): the relay's sends carry the event's entity, else its type, as the group
+ * id and no deduplication id; a fair FIFO queue is refused in the destination's options and in
+ * the construct's environment; and a writer told the destination is fair refuses, before the
+ * commit, an event whose group id SQS would refuse on a standard queue as on a FIFO one.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ENV, OUTBOX_ENV } from '../../../lambda/core/contract';
+import { fromBody } from '../../../lambda/core/dedup-key';
+import { atomic } from '../../../lambda/modes/atomic';
+import {
+  createOutboxWriter,
+  type OutboxMessage,
+  outboxDestinationFromEnvironment,
+  readOutboxRelaySettings,
+  sqsDestination,
+} from '../../../lambda/outbox';
+import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
+import { checkSqsSendMessage, sqsQueueLimits } from '../../support/aws-limits/sqs';
+import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
+import { createMemoryStore } from '../../support/memory-store';
+
+const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/000000000000/tenant-orders';
+const FIFO_QUEUE_URL = `${QUEUE_URL}.fifo`;
+
+/** A client recording each command's input. */
+function capturingClient() {
+  const inputs: Record<string, unknown>[] = [];
+  return {
+    inputs,
+    client: {
+      send: async (command: { input: Record<string, unknown> }) => void inputs.push(command.input),
+    } as never,
+  };
+}
+
+/** The `INVALID_OPTIONS` message `run` throws. */
+function invalidOptions(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    expect((error as { code?: string }).code).toBe('INVALID_OPTIONS');
+    return (error as Error).message;
+  }
+  throw new Error('expected INVALID_OPTIONS');
+}
+
+const ofTenant: OutboxMessage = {
+  id: 'e-1',
+  type: 'OrderPlaced',
+  body: '{"orderId":"o-1"}',
+  entity: 'tenant-a',
+};
+const untyped: OutboxMessage = { id: 'e-2', type: 'StockLow', body: '{}' };
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('sqsDestination on a fair queue', () => {
+  it('sends the entity, else the type, as MessageGroupId on every message, with no deduplication id', async () => {
+    const { inputs, client } = capturingClient();
+    const fair = sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: true });
+    await fair.publish(ofTenant);
+    await fair.publish(untyped);
+
+    expect(inputs).toEqual([
+      {
+        QueueUrl: QUEUE_URL,
+        MessageBody: '{"orderId":"o-1"}',
+        MessageAttributes: {
+          'idempotency-key': { DataType: 'String', StringValue: 'e-1' },
+          'eo-event-type': { DataType: 'String', StringValue: 'OrderPlaced' },
+        },
+        MessageGroupId: 'tenant-a',
+      },
+      {
+        QueueUrl: QUEUE_URL,
+        MessageBody: '{}',
+        MessageAttributes: {
+          'idempotency-key': { DataType: 'String', StringValue: 'e-2' },
+          'eo-event-type': { DataType: 'String', StringValue: 'StockLow' },
+        },
+        MessageGroupId: 'StockLow',
+      },
+    ]);
+    // What SQS documents it takes on a standard queue (the conformance layer): both sends.
+    for (const input of inputs) {
+      expect(checkSqsSendMessage(input as never, sqsQueueLimits(QUEUE_URL))).toBeUndefined();
+    }
+  });
+
+  it('sends no MessageGroupId to a standard queue not marked fair (each message its own tenant)', async () => {
+    for (const fairQueue of [undefined, false]) {
+      const { inputs, client } = capturingClient();
+      await sqsDestination({
+        client,
+        queueUrl: QUEUE_URL,
+        ...(fairQueue === undefined ? {} : { fairQueue }),
+      }).publish(ofTenant);
+      expect(inputs[0]).not.toHaveProperty('MessageGroupId');
+      expect(inputs[0]).not.toHaveProperty('MessageDeduplicationId');
+    }
+  });
+
+  it('refuses a FIFO queue marked fair, and a fairQueue that is not a boolean', () => {
+    const { client } = capturingClient();
+    expect(invalidOptions(() => sqsDestination({ client, queueUrl: FIFO_QUEUE_URL, fairQueue: true }))).toBe(
+      `Expected \`queueUrl\` to be a standard queue's URL (not ending in '.fifo') with \`fairQueue: true\`: a FIFO queue already groups by \`MessageGroupId\` and keeps order; a fair queue is a standard one, got \`"${FIFO_QUEUE_URL}"\``,
+    );
+    expect(
+      invalidOptions(() => sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: 'yes' as never })),
+    ).toBe('Expected `fairQueue` to be a boolean, got `"yes"`');
+    // A FIFO queue not marked fair is the FIFO destination it was.
+    expect(() => sqsDestination({ client, queueUrl: FIFO_QUEUE_URL, fairQueue: false })).not.toThrow();
+  });
+});
+
+describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DESTINATION_FAIR)', () => {
+  const fairEnvironment = {
+    [OUTBOX_ENV.destinationKind]: 'sqs',
+    [OUTBOX_ENV.destinationQueueUrl]: QUEUE_URL,
+    [OUTBOX_ENV.destinationFifo]: 'false',
+    [OUTBOX_ENV.destinationFair]: 'true',
+  };
+
+  it("groups every send by the event's entity, else its type", async () => {
+    const inputs: unknown[] = [];
+    vi.spyOn(
+      SQSClient.prototype as { send: (command: unknown) => Promise<unknown> },
+      'send',
+    ).mockImplementation(async (command) => {
+      inputs.push((command as { input: unknown }).input);
+      return {};
+    });
+    const destination = outboxDestinationFromEnvironment(fairEnvironment);
+    await destination.publish(ofTenant);
+    await destination.publish(untyped);
+
+    expect(inputs).toMatchObject([{ MessageGroupId: 'tenant-a' }, { MessageGroupId: 'StockLow' }]);
+    expect(inputs.every((input) => !Object.hasOwn(input as object, 'MessageDeduplicationId'))).toBe(true);
+    expect(readOutboxRelaySettings(fairEnvironment)).toMatchObject({
+      outboxDestinationFair: true,
+      destinationFair: true,
+    });
+  });
+
+  it('refuses a fair flag that is not a boolean, on a FIFO queue, or for a bus or topic', () => {
+    const cases: [Record<string, string>, string][] = [
+      [
+        { ...fairEnvironment, [OUTBOX_ENV.destinationFair]: 'yes' },
+        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'true' or 'false', got `\"yes\"`",
+      ],
+      [
+        {
+          ...fairEnvironment,
+          [OUTBOX_ENV.destinationQueueUrl]: FIFO_QUEUE_URL,
+          [OUTBOX_ENV.destinationFifo]: 'true',
+        },
+        `Expected \`EO_OUTBOX_DESTINATION_QUEUE_URL\` to be a standard queue's URL (not ending in '.fifo') as \`EO_OUTBOX_DESTINATION_FAIR\` is 'true': a FIFO queue already groups by \`MessageGroupId\` and keeps order; a fair queue is a standard one, got \`"${FIFO_QUEUE_URL}"\``,
+      ],
+      [
+        {
+          [OUTBOX_ENV.destinationKind]: 'sns',
+          [OUTBOX_ENV.destinationArn]: 'arn:aws:sns:eu-west-1:000000000000:order-events',
+          [OUTBOX_ENV.destinationFair]: 'true',
+        },
+        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'false' or unset unless `EO_OUTBOX_DESTINATION_KIND` is 'sqs' (a fair queue is an SQS standard queue), got `\"true\"`",
+      ],
+      [
+        {
+          [OUTBOX_ENV.destinationKind]: 'eventbridge',
+          [OUTBOX_ENV.destinationArn]: 'arn:aws:events:eu-west-1:000000000000:event-bus/orders',
+          [OUTBOX_ENV.destinationFair]: 'true',
+        },
+        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'false' or unset unless `EO_OUTBOX_DESTINATION_KIND` is 'sqs' (a fair queue is an SQS standard queue), got `\"true\"`",
+      ],
+    ];
+    for (const [environment, expected] of cases) {
+      expect(invalidOptions(() => outboxDestinationFromEnvironment(environment))).toBe(expected);
+    }
+  });
+});
+
+describe('writers sizing events for a fair queue', () => {
+  const base = { client: {} as never, tableName: 'Outbox', producer: 'orders-api' };
+  const refusal =
+    'emit: on a fair queue `entity` is the `MessageGroupId`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has character U+0020 at position 7';
+
+  it('the standalone writer given destinationFair refuses an entity SQS would refuse as a group id, writing nothing', async () => {
+    // SQS refuses that group id on a standard queue too (the conformance layer, quoting SendMessage).
+    expect(
+      checkSqsSendMessage(
+        { QueueUrl: QUEUE_URL, MessageBody: '{}', MessageGroupId: 'tenant a' },
+        sqsQueueLimits(QUEUE_URL),
+      ),
+    ).toMatchObject({ name: 'InvalidParameterValue' });
+
+    const store = createMemoryStore();
+    const writer = createOutboxWriter({ ...base, destinationKind: 'sqs', destinationFair: true, store });
+    await expect(
+      writer.write([{ type: 'OrderPlaced', detail: {}, entity: 'tenant a' }], [], 'k-1'),
+    ).rejects.toMatchObject({ code: 'VALIDATION', message: refusal });
+    expect(store.items('Outbox')).toEqual([]);
+
+    // Without an entity the type is the group id, held to the same rule.
+    await expect(writer.write([{ type: 'Order Placed', detail: {} }], [], 'k-2')).rejects.toMatchObject({
+      code: 'VALIDATION',
+      message:
+        "emit: on a fair queue the event's `type` (it has no `entity`) is the `MessageGroupId`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has character U+0020 at position 6",
+    });
+    expect(
+      await writer.write([{ type: 'OrderPlaced', detail: {}, entity: 'tenant-a' }], [], 'k-1'),
+    ).toMatchObject({ kind: 'written' });
+
+    // A standard queue not marked fair sends no group id: the same event is taken.
+    const plain = createOutboxWriter({ ...base, destinationKind: 'sqs', store: createMemoryStore() });
+    expect(
+      await plain.write([{ type: 'OrderPlaced', detail: {}, entity: 'tenant a' }], [], 'k-1'),
+    ).toMatchObject({ kind: 'written' });
+  });
+
+  it('atomic mode dead-letters such an event when the construct marks the queue fair, committing nothing', async () => {
+    const run = async (fair: string | undefined) => {
+      const store = createMemoryStore();
+      const logger = captureLogger();
+      const handler = createSqsHandler<{ orderId: string; tenant: string }>({
+        dedupKey: fromBody('orderId'),
+        mode: atomic((message, unitOfWork) => {
+          unitOfWork.emit({ type: 'OrderPlaced', detail: {} }, { entity: message.body.tenant });
+        }),
+        store,
+        clock: manualClock(),
+        logger,
+        metrics: false,
+        environment: {
+          [ENV.consumer]: 'orders',
+          [ENV.inboxTable]: 'Inbox',
+          [OUTBOX_ENV.tableName]: 'OrderEvents',
+          [OUTBOX_ENV.destinationKind]: 'sqs',
+          [OUTBOX_ENV.destinationFifo]: 'false',
+          ...(fair === undefined ? {} : { [OUTBOX_ENV.destinationFair]: fair }),
+        },
+      });
+      const response = await handler(
+        sqsEvent(sqsRecord('m-1', { orderId: 'o-1', tenant: 'tenant a' })),
+        {} as never,
+      );
+      return { response, store, entries: logger.entries };
+    };
+
+    const onFair = await run('true');
+    expect(onFair.response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+    expect(onFair.entries).toContainEqual(expect.objectContaining({ code: 'VALIDATION' }));
+    expect(onFair.store.items('OrderEvents')).toEqual([]);
+    expect(onFair.store.items('Inbox')).toEqual([]);
+    for (const flag of ['false', undefined]) {
+      const onStandard = await run(flag);
+      expect(onStandard.response).toEqual({ batchItemFailures: [] });
+      expect(onStandard.store.items('OrderEvents')).toHaveLength(1);
+    }
+  });
+
+  it('refuses destinationFair that is not a boolean, for a topic or bus, or with destinationFifo: true', () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { destinationKind: 'sqs', destinationFair: 'yes' },
+        'Expected `destinationFair` to be a boolean, got `"yes"`',
+      ],
+      [
+        { destinationKind: 'sns', destinationFair: true },
+        "Expected `destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+      ],
+      [
+        { destinationKind: 'eventbridge', eventSource: 'orders', destinationFair: true },
+        "Expected `destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+      ],
+      [
+        { destinationKind: 'sqs', destinationFifo: true, destinationFair: true },
+        'Expected `destinationFair` to be left out with `destinationFifo: true` (a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one), got `true`',
+      ],
+    ];
+    for (const [options, message] of cases) {
+      expect(invalidOptions(() => createOutboxWriter({ ...base, ...options } as never))).toBe(message);
+    }
+    // Atomic mode's own outbox options name the field with their prefix.
+    expect(
+      invalidOptions(() =>
+        createSqsHandler({
+          dedupKey: fromBody('orderId'),
+          mode: atomic(() => {}, {
+            outbox: { tableName: 'OrderEvents', destinationKind: 'sns', destinationFair: true },
+          }),
+          store: createMemoryStore(),
+          metrics: false,
+          environment: { [ENV.consumer]: 'orders', [ENV.inboxTable]: 'Inbox' },
+        }),
+      ),
+    ).toBe(
+      "Expected `atomic.outbox.destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+    );
+  });
+});
