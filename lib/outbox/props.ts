@@ -26,9 +26,10 @@ export interface OutboxProps {
    * sends each event's entity (else its type) as the `MessageGroupId`, and writers refuse, before
    * the commit, an event whose group id SQS would refuse (1 to 128 ASCII letters, digits and
    * punctuation). Only with `queue`, a standard one. Mark the receiving `IdempotentConsumer`
-   * `fairQueue: true` too, for its per-group metrics.
+   * `fairQueue: true` too, for its per-group metrics. Left `false`, the relay sends no group id
+   * to a standard queue, and SQS counts every event as a tenant of its own.
    *
-   * @default false - every event is a tenant of its own
+   * @default false
    */
   readonly fairQueue?: boolean;
 

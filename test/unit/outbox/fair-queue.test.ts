@@ -36,15 +36,9 @@ function capturingClient() {
   };
 }
 
-/** The `INVALID_OPTIONS` message `run` throws. */
-function invalidOptions(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect((error as { code?: string }).code).toBe('INVALID_OPTIONS');
-    return (error as Error).message;
-  }
-  throw new Error('expected INVALID_OPTIONS');
+/** Expects `run` to throw `INVALID_OPTIONS` with `message`. */
+function expectInvalidOptions(run: () => unknown, message: string): void {
+  expect(run).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message }));
 }
 
 const ofTenant: OutboxMessage = {
@@ -107,12 +101,14 @@ describe('sqsDestination on a fair queue', () => {
 
   it('refuses a FIFO queue marked fair, and a fairQueue that is not a boolean', () => {
     const { client } = capturingClient();
-    expect(invalidOptions(() => sqsDestination({ client, queueUrl: FIFO_QUEUE_URL, fairQueue: true }))).toBe(
+    expectInvalidOptions(
+      () => sqsDestination({ client, queueUrl: FIFO_QUEUE_URL, fairQueue: true }),
       `Expected \`queueUrl\` to be a standard queue's URL (not ending in '.fifo') with \`fairQueue: true\`: a FIFO queue already groups by \`MessageGroupId\` and keeps order; a fair queue is a standard one, got \`"${FIFO_QUEUE_URL}"\``,
     );
-    expect(
-      invalidOptions(() => sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: 'yes' as never })),
-    ).toBe('Expected `fairQueue` to be a boolean, got `"yes"`');
+    expectInvalidOptions(
+      () => sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: 'yes' as never }),
+      'Expected `fairQueue` to be a boolean, got `"yes"`',
+    );
     // A FIFO queue not marked fair is the FIFO destination it was.
     expect(() => sqsDestination({ client, queueUrl: FIFO_QUEUE_URL, fairQueue: false })).not.toThrow();
   });
@@ -179,7 +175,7 @@ describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DE
       ],
     ];
     for (const [environment, expected] of cases) {
-      expect(invalidOptions(() => outboxDestinationFromEnvironment(environment))).toBe(expected);
+      expectInvalidOptions(() => outboxDestinationFromEnvironment(environment), expected);
     }
   });
 });
@@ -283,11 +279,11 @@ describe('writers sizing events for a fair queue', () => {
       ],
     ];
     for (const [options, message] of cases) {
-      expect(invalidOptions(() => createOutboxWriter({ ...base, ...options } as never))).toBe(message);
+      expectInvalidOptions(() => createOutboxWriter({ ...base, ...options } as never), message);
     }
     // Atomic mode's own outbox options name the field with their prefix.
-    expect(
-      invalidOptions(() =>
+    expectInvalidOptions(
+      () =>
         createSqsHandler({
           dedupKey: fromBody('orderId'),
           mode: atomic(() => {}, {
@@ -297,8 +293,6 @@ describe('writers sizing events for a fair queue', () => {
           metrics: false,
           environment: { [ENV.consumer]: 'orders', [ENV.inboxTable]: 'Inbox' },
         }),
-      ),
-    ).toBe(
       "Expected `atomic.outbox.destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
     );
   });
