@@ -196,11 +196,10 @@ export interface EmitOptions {
    * The entity the event is about (an order id): the `MessageGroupId` on a FIFO queue or topic,
    * so the destination delivers one entity's events in the order the relay published them, and
    * on a fair queue, where it is the tenant SQS keeps fair (name a real entity: a customer, a
-   * client application). The
-   * relay publishes in stream order, but DynamoDB Streams orders the changes of one item only
-   * and each event is an item of its own, so two events of one entity written by separate
-   * commits can reach the relay in either order: carry a version in the detail when the
-   * receiver needs the order (`putIfNewer`, `fromKeysAndVersion`).
+   * client application). The relay publishes in stream order, but DynamoDB Streams orders the
+   * changes of one item only and each event is an item of its own, so two events of one entity
+   * written by separate commits can reach the relay in either order: carry a version in the
+   * detail when the receiver needs the order (`putIfNewer`, `fromKeysAndVersion`).
    * @default none: a FIFO destination or a fair queue groups by the event's type
    */
   readonly entity?: string;

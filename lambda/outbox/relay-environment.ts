@@ -115,10 +115,11 @@ export interface OutboxDestinationClients {
  * `EO_CONSUMER` ({@link eventBridgeDestination}), `sns` to the topic `EO_OUTBOX_DESTINATION_ARN`
  * ({@link snsDestination}). `EO_OUTBOX_DESTINATION_FIFO`, when set, must agree with the queue's
  * or topic's `.fifo` suffix; `EO_OUTBOX_DESTINATION_FAIR` `true` (a fair queue: each send carries
- * the event's entity, else its type, as `MessageGroupId`) needs kind `sqs` and a standard queue. Throws `INVALID_OPTIONS` naming a missing or malformed variable.
- * Wrap it to add behaviour to the default destination. `clients` gives the SDK clients to publish
- * with (a region or endpoint of your own, as `effectively-once outbox redrive` does); each one left
- * out is the relay's, created once per cold start.
+ * the event's entity, else its type, as `MessageGroupId`) needs kind `sqs` and a standard queue.
+ * Throws `INVALID_OPTIONS` naming a missing or malformed variable. Wrap it to add behaviour to
+ * the default destination. `clients` gives the SDK clients to publish with (a region or endpoint
+ * of your own, as `effectively-once outbox redrive` does); each one left out is the relay's,
+ * created once per cold start.
  *
  * @example
  * export const handler = createOutboxRelay({ destination: crashOnce(outboxDestinationFromEnvironment()) });
