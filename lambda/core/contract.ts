@@ -313,6 +313,15 @@ export const OUTBOX_DESTINATION_KINDS = /* @__PURE__ */ Object.freeze(['sqs', 'e
 export type OutboxDestinationKind = (typeof OUTBOX_DESTINATION_KINDS)[number];
 
 /**
+ * Why a fair queue cannot be a FIFO one, in every refusal of the pair (the writers' and the
+ * relay's options, the `Outbox` construct): "In standard queues, using MessageGroupId enables
+ * fair queues. If strict ordering is required, use a FIFO queue." (Amazon SQS Developer Guide,
+ * Using the message group ID.)
+ */
+export const FAIR_QUEUE_IS_STANDARD =
+  'a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
+
+/**
  * Environment variable names the `Outbox` construct sets: on the relay function all of them, on
  * a writer (a consumer with `outbox`, or a function given `Outbox.grantWrite`) all but
  * `EO_OUTBOX_DESTINATION_ARN` and `EO_OUTBOX_DESTINATION_QUEUE_URL`.

@@ -6,10 +6,10 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { EVENT_TYPE_ATTRIBUTE, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
+import { EVENT_TYPE_ATTRIBUTE, FAIR_QUEUE_IS_STANDARD, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
 import { expectMethods, expectOption } from '../core/errors';
 import { classifyPutEventsEntryError } from '../store/classify-aws-error';
-import { eventBridgeDetail, FAIR_QUEUE_IS_STANDARD, type OutboxMessage } from './outbox-item';
+import { eventBridgeDetail, type OutboxMessage } from './outbox-item';
 
 /**
  * Where the relay publishes. `publish` resolves once the destination has the message, and

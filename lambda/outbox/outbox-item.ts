@@ -6,6 +6,7 @@
 
 import {
   EVENT_TYPE_ATTRIBUTE,
+  FAIR_QUEUE_IS_STANDARD,
   IDEMPOTENCY_KEY_ATTRIBUTE,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
@@ -148,14 +149,6 @@ export function resolveDestinationSizing(
   );
   return { kind: 'eventbridge', eventSource: eventSource as string };
 }
-
-/**
- * Why a fair queue cannot be a FIFO one, for the messages that refuse the pair: "In standard
- * queues, using MessageGroupId enables fair queues. If strict ordering is required, use a FIFO
- * queue." (Amazon SQS Developer Guide, Using the message group ID.)
- */
-export const FAIR_QUEUE_IS_STANDARD =
-  'a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
 
 /**
  * Whether `destinationFair` marks a fair queue, after checking it: a boolean, `true` only for an

@@ -9,7 +9,13 @@
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { ENV, OUTBOX_DESTINATION_KINDS, OUTBOX_ENV, type OutboxDestinationKind } from '../core/contract';
+import {
+  ENV,
+  FAIR_QUEUE_IS_STANDARD,
+  OUTBOX_DESTINATION_KINDS,
+  OUTBOX_ENV,
+  type OutboxDestinationKind,
+} from '../core/contract';
 import { type ConstructSettings, type Environment, readConstructSettings } from '../core/environment';
 import { expectOption, invalidOption } from '../core/errors';
 import type { DeadLetterSender } from '../dead-letter/dead-letter-message';
@@ -21,7 +27,6 @@ import {
   snsDestination,
   sqsDestination,
 } from './destinations';
-import { FAIR_QUEUE_IS_STANDARD } from './outbox-item';
 
 let sqsClient: SQSClient | undefined;
 let eventBridgeClient: EventBridgeClient | undefined;

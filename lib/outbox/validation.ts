@@ -5,7 +5,11 @@
  */
 import * as fs from 'node:fs';
 import { Duration, Token } from 'aws-cdk-lib';
-import { CONSUMER_NAME_PATTERN, DEFAULT_DEADLINE_MARGIN_MILLIS } from '../../lambda/core/contract';
+import {
+  CONSUMER_NAME_PATTERN,
+  DEFAULT_DEADLINE_MARGIN_MILLIS,
+  FAIR_QUEUE_IS_STANDARD,
+} from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
 import {
@@ -48,9 +52,7 @@ export function validateOutboxProps(
     if (!props.queue) {
       fail('`fairQueue` marks an SQS queue as fair: give it only with `queue`');
     } else if (props.queue.fifo) {
-      fail(
-        'Expected a standard queue with `fairQueue: true`, got a FIFO queue: a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one',
-      );
+      fail(`Expected a standard queue with \`fairQueue: true\`, got a FIFO queue: ${FAIR_QUEUE_IS_STANDARD}`);
     }
   }
   if (!Token.isUnresolved(relayEntry) && !fs.existsSync(relayEntry)) {
