@@ -4,20 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { eventBridgeDestination, type OutboxMessage, snsDestination } from '../../../lambda/outbox';
-
-/** A client recording each command's input and answering `answer`. */
-function capturingClient(answer: unknown = {}) {
-  const inputs: unknown[] = [];
-  return {
-    inputs,
-    client: {
-      send: async (command: { input: unknown }) => {
-        inputs.push(command.input);
-        return answer;
-      },
-    },
-  };
-}
+import { capturingClient } from '../../support/capturing-client';
 
 const message: OutboxMessage = {
   id: 'e-1',

@@ -19,22 +19,12 @@ import {
 } from '../../../lambda/outbox';
 import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
 import { checkSqsSendMessage, sqsQueueLimits } from '../../support/aws-limits/sqs';
+import { capturingClient } from '../../support/capturing-client';
 import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
 import { createMemoryStore } from '../../support/memory-store';
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/000000000000/tenant-orders';
 const FIFO_QUEUE_URL = `${QUEUE_URL}.fifo`;
-
-/** A client recording each command's input. */
-function capturingClient() {
-  const inputs: Record<string, unknown>[] = [];
-  return {
-    inputs,
-    client: {
-      send: async (command: { input: Record<string, unknown> }) => void inputs.push(command.input),
-    } as never,
-  };
-}
 
 /** Expects `run` to throw `INVALID_OPTIONS` with `message`. */
 function expectInvalidOptions(run: () => unknown, message: string): void {

@@ -9,6 +9,7 @@ import {
   sqsDestination,
 } from '../../../lambda/outbox';
 import type { AttributeValue, DynamoDbStreamRecord } from '../../../lambda/streams/stream-event';
+import { capturingClient } from '../../support/capturing-client';
 import { captureLogger } from '../../support/fixtures';
 import { captureDeadLetters, dynamoDbStreamRecord } from '../../support/stream-fixtures';
 
@@ -395,13 +396,6 @@ describe('the outbox relay', () => {
 });
 
 describe('the SQS destination', () => {
-  function capturingClient() {
-    const inputs: unknown[] = [];
-    return {
-      inputs,
-      client: { send: async (command: { input: unknown }) => void inputs.push(command.input) },
-    };
-  }
   const message: OutboxMessage = {
     id: 'e-1',
     type: 'OrderConfirmed',
