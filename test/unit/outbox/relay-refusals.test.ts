@@ -165,6 +165,29 @@ describe('the outbox relay with a destination that refuses an event', () => {
     expect(deadLetter.sent[0]!.reason).toContain('InvalidParameterValue');
   });
 
+  it('dead-letters an event whose entity a fair queue refuses as its MessageGroupId (written before the writers knew the queue was fair), and publishes the next one', async () => {
+    const { sent, client } = conformingSqs();
+    const deadLetter = captureDeadLetters();
+    const relay = createOutboxRelay({
+      destination: sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: true }),
+      deadLetter,
+      logger: captureLogger(),
+    });
+
+    expect(
+      await relay({
+        Records: [inserted('1', 'e-1', '{}', 'tenant 1 (Zürich)'), inserted('2', 'e-2', '{}', 'tenant-2')],
+      }),
+    ).toEqual({ batchItemFailures: [] });
+
+    expect(sent.map((input) => [input.MessageDeduplicationId, input.MessageGroupId])).toEqual([
+      [undefined, 'tenant-2'],
+    ]);
+    expect(deadLetter.sent.map(({ code, dedupKey }) => ({ code, dedupKey }))).toEqual([
+      { code: 'VALIDATION', dedupKey: 'e-1' },
+    ]);
+    expect(deadLetter.sent[0]!.reason).toContain('InvalidParameterValue');
+  });
   it('dead-letters an event SNS refuses (InvalidParameterException) and checkpoints at one it throttles', async () => {
     const published: string[] = [];
     const client = {
