@@ -14,7 +14,12 @@ export type RedriveTarget =
 
 /** A destination named on the command line. */
 export type ExplicitDestination =
-  | { readonly kind: 'sqs'; readonly queueUrl: string }
+  | {
+      readonly kind: 'sqs';
+      readonly queueUrl: string;
+      /** A fair queue (`--fair-queue`): each copy carries its entity, else its type, as `MessageGroupId`. */
+      readonly fair: boolean;
+    }
   | { readonly kind: 'sns'; readonly topicArn: string }
   | { readonly kind: 'eventbridge'; readonly eventBusArn: string; readonly eventSource: string };
 
@@ -74,6 +79,7 @@ Where (one of):
                             table and the destination (needs @aws-sdk/client-lambda installed)
   --table NAME              the outbox table, with one destination:
     --queue-url URL           an SQS queue (a .fifo URL is a FIFO queue)
+    --fair-queue              it is a fair queue: each copy gets the relay's group id
     --topic-arn ARN           an SNS topic (a .fifo ARN is a FIFO topic)
     --event-bus ARN           an EventBridge bus, with
     --event-source SOURCE     the entries' Source (the construct's eventSource, by default the relay's name)
@@ -148,7 +154,7 @@ function targetOf(values: Values): RedriveTarget {
     (name) => values[name] !== undefined,
   );
   if (values.relay !== undefined) {
-    const explicit = (['table', ...destinations, 'event-source'] as const).filter(
+    const explicit = (['table', ...destinations, 'event-source', 'fair-queue'] as const).filter(
       (name) => values[name] !== undefined,
     );
     if (explicit.length > 0) {
@@ -173,12 +179,20 @@ function targetOf(values: Values): RedriveTarget {
   if (values['event-source'] !== undefined && values['event-bus'] === undefined) {
     throw new ReplayError('USAGE', '`--event-source` goes with `--event-bus` only');
   }
+  if (values['fair-queue'] !== undefined && values['queue-url'] === undefined) {
+    throw new ReplayError('USAGE', '`--fair-queue` goes with `--queue-url` only');
+  }
   return { kind: 'explicit', table: values.table, destination: destinationOf(values) };
 }
 
 function destinationOf(values: Values): ExplicitDestination {
   if (values['queue-url'] !== undefined) {
-    return { kind: 'sqs', queueUrl: url('--queue-url', values['queue-url']) };
+    const queueUrl = url('--queue-url', values['queue-url']);
+    const fair = values['fair-queue'] ?? false;
+    if (fair && queueUrl.endsWith('.fifo')) {
+      throw new ReplayError('USAGE', `\`--fair-queue\` names a standard queue; \`${queueUrl}\` is FIFO`);
+    }
+    return { kind: 'sqs', queueUrl, fair };
   }
   if (values['topic-arn'] !== undefined)
     return { kind: 'sns', topicArn: arn('--topic-arn', values['topic-arn']) };
@@ -259,6 +273,7 @@ function parseStrict(argv: readonly string[]) {
     relay: { type: 'string' },
     table: { type: 'string' },
     'queue-url': { type: 'string' },
+    'fair-queue': { type: 'boolean' },
     'topic-arn': { type: 'string' },
     'event-bus': { type: 'string' },
     'event-source': { type: 'string' },

@@ -103,7 +103,11 @@ async function resolveTarget(
 function explicitEnvironment(destination: ExplicitDestination): Environment {
   switch (destination.kind) {
     case 'sqs':
-      return { [OUTBOX_ENV.destinationKind]: 'sqs', [OUTBOX_ENV.destinationQueueUrl]: destination.queueUrl };
+      return {
+        [OUTBOX_ENV.destinationKind]: 'sqs',
+        [OUTBOX_ENV.destinationQueueUrl]: destination.queueUrl,
+        ...(destination.fair ? { [OUTBOX_ENV.destinationFair]: 'true' } : {}),
+      };
     case 'sns':
       return { [OUTBOX_ENV.destinationKind]: 'sns', [OUTBOX_ENV.destinationArn]: destination.topicArn };
     case 'eventbridge':

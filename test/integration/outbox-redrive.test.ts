@@ -163,6 +163,45 @@ async function relayCopies(ids: readonly string[]) {
 const byKey = <T extends { key?: string }>(messages: readonly T[]) =>
   [...messages].sort((a, b) => (a.key ?? '').localeCompare(b.key ?? ''));
 
+/** Each message's event id, group id and deduplication id, in id order. */
+const groupsOf = (messages: readonly QueueMessage[]) =>
+  byKey(
+    messages.map((message) => ({
+      key: received(message).key,
+      groupId: message.Attributes?.MessageGroupId,
+      deduplicationId: message.Attributes?.MessageDeduplicationId,
+    })),
+  );
+
+/**
+ * Writes an order's two events with `entity` and one whose entity SQS refuses as a group id (a
+ * space: the conformance layer applies AWS's rule, on a FIFO queue and a fair one alike), redrives
+ * the three to `destination` and checks the report: two published, one refused, exit 1. Returns
+ * the two published ids.
+ */
+async function redriveWithRefusedGroupId(destination: readonly string[], entity: string): Promise<string[]> {
+  const ids = await writeOrder(uniqueName('o'), { entity });
+  const refused = await writeOrder(uniqueName('o'), { entity: `${entity} 2` });
+
+  const result = await cli(
+    'outbox',
+    'redrive',
+    ...destination,
+    ...[...ids, refused[0]!].flatMap((id) => ['--id', id]),
+    ...aws(),
+  );
+
+  expect(result.stdout.split('\n').slice(1)).toEqual([
+    `${ids[0]} OrderPlaced published`,
+    `${ids[1]} PaymentRequested published`,
+    `${refused[0]} OrderPlaced refused (VALIDATION, InvalidParameterValue)`,
+    'Summary: 2 published, 1 refused.',
+    '',
+  ]);
+  expect(result.code).toBe(1);
+  return ids;
+}
+
 describe('effectively-once outbox redrive', () => {
   it('publishes each named event as the relay does, reports a missing id as not found and exits 1', async () => {
     const ids = await writeOrder(uniqueName('o'));
@@ -262,34 +301,29 @@ describe('effectively-once outbox redrive', () => {
   });
 
   it('publishes to a FIFO queue with the event id as deduplication id and reports a refused event, exit 1', async () => {
-    const ids = await writeOrder(uniqueName('o'), { entity: 'order-1' });
-    // SQS refuses a group id with a space (the conformance layer applies AWS's rule).
-    const refused = await writeOrder(uniqueName('o'), { entity: 'order 2' });
+    const ids = await redriveWithRefusedGroupId(explicit(ordersFifoQueue.url), 'order-1');
 
-    const result = await cli(
+    expect(groupsOf(await drain(ordersFifoQueue.url))).toEqual(
+      byKey(ids.map((id) => ({ key: id, groupId: 'order-1', deduplicationId: id }))),
+    );
+  });
+
+  it('publishes to a fair queue named with --fair-queue with the entity as group id, and without one when not told', async () => {
+    const ids = await redriveWithRefusedGroupId([...explicit(), '--fair-queue'], 'tenant-1');
+    const copies = (groupId: string | undefined) =>
+      byKey(ids.map((id) => ({ key: id, groupId, deduplicationId: undefined })));
+    expect(groupsOf(await drain(ordersQueue.url))).toEqual(copies('tenant-1'));
+
+    // The same queue named without the flag: a plain standard queue, no group ids.
+    const plain = await cli(
       'outbox',
       'redrive',
-      ...explicit(ordersFifoQueue.url),
-      ...[...ids, refused[0]!].flatMap((id) => ['--id', id]),
+      ...explicit(),
+      ...ids.flatMap((id) => ['--id', id]),
       ...aws(),
     );
-
-    expect(result.stdout.split('\n').slice(1)).toEqual([
-      `${ids[0]} OrderPlaced published`,
-      `${ids[1]} PaymentRequested published`,
-      `${refused[0]} OrderPlaced refused (VALIDATION, InvalidParameterValue)`,
-      'Summary: 2 published, 1 refused.',
-      '',
-    ]);
-    expect(result.code).toBe(1);
-    const messages = await drain(ordersFifoQueue.url);
-    expect(
-      messages.map((message) => ({
-        key: received(message).key,
-        deduplicationId: message.Attributes?.MessageDeduplicationId,
-        groupId: message.Attributes?.MessageGroupId,
-      })),
-    ).toEqual(ids.map((id) => ({ key: id, deduplicationId: id, groupId: 'order-1' })));
+    expect(plain.code).toBe(0);
+    expect(groupsOf(await drain(ordersQueue.url))).toEqual(copies(undefined));
   });
 
   it('publishes to an SNS topic and an EventBridge bus named by hand, as the relay does', async () => {

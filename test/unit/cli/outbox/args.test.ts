@@ -55,7 +55,11 @@ describe('parseOutboxArgs', () => {
     ).toEqual({
       kind: 'redrive',
       options: {
-        target: { kind: 'explicit', table: 'orders-outbox', destination: { kind: 'sqs', queueUrl } },
+        target: {
+          kind: 'explicit',
+          table: 'orders-outbox',
+          destination: { kind: 'sqs', queueUrl, fair: false },
+        },
         selection: { kind: 'ids', ids: ['e-1', 'e-2'] },
         dryRun: true,
         endpointUrl: 'http://127.0.0.1:4566',
@@ -118,6 +122,16 @@ describe('parseOutboxArgs', () => {
     ).toMatchObject({ options: { selection: { marginMillis: 60_000, keep: true } } });
   });
 
+  it('reads a fair queue named by URL', () => {
+    expect(
+      parseOutboxArgs(['redrive', '--table', 't', '--queue-url', queueUrl, '--fair-queue', '--id', 'e']),
+    ).toMatchObject({
+      options: {
+        target: { kind: 'explicit', table: 't', destination: { kind: 'sqs', queueUrl, fair: true } },
+      },
+    });
+  });
+
   it('answers help for --help, before or after redrive', () => {
     expect(parseOutboxArgs(['--help'])).toEqual({ kind: 'help' });
     expect(parseOutboxArgs(['redrive', '-h'])).toEqual({ kind: 'help' });
@@ -138,6 +152,18 @@ describe('parseOutboxArgs', () => {
     [
       ['redrive', '--table', 't', '--queue-url', queueUrl, '--topic-arn', topicArn, '--id', 'e'],
       'Expected one destination, got `--queue-url` and `--topic-arn`',
+    ],
+    [
+      ['redrive', '--table', 't', '--topic-arn', topicArn, '--fair-queue', '--id', 'e'],
+      '`--fair-queue` goes with `--queue-url` only',
+    ],
+    [
+      ['redrive', '--table', 't', '--queue-url', `${queueUrl}.fifo`, '--fair-queue', '--id', 'e'],
+      `\`--fair-queue\` names a standard queue; \`${queueUrl}.fifo\` is FIFO`,
+    ],
+    [
+      ['redrive', '--relay', 'r', '--fair-queue', '--id', 'e'],
+      '`--relay` names the table and the destination; leave out `--fair-queue`',
     ],
     [
       ['redrive', '--table', 't', '--event-bus', busArn, '--id', 'e'],
