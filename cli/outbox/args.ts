@@ -20,7 +20,12 @@ export type ExplicitDestination =
       /** A fair queue (`--fair-queue`): each copy carries its entity, else its type, as `MessageGroupId`. */
       readonly fair: boolean;
     }
-  | { readonly kind: 'sns'; readonly topicArn: string }
+  | {
+      readonly kind: 'sns';
+      readonly topicArn: string;
+      /** A standard topic feeding fair queues (`--fair-queue`): each copy carries its group id. */
+      readonly fair: boolean;
+    }
   | { readonly kind: 'eventbridge'; readonly eventBusArn: string; readonly eventSource: string };
 
 /** Which events to republish. */
@@ -79,7 +84,8 @@ Where (one of):
                             table and the destination (needs @aws-sdk/client-lambda installed)
   --table NAME              the outbox table, with one destination:
     --queue-url URL           an SQS queue (a .fifo URL is a FIFO queue)
-    --fair-queue              it is a fair queue: each copy gets the relay's group id
+    --fair-queue              a fair queue, or a standard topic feeding fair queues: each copy
+                              gets the relay's group id (a URL or ARN does not tell)
     --topic-arn ARN           an SNS topic (a .fifo ARN is a FIFO topic)
     --event-bus ARN           an EventBridge bus, with
     --event-source SOURCE     the entries' Source (the construct's eventSource, by default the relay's name)
@@ -179,23 +185,28 @@ function targetOf(values: Values): RedriveTarget {
   if (values['event-source'] !== undefined && values['event-bus'] === undefined) {
     throw new ReplayError('USAGE', '`--event-source` goes with `--event-bus` only');
   }
-  if (values['fair-queue'] !== undefined && values['queue-url'] === undefined) {
-    throw new ReplayError('USAGE', '`--fair-queue` goes with `--queue-url` only');
+  if (values['fair-queue'] !== undefined && values['event-bus'] !== undefined) {
+    throw new ReplayError('USAGE', '`--fair-queue` goes with `--queue-url` or `--topic-arn` only');
   }
   return { kind: 'explicit', table: values.table, destination: destinationOf(values) };
 }
 
 function destinationOf(values: Values): ExplicitDestination {
+  const fair = values['fair-queue'] ?? false;
   if (values['queue-url'] !== undefined) {
-    const queueUrl = url('--queue-url', values['queue-url']);
-    const fair = values['fair-queue'] ?? false;
-    if (fair && queueUrl.endsWith('.fifo')) {
-      throw new ReplayError('USAGE', `\`--fair-queue\` names a standard queue; \`${queueUrl}\` is FIFO`);
-    }
-    return { kind: 'sqs', queueUrl, fair };
+    return {
+      kind: 'sqs',
+      queueUrl: standard('--queue-url', url('--queue-url', values['queue-url']), fair),
+      fair,
+    };
   }
-  if (values['topic-arn'] !== undefined)
-    return { kind: 'sns', topicArn: arn('--topic-arn', values['topic-arn']) };
+  if (values['topic-arn'] !== undefined) {
+    return {
+      kind: 'sns',
+      topicArn: standard('--topic-arn', arn('--topic-arn', values['topic-arn']), fair),
+      fair,
+    };
+  }
   if (values['event-source'] === undefined) {
     throw new ReplayError(
       'USAGE',
@@ -260,6 +271,17 @@ function time(name: string, text: string): number {
     );
   }
   return millis;
+}
+
+/** `address`, unless `fair` marks a FIFO queue or topic (`--fair-queue` names a standard one). */
+function standard(name: string, address: string, fair: boolean): string {
+  if (fair && address.endsWith('.fifo')) {
+    throw new ReplayError(
+      'USAGE',
+      `\`--fair-queue\` goes with a standard queue or topic; \`${name}\` is FIFO`,
+    );
+  }
+  return address;
 }
 
 function arn(name: string, text: string): string {

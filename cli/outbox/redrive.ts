@@ -109,7 +109,11 @@ function explicitEnvironment(destination: ExplicitDestination): Environment {
         ...(destination.fair ? { [OUTBOX_ENV.destinationFair]: 'true' } : {}),
       };
     case 'sns':
-      return { [OUTBOX_ENV.destinationKind]: 'sns', [OUTBOX_ENV.destinationArn]: destination.topicArn };
+      return {
+        [OUTBOX_ENV.destinationKind]: 'sns',
+        [OUTBOX_ENV.destinationArn]: destination.topicArn,
+        ...(destination.fair ? { [OUTBOX_ENV.destinationFair]: 'true' } : {}),
+      };
     case 'eventbridge':
       return {
         [OUTBOX_ENV.destinationKind]: 'eventbridge',

@@ -322,6 +322,13 @@ export const FAIR_QUEUE_IS_STANDARD =
   'a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
 
 /**
+ * Why a topic feeding fair queues must be a standard topic: SNS forwards a standard topic's
+ * `MessageGroupId` to its SQS standard subscriptions only (the API reference of `Publish`).
+ */
+export const FAIR_TOPIC_IS_STANDARD =
+  "a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
+
+/**
  * Environment variable names the `Outbox` construct sets: on the relay function all of them, on
  * a writer (a consumer with `outbox`, or a function given `Outbox.grantWrite`) all but
  * `EO_OUTBOX_DESTINATION_ARN` and `EO_OUTBOX_DESTINATION_QUEUE_URL`.

@@ -61,7 +61,10 @@ export interface ConstructSettings {
   readonly outboxEventSource?: string;
   /** `EO_OUTBOX_DESTINATION_FIFO`: whether the relay's queue or topic is FIFO (events need a valid group id). */
   readonly outboxDestinationFifo?: boolean;
-  /** `EO_OUTBOX_DESTINATION_FAIR`: whether the relay's queue is a fair queue (events need a valid group id). */
+  /**
+   * `EO_OUTBOX_DESTINATION_FAIR`: whether the relay's queue is a fair queue, or its topic feeds
+   * fair queues (events need a valid group id).
+   */
   readonly outboxDestinationFair?: boolean;
 }
 

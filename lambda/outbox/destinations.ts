@@ -6,7 +6,12 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { EVENT_TYPE_ATTRIBUTE, FAIR_QUEUE_IS_STANDARD, IDEMPOTENCY_KEY_ATTRIBUTE } from '../core/contract';
+import {
+  EVENT_TYPE_ATTRIBUTE,
+  FAIR_QUEUE_IS_STANDARD,
+  FAIR_TOPIC_IS_STANDARD,
+  IDEMPOTENCY_KEY_ATTRIBUTE,
+} from '../core/contract';
 import { expectMethods, expectOption } from '../core/errors';
 import { classifyPutEventsEntryError } from '../store/classify-aws-error';
 import { eventBridgeDetail, type OutboxMessage } from './outbox-item';
@@ -32,9 +37,31 @@ function eventAttributes(message: OutboxMessage) {
   };
 }
 
-/** An event's `MessageGroupId` on a FIFO queue or topic or a fair queue: its entity, else its type. */
+/** An event's `MessageGroupId` on a FIFO queue or topic or toward fair queues: its entity, else its type. */
 function groupIdOf(message: OutboxMessage): string {
   return message.entity ?? message.type;
+}
+
+/**
+ * The ids that group a send: on a FIFO queue or topic the event id as `MessageDeduplicationId`
+ * and the group id; toward fair queues (`fair`) the group id alone, since a standard queue or
+ * topic takes no deduplication id (the receiving consumer dedups on the event id); else none.
+ * AWS: "We recommend setting a MessageGroupId on every message you send to a fair queue, using an
+ * identifier that maps to a real entity in your system" (Amazon SQS Developer Guide, How Amazon
+ * SQS fair queues work); "For standard topics: The MessageGroupId is optional and is forwarded
+ * only to Amazon SQS standard subscriptions to activate fair queues" (Amazon SNS API Reference,
+ * Publish).
+ */
+function groupingOf(
+  fifo: boolean,
+  fair: boolean,
+): (message: OutboxMessage) => {
+  readonly MessageDeduplicationId?: string;
+  readonly MessageGroupId?: string;
+} {
+  if (fifo) return (message) => ({ MessageDeduplicationId: message.id, MessageGroupId: groupIdOf(message) });
+  if (fair) return (message) => ({ MessageGroupId: groupIdOf(message) });
+  return () => ({});
 }
 
 /** Options of {@link sqsDestination}. */
@@ -83,15 +110,7 @@ export function sqsDestination(options: SqsDestinationOptions): OutboxDestinatio
     `a standard queue's URL (not ending in '.fifo') with \`fairQueue: true\`: ${FAIR_QUEUE_IS_STANDARD}`,
     queueUrl,
   );
-  const grouping = (message: OutboxMessage) => {
-    if (fifo) return { MessageDeduplicationId: message.id, MessageGroupId: groupIdOf(message) };
-    // "We recommend setting a MessageGroupId on every message you send to a fair queue, using an
-    // identifier that maps to a real entity in your system" (Amazon SQS Developer Guide, How
-    // Amazon SQS fair queues work). A standard queue has no deduplication id: the receiving
-    // consumer dedups on the event id.
-    if (fairQueue) return { MessageGroupId: groupIdOf(message) };
-    return {};
-  };
+  const grouping = groupingOf(fifo, fairQueue);
   return {
     async publish(message) {
       await client.send(
@@ -200,12 +219,22 @@ export interface SnsDestinationOptions {
   readonly client: Pick<SNSClient, 'send'>;
   /** The topic's ARN (`EO_OUTBOX_DESTINATION_ARN`); a `.fifo` ARN is a FIFO topic. */
   readonly topicArn: string;
+  /**
+   * Whether the topic feeds SQS fair queues (`EO_OUTBOX_DESTINATION_FAIR`): each publish to the
+   * standard topic then carries the event's entity (else its type) as the `MessageGroupId`,
+   * which SNS forwards to the topic's SQS standard subscriptions only, and no deduplication id.
+   * A `.fifo` ARN is refused with it: a FIFO topic already groups by `MessageGroupId`.
+   * @default false: the topic's standard queues count every message as a tenant of its own
+   */
+  readonly fairQueue?: boolean;
 }
 
 /**
  * An SNS topic as the relay's destination: the detail as the `Message`, the event id and type as
  * the `idempotency-key` and `eo-event-type` message attributes. On a FIFO topic the event id is
- * the `MessageDeduplicationId` and the entity (else the type) the `MessageGroupId`.
+ * the `MessageDeduplicationId` and the entity (else the type) the `MessageGroupId`. On a
+ * standard topic feeding fair queues (`fairQueue: true`) the entity (else the type) is the
+ * `MessageGroupId` too, which its SQS standard subscriptions receive as their tenant.
  *
  * The receiving consumer takes its key and fingerprint from `fromOutboxEnvelope()`, with or
  * without raw message delivery (`RawMessageDelivery`). With it, the message attributes arrive as
@@ -216,6 +245,7 @@ export interface SnsDestinationOptions {
  *
  * @example
  * const destination = snsDestination({ client: new SNSClient({}), topicArn });
+ * const fair = snsDestination({ client: new SNSClient({}), topicArn: tenantsTopicArn, fairQueue: true });
  */
 export function snsDestination(options: SnsDestinationOptions): OutboxDestination {
   expectOption(
@@ -224,7 +254,7 @@ export function snsDestination(options: SnsDestinationOptions): OutboxDestinatio
     'an object',
     options,
   );
-  const { client, topicArn } = options;
+  const { client, topicArn, fairQueue = false } = options;
   expectMethods('client', client, ['send']);
   expectOption(
     typeof topicArn === 'string' && topicArn.startsWith('arn:'),
@@ -232,7 +262,15 @@ export function snsDestination(options: SnsDestinationOptions): OutboxDestinatio
     'a topic ARN',
     topicArn,
   );
+  expectOption(typeof fairQueue === 'boolean', 'fairQueue', 'a boolean', fairQueue);
   const fifo = topicArn.endsWith('.fifo');
+  expectOption(
+    !(fairQueue && fifo),
+    'topicArn',
+    `a standard topic's ARN (not ending in '.fifo') with \`fairQueue: true\`: ${FAIR_TOPIC_IS_STANDARD}`,
+    topicArn,
+  );
+  const grouping = groupingOf(fifo, fairQueue);
   return {
     async publish(message) {
       await client.send(
@@ -240,7 +278,7 @@ export function snsDestination(options: SnsDestinationOptions): OutboxDestinatio
           TopicArn: topicArn,
           Message: message.body,
           MessageAttributes: eventAttributes(message),
-          ...(fifo ? { MessageDeduplicationId: message.id, MessageGroupId: groupIdOf(message) } : {}),
+          ...grouping(message),
         }),
       );
     },

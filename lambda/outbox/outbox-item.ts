@@ -7,6 +7,7 @@
 import {
   EVENT_TYPE_ATTRIBUTE,
   FAIR_QUEUE_IS_STANDARD,
+  FAIR_TOPIC_IS_STANDARD,
   IDEMPOTENCY_KEY_ATTRIBUTE,
   MAX_DESTINATION_MESSAGE_BYTES,
   OUTBOX_ATTRIBUTES,
@@ -54,8 +55,9 @@ export type OutboxDestinationSizing =
        */
       readonly fifo?: boolean;
       /**
-       * An SQS fair queue (a standard queue, `kind: 'sqs'` only): the relay sends each event's
-       * `entity` (else its `type`) as the `MessageGroupId`, under the same rule as on a FIFO queue.
+       * An SQS fair queue (a standard queue), or a standard SNS topic whose SQS subscriptions
+       * are fair queues: the relay sends each event's `entity` (else its `type`) as the
+       * `MessageGroupId`, under the same rule as on a FIFO queue or topic.
        * @default false
        */
       readonly fair?: boolean;
@@ -91,12 +93,14 @@ export interface DestinationSizingOptions {
    */
   readonly destinationFifo?: boolean;
   /**
-   * Whether the relay's queue is an SQS fair queue (`EO_OUTBOX_DESTINATION_FAIR`): a standard
-   * queue to which the relay sends each event's `entity` (else its `type`) as the
-   * `MessageGroupId`, the tenant SQS keeps fair. SQS takes a standard queue's group id under the
-   * FIFO rule (1 to 128 ASCII letters, digits and punctuation), so an event whose group id it would
-   * refuse is a `VALIDATION` error before anything is committed. Only with `'sqs'`, and not with
-   * `destinationFifo: true`: a FIFO queue already groups by `MessageGroupId`.
+   * Whether the relay's queue is an SQS fair queue, or its topic feeds fair queues
+   * (`EO_OUTBOX_DESTINATION_FAIR`): a standard queue or topic to which the relay sends each
+   * event's `entity` (else its `type`) as the `MessageGroupId`, the tenant SQS keeps fair (a
+   * standard topic forwards it to its SQS standard subscriptions only). SQS and SNS take a
+   * standard destination's group id under the FIFO rule (1 to 128 ASCII letters, digits and
+   * punctuation), so an event whose group id they would refuse is a `VALIDATION` error before
+   * anything is committed. Only with `'sqs'` or `'sns'`, and not with `destinationFifo: true`: a
+   * FIFO queue or topic already groups by `MessageGroupId`.
    * @default false
    */
   readonly destinationFair?: boolean;
@@ -151,8 +155,8 @@ export function resolveDestinationSizing(
 }
 
 /**
- * Whether `destinationFair` marks a fair queue, after checking it: a boolean, `true` only for an
- * SQS destination that is not FIFO.
+ * Whether `destinationFair` marks a fair queue (or a topic feeding fair queues), after checking
+ * it: a boolean, `true` only for an SQS or SNS destination that is not FIFO.
  */
 function destinationFairOption(
   prefix: string,
@@ -169,15 +173,15 @@ function destinationFairOption(
   );
   if (destinationFair !== true) return false;
   expectOption(
-    destinationKind === 'sqs',
+    destinationKind !== 'eventbridge',
     name,
-    "left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue)",
+    "left out unless `destinationKind` is 'sqs' or 'sns' (a fair queue is an SQS standard queue, fed directly or by a standard SNS topic)",
     destinationFair,
   );
   expectOption(
     destinationFifo !== true,
     name,
-    `left out with \`destinationFifo: true\` (${FAIR_QUEUE_IS_STANDARD})`,
+    `left out with \`destinationFifo: true\` (${destinationKind === 'sns' ? FAIR_TOPIC_IS_STANDARD : FAIR_QUEUE_IS_STANDARD})`,
     destinationFair,
   );
   return true;
@@ -297,7 +301,13 @@ export function createOutboxPut(event: OutboxEvent, settings: OutboxItemSettings
       );
     }
     if (destination.fifo === true) assertGroupId(entity, type, 'a FIFO destination');
-    else if (destination.fair === true) assertGroupId(entity, type, 'a fair queue');
+    else if (destination.fair === true) {
+      assertGroupId(
+        entity,
+        type,
+        destination.kind === 'sns' ? 'a topic feeding fair queues' : 'a fair queue',
+      );
+    }
   }
   const size = publishedMessageBytes({ id: settings.id, type, body }, destination);
   if (size > MAX_DESTINATION_MESSAGE_BYTES) {

@@ -12,6 +12,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import {
   ENV,
   FAIR_QUEUE_IS_STANDARD,
+  FAIR_TOPIC_IS_STANDARD,
   OUTBOX_DESTINATION_KINDS,
   OUTBOX_ENV,
   type OutboxDestinationKind,
@@ -119,8 +120,9 @@ export interface OutboxDestinationClients {
  * `EO_OUTBOX_DESTINATION_ARN` with `Source` `EO_OUTBOX_EVENT_SOURCE`, else the relay's name
  * `EO_CONSUMER` ({@link eventBridgeDestination}), `sns` to the topic `EO_OUTBOX_DESTINATION_ARN`
  * ({@link snsDestination}). `EO_OUTBOX_DESTINATION_FIFO`, when set, must agree with the queue's
- * or topic's `.fifo` suffix; `EO_OUTBOX_DESTINATION_FAIR` `true` (a fair queue: each send carries
- * the event's entity, else its type, as `MessageGroupId`) needs kind `sqs` and a standard queue.
+ * or topic's `.fifo` suffix; `EO_OUTBOX_DESTINATION_FAIR` `true` (a fair queue, or a topic feeding
+ * fair queues: each send carries the event's entity, else its type, as `MessageGroupId`) needs
+ * kind `sqs` or `sns` and a standard queue or topic.
  * Throws `INVALID_OPTIONS` naming a missing or malformed variable. Wrap it to add behaviour to
  * the default destination. `clients` gives the SDK clients to publish with (a region or endpoint
  * of your own, as `effectively-once outbox redrive` does); each one left out is the relay's,
@@ -144,9 +146,9 @@ export function outboxDestinationFromEnvironment(
   }
   const fairQueue = settings.destinationFair === true;
   expectOption(
-    !fairQueue || kind === 'sqs',
+    !fairQueue || kind !== 'eventbridge',
     OUTBOX_ENV.destinationFair,
-    `'false' or unset unless \`${OUTBOX_ENV.destinationKind}\` is 'sqs' (a fair queue is an SQS standard queue)`,
+    `'false' or unset unless \`${OUTBOX_ENV.destinationKind}\` is 'sqs' or 'sns' (a fair queue is an SQS standard queue, fed directly or by a standard SNS topic)`,
     'true',
   );
   if (kind === 'sqs') {
@@ -183,7 +185,13 @@ export function outboxDestinationFromEnvironment(
     });
   }
   assertFifoAgrees(settings.destinationFifo, arn, OUTBOX_ENV.destinationArn);
-  return snsDestination({ client: clients.sns ?? defaultSnsClient(), topicArn: arn });
+  expectOption(
+    !fairQueue || !arn.endsWith('.fifo'),
+    OUTBOX_ENV.destinationArn,
+    `a standard topic's ARN (not ending in '.fifo') as \`${OUTBOX_ENV.destinationFair}\` is 'true': ${FAIR_TOPIC_IS_STANDARD}`,
+    arn,
+  );
+  return snsDestination({ client: clients.sns ?? defaultSnsClient(), topicArn: arn, fairQueue });
 }
 
 /** The relay's name when neither `name` nor `EO_CONSUMER` gives one. */

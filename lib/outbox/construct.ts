@@ -106,7 +106,10 @@ export class Outbox extends Construct {
   public readonly destinationArn: string;
   /** Whether the destination is a FIFO queue or topic. */
   public readonly fifo: boolean;
-  /** Whether the destination is a fair queue (`fairQueue`): each event's entity, else its type, is its `MessageGroupId`. */
+  /**
+   * Whether the destination is a fair queue, or a topic feeding fair queues (`fairQueue`): each
+   * event's entity, else its type, is its `MessageGroupId`.
+   */
   public readonly fairQueue: boolean;
   /** The relay's name, the `Consumer` dimension of its metrics. */
   public readonly relayName: string;

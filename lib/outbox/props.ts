@@ -25,9 +25,11 @@ export interface OutboxProps {
    * `MessageGroupId` (`EO_OUTBOX_DESTINATION_FAIR`, given to the relay and to writers). The relay
    * sends each event's entity (else its type) as the `MessageGroupId`, and writers refuse, before
    * the commit, an event whose group id SQS would refuse (1 to 128 ASCII letters, digits and
-   * punctuation). Only with `queue`, a standard one. Mark the receiving `IdempotentConsumer`
+   * punctuation). With `topic`, a standard topic whose SQS subscriptions are fair queues: the
+   * relay publishes the same group id, which SNS forwards to its SQS standard subscriptions only.
+   * Only with a standard `queue` or `topic`. Mark the receiving `IdempotentConsumer`
    * `fairQueue: true` too, for its per-group metrics. Left `false`, the relay sends no group id
-   * to a standard queue, and SQS counts every event as a tenant of its own.
+   * to a standard queue or topic, and SQS counts every event as a tenant of its own.
    *
    * @default false
    */

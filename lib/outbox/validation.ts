@@ -9,6 +9,7 @@ import {
   CONSUMER_NAME_PATTERN,
   DEFAULT_DEADLINE_MARGIN_MILLIS,
   FAIR_QUEUE_IS_STANDARD,
+  FAIR_TOPIC_IS_STANDARD,
 } from '../../lambda/core/contract';
 import { describeValue } from '../../lambda/core/errors';
 import { LAMBDA_MAX_TIMEOUT } from '../consumer-defaults';
@@ -49,10 +50,16 @@ export function validateOutboxProps(
   if (props.fairQueue) {
     // "In standard queues, using MessageGroupId enables fair queues. If strict ordering is
     // required, use a FIFO queue." (Amazon SQS Developer Guide, Using the message group ID.)
-    if (!props.queue) {
-      fail('`fairQueue` marks an SQS queue as fair: give it only with `queue`');
-    } else if (props.queue.fifo) {
+    // "For standard topics: The MessageGroupId is optional and is forwarded only to Amazon SQS
+    // standard subscriptions to activate fair queues." (Amazon SNS API Reference, Publish.)
+    if (props.queue?.fifo) {
       fail(`Expected a standard queue with \`fairQueue: true\`, got a FIFO queue: ${FAIR_QUEUE_IS_STANDARD}`);
+    } else if (props.topic?.fifo) {
+      fail(`Expected a standard topic with \`fairQueue: true\`, got a FIFO topic: ${FAIR_TOPIC_IS_STANDARD}`);
+    } else if (!props.queue && !props.topic) {
+      fail(
+        '`fairQueue` marks an SQS queue as fair, or an SNS topic as feeding fair queues: give it only with `queue` or `topic`',
+      );
     }
   }
   if (!Token.isUnresolved(relayEntry) && !fs.existsSync(relayEntry)) {

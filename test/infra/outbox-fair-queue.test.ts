@@ -1,7 +1,7 @@
 /**
- * An `Outbox` publishing to a fair queue (`fairQueue: true`): the relay and its writers are told
- * (`EO_OUTBOX_DESTINATION_FAIR`), and a fair queue that is not a standard SQS queue is refused at
- * synth with the construct's other failures.
+ * An `Outbox` publishing to a fair queue (`fairQueue: true`), directly or through a standard SNS
+ * topic: the relay and its writers are told (`EO_OUTBOX_DESTINATION_FAIR`), and a FIFO queue or
+ * topic, or a bus, marked fair is refused at synth with the construct's other failures.
  */
 import * as path from 'node:path';
 import type { Stack } from 'aws-cdk-lib';
@@ -32,7 +32,10 @@ function failuresOf(props: (stack: Stack) => Partial<OutboxProps>): readonly str
 
 const FIFO_FAILURE =
   'Expected a standard queue with `fairQueue: true`, got a FIFO queue: a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
-const NOT_A_QUEUE_FAILURE = '`fairQueue` marks an SQS queue as fair: give it only with `queue`';
+const FIFO_TOPIC_FAILURE =
+  "Expected a standard topic with `fairQueue: true`, got a FIFO topic: a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
+const NOT_A_QUEUE_FAILURE =
+  '`fairQueue` marks an SQS queue as fair, or an SNS topic as feeding fair queues: give it only with `queue` or `topic`';
 
 describe('Outbox with fairQueue', () => {
   it('tells the relay and every writer the queue is fair, beside the receiving consumer marked fair', () => {
@@ -104,10 +107,26 @@ describe('Outbox with fairQueue', () => {
     ).toEqual([FIFO_FAILURE]);
   });
 
-  it('refuses a topic or bus destination, listing the failure with the others', () => {
-    expect(failuresOf((stack) => ({ topic: new sns.Topic(stack, 'Events'), fairQueue: true }))).toEqual([
-      NOT_A_QUEUE_FAILURE,
-    ]);
+  it('tells the relay of a standard topic it feeds fair queues, and refuses a FIFO topic', () => {
+    const { stack } = newStack();
+    const outbox = new Outbox(stack, 'Outbox', {
+      relayEntry: RELAY_FIXTURE_ENTRY,
+      topic: new sns.Topic(stack, 'Events'),
+      fairQueue: true,
+    });
+    expect(outbox.fairQueue).toBe(true);
+    expect(outbox.relayEnvironment).toMatchObject({
+      [OUTBOX_ENV.destinationKind]: 'sns',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+      [OUTBOX_ENV.destinationFair]: 'true',
+    });
+    expect(outbox.writerEnvironment[OUTBOX_ENV.destinationFair]).toBe('true');
+    expect(
+      failuresOf((stack) => ({ topic: new sns.Topic(stack, 'Ordered', { fifo: true }), fairQueue: true })),
+    ).toEqual([FIFO_TOPIC_FAILURE]);
+  });
+
+  it('refuses a bus destination, listing the failure with the others', () => {
     expect(
       failuresOf((stack) => ({
         eventBus: new events.EventBus(stack, 'Bus'),

@@ -36,6 +36,7 @@ import {
   type TestQueue,
 } from '../support/fixtures';
 import { createStreamTable } from '../support/stream-fixtures';
+import { subscribeQueueRaw } from '../support/topic-to-queue';
 
 const local = createLocalResources();
 const admin = local.dynamoDbClient();
@@ -291,14 +292,7 @@ describe('the relay publishing to EventBridge and SNS on the emulator', () => {
     );
     cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
     const queue = await local.createQueue('eo-dest-sns-fifo', { FifoQueue: 'true' });
-    await sns.send(
-      new SubscribeCommand({
-        TopicArn,
-        Protocol: 'sqs',
-        Endpoint: queue.arn,
-        Attributes: { RawMessageDelivery: 'true' },
-      }),
-    );
+    await subscribeQueueRaw(sns, TopicArn!, queue.arn);
     const outbox = await createOutbox('sns');
     const orderId = `o-${runId}-fifo`;
 

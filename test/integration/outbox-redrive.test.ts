@@ -14,7 +14,7 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { CreateFunctionCommand, DeleteFunctionCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
+import { CreateTopicCommand, DeleteTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import { DeleteMessageCommand, type Message as QueueMessage, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENV, OUTBOX_ENV } from '../../lambda/core/contract';
@@ -25,6 +25,7 @@ import { runMain } from '../support/cli';
 import { createBusToQueue } from '../support/event-bus';
 import { createLocalResources, type TestQueue } from '../support/fixtures';
 import { createStreamTable } from '../support/stream-fixtures';
+import { subscribeQueueRaw } from '../support/topic-to-queue';
 
 const local = createLocalResources();
 const admin = local.dynamoDbClient();
@@ -330,14 +331,7 @@ describe('effectively-once outbox redrive', () => {
     const ids = await writeOrder(uniqueName('o'));
     const topicQueue = await local.createQueue('eo-redrive-topic');
     const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-redrive-topic') }));
-    await sns.send(
-      new SubscribeCommand({
-        TopicArn,
-        Protocol: 'sqs',
-        Endpoint: topicQueue.arn,
-        Attributes: { RawMessageDelivery: 'true' },
-      }),
-    );
+    await subscribeQueueRaw(sns, TopicArn!, topicQueue.arn);
     const busQueue = await local.createQueue('eo-redrive-bus');
     const bus = await createBusToQueue(
       eventBridge,

@@ -1,10 +1,13 @@
 /**
  * An outbox publishing to an SQS fair queue (a standard queue whose messages name their tenant
- * in `MessageGroupId`): the relay's sends carry the event's entity, else its type, as the group
- * id and no deduplication id; a fair FIFO queue is refused in the destination's options and in
- * the construct's environment; and a writer told the destination is fair refuses, before the
- * commit, an event whose group id SQS would refuse on a standard queue as on a FIFO one.
+ * in `MessageGroupId`), directly or through a standard SNS topic (which forwards the group id to
+ * its SQS standard subscriptions): the relay's sends carry the event's entity, else its type, as
+ * the group id and no deduplication id; a fair FIFO queue or topic is refused in the
+ * destination's options and in the construct's environment; and a writer told the destination
+ * is fair refuses, before the commit, an event whose group id SQS or SNS would refuse on a
+ * standard queue or topic as on a FIFO one.
  */
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ENV, OUTBOX_ENV } from '../../../lambda/core/contract';
@@ -15,9 +18,11 @@ import {
   type OutboxMessage,
   outboxDestinationFromEnvironment,
   readOutboxRelaySettings,
+  snsDestination,
   sqsDestination,
 } from '../../../lambda/outbox';
 import { createSqsHandler } from '../../../lambda/sqs/sqs-handler';
+import { checkSnsPublish, snsTopicLimits } from '../../support/aws-limits/sns';
 import { checkSqsSendMessage, sqsQueueLimits } from '../../support/aws-limits/sqs';
 import { capturingClient } from '../../support/capturing-client';
 import { captureLogger, manualClock, sqsEvent, sqsRecord } from '../../support/fixtures';
@@ -25,6 +30,10 @@ import { createMemoryStore } from '../../support/memory-store';
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/000000000000/tenant-orders';
 const FIFO_QUEUE_URL = `${QUEUE_URL}.fifo`;
+const TOPIC_ARN = 'arn:aws:sns:eu-west-1:000000000000:tenant-orders';
+const FIFO_TOPIC_ARN = `${TOPIC_ARN}.fifo`;
+const FAIR_TOPIC_IS_STANDARD =
+  "a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
 
 /** Expects `run` to throw `INVALID_OPTIONS` with `message`. */
 function expectInvalidOptions(run: () => unknown, message: string): void {
@@ -104,6 +113,66 @@ describe('sqsDestination on a fair queue', () => {
   });
 });
 
+describe('snsDestination on a standard topic feeding fair queues', () => {
+  it('publishes the entity, else the type, as MessageGroupId, with no deduplication id; none when not marked', async () => {
+    const { inputs, client } = capturingClient();
+    const fair = snsDestination({ client, topicArn: TOPIC_ARN, fairQueue: true });
+    await fair.publish(ofTenant);
+    await fair.publish(untyped);
+    await snsDestination({ client, topicArn: TOPIC_ARN }).publish(ofTenant);
+
+    expect(inputs).toEqual([
+      {
+        TopicArn: TOPIC_ARN,
+        Message: '{"orderId":"o-1"}',
+        MessageAttributes: {
+          'idempotency-key': { DataType: 'String', StringValue: 'e-1' },
+          'eo-event-type': { DataType: 'String', StringValue: 'OrderPlaced' },
+        },
+        MessageGroupId: 'tenant-a',
+      },
+      expect.objectContaining({ TopicArn: TOPIC_ARN, MessageGroupId: 'StockLow' }),
+      expect.not.objectContaining({ MessageGroupId: expect.anything() }),
+    ]);
+    expect(inputs.some((input) => Object.hasOwn(input as object, 'MessageDeduplicationId'))).toBe(false);
+    // What SNS documents it takes on a standard topic (the conformance layer): every publish.
+    for (const input of inputs)
+      expect(checkSnsPublish(input as never, snsTopicLimits(TOPIC_ARN))).toBeUndefined();
+  });
+
+  it('refuses a FIFO topic marked fair, and a fairQueue that is not a boolean', () => {
+    const { client } = capturingClient();
+    expectInvalidOptions(
+      () => snsDestination({ client, topicArn: FIFO_TOPIC_ARN, fairQueue: true }),
+      `Expected \`topicArn\` to be a standard topic's ARN (not ending in '.fifo') with \`fairQueue: true\`: ${FAIR_TOPIC_IS_STANDARD}, got \`"${FIFO_TOPIC_ARN}"\``,
+    );
+    expectInvalidOptions(
+      () => snsDestination({ client, topicArn: TOPIC_ARN, fairQueue: 1 as never }),
+      'Expected `fairQueue` to be a boolean, got `1`',
+    );
+    expect(() => snsDestination({ client, topicArn: FIFO_TOPIC_ARN, fairQueue: false })).not.toThrow();
+  });
+
+  it('is what the construct environment of a fair topic builds', async () => {
+    const inputs: unknown[] = [];
+    vi.spyOn(
+      SNSClient.prototype as { send: (command: unknown) => Promise<unknown> },
+      'send',
+    ).mockImplementation(async (command) => {
+      inputs.push((command as { input: unknown }).input);
+      return {};
+    });
+    const destination = outboxDestinationFromEnvironment({
+      [OUTBOX_ENV.destinationKind]: 'sns',
+      [OUTBOX_ENV.destinationArn]: TOPIC_ARN,
+      [OUTBOX_ENV.destinationFifo]: 'false',
+      [OUTBOX_ENV.destinationFair]: 'true',
+    });
+    await destination.publish(ofTenant);
+    expect(inputs).toEqual([expect.objectContaining({ TopicArn: TOPIC_ARN, MessageGroupId: 'tenant-a' })]);
+  });
+});
+
 describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DESTINATION_FAIR)', () => {
   const fairEnvironment = {
     [OUTBOX_ENV.destinationKind]: 'sqs',
@@ -133,7 +202,7 @@ describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DE
     });
   });
 
-  it('refuses a fair flag that is not a boolean, on a FIFO queue, or for a bus or topic', () => {
+  it('refuses a fair flag that is not a boolean, on a FIFO queue or topic, or for a bus', () => {
     const cases: [Record<string, string>, string][] = [
       [
         { ...fairEnvironment, [OUTBOX_ENV.destinationFair]: 'yes' },
@@ -150,10 +219,11 @@ describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DE
       [
         {
           [OUTBOX_ENV.destinationKind]: 'sns',
-          [OUTBOX_ENV.destinationArn]: 'arn:aws:sns:eu-west-1:000000000000:order-events',
+          [OUTBOX_ENV.destinationArn]: FIFO_TOPIC_ARN,
+          [OUTBOX_ENV.destinationFifo]: 'true',
           [OUTBOX_ENV.destinationFair]: 'true',
         },
-        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'false' or unset unless `EO_OUTBOX_DESTINATION_KIND` is 'sqs' (a fair queue is an SQS standard queue), got `\"true\"`",
+        `Expected \`EO_OUTBOX_DESTINATION_ARN\` to be a standard topic's ARN (not ending in '.fifo') as \`EO_OUTBOX_DESTINATION_FAIR\` is 'true': ${FAIR_TOPIC_IS_STANDARD}, got \`"${FIFO_TOPIC_ARN}"\``,
       ],
       [
         {
@@ -161,7 +231,7 @@ describe('the relay on a fair queue from the construct environment (EO_OUTBOX_DE
           [OUTBOX_ENV.destinationArn]: 'arn:aws:events:eu-west-1:000000000000:event-bus/orders',
           [OUTBOX_ENV.destinationFair]: 'true',
         },
-        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'false' or unset unless `EO_OUTBOX_DESTINATION_KIND` is 'sqs' (a fair queue is an SQS standard queue), got `\"true\"`",
+        "Expected `EO_OUTBOX_DESTINATION_FAIR` to be 'false' or unset unless `EO_OUTBOX_DESTINATION_KIND` is 'sqs' or 'sns' (a fair queue is an SQS standard queue, fed directly or by a standard SNS topic), got `\"true\"`",
       ],
     ];
     for (const [environment, expected] of cases) {
@@ -249,19 +319,37 @@ describe('writers sizing events for a fair queue', () => {
     }
   });
 
-  it('refuses destinationFair that is not a boolean, for a topic or bus, or with destinationFifo: true', () => {
+  it('a writer for a topic feeding fair queues holds the entity to the same rule', async () => {
+    const writer = createOutboxWriter({
+      ...base,
+      destinationKind: 'sns',
+      destinationFair: true,
+      store: createMemoryStore(),
+    });
+    await expect(
+      writer.write([{ type: 'OrderPlaced', detail: {}, entity: 'tenant a' }], [], 'k-1'),
+    ).rejects.toMatchObject({
+      code: 'VALIDATION',
+      message: refusal.replace('a fair queue', 'a topic feeding fair queues'),
+    });
+    expect(
+      await writer.write([{ type: 'OrderPlaced', detail: {}, entity: 'tenant-a' }], [], 'k-1'),
+    ).toMatchObject({ kind: 'written' });
+  });
+
+  it('refuses destinationFair that is not a boolean, for a bus, or with destinationFifo: true', () => {
     const cases: [Record<string, unknown>, string][] = [
       [
         { destinationKind: 'sqs', destinationFair: 'yes' },
         'Expected `destinationFair` to be a boolean, got `"yes"`',
       ],
       [
-        { destinationKind: 'sns', destinationFair: true },
-        "Expected `destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+        { destinationKind: 'sns', destinationFifo: true, destinationFair: true },
+        `Expected \`destinationFair\` to be left out with \`destinationFifo: true\` (${FAIR_TOPIC_IS_STANDARD}), got \`true\``,
       ],
       [
         { destinationKind: 'eventbridge', eventSource: 'orders', destinationFair: true },
-        "Expected `destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+        "Expected `destinationFair` to be left out unless `destinationKind` is 'sqs' or 'sns' (a fair queue is an SQS standard queue, fed directly or by a standard SNS topic), got `true`",
       ],
       [
         { destinationKind: 'sqs', destinationFifo: true, destinationFair: true },
@@ -277,13 +365,18 @@ describe('writers sizing events for a fair queue', () => {
         createSqsHandler({
           dedupKey: fromBody('orderId'),
           mode: atomic(() => {}, {
-            outbox: { tableName: 'OrderEvents', destinationKind: 'sns', destinationFair: true },
+            outbox: {
+              tableName: 'OrderEvents',
+              destinationKind: 'eventbridge',
+              eventSource: 'orders',
+              destinationFair: true,
+            },
           }),
           store: createMemoryStore(),
           metrics: false,
           environment: { [ENV.consumer]: 'orders', [ENV.inboxTable]: 'Inbox' },
         }),
-      "Expected `atomic.outbox.destinationFair` to be left out unless `destinationKind` is 'sqs' (a fair queue is an SQS standard queue), got `true`",
+      "Expected `atomic.outbox.destinationFair` to be left out unless `destinationKind` is 'sqs' or 'sns' (a fair queue is an SQS standard queue, fed directly or by a standard SNS topic), got `true`",
     );
   });
 });

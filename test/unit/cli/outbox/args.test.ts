@@ -122,13 +122,19 @@ describe('parseOutboxArgs', () => {
     ).toMatchObject({ options: { selection: { marginMillis: 60_000, keep: true } } });
   });
 
-  it('reads a fair queue named by URL', () => {
+  it('reads a fair queue named by URL, and a standard topic feeding fair queues', () => {
     expect(
       parseOutboxArgs(['redrive', '--table', 't', '--queue-url', queueUrl, '--fair-queue', '--id', 'e']),
     ).toMatchObject({
       options: {
         target: { kind: 'explicit', table: 't', destination: { kind: 'sqs', queueUrl, fair: true } },
       },
+    });
+    const standardTopic = topicArn.replace('.fifo', '');
+    expect(
+      parseOutboxArgs(['redrive', '--table', 't', '--topic-arn', standardTopic, '--fair-queue', '--id', 'e']),
+    ).toMatchObject({
+      options: { target: { destination: { kind: 'sns', topicArn: standardTopic, fair: true } } },
     });
   });
 
@@ -154,12 +160,16 @@ describe('parseOutboxArgs', () => {
       'Expected one destination, got `--queue-url` and `--topic-arn`',
     ],
     [
-      ['redrive', '--table', 't', '--topic-arn', topicArn, '--fair-queue', '--id', 'e'],
-      '`--fair-queue` goes with `--queue-url` only',
+      ['redrive', '--table', 't', '--event-bus', busArn, '--event-source', 's', '--fair-queue', '--id', 'e'],
+      '`--fair-queue` goes with `--queue-url` or `--topic-arn` only',
     ],
     [
       ['redrive', '--table', 't', '--queue-url', `${queueUrl}.fifo`, '--fair-queue', '--id', 'e'],
-      `\`--fair-queue\` names a standard queue; \`${queueUrl}.fifo\` is FIFO`,
+      '`--fair-queue` goes with a standard queue or topic; `--queue-url` is FIFO',
+    ],
+    [
+      ['redrive', '--table', 't', '--topic-arn', topicArn, '--fair-queue', '--id', 'e'],
+      '`--fair-queue` goes with a standard queue or topic; `--topic-arn` is FIFO',
     ],
     [
       ['redrive', '--relay', 'r', '--fair-queue', '--id', 'e'],
