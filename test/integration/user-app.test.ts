@@ -64,6 +64,7 @@ import {
   KinesisClient,
   PutRecordsCommand,
 } from '@aws-sdk/client-kinesis';
+import { CreateTopicCommand, DeleteTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import {
   type Message as QueueMessage,
   SendMessageBatchCommand,
@@ -104,6 +105,7 @@ import {
 } from '../support/fixtures';
 import { play, readTopic } from '../support/kafka-player';
 import { createStreamTable, recoveredData } from '../support/stream-fixtures';
+import { subscribeQueueRaw } from '../support/topic-to-queue';
 import { expectSuccess, InProcessUserApp, LocalUserApp, packTarball } from '../support/user-app';
 
 const root = projectRoot();
@@ -1076,6 +1078,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
   const admin = local.dynamoDbClient();
   const writer = local.documentClient();
   const eventBridge = new EventBridgeClient(local.aws);
+  const sns = new SNSClient(local.aws);
   const app = new InProcessUserApp(work, {
     source: join(root, 'test', 'fixtures', 'user-outbox-app'),
     name: 'outbox-app',
@@ -1176,6 +1179,34 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     return { result, lines: lines.filter((line) => !isMetricLine(line)) };
   }
 
+  /**
+   * Places `accepted` with, second, an order `refused.orderId` whose customer reference (`Ada
+   * Lovelace`) a group id cannot hold, and checks the invocation: nothing failed, the refused
+   * order is its one line (processed orders log at debug) and a `VALIDATION` dead letter saying
+   * why on `deadLetterQueueUrl`, worded for `refused.destination`.
+   */
+  async function placeRefusingGroupId(
+    handler: Parameters<typeof place>[0],
+    deadLetterQueueUrl: string,
+    accepted: readonly OrderPlaced[],
+    refused: { readonly orderId: string; readonly destination: string },
+  ) {
+    const poison = { orderId: refused.orderId, customerRef: 'Ada Lovelace' };
+    const { result, lines } = await place(handler, [accepted[0]!, poison, ...accepted.slice(1)]);
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(lines.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
+      { outcome: 'permanent', code: 'VALIDATION' },
+    ]);
+    expect(await deadLettersOn(deadLetterQueueUrl, 1)).toEqual([
+      {
+        body: JSON.stringify(poison),
+        code: 'VALIDATION',
+        reason: `emit: on ${refused.destination} \`entity\` is the \`MessageGroupId\`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has character U+0020 at position 4`,
+        dedupKey: refused.orderId,
+      },
+    ]);
+  }
+
   /** The dead letters on `queueUrl`: body, code and reason. */
   async function deadLettersOn(queueUrl: string, count: number) {
     return (await receiveMessages(local, queueUrl, count)).map((message) => ({
@@ -1198,6 +1229,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     await Promise.allSettled(cleanups.map((cleanup) => cleanup()));
     tableStreams.destroy();
     eventBridge.destroy();
+    sns.destroy();
     await local.dispose();
   });
 
@@ -1226,25 +1258,15 @@ describe("an outbox in a user's own app at its destination's edges: what the des
 
     const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
     const note = 'x\ufffey\uffffz';
-    const { result, lines } = await place(handler, [
-      { orderId: 'o-1', customerRef: 'c-1', note },
-      { orderId: 'o-2', customerRef: 'Ada Lovelace' },
-      { orderId: 'o-3', customerRef: 'c-2' },
-    ]);
-    expect(result).toEqual({ batchItemFailures: [] });
-    // Processed orders log at debug; the refused one is the invocation's one line.
-    expect(lines.map(({ outcome, code }) => ({ outcome, code }))).toEqual([
-      { outcome: 'permanent', code: 'VALIDATION' },
-    ]);
-    expect(await deadLettersOn(ordersDeadLetters.url, 1)).toEqual([
-      {
-        body: JSON.stringify({ orderId: 'o-2', customerRef: 'Ada Lovelace' }),
-        code: 'VALIDATION',
-        reason:
-          'emit: on a FIFO destination `entity` is the `MessageGroupId`, which SQS and SNS take only as 1 to 128 ASCII letters, digits and punctuation; it has character U+0020 at position 4',
-        dedupKey: 'o-2',
-      },
-    ]);
+    await placeRefusingGroupId(
+      handler,
+      ordersDeadLetters.url,
+      [
+        { orderId: 'o-1', customerRef: 'c-1', note },
+        { orderId: 'o-3', customerRef: 'c-2' },
+      ],
+      { orderId: 'o-2', destination: 'a FIFO destination' },
+    );
     // Nothing of o-2 was committed: no order, no event, no inbox record.
     expect(await outboxIds(outbox.name)).toEqual(
       ['legacy-body', 'legacy-group', eventIdOf('o-1'), eventIdOf('o-3')].sort(),
@@ -1370,6 +1392,53 @@ describe("an outbox in a user's own app at its destination's edges: what the des
         },
       }),
     );
+  }, 90_000);
+
+  it('through a standard topic feeding fair queues: refuses an order whose customer reference a MessageGroupId cannot hold before the commit, and the fair queue subscribed receives each customer as its tenant', async () => {
+    const tenants = await local.createQueue('eo-user-outbox-fair-tenants');
+    const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-user-outbox-fair') }));
+    cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
+    await subscribeQueueRaw(sns, TopicArn!, tenants.arn);
+    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-fair-dlq');
+    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-fair-dlq');
+    const outbox = await createOutboxTable('eo-user-outbox-fair');
+    // What `Outbox({ topic, fairQueue: true })` gives the relay and every writer.
+    const destination = {
+      [OUTBOX_ENV.destinationKind]: 'sns',
+      [OUTBOX_ENV.destinationFifo]: 'false',
+      [OUTBOX_ENV.destinationFair]: 'true',
+      [OUTBOX_ENV.destinationArn]: TopicArn!,
+    };
+
+    const handler = await orderService(outbox.name, ordersDeadLetters.url, destination);
+    await placeRefusingGroupId(
+      handler,
+      ordersDeadLetters.url,
+      [
+        { orderId: 'o-11', customerRef: 'c-11' },
+        { orderId: 'o-13', customerRef: 'c-13' },
+      ],
+      { orderId: 'o-12', destination: 'a topic feeding fair queues' },
+    );
+    expect(await outboxIds(outbox.name)).toEqual([eventIdOf('o-11'), eventIdOf('o-13')].sort());
+
+    const relayHandler = await relay(relayDeadLetters.url, destination);
+    const records = await readTableStream(tableStreams, outbox.streamArn);
+    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
+    expect(run.result).toEqual({ batchItemFailures: [] });
+    const published = await receiveMessages(local, tenants.url, 2);
+    expect(
+      published
+        .map((message) => ({
+          id: message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
+          group: message.Attributes?.MessageGroupId,
+          deduplicationId: message.Attributes?.MessageDeduplicationId,
+        }))
+        .sort((a, b) => String(a.group).localeCompare(String(b.group))),
+    ).toEqual([
+      { id: eventIdOf('o-11'), group: 'c-11', deduplicationId: undefined },
+      { id: eventIdOf('o-13'), group: 'c-13', deduplicationId: undefined },
+    ]);
   }, 90_000);
 
   it("fails the order service's cold start when its construct deployed it as another mode, naming both", async () => {
