@@ -279,6 +279,58 @@ describe('the package as installed from its tarball', () => {
     expect(bundles).toEqual([true]);
   }, 120_000);
 
+  it('synthesizes a consumer on a capacity provider, a fair queue and an outbox through a topic feeding fair queues from the installed package', () => {
+    const outdir = join(work, 'cdk.out.platform');
+    writeFileSync(
+      join(work, 'payments.js'),
+      "const { createSqsHandler, fromBody, twoPhase } = require('effectively-once');\n" +
+        "exports.handler = createSqsHandler({ dedupKey: fromBody('paymentId'), mode: twoPhase({ handle: async () => undefined }) });\n",
+    );
+    const resources = JSON.parse(
+      node(`
+        const path = require('node:path');
+        const { App, Stack } = require('aws-cdk-lib');
+        const ec2 = require('aws-cdk-lib/aws-ec2');
+        const lambda = require('aws-cdk-lib/aws-lambda');
+        const sns = require('aws-cdk-lib/aws-sns');
+        const { IdempotentConsumer, Outbox } = require('effectively-once/construct');
+        const app = new App({ outdir: ${JSON.stringify(outdir)} });
+        const stack = new Stack(app, 'UserPlatform');
+        const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2 });
+        const capacityProvider = new lambda.CapacityProvider(stack, 'Capacity', {
+          subnets: vpc.privateSubnets,
+          securityGroups: [new ec2.SecurityGroup(stack, 'Instances', { vpc })],
+          architectures: [lambda.Architecture.ARM_64],
+        });
+        new IdempotentConsumer(stack, 'Payments', {
+          mode: 'two-phase',
+          entry: path.join(process.cwd(), 'payments.js'),
+          architecture: lambda.Architecture.ARM_64,
+          managedInstances: { capacityProvider, perExecutionEnvironmentMaxConcurrency: 16 },
+          fairQueue: true,
+        });
+        const outbox = new Outbox(stack, 'OrderEvents', { topic: new sns.Topic(stack, 'Events'), fairQueue: true });
+        const template = app.synth().getStackByName('UserPlatform').template;
+        const functions = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+        const properties = functions.map(([, r]) => r.Properties);
+        const payments = properties.find((p) => p.CapacityProviderConfig !== undefined);
+        const relay = properties.find((p) => p.Environment?.Variables?.EO_OUTBOX_TABLE_NAME !== undefined);
+        console.log(JSON.stringify({
+          capacity: payments?.CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency,
+          groupMetrics: payments?.Environment.Variables.EO_GROUP_METRICS_MAX_GROUPS,
+          relay: [relay?.Environment.Variables.EO_OUTBOX_DESTINATION_KIND, relay?.Environment.Variables.EO_OUTBOX_DESTINATION_FAIR],
+          fairOnOutbox: outbox.fairQueue,
+        }));
+      `),
+    ) as unknown;
+    expect(resources).toEqual({
+      capacity: 16,
+      groupMetrics: '100',
+      relay: ['sns', 'true'],
+      fairOnOutbox: true,
+    });
+  }, 180_000);
+
   it('runs the bin', () => {
     const [bin] = Object.values(manifest.bin);
     const output = execFileSync(process.execPath, [join(installed, bin!), '--help'], { encoding: 'utf8' });
