@@ -326,7 +326,7 @@ export const FAIR_QUEUE_IS_STANDARD =
  * `MessageGroupId` to its SQS standard subscriptions only (the API reference of `Publish`).
  */
 export const FAIR_TOPIC_IS_STANDARD =
-  "a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
+  'a FIFO topic already groups by `MessageGroupId` for its FIFO queues; a standard topic forwards the group id to its SQS standard subscriptions, the fair queues';
 
 /**
  * Environment variable names the `Outbox` construct sets: on the relay function all of them, on

@@ -33,7 +33,7 @@ function failuresOf(props: (stack: Stack) => Partial<OutboxProps>): readonly str
 const FIFO_FAILURE =
   'Expected a standard queue with `fairQueue: true`, got a FIFO queue: a FIFO queue already groups by `MessageGroupId` and keeps order; a fair queue is a standard one';
 const FIFO_TOPIC_FAILURE =
-  "Expected a standard topic with `fairQueue: true`, got a FIFO topic: a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
+  'Expected a standard topic with `fairQueue: true`, got a FIFO topic: a FIFO topic already groups by `MessageGroupId` for its FIFO queues; a standard topic forwards the group id to its SQS standard subscriptions, the fair queues';
 const NOT_A_QUEUE_FAILURE =
   '`fairQueue` marks an SQS queue as fair, or an SNS topic as feeding fair queues: give it only with `queue` or `topic`';
 

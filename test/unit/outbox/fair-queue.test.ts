@@ -33,7 +33,7 @@ const FIFO_QUEUE_URL = `${QUEUE_URL}.fifo`;
 const TOPIC_ARN = 'arn:aws:sns:eu-west-1:000000000000:tenant-orders';
 const FIFO_TOPIC_ARN = `${TOPIC_ARN}.fifo`;
 const FAIR_TOPIC_IS_STANDARD =
-  "a FIFO topic groups by `MessageGroupId` for its FIFO queues; a standard topic forwards it to its standard queues' subscriptions, fair queues";
+  'a FIFO topic already groups by `MessageGroupId` for its FIFO queues; a standard topic forwards the group id to its SQS standard subscriptions, the fair queues';
 
 /** Expects `run` to throw `INVALID_OPTIONS` with `message`. */
 function expectInvalidOptions(run: () => unknown, message: string): void {
