@@ -20,13 +20,18 @@
  * `--bundled --no-inlining` the bundle runs without TurboFan's inlining, so each function owns
  * the bytes (and time) it spends instead of its caller.
  *
+ * `--parts` instead times parts of the toolkit's work per message in tight loops beside the
+ * mirror's counterpart of each (`measure/parts.ts`: preparing a message, its fingerprint, the
+ * commit's limit checks, a unit of work, atomic mode's commit rounds), medians over
+ * `--repetitions`: which part of the difference is large.
+ *
  * `--bundled` runs all of it from an esbuild bundle of this file (packages external, as a
  * handler's bundle has the toolkit minus tsx's additions: tsx keeps every function's name with
  * a `__name` call where the function is created, closures included, and reads every import
  * through a getter), with its source map, so the profile reads as the code runs in Lambda.
  *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 11] [--allocations] [--bundled [--no-inlining]]
+ *        [--repetitions 11] [--allocations] [--parts] [--bundled [--no-inlining]]
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -404,6 +409,29 @@ function runBundled(args: readonly string[], nodeFlags: readonly string[]): void
   process.exitCode = child.status ?? 1;
 }
 
+/** Calls of a part in one repetition (a twentieth of them for a part that awaits). */
+const PART_ITERATIONS = 20_000;
+
+async function printParts(repetitions: number): Promise<void> {
+  const { measureParts } = await import('./measure/parts');
+  const loadBefore = loadavg()[0]!;
+  const figures = await measureParts(repetitions, PART_ITERATIONS);
+  process.stdout.write(
+    `Parts of the toolkit's work beside the mirror's, µs of CPU, median of ${repetitions} repetitions; load ${loadBefore.toFixed(2)} → ${loadavg()[0]!.toFixed(2)} on ${cpus().length} vCPU:\n`,
+  );
+  for (const figure of figures) {
+    const mirror =
+      figure.mirrorMicros === undefined
+        ? 'no counterpart'
+        : `${figure.mirrorMicros.toFixed(2)} (${figure.mirror})`;
+    const added =
+      figure.mirrorMicros === undefined ? figure.toolkitMicros : figure.toolkitMicros - figure.mirrorMicros;
+    process.stdout.write(
+      `${figure.part.padEnd(14)} per ${figure.per}: toolkit ${figure.toolkitMicros.toFixed(2)} (${figure.toolkit}); mirror ${mirror}; added ${added.toFixed(2)}\n`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -414,6 +442,7 @@ async function main(): Promise<void> {
       repetitions: { type: 'string', default: '11' },
       bundled: { type: 'boolean', default: false },
       allocations: { type: 'boolean', default: false },
+      parts: { type: 'boolean', default: false },
       'no-inlining': { type: 'boolean', default: false },
     },
   });
@@ -429,6 +458,10 @@ async function main(): Promise<void> {
       // Inlined, a function's allocations and time are charged to its caller.
       values['no-inlining'] ? ['--no-turbo-inlining'] : [],
     );
+    return;
+  }
+  if (values.parts) {
+    await printParts(Number(values.repetitions));
     return;
   }
   const batches = Number(values.batches);
