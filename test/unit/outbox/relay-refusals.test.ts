@@ -72,6 +72,18 @@ function conformingSqs() {
   return { sent, client: createConformingSqsClient(inner) };
 }
 
+/** An SNS client that records what reaches it, behind the SNS conformance layer. */
+function conformingSns() {
+  const sent: PublishCommand['input'][] = [];
+  const inner = {
+    async send(command: { input: PublishCommand['input'] }) {
+      sent.push(command.input);
+      return { MessageId: `m-${sent.length}`, $metadata: { httpStatusCode: 200 } };
+    },
+  };
+  return { sent, client: createConformingSnsClient(inner) as never };
+}
+
 function captureRelayMetrics(): RelayMetricsSink & { readonly counts: RelayCounts[] } {
   const counts: RelayCounts[] = [];
   return { counts, publish: (published) => counts.push(published) };
@@ -165,29 +177,52 @@ describe('the outbox relay with a destination that refuses an event', () => {
     expect(deadLetter.sent[0]!.reason).toContain('InvalidParameterValue');
   });
 
-  it('dead-letters an event whose entity a fair queue refuses as its MessageGroupId (written before the writers knew the queue was fair), and publishes the next one', async () => {
-    const { sent, client } = conformingSqs();
-    const deadLetter = captureDeadLetters();
-    const relay = createOutboxRelay({
-      destination: sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: true }),
-      deadLetter,
-      logger: captureLogger(),
-    });
+  it.each([
+    {
+      destination: 'a fair queue',
+      refusal: 'InvalidParameterValue',
+      create: () => {
+        const { sent, client } = conformingSqs();
+        return { sent, destination: sqsDestination({ client, queueUrl: QUEUE_URL, fairQueue: true }) };
+      },
+    },
+    {
+      destination: 'a standard topic feeding fair queues',
+      refusal: 'InvalidParameterException',
+      create: () => {
+        const { sent, client } = conformingSns();
+        return {
+          sent,
+          destination: snsDestination({
+            client,
+            topicArn: 'arn:aws:sns:us-east-1:123456789012:tenants',
+            fairQueue: true,
+          }),
+        };
+      },
+    },
+  ])(
+    'dead-letters an event whose entity $destination refuses as its MessageGroupId (written before the writers knew), and publishes the next one',
+    async ({ create, refusal }) => {
+      const { sent, destination } = create();
+      const deadLetter = captureDeadLetters();
+      const relay = createOutboxRelay({ destination, deadLetter, logger: captureLogger() });
 
-    expect(
-      await relay({
-        Records: [inserted('1', 'e-1', '{}', 'tenant 1 (Zürich)'), inserted('2', 'e-2', '{}', 'tenant-2')],
-      }),
-    ).toEqual({ batchItemFailures: [] });
+      expect(
+        await relay({
+          Records: [inserted('1', 'e-1', '{}', 'tenant 1 (Zürich)'), inserted('2', 'e-2', '{}', 'tenant-2')],
+        }),
+      ).toEqual({ batchItemFailures: [] });
 
-    expect(sent.map((input) => [input.MessageDeduplicationId, input.MessageGroupId])).toEqual([
-      [undefined, 'tenant-2'],
-    ]);
-    expect(deadLetter.sent.map(({ code, dedupKey }) => ({ code, dedupKey }))).toEqual([
-      { code: 'VALIDATION', dedupKey: 'e-1' },
-    ]);
-    expect(deadLetter.sent[0]!.reason).toContain('InvalidParameterValue');
-  });
+      expect(sent.map((input) => [input.MessageDeduplicationId, input.MessageGroupId])).toEqual([
+        [undefined, 'tenant-2'],
+      ]);
+      expect(deadLetter.sent.map(({ code, dedupKey }) => ({ code, dedupKey }))).toEqual([
+        { code: 'VALIDATION', dedupKey: 'e-1' },
+      ]);
+      expect(deadLetter.sent[0]!.reason).toContain(refusal);
+    },
+  );
   it('dead-letters an event SNS refuses (InvalidParameterException) and checkpoints at one it throttles', async () => {
     const published: string[] = [];
     const client = {
