@@ -1,10 +1,10 @@
 /**
  * One consumer of the example app, two runtimes: the order projector's handler module runs as a
- * long-running worker process (`lambda/example/order-projector-worker.ts`, started with tsx,
- * stopped with SIGTERM) against a real FIFO queue, inbox table and Orders table on the local
- * endpoint. The sample order log (producer resends, a resend of an old status, a malformed
- * event) ends as the Lambda run of the main job ends: every status projected once and in
- * order, the malformed event dead-lettered with its reason. Then the Lambda entry point of the
+ * long-running worker process (`lambda/example/order-projector-worker.ts`, run by Node with
+ * tsx's loader, stopped with SIGTERM) against a real FIFO queue, inbox table and Orders table on
+ * the local endpoint. The sample order log (producer resends, a resend of an old status, a
+ * malformed event) ends as the Lambda run of the main job ends: every status projected once and
+ * in order, the malformed event dead-lettered with its reason. Then the Lambda entry point of the
  * same module gets the whole log again and finds nothing to do: both runtimes share one inbox.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -132,22 +132,22 @@ describe('the order projector as a worker and as a Lambda, from one handler modu
       );
     }
 
-    worker = spawn(
-      process.execPath,
-      [require.resolve('tsx/cli'), 'lambda/example/order-projector-worker.ts'],
-      {
-        cwd: root,
-        env: {
-          ...process.env,
-          ...environment(),
-          ORDERS_QUEUE_URL: queue.url,
-          WORKER_VISIBILITY_TIMEOUT_SECONDS: '30',
-          ...localAwsEnv(aws),
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    // Node with tsx's loader, not the tsx command: the command runs the script in a child process
+    // and relays a SIGTERM sent to it alone, giving the child 30 ms to acknowledge it before it
+    // kills the child and exits 143 itself, which a busy machine (test files run side by side)
+    // missed once. So the SIGTERM reaches the worker itself, as it does in a container.
+    worker = spawn(process.execPath, ['--import', 'tsx', 'lambda/example/order-projector-worker.ts'], {
+      cwd: root,
+      env: {
+        ...process.env,
+        ...environment(),
+        ORDERS_QUEUE_URL: queue.url,
+        WORKER_VISIBILITY_TIMEOUT_SECONDS: '30',
+        ...localAwsEnv(aws),
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       },
-    );
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     worker.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
     });
