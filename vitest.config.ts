@@ -1,4 +1,15 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Test files run side by side: vitest's default in `vitest run` is one worker fewer than the
+ * cores, a single worker on a 2-core CI machine, which ran the 214 files one after another
+ * (915 s on 2026-12-02). Much of an integration or reliability file's time is spent waiting on
+ * the emulator (a process of its own) and on the Lambda processes it starts, so more files than
+ * cores keep the cores busy: 3 workers took 574 s on the same machine, both cores busy (vmstat)
+ * but for the last 90 s. At least 3, one a core on a larger machine.
+ */
+const MAX_WORKERS = Math.max(3, availableParallelism());
 
 export default defineConfig({
   // `effectively-once`, `effectively-once/http`, ... resolve to the TypeScript sources through
@@ -14,6 +25,7 @@ export default defineConfig({
     // (and every command and emulator function it starts): noise between the results. The
     // package's own commands turn it off the same way (`cli/effectively-once.ts`).
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    maxWorkers: MAX_WORKERS,
     projects: [
       {
         extends: true,
