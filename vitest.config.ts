@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import ProjectOrderSequencer from './test/support/project-order-sequencer';
 
 /**
  * Test files run side by side: vitest's default in `vitest run` is one worker fewer than the
@@ -26,6 +27,8 @@ export default defineConfig({
     // package's own commands turn it off the same way (`cli/effectively-once.ts`).
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     maxWorkers: MAX_WORKERS,
+    // The reliability files first: the longest of them would otherwise end the run alone.
+    sequence: { sequencer: ProjectOrderSequencer },
     projects: [
       {
         extends: true,
