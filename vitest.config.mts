@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
-import ProjectOrderSequencer from './test/support/project-order-sequencer';
+import ProjectOrderSequencer from './test/support/project-order-sequencer.mjs';
 
 /**
  * Test files run side by side: vitest's default in `vitest run` is one worker fewer than the

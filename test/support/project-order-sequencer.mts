@@ -1,5 +1,5 @@
 /**
- * The order test files start in when they run side by side (`maxWorkers` in vitest.config.ts):
+ * The order test files start in when they run side by side (`maxWorkers` in vitest.config.mts):
  * vitest's own sequencer, with its projects taken in {@link PROJECT_ORDER} instead of by name.
  *
  * By name, `reliability` started after every `infra` and `integration` file had been handed to a
