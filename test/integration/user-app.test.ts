@@ -84,6 +84,7 @@ import {
   STREAM_RECORD_ATTRIBUTES,
   type StreamDeadLetterBody,
 } from '../../lambda/streams';
+import type { DynamoDbStreamRecord } from '../../lambda/streams/stream-event';
 import { projectRoot } from '../../scripts/local-aws/harness';
 import { startLocalKafka } from '../../scripts/local-kafka/broker';
 import {
@@ -1107,15 +1108,36 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     return { name, streamArn };
   }
 
+  /** An outbox table named from `name`, and the order service's and the relay's dead-letter queues. */
+  async function outboxOf(name: string) {
+    const ordersDeadLetters = await local.createQueue(`eo-user-outbox-orders-${name}-dlq`);
+    const relayDeadLetters = await local.createQueue(`eo-user-outbox-relay-${name}-dlq`);
+    const outbox = await createOutboxTable(`eo-user-outbox-${name}`);
+    return { ordersDeadLetters, relayDeadLetters, outbox };
+  }
+
+  /**
+   * The package's relay, with the construct's variables for `destination`, over `records` as one
+   * invocation, which fails none of them: its result and the lines it wrote.
+   */
+  async function relayRecords(
+    relayDeadLetterQueueUrl: string,
+    destination: Record<string, string>,
+    records: DynamoDbStreamRecord[],
+  ) {
+    const relayHandler = await relay(relayDeadLetterQueueUrl, destination);
+    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
+    expect(run.result).toEqual({ batchItemFailures: [] });
+    return run;
+  }
+
   /**
    * An outbox relayed to an SQS queue (FIFO or standard), the order service's and the relay's
    * dead-letter queues, and the construct's `EO_OUTBOX_DESTINATION_*` variables for that queue.
    */
   async function queueOutbox(name: string, { fifo }: { readonly fifo: boolean }) {
     const shipping = await local.createQueue(`eo-user-outbox-${name}`, fifo ? { FifoQueue: 'true' } : {});
-    const ordersDeadLetters = await local.createQueue(`eo-user-outbox-orders-${name}-dlq`);
-    const relayDeadLetters = await local.createQueue(`eo-user-outbox-relay-${name}-dlq`);
-    const outbox = await createOutboxTable(`eo-user-outbox-${name}`);
+    const { ordersDeadLetters, relayDeadLetters, outbox } = await outboxOf(name);
     const destination = {
       [OUTBOX_ENV.destinationKind]: 'sqs',
       [OUTBOX_ENV.destinationFifo]: String(fifo),
@@ -1285,9 +1307,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     const keys = records.map((record) => (record.dynamodb.Keys?.pk as { S?: string } | undefined)?.S);
     expect(keys.slice(0, 2)).toEqual(['legacy-group', 'legacy-body']);
     expect(keys.slice(2).sort()).toEqual([eventIdOf('o-1'), eventIdOf('o-3')].sort());
-    const relayHandler = await relay(relayDeadLetters.url, destination);
-    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
-    expect(run.result).toEqual({ batchItemFailures: [] });
+    const run = await relayRecords(relayDeadLetters.url, destination, records);
     expect(run.lines.filter(isMetricLine)).toEqual([
       expect.objectContaining({ Published: 2, Permanent: 2, Retry: 0 }),
     ]);
@@ -1349,9 +1369,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
       receiving.arn,
     );
     cleanups.push(() => bus.remove());
-    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-eb-dlq');
-    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-eb-dlq');
-    const outbox = await createOutboxTable('eo-user-outbox-eb');
+    const { ordersDeadLetters, relayDeadLetters, outbox } = await outboxOf('eb');
     const destination = {
       [OUTBOX_ENV.destinationKind]: 'eventbridge',
       [OUTBOX_ENV.destinationFifo]: 'false',
@@ -1377,10 +1395,11 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     ]);
     expect(await outboxIds(outbox.name)).toEqual([eventIdOf('o-5')]);
 
-    const relayHandler = await relay(relayDeadLetters.url, destination);
-    const records = await readTableStream(tableStreams, outbox.streamArn);
-    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
-    expect(run.result).toEqual({ batchItemFailures: [] });
+    await relayRecords(
+      relayDeadLetters.url,
+      destination,
+      await readTableStream(tableStreams, outbox.streamArn),
+    );
     const [delivered] = await receiveMessages(local, receiving.url, 1);
     expect(JSON.parse(delivered!.Body!)).toEqual(
       expect.objectContaining({
@@ -1399,9 +1418,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: uniqueName('eo-user-outbox-fair') }));
     cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn })));
     await subscribeQueueRaw(sns, TopicArn!, tenants.arn);
-    const ordersDeadLetters = await local.createQueue('eo-user-outbox-orders-fair-dlq');
-    const relayDeadLetters = await local.createQueue('eo-user-outbox-relay-fair-dlq');
-    const outbox = await createOutboxTable('eo-user-outbox-fair');
+    const { ordersDeadLetters, relayDeadLetters, outbox } = await outboxOf('fair');
     // What `Outbox({ topic, fairQueue: true })` gives the relay and every writer.
     const destination = {
       [OUTBOX_ENV.destinationKind]: 'sns',
@@ -1422,10 +1439,11 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     );
     expect(await outboxIds(outbox.name)).toEqual([eventIdOf('o-11'), eventIdOf('o-13')].sort());
 
-    const relayHandler = await relay(relayDeadLetters.url, destination);
-    const records = await readTableStream(tableStreams, outbox.streamArn);
-    const run = await captureStdout(() => relayHandler({ Records: records }, lambdaContext(RELAY)));
-    expect(run.result).toEqual({ batchItemFailures: [] });
+    await relayRecords(
+      relayDeadLetters.url,
+      destination,
+      await readTableStream(tableStreams, outbox.streamArn),
+    );
     const published = await receiveMessages(local, tenants.url, 2);
     expect(
       published
