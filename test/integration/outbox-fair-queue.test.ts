@@ -83,17 +83,15 @@ async function relayAndReceive(
   return { received, groupOf };
 }
 
+/** The API's outbox writer, told the destination (a queue or a topic) feeds fair queues. */
+const fairWriter = (tableName: string, destinationKind: 'sqs' | 'sns') =>
+  createOutboxWriter({ client, tableName, producer: 'orders-api', destinationKind, destinationFair: true });
+
 describe('the relay publishing to a fair queue on the emulator', () => {
   it("sends each event's entity, else its type, as MessageGroupId, which the receiving consumer's records carry", async () => {
     const queue = await local.createQueue('eo-fair-tenants');
     const streamArn = await createStreamTable(admin, outboxTable);
-    const writer = createOutboxWriter({
-      client,
-      tableName: outboxTable,
-      producer: 'orders-api',
-      destinationKind: 'sqs',
-      destinationFair: true,
-    });
+    const writer = fairWriter(outboxTable, 'sqs');
     const [tenantA, tenantB] = [`tenant-a-${runId}`, `tenant-b-${runId}`];
 
     const written = await writer.write(
@@ -161,13 +159,7 @@ describe('the relay publishing to a fair queue on the emulator', () => {
     try {
       await subscribeQueueRaw(sns, TopicArn!, queue.arn);
       const streamArn = await createStreamTable(admin, topicOutboxTable);
-      const writer = createOutboxWriter({
-        client,
-        tableName: topicOutboxTable,
-        producer: 'orders-api',
-        destinationKind: 'sns',
-        destinationFair: true,
-      });
+      const writer = fairWriter(topicOutboxTable, 'sns');
       const tenant = `tenant-a-${runId}`;
       const written = await writer.write(
         [
