@@ -1239,6 +1239,12 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     }));
   }
 
+  /** A published copy's event id, group id and deduplication id. */
+  const groupingOf = (message: QueueMessage) => ({
+    id: message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
+    group: message.Attributes?.MessageGroupId,
+    deduplicationId: message.Attributes?.MessageDeduplicationId,
+  });
   const eventIdOf = (orderId: string) => outboxEventId(`${ORDER_SERVICE}#${orderId}`, 'OrderConfirmed#0');
   const outboxIds = async (table: string) => (await local.scanItems(table)).map((item) => item.pk).sort();
 
@@ -1315,12 +1321,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
     const published = await receiveMessages(local, shipping.url, 2);
     expect(
       published
-        .map((message) => ({
-          id: message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
-          group: message.Attributes?.MessageGroupId,
-          deduplicationId: message.Attributes?.MessageDeduplicationId,
-          detail: JSON.parse(message.Body!),
-        }))
+        .map((message) => ({ ...groupingOf(message), detail: JSON.parse(message.Body!) }))
         .sort((a, b) => String(a.detail.orderId).localeCompare(String(b.detail.orderId))),
     ).toEqual([
       {
@@ -1445,15 +1446,7 @@ describe("an outbox in a user's own app at its destination's edges: what the des
       await readTableStream(tableStreams, outbox.streamArn),
     );
     const published = await receiveMessages(local, tenants.url, 2);
-    expect(
-      published
-        .map((message) => ({
-          id: message.MessageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.StringValue,
-          group: message.Attributes?.MessageGroupId,
-          deduplicationId: message.Attributes?.MessageDeduplicationId,
-        }))
-        .sort((a, b) => String(a.group).localeCompare(String(b.group))),
-    ).toEqual([
+    expect(published.map(groupingOf).sort((a, b) => String(a.group).localeCompare(String(b.group)))).toEqual([
       { id: eventIdOf('o-11'), group: 'c-11', deduplicationId: undefined },
       { id: eventIdOf('o-13'), group: 'c-13', deduplicationId: undefined },
     ]);
