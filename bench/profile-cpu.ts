@@ -12,7 +12,10 @@
  * `--measure` instead runs the bench's own CPU measurement against the same calls
  * (`measure/cpu-pair.ts`: each pair in a process of its own) on just those pairs and prints the
  * paired ratio toolkit / hand-written per mode, with the machine's load (each pair from a
- * minified bundle, as the bench and Lambda run them, with or without `--bundled`).
+ * minified bundle, as the bench and Lambda run them, with or without `--bundled`). With
+ * `--mirror-fingerprint canonical` the mirror hashes the body's canonical form instead of the body
+ * as it came, so its markers carry the toolkit's fingerprint byte for byte: the ratio against a
+ * mirror that pays for the same canonical form the toolkit computes.
  *
  * `--allocations` instead samples what each rig allocates (V8's sampling heap profiler, objects
  * the collector already freed included: garbage is what the collector then spends time on) and
@@ -31,7 +34,8 @@
  * through a getter), with its source map, so the profile reads as the code runs in Lambda.
  *
  * Usage: npm run bench:profile -- [--modes marker,atomic] [--batches 400] [--top 15] [--measure]
- *        [--repetitions 11] [--allocations] [--parts] [--bundled [--no-inlining]]
+ *        [--repetitions 11] [--mirror-fingerprint body|canonical] [--allocations] [--parts]
+ *        [--bundled [--no-inlining]]
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -42,6 +46,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS, type Implementation, sameCallsBaseline } from './implementations';
+import type { MirrorFingerprint } from './implementations/hand-written';
 import { type CpuRig, createCpuRig } from './measure/cpu';
 import { alternate, bootstrapMedian, median } from './stats';
 import { batchOf, benchContext, DEFAULT_TABLES } from './workload';
@@ -350,13 +355,17 @@ function pairOf(mode: string): [Implementation, Implementation] {
  * saw every mode's shapes and the collector every rig's heap: atomic read about 1.5× here
  * against the bench's 1.27×.
  */
-async function measure(modes: readonly string[], repetitions: number): Promise<void> {
+async function measure(
+  modes: readonly string[],
+  repetitions: number,
+  mirrorFingerprint: MirrorFingerprint,
+): Promise<void> {
   // Loaded here, not at the top: `cpu-pair.ts` runs as a script when it is the main module,
   // which in a bundle of this file (`--bundled`) it would be.
   const { measurePairInOwnProcess } = await import('./measure/cpu-pair');
   const run = `m${Date.now().toString(36)}`;
   const lines = [
-    `CPU per record, toolkit / hand-written mirror, paired by repetition (${repetitions} repetitions of ${PAIR_PLAN.batches} batches of ${BATCH_SIZE}), each pair in a process of its own, on ${cpus().length} vCPU:`,
+    `CPU per record, toolkit / hand-written mirror, paired by repetition (${repetitions} repetitions of ${PAIR_PLAN.batches} batches of ${BATCH_SIZE}), each pair in a process of its own, on ${cpus().length} vCPU; the mirror fingerprints ${MIRROR_FINGERPRINTS[mirrorFingerprint]}:`,
   ];
   for (const mode of modes) {
     const [toolkit, mirror] = pairOf(mode);
@@ -364,18 +373,21 @@ async function measure(modes: readonly string[], repetitions: number): Promise<v
     const samples = await measurePairInOwnProcess(
       toolkit.id,
       mirror.id,
-      { ...PAIR_PLAN, repetitions },
+      { ...PAIR_PLAN, repetitions, mirrorFingerprint },
       `${run}-${toolkit.id}`,
     );
     const loadEnd = loadavg()[0]!;
     const mine = samples[toolkit.id]!.map((sample) => sample.cpuMicrosPerRecord);
     const theirs = samples[mirror.id]!.map((sample) => sample.cpuMicrosPerRecord);
     const interval = bootstrapMedian(mine.map((value, index) => value / theirs[index]!));
+    // Medians of the differences and ratios of pairs: a repetition's two figures move together
+    // with the machine (by a third between repetitions on a shared 2-core machine), so the
+    // toolkit's median over the mirror's median is no ratio of anything measured together.
     const added = median(mine.map((value, index) => value - theirs[index]!));
     lines.push(
       `${toolkit.id.padEnd(12)} ${interval.median.toFixed(3)}× (95% ${interval.ciLow.toFixed(3)}–${interval.ciHigh.toFixed(3)}); ` +
-        `${median(mine).toFixed(1)} against ${median(theirs).toFixed(1)} µs per record, ` +
-        `${((added * BATCH_SIZE) / 1000).toFixed(3)} ms added per batch; load ${loadStart.toFixed(2)} → ${loadEnd.toFixed(2)}`,
+        `${added.toFixed(1)} µs per record added (${((added * BATCH_SIZE) / 1000).toFixed(3)} ms per batch) to the mirror's ` +
+        `${median(theirs).toFixed(1)} (its median); load ${loadStart.toFixed(2)} → ${loadEnd.toFixed(2)}`,
     );
     process.stderr.write(`[profile] CPU against the same calls: ${toolkit.id} / ${mirror.id}\n`);
   }
@@ -384,6 +396,12 @@ async function measure(modes: readonly string[], repetitions: number): Promise<v
 
 /** The bench's sizes of one repetition of a pair (`bench/run.ts`, the full plan). */
 const PAIR_PLAN = { batchSize: BATCH_SIZE, warmupBatches: 10, batches: 40, chunkBatches: 5 } as const;
+
+/** What `--mirror-fingerprint` makes the mirror hash, as the report line says it. */
+const MIRROR_FINGERPRINTS: Readonly<Record<MirrorFingerprint, string>> = {
+  body: 'the body as it came (the bench)',
+  canonical: "the body's canonical form, the toolkit's fingerprint byte for byte",
+};
 
 /** Where `--bundled` writes the bundle: under `node_modules`, so its packages resolve. */
 const BUNDLE = 'node_modules/.cache/profile-cpu/profile-cpu.js';
@@ -444,12 +462,19 @@ async function main(): Promise<void> {
       allocations: { type: 'boolean', default: false },
       parts: { type: 'boolean', default: false },
       'no-inlining': { type: 'boolean', default: false },
+      'mirror-fingerprint': { type: 'string', default: 'body' },
     },
   });
+  const mirrorFingerprint = values['mirror-fingerprint'];
+  if (!Object.hasOwn(MIRROR_FINGERPRINTS, mirrorFingerprint)) {
+    throw new Error(
+      `--mirror-fingerprint takes ${Object.keys(MIRROR_FINGERPRINTS).join(' or ')}, not ${mirrorFingerprint}`,
+    );
+  }
   const modes = values.modes.split(',');
   // As the bench measures it (each pair's process runs a bundle of its own), bundled or not.
   if (values.measure) {
-    await measure(modes, Number(values.repetitions));
+    await measure(modes, Number(values.repetitions), mirrorFingerprint as MirrorFingerprint);
     return;
   }
   if (values.bundled) {

@@ -2,7 +2,7 @@
  * Hand-written handlers making the same DynamoDB calls as the toolkit's modes (DESIGN.md's
  * CPU baseline: "a hand-written handler making the same calls"), with the least code that
  * does it: the toolkit's requests, item for item (a marker like the toolkit's: SHA-256 of the
- * body as fingerprint, TTL, consumer, marker mode's owner token; the toolkit's conditions, under
+ * body as fingerprint, or of its canonical form with `canonical`, TTL, consumer, marker mode's owner token; the toolkit's conditions, under
  * which an expired record or a released claim of the same payload does not hold a key, with the
  * stored item returned on a failed condition), duplicates acknowledged. No payload-mismatch
  * check, no reading of an expired or released record, no logging, no metrics, no error
@@ -20,6 +20,24 @@ import { type BatchHandler, type BenchTables, type OrderEvent, orderItemOf } fro
  * mode's batch commit (one `TransactWriteItems` for the records of a batch).
  */
 export type HandWrittenMode = 'marker' | 'atomic' | 'atomic-batch' | 'atomic-item' | 'entity';
+
+/**
+ * What a hand-written handler hashes as a message's fingerprint: `body`, the body as it came (the
+ * least code, and the bench's baseline); `canonical`, the body's members in sorted order, so its
+ * requests carry the very fingerprint the toolkit's do, byte for byte (`npm run bench:profile --
+ * --measure --mirror-fingerprint canonical`: what the CPU ratio reads when the mirror pays for the
+ * same canonical form).
+ */
+export type MirrorFingerprint = 'body' | 'canonical';
+
+/**
+ * The canonical text of an order event as a hand-written handler would write it: the bench's
+ * bodies are flat objects of strings and numbers, so sorting the top-level member names is the
+ * whole canonical form (`JSON.stringify` with a list of names writes those, in that order).
+ */
+function canonicalOrderText(order: OrderEvent): string {
+  return JSON.stringify(order, Object.keys(order).sort());
+}
 
 /** `TransactWriteItems` takes at most 100 actions (AWS DynamoDB API reference, TransactWriteItems). */
 const MAX_TRANSACTION_ACTIONS = 100;
@@ -62,7 +80,11 @@ export function createHandWrittenHandler(
   mode: HandWrittenMode,
   client: DynamoDBDocumentClient,
   tables: BenchTables,
+  fingerprintOf: MirrorFingerprint = 'body',
 ): BatchHandler {
+  const fingerprintText = (order: OrderEvent, body: string) =>
+    fingerprintOf === 'canonical' ? canonicalOrderText(order) : body;
+
   /**
    * The marker put, as the toolkit sends it: the same item and the same condition (a live record
    * holds the key; an expired one, or a released claim of the same payload, does not), returning
@@ -70,7 +92,7 @@ export function createHandWrittenHandler(
    * takes its own released claim; atomic mode's commit marker has no owner.
    */
   const markerPut = (order: OrderEvent, body: string, now: number, owner?: string) => {
-    const fingerprint = createHash('sha256').update(body).digest('hex');
+    const fingerprint = createHash('sha256').update(fingerprintText(order, body)).digest('hex');
     const released = '#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint';
     return {
       TableName: tables.inbox,
@@ -143,7 +165,7 @@ export function createHandWrittenHandler(
       case 'entity': {
         const item = {
           ...orderItemOf(order),
-          eoFingerprint: createHash('sha256').update(body).digest('hex'),
+          eoFingerprint: createHash('sha256').update(fingerprintText(order, body)).digest('hex'),
         };
         try {
           // As the toolkit: the item's key absent, or its numeric expiresAt reached.

@@ -9,7 +9,7 @@ import type { BatchSchedule } from '../latency-model';
 import type { BatchHandler, BenchTables, ClientRole } from '../workload';
 import { createBareHandler } from './bare';
 import { documentClient } from './document-client';
-import { createHandWrittenHandler, type HandWrittenMode } from './hand-written';
+import { createHandWrittenHandler, type HandWrittenMode, type MirrorFingerprint } from './hand-written';
 import { createPowertoolsHandler, type PowertoolsVariant } from './powertools';
 import { createToolkitHandler, isToolkitModeAvailable, type ToolkitMode } from './toolkit';
 
@@ -224,12 +224,19 @@ export interface Container {
   readonly clients: Readonly<Record<ClientRole, DynamoDBClient>>;
 }
 
+/** How a container is built: the toolkit's logging off (`quiet`, the default), a mirror's fingerprint. */
+export interface ContainerOptions {
+  readonly quiet?: boolean;
+  /** What a hand-written baseline fingerprints (`body` unless set). */
+  readonly mirrorFingerprint?: MirrorFingerprint;
+}
+
 /** Builds one container of `implementation` over two fresh clients from `makeClient`. */
 export function createContainer(
   implementation: Implementation,
   makeClient: (role: ClientRole) => DynamoDBClient,
   tables: BenchTables,
-  options: { readonly quiet?: boolean } = {},
+  options: ContainerOptions = {},
 ): Container {
   const clients = { dedup: makeClient('dedup'), business: makeClient('business') };
   const business = documentClient(clients.business);
@@ -246,7 +253,12 @@ export function createContainer(
       );
       break;
     case 'hand-written':
-      handler = createHandWrittenHandler(implementation.handWritten!, business, tables);
+      handler = createHandWrittenHandler(
+        implementation.handWritten!,
+        business,
+        tables,
+        options.mirrorFingerprint,
+      );
       break;
     case 'toolkit':
       handler = createToolkitHandler(

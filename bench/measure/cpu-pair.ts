@@ -23,12 +23,15 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { buildSync } from 'esbuild';
 import { IMPLEMENTATIONS } from '../implementations';
+import type { MirrorFingerprint } from '../implementations/hand-written';
 import { DEFAULT_TABLES } from '../workload';
 import { type CpuPlan, type CpuSample, createCpuRig, measureCpu } from './cpu';
 
 /** A pair's plan: `measureCpu`'s sizes and how many repetitions. */
 export interface PairPlan extends CpuPlan {
   readonly repetitions: number;
+  /** What the hand-written baseline fingerprints (`body` unless set). */
+  readonly mirrorFingerprint?: MirrorFingerprint;
 }
 
 /** Each implementation's samples, one per repetition, in repetition order. */
@@ -39,7 +42,7 @@ async function measurePair(ids: readonly string[], plan: PairPlan, run: string):
   const rigs = ids.map((id) => {
     const implementation = IMPLEMENTATIONS.find((candidate) => candidate.id === id);
     if (!implementation) throw new Error(`No implementation ${id}`);
-    return createCpuRig(implementation, DEFAULT_TABLES);
+    return createCpuRig(implementation, DEFAULT_TABLES, { mirrorFingerprint: plan.mirrorFingerprint });
   });
   const samples: Record<string, CpuSample[]> = Object.fromEntries(ids.map((id) => [id, []]));
   for (let repetition = 0; repetition < plan.repetitions; repetition++) {

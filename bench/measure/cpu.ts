@@ -11,7 +11,7 @@
  * for another's.
  */
 import type { SqsEvent } from '../../lambda';
-import { createContainer, type Implementation } from '../implementations';
+import { type ContainerOptions, createContainer, type Implementation } from '../implementations';
 import { alternate, slope } from '../stats';
 import {
   createStubTable,
@@ -77,7 +77,7 @@ export interface CpuRig {
 export function createCpuRig(
   implementation: Implementation,
   tables: BenchTables,
-  options: { readonly quiet?: boolean } = {},
+  options: ContainerOptions = {},
 ): CpuRig {
   const table = createStubTable(tableSchemas(tables));
   const stubs: Record<ClientRole, StubClient> = {
