@@ -471,6 +471,9 @@ async function main(): Promise<void> {
       `--mirror-fingerprint takes ${Object.keys(MIRROR_FINGERPRINTS).join(' or ')}, not ${mirrorFingerprint}`,
     );
   }
+  if (mirrorFingerprint !== 'body' && !values.measure) {
+    throw new Error('--mirror-fingerprint applies to --measure only');
+  }
   const modes = values.modes.split(',');
   // As the bench measures it (each pair's process runs a bundle of its own), bundled or not.
   if (values.measure) {

@@ -2,11 +2,11 @@
  * Hand-written handlers making the same DynamoDB calls as the toolkit's modes (DESIGN.md's
  * CPU baseline: "a hand-written handler making the same calls"), with the least code that
  * does it: the toolkit's requests, item for item (a marker like the toolkit's: SHA-256 of the
- * body as fingerprint, or of its canonical form with `canonical`, TTL, consumer, marker mode's owner token; the toolkit's conditions, under
- * which an expired record or a released claim of the same payload does not hold a key, with the
- * stored item returned on a failed condition), duplicates acknowledged. No payload-mismatch
- * check, no reading of an expired or released record, no logging, no metrics, no error
- * classification, no FIFO group stopped at its first
+ * body as fingerprint, or of its canonical form with `canonical`, TTL, consumer, marker mode's
+ * owner token; the toolkit's conditions, under which an expired record or a released claim of
+ * the same payload does not hold a key, with the stored item returned on a failed condition),
+ * duplicates acknowledged. No payload-mismatch check, no reading of an expired or released
+ * record, no logging, no metrics, no error classification, no FIFO group stopped at its first
  * failure, no 4 MB request check (the benchmark's items are far under it): they isolate what the
  * toolkit's own logic costs on top of the requests themselves.
  */
@@ -80,10 +80,13 @@ export function createHandWrittenHandler(
   mode: HandWrittenMode,
   client: DynamoDBDocumentClient,
   tables: BenchTables,
-  fingerprintOf: MirrorFingerprint = 'body',
+  hashed: MirrorFingerprint = 'body',
 ): BatchHandler {
-  const fingerprintText = (order: OrderEvent, body: string) =>
-    fingerprintOf === 'canonical' ? canonicalOrderText(order) : body;
+  /** SHA-256 (hex) of the body as it came, or of its canonical form. */
+  const fingerprintOf = (order: OrderEvent, body: string): string =>
+    createHash('sha256')
+      .update(hashed === 'canonical' ? canonicalOrderText(order) : body)
+      .digest('hex');
 
   /**
    * The marker put, as the toolkit sends it: the same item and the same condition (a live record
@@ -92,7 +95,7 @@ export function createHandWrittenHandler(
    * takes its own released claim; atomic mode's commit marker has no owner.
    */
   const markerPut = (order: OrderEvent, body: string, now: number, owner?: string) => {
-    const fingerprint = createHash('sha256').update(fingerprintText(order, body)).digest('hex');
+    const fingerprint = fingerprintOf(order, body);
     const released = '#status = :inProgress AND #leaseExpiresAt = :released AND #fingerprint = :fingerprint';
     return {
       TableName: tables.inbox,
@@ -165,7 +168,7 @@ export function createHandWrittenHandler(
       case 'entity': {
         const item = {
           ...orderItemOf(order),
-          eoFingerprint: createHash('sha256').update(fingerprintText(order, body)).digest('hex'),
+          eoFingerprint: fingerprintOf(order, body),
         };
         try {
           // As the toolkit: the item's key absent, or its numeric expiresAt reached.
